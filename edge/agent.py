@@ -1,0 +1,54 @@
+"""The Agent half of the user-module contract: battles in, observations out; actions in, orders out.
+
+An Agent is constructed as ``AgentClass(modelConfig, instanceConfig)``; ``instanceConfig`` carries at
+least ``side`` ("blue"/"red"), ``player`` ("player_0"/"player_1"), ``battle_format`` and ``seed``.
+Subclasses must set ``observation_space`` and ``action_space`` and implement ``makeObs`` and
+``deploy``; ``action_mask``, ``reset``, ``seed`` and ``onEpisodeEnd`` are optional.
+
+The battle passed in is a poke-env ``Battle`` seen from the player's side only. ``deploy`` returns a
+poke-env ``BattleOrder`` or a ``/choose …`` / ``/team …`` string; whoever runs the agent checks it
+against the current request before anything reaches Showdown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from poke_env.battle import AbstractBattle
+from poke_env.player import BattleOrder
+
+Order = BattleOrder | str
+
+
+class Agent:
+    """Base class of user Agents (see the module docstring for the contract)."""
+
+    observation_space: gymnasium.Space[Any]
+    action_space: gymnasium.Space[Any]
+
+    def __init__(self, modelConfig: dict[str, Any], instanceConfig: dict[str, Any]) -> None:
+        self.modelConfig = dict(modelConfig)
+        self.instanceConfig = dict(instanceConfig)
+
+    def makeObs(self, battle: AbstractBattle) -> Any:
+        """Return the observation of ``battle`` for the policy; must lie in observation_space."""
+        raise NotImplementedError
+
+    def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
+        """Return the legal actions for the current request (1 = legal), or None."""
+        return None
+
+    def deploy(self, battle: AbstractBattle, action: Any) -> Order:
+        """Return the order for the current request given the policy's ``action``."""
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Called before each episode."""
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the agent's own randomness (called by ``reset(seed=…)`` of the env)."""
+
+    def onEpisodeEnd(self, battle: AbstractBattle) -> None:
+        """Called once when the battle is over."""

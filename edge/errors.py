@@ -1,0 +1,37 @@
+"""Exceptions raised by the edge side (user-module contract, protocol, replica).
+
+Exception tree::
+
+    EdgeError
+    ├── ContractError          a user module breaks the pinned contract (missing function, bad type)
+    ├── InvalidActionError     an action index or team choice that is not legal now (also a ValueError)
+    ├── ProtocolError          a message that cannot be decoded or violates the wire protocol
+    │   └── MessageTooLarge    a message over the configured maximum size
+    └── ReplicaError           the replica battle cannot apply a frame
+"""
+
+from __future__ import annotations
+
+
+class EdgeError(Exception):
+    """Root of every exception raised by the ``edge`` package."""
+
+
+class ContractError(EdgeError):
+    """A user module does not follow the user-module contract."""
+
+
+class InvalidActionError(EdgeError, ValueError):
+    """An action (index or team choice) that is not legal for the current request."""
+
+
+class ProtocolError(EdgeError):
+    """A message violates the wire protocol."""
+
+
+class MessageTooLarge(ProtocolError):
+    """A message is larger than the configured maximum."""
+
+
+class ReplicaError(EdgeError):
+    """A replica battle could not apply a protocol frame."""
