@@ -1,0 +1,45 @@
+"""The center: what the organizer's host runs.
+
+Showdown server management, the Maple ``PokemonEnv`` (multi-agent, PettingZoo) and ``SinglizedEnv``
+(single-agent, Gymnasium), the delegators standing in for remote agents, matches, leagues and their
+results. Importing ``center`` registers ``MaplePokemon-v0`` with Gymnasium, so
+``gymnasium.make("center:MaplePokemon-v0")`` works; the heavy modules load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+
+if TYPE_CHECKING:
+    from center.pokemon_env import PokemonEnv, RewardConfig
+    from center.single_env import RandomLegalPolicy, SinglizedEnv
+
+__all__ = ["PokemonEnv", "RandomLegalPolicy", "RewardConfig", "SinglizedEnv"]
+
+_LAZY = {
+    "PokemonEnv": "center.pokemon_env",
+    "RewardConfig": "center.pokemon_env",
+    "SinglizedEnv": "center.single_env",
+    "RandomLegalPolicy": "center.single_env",
+}
+
+SINGLE_ENV_ID = "MaplePokemon-v0"
+
+if SINGLE_ENV_ID not in gymnasium.registry:
+    # Showdown decides teams, damage rolls and speed ties on the server: reset(seed) only fixes the
+    # agent-side randomness, so the environment is registered as nondeterministic.
+    gymnasium.register(
+        id=SINGLE_ENV_ID,
+        entry_point="center.single_env:SinglizedEnv",
+        nondeterministic=True,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'center' has no attribute {name!r}")

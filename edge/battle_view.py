@@ -1,0 +1,83 @@
+"""Stable slot views of a poke-env Battle, shared by StateObserver and ActionHelper.
+
+The observation and the action layout must name the same things: "move 2" in the observation is the
+move that action 1 uses, "bench 1" is the Pokémon that action 8 switches to. Both read them here.
+
+- Move slots follow the order of the current request's active move list (Showdown's move-slot order),
+  falling back to the order poke-env learned the moves in when there is no request.
+- Bench slots are the player's non-active, non-fainted Pokémon in Showdown's party order (the order
+  of the request's ``side.pokemon``), falling back to ``battle.team`` order.
+- The opponent's bench is what the player has seen of it: non-active Pokémon of
+  ``battle.opponent_team`` in the order they were revealed, fainted ones included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poke_env.battle import AbstractBattle, Move, Pokemon
+
+MAX_MOVES = 4
+MAX_BENCH = 2
+
+
+def request_party(battle: AbstractBattle) -> list[Pokemon]:
+    """The player's team in Showdown's party order (request order), else poke-env's order."""
+    request: dict[str, Any] | None = battle.last_request or None
+    if request and request.get("side", {}).get("pokemon"):
+        party: list[Pokemon] = []
+        for entry in request["side"]["pokemon"]:
+            mon = battle.team.get(entry.get("ident", ""))
+            if mon is not None:
+                party.append(mon)
+        if party:
+            return party
+    return list(battle.team.values())
+
+
+def own_bench(battle: AbstractBattle) -> list[Pokemon]:
+    """Non-active, non-fainted Pokémon of the player, in party order (all of them, unpadded)."""
+    return [mon for mon in request_party(battle) if not mon.active and not mon.fainted]
+
+
+def opponent_bench(battle: AbstractBattle) -> list[Pokemon]:
+    """The opponent's revealed non-active Pokémon, in the order they were seen."""
+    return [mon for mon in battle.opponent_team.values() if not mon.active]
+
+
+def active_request_moves(battle: AbstractBattle) -> list[dict[str, Any]]:
+    """The move entries of the current request for the active Pokémon (may be empty)."""
+    request: dict[str, Any] | None = battle.last_request or None
+    if not request or request.get("wait") or request.get("teamPreview"):
+        return []
+    active = request.get("active") or []
+    if not active:
+        return []
+    moves: list[dict[str, Any]] = active[0].get("moves") or []
+    return moves
+
+
+def move_slots(battle: AbstractBattle) -> list[Move | None]:
+    """The active Pokémon's moves by slot (length MAX_MOVES, None where there is no move).
+
+    Slot order is the request's; when the request lists a single locked or special move (Outrage,
+    Recharge, Struggle), the slots show the Pokémon's full moveset instead, so that the observation
+    still describes the four moves the Pokémon knows.
+    """
+    slots: list[Move | None] = [None] * MAX_MOVES
+    mon = battle.active_pokemon
+    if mon is None:
+        return slots
+    known = list(mon.moves.values())
+    entries = active_request_moves(battle)
+    ordered: list[Move] = []
+    if len(entries) > 1:
+        for entry in entries:
+            move = mon.moves.get(entry.get("id", ""))
+            if move is not None:
+                ordered.append(move)
+    if len(ordered) < len(entries) or not ordered:
+        ordered = known
+    for i, move in enumerate(ordered[:MAX_MOVES]):
+        slots[i] = move
+    return slots
