@@ -170,7 +170,7 @@ class BattleSession:
             try:
                 player.reset_battles()
             except OSError:  # poke-env: a battle it still thinks is running
-                player._battles.clear()  # noqa: SLF001
+                player._battles.clear()
         for seat in self.seats.values():
             seat.battle, seat.state, seat.retry, seat.fresh = None, SeatState.IDLE, False, False
         self.battle_tag = None
@@ -183,7 +183,9 @@ class BattleSession:
         deadline = time.monotonic() + timeout
         while any(seat.state is SeatState.IDLE for seat in self.seats.values()):
             if self.disconnected:
-                raise EnvError(f"lost the connection to Showdown while starting: {self.disconnect_detail}")
+                raise EnvError(
+                    f"lost the connection to Showdown while starting: {self.disconnect_detail}"
+                )
             if not self._next_event(deadline):
                 self.abandon()
                 raise ResetTimeout(
@@ -197,7 +199,9 @@ class BattleSession:
         exc = future.exception()
         if exc is not None:
             logger.warning("challenge failed: %r", exc)
-            self.events.put(SeatEvent(self.seat_names[0], "disconnected", detail=f"challenge failed: {exc!r}"))
+            self.events.put(
+                SeatEvent(self.seat_names[0], "disconnected", detail=f"challenge failed: {exc!r}")
+            )
 
     def submit(self, seat_name: str, message: str) -> None:
         """Send ``message`` as ``seat_name``'s choice for its pending request."""
@@ -243,7 +247,9 @@ class BattleSession:
         deadline = time.monotonic() + ABANDON_TIMEOUT
         if not self.disconnected:
             try:
-                self.seats[self.seat_names[0]].player.send_to_battle(tag, "/forfeit", ABANDON_TIMEOUT)
+                self.seats[self.seat_names[0]].player.send_to_battle(
+                    tag, "/forfeit", ABANDON_TIMEOUT
+                )
                 while not self.finished and not self.disconnected and self._next_event(deadline):
                     pass
             except Exception as exc:

@@ -66,7 +66,9 @@ class EnvPlayer(Player):
         username_prefix: str = "maple",
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("account_configuration", AccountConfiguration(unique_username(username_prefix), None))
+        kwargs.setdefault(
+            "account_configuration", AccountConfiguration(unique_username(username_prefix), None)
+        )
         kwargs.setdefault("max_concurrent_battles", 1)
         kwargs.setdefault("loop", POKE_LOOP)
         super().__init__(**kwargs)
@@ -74,7 +76,9 @@ class EnvPlayer(Player):
         # through our hierarchy instead, so that the application decides what is printed.
         self.ps_client.logger.handlers.clear()
         self.ps_client.logger.propagate = False
-        self.ps_client.logger.addHandler(_ForwardHandler(logging.getLogger("center.showdown_client")))
+        self.ps_client.logger.addHandler(
+            _ForwardHandler(logging.getLogger("center.showdown_client"))
+        )
         self.seat = seat
         self.events = events
         self.frame_log: dict[str, list[str]] = {}
@@ -96,7 +100,7 @@ class EnvPlayer(Player):
 
     # -- frames ---------------------------------------------------------------------------------
 
-    async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:  # type: ignore[override]
+    async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:
         tag = split_messages[0][0][1:]
         log = self.frame_log.setdefault(tag, [])
         log.append("\n".join("|".join(part) for part in split_messages))
@@ -110,7 +114,7 @@ class EnvPlayer(Player):
     async def _handle_battle_request(
         self, battle: AbstractBattle, maybe_default_order: bool = False
     ) -> None:
-        if battle._wait:  # noqa: SLF001 - poke-env keeps the wait flag private
+        if battle._wait:
             self.events.put(SeatEvent(self.seat, "wait", battle))
             return
         self._retry = maybe_default_order

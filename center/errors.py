@@ -9,7 +9,16 @@ Exception tree::
     ├── EnvError                   misuse of PokemonEnv or a battle that cannot be set up
     │   ├── ResetTimeout           no battle was established within RESET_TIMEOUT (C-3)
     │   └── EnvClosedError         the environment was used after close()
-    └── ConfigError                a bad candidates.json / sep_config.json / command-line value
+    ├── ConfigError                a bad candidates.json / sep_config.json / command-line value
+    └── EdgeCallError              a call to an edge gave no usable reply
+        ├── EdgeUnavailable        no connection to the edge: nobody listening, connection lost, client
+        │   │                      closed (also a ConnectionError)
+        │   └── AuthenticationError   the CURVE handshake failed: wrong server key, client key not
+        │                          authorized, or only one side uses CURVE
+        ├── EdgeTimeout            the request was sent but no reply came before its deadline (also a
+        │                          TimeoutError)
+        ├── EdgeRemoteError        the edge answered status "error": carries ename, evalue, traceback
+        └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the protocol
 """
 
 from __future__ import annotations
@@ -45,3 +54,41 @@ class EnvClosedError(EnvError):
 
 class ConfigError(CenterError):
     """A configuration file or command-line value is invalid."""
+
+
+class EdgeCallError(CenterError):
+    """A call to an edge did not give a usable reply."""
+
+
+class EdgeUnavailable(EdgeCallError, ConnectionError):
+    """There is no connection to the edge (nobody listening, connection lost, client closed).
+
+    A request that fails this way was either never sent or lost with its connection.
+    """
+
+
+class AuthenticationError(EdgeUnavailable):
+    """The CURVE handshake with the edge failed; the message says what is probably wrong."""
+
+
+class EdgeTimeout(EdgeCallError, TimeoutError):
+    """A request reached the edge but its reply did not come back before the deadline."""
+
+
+class EdgeRemoteError(EdgeCallError):
+    """The edge answered with status ``error``: an exception in a handler or in user code.
+
+    ``ename``, ``evalue`` and ``traceback`` (truncated) describe the remote exception; ``output``
+    is what user code printed during the call (truncated), possibly empty.
+    """
+
+    def __init__(self, ename: str, evalue: str, traceback: str = "", output: str = "") -> None:
+        super().__init__(f"{ename}: {evalue}" if evalue else ename)
+        self.ename = ename
+        self.evalue = evalue
+        self.traceback = traceback
+        self.output = output
+
+
+class EdgeProtocolError(EdgeCallError):
+    """A request could not be encoded, or the edge's reply violates the wire protocol."""

@@ -17,14 +17,17 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 from poke_env.battle import AbstractBattle
 from poke_env.player import Player
-from poke_env.ps_client.server_configuration import ServerConfiguration
+from poke_env.ps_client.server_configuration import (
+    LocalhostServerConfiguration,
+    ServerConfiguration,
+)
 
 from center.battle_session import BattleSession, SeatState
 from center.errors import EnvClosedError, EnvError
@@ -62,7 +65,7 @@ def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
             url = "ws" + url[4:]
         if not url.endswith("/showdown/websocket"):
             url += "/showdown/websocket"
-        return ServerConfiguration(url, None), None
+        return ServerConfiguration(url, LocalhostServerConfiguration.authentication_url), None
     from center.showdown import ShowdownServer
 
     if server is None:
@@ -76,7 +79,11 @@ def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
 class PokemonEnv(ParallelEnv[str, Any, Any]):
     """Two players battle on Showdown; each step takes one decision from each player that has one."""
 
-    metadata = {"name": "maple_pokemon_v0", "render_modes": ["human", "ansi"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "maple_pokemon_v0",
+        "render_modes": ["human", "ansi"],
+        "is_parallelizable": True,
+    }
 
     RESET_TIMEOUT = 30.0
     STEP_TIMEOUT = 10.0
@@ -108,13 +115,17 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self.possible_agents = list(PLAYERS if opponent is None else PLAYERS[:1])
         self.agents: list[str] = []
         self.agent_objects: dict[str, Agent] = agents or {
-            p: MapleAgent({}, {"side": SIDES[p], "player": p, "battle_format": battle_format, "seed": None})
+            p: MapleAgent(
+                {}, {"side": SIDES[p], "player": p, "battle_format": battle_format, "seed": None}
+            )
             for p in self.possible_agents
         }
         missing = set(self.possible_agents) - set(self.agent_objects)
         if missing:
             raise EnvError(f"agents must be given for {sorted(missing)}")
-        self.observation_spaces = {p: self.agent_objects[p].observation_space for p in self.possible_agents}
+        self.observation_spaces = {
+            p: self.agent_objects[p].observation_space for p in self.possible_agents
+        }
         self.action_spaces = {p: self.agent_objects[p].action_space for p in self.possible_agents}
         self._server_arg = server
         self._owned_server: Any = None
@@ -179,7 +190,13 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         no_invalid = dict.fromkeys(self.possible_agents, False)
         observations = {p: self._observe(p) for p in self.possible_agents}
         infos = {p: self._info(p, no_invalid) for p in self.possible_agents}
-        self._last = (observations, dict.fromkeys(self.possible_agents, np.float32(0.0)), dict.fromkeys(self.possible_agents, False), dict.fromkeys(self.possible_agents, False), infos)
+        self._last = (
+            observations,
+            dict.fromkeys(self.possible_agents, np.float32(0.0)),
+            dict.fromkeys(self.possible_agents, False),
+            dict.fromkeys(self.possible_agents, False),
+            infos,
+        )
         return observations, infos
 
     def step(
@@ -228,7 +245,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                     battle = session.seats[name].battle
                     assert battle is not None
                     rewards[name] += (
-                        self.rewards.win if battle.won else self.rewards.loss if battle.lost else self.rewards.tie
+                        self.rewards.win
+                        if battle.won
+                        else self.rewards.loss
+                        if battle.lost
+                        else self.rewards.tie
                     )
                     terminated[name] = True
                 self.end_reason = "win" if any(b.won for b in self._battles()) else "tie"
@@ -253,7 +274,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             return observations, rewards32, terminated, truncated, infos, self._masks(infos)
         return observations, rewards32, terminated, truncated, infos
 
-    def _end(self, reason: str, truncated: dict[str, bool], rewards: dict[str, float], value: float) -> None:
+    def _end(
+        self, reason: str, truncated: dict[str, bool], rewards: dict[str, float], value: float
+    ) -> None:
         self.end_reason = reason
         self._over = True
         for name in self.agents:
@@ -263,7 +286,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     def _step_after_end(self, return_masks: bool) -> tuple[dict[str, Any], ...]:
         if self._last is None:
             raise EnvError("call reset() before step()")
-        warnings.warn("step() called after the episode ended; call reset()", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            "step() called after the episode ended; call reset()", RuntimeWarning, stacklevel=3
+        )
         observations, _, terminated, truncated, infos = self._last
         zeros = {p: np.float32(0.0) for p in observations}
         if return_masks:
@@ -318,7 +343,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
 
     # -- render and close -----------------------------------------------------------------------
 
-    def render(self, mode: str | None = None) -> str | None:  # type: ignore[override]
+    def render(self, mode: str | None = None) -> str | None:
         """Text view: the turn, both sides' HP, the active Pokémon's moves with PP (G-5)."""
         from center.render import render_battle
 

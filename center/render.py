@@ -21,7 +21,9 @@ def _mon(mon: Pokemon, own: bool) -> str:
 
 def render_battle(battle: AbstractBattle) -> str:
     """A few lines describing ``battle`` as its player sees it."""
-    lines = [f"{battle.battle_tag}  turn {battle.turn}" + ("  (finished)" if battle.finished else "")]
+    lines = [
+        f"{battle.battle_tag}  turn {battle.turn}" + ("  (finished)" if battle.finished else "")
+    ]
     lines.append(f" {battle.player_username or 'player'} (you):")
     lines += [_mon(mon, True) for mon in battle.team.values()]
     lines.append(f" {battle.opponent_username or 'opponent'}:")

@@ -21,8 +21,8 @@ import gymnasium
 import numpy as np
 from poke_env.player import Player
 
-from center.pokemon_env import PLAYERS, SIDES, PokemonEnv, RewardConfig
 from center.errors import EnvError
+from center.pokemon_env import PLAYERS, SIDES, PokemonEnv, RewardConfig
 from edge.action_helper import ActionHelper
 from edge.agent import Agent
 from edge.maple_agent import MapleAgent
@@ -61,7 +61,7 @@ class RandomLegalPolicy(StandalonePolicy):
 class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
     """The learner's view of a battle against an opponent played inside the environment."""
 
-    metadata = {"render_modes": ["human", "ansi"]}
+    metadata = {"render_modes": ["human", "ansi"]}  # noqa: RUF012 - typed as an instance variable by gymnasium.Env
 
     def __init__(
         self,
@@ -82,10 +82,17 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         self._player_opponent = opponent if isinstance(opponent, Player) else None
         self._policy: StandalonePolicy | None = None
         if self._player_opponent is None:
-            self._policy = opponent if isinstance(opponent, StandalonePolicy) else RandomLegalPolicy()
+            self._policy = (
+                opponent if isinstance(opponent, StandalonePolicy) else RandomLegalPolicy()
+            )
 
         def maple(player: str) -> Agent:
-            config = {"side": SIDES[player], "player": player, "battle_format": battle_format, "seed": None}
+            config = {
+                "side": SIDES[player],
+                "player": player,
+                "battle_format": battle_format,
+                "seed": None,
+            }
             return MapleAgent({}, config)
 
         agents = {PLAYERS[0]: agent or maple(PLAYERS[0])}
@@ -169,7 +176,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
             self.env.render("human")
         return observations[me], np.float32(total), terminated[me], truncated[me], infos[me]
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         return self.env.render(self.render_mode or "ansi")
 
     def close(self) -> None:

@@ -6,7 +6,11 @@ Exception tree::
     ├── ContractError          a user module breaks the pinned contract (missing function, bad type)
     ├── InvalidActionError     an action index or team choice that is not legal now (also a ValueError)
     ├── ProtocolError          a message that cannot be decoded or violates the wire protocol
-    │   └── MessageTooLarge    a message over the configured maximum size
+    │   ├── MessageTooLarge    a message over the configured maximum size
+    │   └── ProtocolVersionError  a message from a peer speaking an incompatible protocol version
+    ├── TransportError         the edge server cannot be set up (bind failure, bad keys)
+    │   ├── InsecureBindError  a non-loopback address without CURVE keys and without --insecure
+    │   └── CurveKeyError      a CURVE key or key file is missing or malformed (also a ValueError)
     └── ReplicaError           the replica battle cannot apply a frame
 """
 
@@ -31,6 +35,22 @@ class ProtocolError(EdgeError):
 
 class MessageTooLarge(ProtocolError):
     """A message is larger than the configured maximum."""
+
+
+class ProtocolVersionError(ProtocolError):
+    """A message carries a protocol version this side does not speak (different major version)."""
+
+
+class TransportError(EdgeError):
+    """The ZeroMQ transport cannot be set up (the address cannot be bound, keys are unusable)."""
+
+
+class InsecureBindError(TransportError):
+    """Refused to listen on a non-loopback address without CURVE keys (see ``insecure``)."""
+
+
+class CurveKeyError(TransportError, ValueError):
+    """A CURVE key, key file or ``curve`` configuration section is missing or malformed."""
 
 
 class ReplicaError(EdgeError):

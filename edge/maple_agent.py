@@ -62,4 +62,6 @@ class MapleAgent(Agent):
             return team_order(battle, [int(a) for a in action])
         if action is None or self.action_space.contains(action):
             return self.helper.random_team(battle)
-        raise InvalidActionError(f"{action!r} is neither a team choice nor an action of {self.action_space}")
+        raise InvalidActionError(
+            f"{action!r} is neither a team choice nor an action of {self.action_space}"
+        )

@@ -1,0 +1,186 @@
+"""PokemonEnv against the real Showdown server: rewards, invalid actions, team preview, faults."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+from center.pokemon_env import PokemonEnv, RewardConfig
+from center.showdown import ShowdownServer
+from tests.integration.helpers import random_legal, team
+
+pytestmark = pytest.mark.showdown
+
+
+def _play_out_team_preview(env, infos):
+    assert all(infos[p]["team_preview"] for p in env.agents)
+    return env.step({p: 0 for p in env.agents})
+
+
+def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):  # T-2
+    with PokemonEnv(server=showdown) as env:
+        _, infos = env.reset(seed=1)
+        _, _, _, _, infos = _play_out_team_preview(env, infos)
+        battle = env.battle("player_0")
+        request_before = battle.last_request
+        _, rewards, terminated, truncated, infos = env.step({"player_0": 99, "player_1": 0})
+        assert rewards["player_0"] == np.float32(-0.01)
+        assert not terminated["player_0"] and not truncated["player_0"]
+        assert infos["player_0"]["invalid_action"] and infos["player_0"]["needs_action"]
+        assert env.battle("player_0").last_request is request_before  # same request still open
+        # player_1's valid order was sent; it now waits for player_0
+        assert not infos["player_1"]["needs_action"]
+        _, rewards, _, _, infos = env.step(
+            {"player_0": int(np.flatnonzero(infos["player_0"]["action_mask"])[0])}
+        )
+        assert rewards["player_0"] == 0.0
+        assert env.battle("player_0").turn >= 2 or env.battle("player_0").finished
+
+
+def test_an_action_at_team_preview_outside_the_space_is_invalid(showdown):
+    with PokemonEnv(server=showdown) as env:
+        env.reset(seed=2)
+        _, rewards, _, _, infos = env.step({"player_0": 99, "player_1": [0, 1, 2]})
+        assert rewards["player_0"] == np.float32(-0.01)
+        assert infos["player_0"]["team_preview"]
+
+
+def test_team_preview_choice_decides_who_leads(showdown):
+    with PokemonEnv(server=showdown) as env:
+        env.reset(seed=3)
+        preview = {p: [mon.species for mon in env.battle(p).team.values()] for p in env.agents}
+        env.step({"player_0": [2, 0, 1], "player_1": "/team 456"})
+        assert env.battle("player_0").active_pokemon.species == preview["player_0"][2]
+        assert env.battle("player_1").active_pokemon.species == preview["player_1"][3]
+
+
+def test_default_team_choice_is_reproducible_under_reset_seed(showdown):
+    with PokemonEnv(server=showdown) as env:
+        picks = []
+        for _ in range(2):
+            env.reset(seed=11)
+            agent = env.agent_objects["player_0"]
+            picks.append(agent.choose_team(env.battle("player_0"), None))
+        assert picks[0] == picks[1]
+
+
+def test_a_win_gives_plus_one_and_a_loss_minus_one(showdown):  # T-4
+    teams = {"player_0": team("strong_team.txt"), "player_1": team("splash_team.txt")}
+    with PokemonEnv("gen9bssregi", server=showdown, teams=teams) as env:
+        _, infos = env.reset(seed=4)
+        rng = np.random.default_rng(4)
+        while env.agents:
+            actions = random_legal(infos, env.agents, rng)
+            if infos["player_0"]["needs_action"] and not infos["player_0"]["team_preview"]:
+                mask = infos["player_0"]["action_mask"]
+                actions["player_0"] = 0 if mask[0] else int(np.flatnonzero(mask)[0])
+            _, rewards, terminated, _, infos = env.step(actions)
+        assert terminated == {"player_0": True, "player_1": True}
+        assert rewards == {"player_0": np.float32(1.0), "player_1": np.float32(-1.0)}
+        assert env.battle("player_0").won and env.battle("player_1").lost
+
+
+def test_rewards_are_configurable(showdown):
+    teams = {"player_0": team("strong_team.txt"), "player_1": team("splash_team.txt")}
+    rewards_config = RewardConfig(win=10.0, loss=-10.0, invalid=-0.5)
+    with PokemonEnv("gen9bssregi", server=showdown, teams=teams, rewards=rewards_config) as env:
+        _, infos = env.reset(seed=5)
+        _, rewards, _, _, infos = env.step({"player_0": 42, "player_1": 0})
+        assert rewards["player_0"] == np.float32(-0.5)
+        rng = np.random.default_rng(5)
+        while env.agents:
+            _, rewards, _, _, infos = env.step(random_legal(infos, env.agents, rng))
+        assert rewards == {"player_0": np.float32(10.0), "player_1": np.float32(-10.0)}
+
+
+def test_step_after_the_end_returns_done_with_zero_reward(showdown):  # E-3
+    with PokemonEnv("gen9randombattle", server=showdown, max_turns=1) as env:
+        _, infos = env.reset(seed=6)
+        rng = np.random.default_rng(6)
+        while env.agents:
+            _, _, _, truncated, infos = env.step(random_legal(infos, env.agents, rng))
+        assert env.end_reason == "max_turns" and all(truncated.values())
+        with pytest.warns(RuntimeWarning, match="after the episode ended"):
+            _, rewards, terminated, truncated, _ = env.step({"player_0": 0, "player_1": 0})
+        assert all(r == 0 for r in rewards.values())
+        assert all(terminated[p] or truncated[p] for p in rewards)
+
+
+def test_reset_in_the_middle_of_a_battle_starts_a_fresh_one(showdown):  # E-4
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        _, infos = env.reset(seed=7)
+        first = env.battle("player_0")
+        env.step(random_legal(infos, env.agents, np.random.default_rng(7)))
+        _, infos = env.reset(seed=8)
+        second = env.battle("player_0")
+        assert second is not first and second.battle_tag != first.battle_tag
+        assert first.finished  # the abandoned battle was forfeited on Showdown, not left running
+        assert second.turn == 1 and env.agents == ["player_0", "player_1"]
+
+
+def test_return_masks_gives_the_masks_of_the_next_decision(showdown):
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        _, infos = env.reset(seed=9)
+        result = env.step(
+            random_legal(infos, env.agents, np.random.default_rng(9)), return_masks=True
+        )
+        assert len(result) == 6
+        masks, infos = result[5], result[4]
+        for p in masks:
+            assert masks[p].shape == (11,) and masks[p].dtype == np.int8
+            assert np.array_equal(masks[p], infos[p]["action_mask"])
+
+
+def test_render_shows_turn_hp_and_pp(showdown, capsys):  # G-5
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        _, infos = env.reset(seed=10)
+        env.step(random_legal(infos, env.agents, np.random.default_rng(10)))
+        text = env.render("ansi")
+        assert "turn" in text and "HP" in text and "PP" in text
+        env.render("human")
+        assert "turn" in capsys.readouterr().out
+
+
+def test_parallel_api_test_passes(showdown):
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        parallel_api_test(env, num_cycles=300)
+
+
+@pytest.mark.timeout(120)
+def test_server_killed_mid_episode_truncates_the_step_with_the_loss_reward():  # T-3, C-5
+    server = ShowdownServer(watchdog=False).start()
+    try:
+        with PokemonEnv("gen9randombattle", server=server, step_timeout=10) as env:
+            _, infos = env.reset(seed=12)
+            _, _, _, _, infos = env.step(random_legal(infos, env.agents, np.random.default_rng(12)))
+            os.killpg(server.pgid, signal.SIGKILL)
+            _, rewards, _, truncated, _ = env.step(
+                random_legal(infos, env.agents, np.random.default_rng(13))
+            )
+            assert truncated == {"player_0": True, "player_1": True}
+            assert rewards == {"player_0": np.float32(-1.0), "player_1": np.float32(-1.0)}
+            assert env.end_reason == "disconnect" and env.agents == []
+    finally:
+        server.stop()
+
+
+@pytest.mark.timeout(180)
+def test_env_reconnects_after_the_server_is_restarted_by_its_watchdog():
+    server = ShowdownServer(watchdog=True).start()
+    try:
+        with PokemonEnv("gen9randombattle", server=server) as env:
+            _, infos = env.reset(seed=14)
+            os.killpg(server.pgid, signal.SIGKILL)
+            _, _, _, truncated, _ = env.step(
+                random_legal(infos, env.agents, np.random.default_rng(14))
+            )
+            assert all(truncated.values())
+            server.wait_until_ready(timeout=60)
+            _, infos = env.reset(seed=15)
+            assert env.agents == ["player_0", "player_1"] and infos["player_0"]["needs_action"]
+    finally:
+        server.stop()

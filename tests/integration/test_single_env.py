@@ -1,0 +1,67 @@
+"""SinglizedEnv: the Gymnasium single-agent view, against an in-env policy or a poke-env Player."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from poke_env.player import RandomPlayer
+from poke_env.ps_client import AccountConfiguration
+
+import center
+from center.env_player import unique_username
+from center.single_env import SinglizedEnv
+
+pytestmark = pytest.mark.showdown
+
+
+def _play(env, seed):
+    observation, info = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    total, steps, terminated, truncated = 0.0, 0, False, False
+    while not (terminated or truncated):
+        assert env.observation_space.contains(observation)
+        mask = info["action_mask"]
+        action = int(rng.choice(np.flatnonzero(mask)))
+        observation, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        steps += 1
+        assert steps < 2000
+    return total, terminated, truncated
+
+
+def test_registered_env_passes_gymnasium_check_env(showdown):
+    env = gymnasium.make(
+        f"center:{center.SINGLE_ENV_ID}", server=showdown, battle_format="gen9randombattle"
+    )
+    try:
+        assert env.spec is not None and env.spec.nondeterministic is True
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_episode_against_the_default_random_policy(showdown):
+    with_env = SinglizedEnv("gen9bssfactory", server=showdown)
+    try:
+        total, terminated, truncated = _play(with_env, 1)
+        assert terminated and not truncated
+        assert total in (-1.0, 0.0, 1.0)
+    finally:
+        with_env.close()
+
+
+def test_episode_against_a_poke_env_random_player(showdown):
+    opponent = RandomPlayer(
+        AccountConfiguration(unique_username("randopp"), None),
+        battle_format="gen9randombattle",
+        server_configuration=showdown.server_configuration(),
+    )
+    env = SinglizedEnv("gen9randombattle", server=showdown, opponent=opponent)
+    try:
+        for seed in range(2):
+            total, terminated, truncated = _play(env, seed)
+            assert terminated and not truncated and total in (-1.0, 0.0, 1.0)
+    finally:
+        env.close()

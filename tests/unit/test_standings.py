@@ -1,0 +1,256 @@
+"""Standings, win-rate intervals and Bradley–Terry ratings (center.standings)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from center.results import BattleRecord
+from center.standings import (
+    STANDINGS_COLUMNS,
+    STANDINGS_CSV,
+    STANDINGS_JSON,
+    CandidateStanding,
+    Standings,
+    bradley_terry,
+    compute_standings,
+    format_standings,
+    wilson_interval,
+    write_standings,
+)
+
+
+def battle(
+    blue: str,
+    red: str,
+    winner: str,
+    k: int,
+    blue_status: str = "OK",
+    red_status: str = "OK",
+) -> BattleRecord:
+    return BattleRecord(
+        battle_id=f"{blue}-vs-{red}-{k:04d}",
+        blue=blue,
+        red=red,
+        winner=winner,  # type: ignore[arg-type]
+        end_reason="win",
+        turns=10,
+        duration_s=1.0,
+        blue_status=blue_status,  # type: ignore[arg-type]
+        red_status=red_status,  # type: ignore[arg-type]
+        seed=k,
+        format="gen9bssfactory",
+    )
+
+
+def synthetic_league(elo: dict[str, float], per_pair: int, seed: int) -> list[BattleRecord]:
+    """A league whose outcomes follow Bradley–Terry with the given Elo-scale strengths."""
+    rng = np.random.default_rng(seed)
+    ids = sorted(elo)
+    records = []
+    for n, a in enumerate(ids):
+        for b in ids[n + 1 :]:
+            p_a = 1 / (1 + 10 ** ((elo[b] - elo[a]) / 400))
+            for k in range(per_pair):
+                a_wins = rng.random() < p_a
+                blue, red = (a, b) if k % 2 == 0 else (b, a)
+                winner = "blue" if a_wins == (blue == a) else "red"
+                records.append(battle(blue, red, winner, k))
+    return records
+
+
+def by_id(standings: Standings) -> dict[str, CandidateStanding]:
+    return {c.id: c for c in standings.candidates}
+
+
+# --- Wilson --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("successes", "n", "lo", "hi"),
+    [
+        (8, 10, 0.4902, 0.9433),
+        (0, 10, 0.0, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (50, 100, 0.4038, 0.5962),
+        (10, 10, 0.7225, 1.0),
+    ],
+)
+def test_wilson_interval_matches_published_values(
+    successes: int, n: int, lo: float, hi: float
+) -> None:
+    assert wilson_interval(successes, n) == pytest.approx((lo, hi), abs=5e-5)
+
+
+def test_wilson_interval_is_undefined_without_battles() -> None:
+    assert all(math.isnan(x) for x in wilson_interval(0, 0))
+
+
+def test_wilson_interval_rejects_impossible_counts() -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+
+
+# --- counting ------------------------------------------------------------------------------------
+
+
+def test_ties_count_half_and_no_result_battles_are_listed_apart() -> None:
+    records = [
+        battle("a", "b", "blue", 0),
+        battle("b", "a", "tie", 1),
+        battle("a", "b", "red", 2),
+        battle("b", "a", "none", 3, blue_status="ERROR", red_status="DISCONNECT"),
+    ]
+    a = compute_standings(records, bootstrap=0).candidates
+    row = next(c for c in a if c.id == "a")
+    assert (row.battles, row.wins, row.losses, row.ties, row.no_result) == (3, 1, 1, 1, 1)
+    assert row.win_rate == pytest.approx(0.5)
+    assert (row.win_rate_lo, row.win_rate_hi) == wilson_interval(1.5, 3)
+    assert row.statuses == {"TIMEOUT": 0, "ERROR": 0, "INVALID": 0, "DISCONNECT": 1}
+
+
+def test_battles_without_result_do_not_move_ratings() -> None:
+    decided = [battle("a", "b", "blue", k) for k in range(3)] + [battle("a", "b", "red", 3)]
+    crashed = [battle("b", "a", "none", k, red_status="ERROR") for k in range(4, 30)]
+    plain = compute_standings(decided, bootstrap=0)
+    mixed = compute_standings(decided + crashed, bootstrap=0)
+    assert [c.rating for c in mixed.candidates] == [c.rating for c in plain.candidates]
+    assert mixed.no_result == 26
+    assert by_id(mixed)["a"].statuses["ERROR"] == 26
+
+
+def test_status_counts_follow_each_candidate_side() -> None:
+    records = [
+        battle("a", "b", "red", 0, blue_status="TIMEOUT"),
+        battle("b", "a", "blue", 1, red_status="INVALID"),
+        battle("a", "b", "blue", 2, red_status="ERROR"),
+    ]
+    rows = by_id(compute_standings(records, bootstrap=0))
+    assert rows["a"].statuses == {"TIMEOUT": 1, "ERROR": 0, "INVALID": 1, "DISCONNECT": 0}
+    assert rows["b"].statuses == {"TIMEOUT": 0, "ERROR": 1, "INVALID": 0, "DISCONNECT": 0}
+
+
+def test_pairwise_table_counts_each_head_to_head_once() -> None:
+    records = [
+        battle("b", "a", "blue", 0),
+        battle("a", "b", "blue", 1),
+        battle("a", "b", "blue", 2),
+        battle("a", "b", "tie", 3),
+        battle("a", "b", "none", 4),
+        battle("a", "c", "red", 0),
+    ]
+    pairs = {(p.a, p.b): p for p in compute_standings(records, bootstrap=0).pairwise}
+    assert set(pairs) == {("a", "b"), ("a", "c")}
+    ab = pairs[("a", "b")]
+    assert (ab.a_wins, ab.b_wins, ab.ties, ab.no_result) == (2, 1, 1, 1)
+    assert (pairs[("a", "c")].a_wins, pairs[("a", "c")].b_wins) == (0, 1)
+
+
+def test_mirror_battles_are_left_out() -> None:
+    standings = compute_standings([battle("a", "a", "blue", 0)], bootstrap=0)
+    assert standings.candidates == []
+    assert standings.battles == 0
+
+
+def test_candidates_without_battles_are_listed_last_without_rating() -> None:
+    records = [battle("a", "b", "blue", 0)]
+    standings = compute_standings(records, candidates=["z", "a"], bootstrap=0)
+    assert [c.id for c in standings.candidates] == ["a", "b", "z"]
+    last = standings.candidates[-1]
+    assert last.battles == 0 and math.isnan(last.win_rate) and math.isnan(last.rating)
+
+
+# --- ratings -------------------------------------------------------------------------------------
+
+
+def test_bradley_terry_recovers_the_order_of_known_strengths() -> None:
+    elo = {"p1": 1200.0, "p2": 1350.0, "p3": 1500.0, "p4": 1650.0, "p5": 1800.0}
+    standings = compute_standings(synthetic_league(elo, per_pair=200, seed=3), bootstrap=0)
+    assert [c.id for c in standings.candidates] == ["p5", "p4", "p3", "p2", "p1"]
+    ratings = {c.id: c.rating for c in standings.candidates}
+    assert sum(ratings.values()) / len(ratings) == pytest.approx(1500.0)
+    for cid, true in elo.items():
+        assert ratings[cid] == pytest.approx(true, abs=60)
+
+
+def test_equal_records_give_equal_strengths() -> None:
+    scores = np.array([[0.0, 5.0], [5.0, 0.0]])
+    games = np.array([[0.0, 10.0], [10.0, 0.0]])
+    log_strength = bradley_terry(scores, games)
+    assert log_strength[0] == pytest.approx(log_strength[1])
+
+
+def test_an_undefeated_candidate_gets_a_finite_rating() -> None:
+    records = [battle("a", "b", "blue", k) for k in range(10)]
+    records += [battle("c", "b", "red", k) for k in range(10)]
+    rows = by_id(compute_standings(records))
+    for cid in "abc":
+        row = rows[cid]
+        assert all(math.isfinite(x) for x in (row.rating, row.rating_lo, row.rating_hi))
+    assert rows["a"].rating > rows["b"].rating > rows["c"].rating
+
+
+def test_bradley_terry_needs_a_positive_prior() -> None:
+    with pytest.raises(ValueError):
+        bradley_terry(np.zeros((2, 2)), np.zeros((2, 2)), prior_games=0)
+
+
+def test_bootstrap_interval_contains_the_point_estimate() -> None:
+    elo = {"a": 1400.0, "b": 1500.0, "c": 1600.0, "d": 1700.0}
+    standings = compute_standings(synthetic_league(elo, per_pair=30, seed=11), bootstrap=200)
+    for c in standings.candidates:
+        assert c.rating_lo <= c.rating <= c.rating_hi
+        assert c.rating_hi - c.rating_lo > 0
+
+
+def test_standings_do_not_depend_on_the_order_battles_finished_in() -> None:
+    records = synthetic_league({"a": 1400.0, "b": 1500.0, "c": 1600.0}, per_pair=20, seed=5)
+    shuffled = list(records)
+    random.Random(0).shuffle(shuffled)
+    assert compute_standings(shuffled) == compute_standings(records)
+
+
+# --- files and table -----------------------------------------------------------------------------
+
+
+def test_write_standings_writes_csv_and_json(tmp_path: Path) -> None:
+    records = synthetic_league({"a": 1400.0, "b": 1500.0, "c": 1600.0}, per_pair=10, seed=2)
+    records.append(battle("a", "c", "none", 99, blue_status="TIMEOUT"))
+    standings = write_standings(records, tmp_path, candidates=["late"])
+    with open(tmp_path / STANDINGS_CSV, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == STANDINGS_COLUMNS
+    assert [r["id"] for r in rows] == [c.id for c in standings.candidates]
+    assert [r["rank"] for r in rows] == ["1", "2", "3", "4"]
+    assert rows[-1]["id"] == "late" and rows[-1]["rating"] == ""
+    a = next(r for r in rows if r["id"] == "a")
+    assert (a["no_result"], a["status_timeout"]) == ("1", "1")
+    doc = json.loads((tmp_path / STANDINGS_JSON).read_text(encoding="utf-8"))
+    assert [c["id"] for c in doc["candidates"]] == [r["id"] for r in rows]
+    assert doc["candidates"][-1]["rating"] is None
+    assert {(p["a"], p["b"]) for p in doc["pairwise"]} == {("a", "b"), ("a", "c"), ("b", "c")}
+    assert doc["method"]["bootstrap"] == 200
+
+
+def test_standings_files_are_reproducible(tmp_path: Path) -> None:
+    records = synthetic_league({"a": 1400.0, "b": 1500.0, "c": 1600.0}, per_pair=10, seed=2)
+    write_standings(records, tmp_path / "one")
+    write_standings(list(reversed(records)), tmp_path / "two")
+    for name in (STANDINGS_CSV, STANDINGS_JSON):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_format_standings_is_a_fixed_width_table() -> None:
+    records = synthetic_league({"alpha": 1400.0, "b": 1600.0}, per_pair=10, seed=1)
+    text = format_standings(compute_standings(records, candidates=["newcomer"]))
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["rank", "candidate"]
+    body = lines[2:5]
+    assert [line.split()[1] for line in body] == ["b", "alpha", "newcomer"]
+    assert len({len(line) for line in lines[:5]}) == 1
