@@ -237,11 +237,25 @@ class BattleSession:
         """A battle has started on Showdown and is not over."""
         return self.battle_tag is not None and not self.finished
 
-    def abandon(self) -> None:
-        """End the current battle now (forfeit for the first seat) and wait for Showdown's word."""
+    def set_teams(self, teams: dict[str, str | None]) -> None:
+        """Teams for the next battles (formats where teams are brought)."""
+        self.teams = dict(teams)
+        for name, seat in self.seats.items():
+            team = self.teams.get(name)
+            if team:
+                seat.player.update_team(team)
+            else:
+                seat.player._team = None  # noqa: SLF001 - poke-env has no public way to clear it
+
+    def abandon(self, forfeiter: str | None = None) -> None:
+        """End the current battle now and wait for Showdown's word.
+
+        ``forfeiter`` (a seat name, default the first seat) forfeits, so the other side wins.
+        """
         if not self.live or self.battle_tag is None:
             return
         tag = self.battle_tag
+        forfeiter = forfeiter or self.seat_names[0]
         for seat in self.seats.values():
             seat.player.submit("")  # unblock poke-env's handler of a pending request
         deadline = time.monotonic() + ABANDON_TIMEOUT

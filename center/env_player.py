@@ -102,12 +102,32 @@ class EnvPlayer(Player):
 
     async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:
         tag = split_messages[0][0][1:]
+        starts = (
+            len(split_messages) > 1
+            and len(split_messages[1]) > 1
+            and split_messages[1][1] == "init"
+        )
+        if not starts and tag not in self._battles:
+            # Trailing messages (e.g. |deinit after /leave) of a battle reset_battles() forgot:
+            # poke-env would wait forever for that battle to appear.
+            logger.debug("%s: dropping a message of untracked battle %s", self.username, tag)
+            return
+        if any(len(line) > 1 and line[1] == "error" for line in split_messages[1:]):
+            # Showdown rejected our last choice; its next request for us (a re-sent one after
+            # [Invalid choice], a corrected one after [Unavailable choice]) is a retry, and the
+            # other side, whose choice is in, will hear nothing until we answer it.
+            self._retry = True
         log = self.frame_log.setdefault(tag, [])
         log.append("\n".join("|".join(part) for part in split_messages))
         await super()._handle_battle_message(split_messages)
         battle = self._battles.get(tag)
         if battle is not None and frames.frames_of(battle) is None:
             frames.register(battle, log)
+
+    def reset_battles(self) -> None:
+        """Forget finished battles and their frame logs (poke-env raises if one is still running)."""
+        super().reset_battles()
+        self.frame_log.clear()
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -117,7 +137,7 @@ class EnvPlayer(Player):
         if battle._wait:
             self.events.put(SeatEvent(self.seat, "wait", battle))
             return
-        self._retry = maybe_default_order
+        self._retry = self._retry or maybe_default_order
         await super()._handle_battle_request(battle, maybe_default_order)
 
     def choose_move(self, battle: AbstractBattle) -> Awaitable[BattleOrder]:

@@ -162,6 +162,30 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             )
         return self._session
 
+    def set_agents(self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None) -> None:
+        """Use other Agent objects (and teams) from the next ``reset`` on, keeping the connections."""
+        if not self._over:
+            raise EnvError("set_agents() during an episode; finish it or call reset() first")
+        missing = set(self.possible_agents) - set(agents)
+        if missing:
+            raise EnvError(f"agents must be given for {sorted(missing)}")
+        self.agent_objects = dict(agents)
+        self.observation_spaces = {p: agents[p].observation_space for p in self.possible_agents}
+        self.action_spaces = {p: agents[p].action_space for p in self.possible_agents}
+        if teams is not None:
+            self._teams = teams
+            if self._session is not None:
+                self._session.set_teams(teams)
+
+    def forfeit(self, agent: str, reason: str = "forfeit") -> None:
+        """End the episode now with ``agent`` forfeiting on Showdown (the other player wins)."""
+        if self._over:
+            return
+        self.session.abandon(forfeiter=agent)
+        self.end_reason = reason
+        self._over = True
+        self.agents = []
+
     def battle(self, agent: str) -> AbstractBattle | None:
         """The poke-env Battle of ``agent`` in the current episode (its own view)."""
         seat = self.session.seats.get(agent)

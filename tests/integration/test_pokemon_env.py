@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 import signal
 
 import numpy as np
@@ -38,7 +39,11 @@ def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):
             {"player_0": int(np.flatnonzero(infos["player_0"]["action_mask"])[0])}
         )
         assert rewards["player_0"] == 0.0
-        assert env.battle("player_0").turn >= 2 or env.battle("player_0").finished
+        # Showdown accepted the order: the turn was played and a new request (or the end) arrived
+        assert (
+            env.battle("player_0").last_request is not request_before
+            or env.battle("player_0").finished
+        )
 
 
 def test_an_action_at_team_preview_outside_the_space_is_invalid(showdown):
@@ -184,3 +189,22 @@ def test_env_reconnects_after_the_server_is_restarted_by_its_watchdog():
             assert env.agents == ["player_0", "player_1"] and infos["player_0"]["needs_action"]
     finally:
         server.stop()
+
+
+def test_a_choice_showdown_rejects_is_asked_again_without_stalling_the_round(showdown):
+    # Arena Trap is hidden until it matters: player_0's switch looks legal (maybeTrapped), Showdown
+    # answers [Unavailable choice] and a corrected request; player_1's choice is already in.
+    teams = {"player_0": team("strong_team.txt"), "player_1": team("arena_trap_team.txt")}
+    with PokemonEnv("gen9bssregi", server=showdown, teams=teams, step_timeout=30) as env:
+        env.reset(seed=16)
+        _, _, _, _, infos = env.step({"player_0": [0, 1, 2], "player_1": [0, 1, 2]})
+        assert env.battle("player_1").active_pokemon.species == "dugtrio"
+        assert infos["player_0"]["action_mask"][8] == 1  # the switch looks legal before the reveal
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a STEP_TIMEOUT warning would fail the test
+            _, rewards, _, truncated, infos = env.step({"player_0": 8, "player_1": 0})
+        assert not any(truncated.values())
+        assert infos["player_0"]["needs_action"] and env.battle("player_0").trapped
+        assert not infos["player_0"]["action_mask"][8:10].any()  # now known to be trapped
+        _, _, _, truncated, infos = env.step({"player_0": 0})
+        assert not any(truncated.values())

@@ -1,0 +1,65 @@
+"""Shared fixtures: the real local Pokémon Showdown server, started once per test session.
+
+Request ``showdown`` (a started ``ShowdownServer``) or ``showdown_config`` (its poke-env
+``ServerConfiguration``) by name. With ``SEP_SHOWDOWN_URL`` set, the tests use the server running
+there instead of starting one. Tests that use these fixtures get the ``showdown`` marker, so
+``pytest -m "not showdown"`` runs without node.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import pytest
+
+from center.errors import ShowdownError
+from center.showdown import ShowdownServer, find_install
+
+if TYPE_CHECKING:
+    from poke_env.ps_client.server_configuration import ServerConfiguration
+
+SHOWDOWN_FIXTURES = frozenset({"showdown", "showdown_config", "showdown_install"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs the real Showdown with ``showdown``."""
+    for item in items:
+        if SHOWDOWN_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.showdown)
+
+
+def _fail(exc: ShowdownError) -> NoReturn:
+    pytest.fail(f"Pokémon Showdown unavailable: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def showdown_install() -> Path:
+    """The pinned Showdown package folder (fails with the fix when it is not installed)."""
+    try:
+        return find_install()
+    except ShowdownError as exc:
+        _fail(exc)
+
+
+@pytest.fixture(scope="session")
+def showdown() -> Iterator[ShowdownServer]:
+    """A running Showdown server for the whole session: ``$SEP_SHOWDOWN_URL`` when set
+    (never stopped by the tests), else our own on a free port, stopped at the end."""
+    url = os.environ.get("SEP_SHOWDOWN_URL")
+    try:
+        server = ShowdownServer.attach(url) if url else ShowdownServer().start()
+    except ShowdownError as exc:
+        _fail(exc)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def showdown_config(showdown: ShowdownServer) -> ServerConfiguration:
+    """The session server as a poke-env ``ServerConfiguration``."""
+    return showdown.server_configuration()
