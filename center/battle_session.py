@@ -245,7 +245,7 @@ class BattleSession:
             if team:
                 seat.player.update_team(team)
             else:
-                seat.player._team = None  # noqa: SLF001 - poke-env has no public way to clear it
+                seat.player._team = None
 
     def abandon(self, forfeiter: str | None = None) -> None:
         """End the current battle now and wait for Showdown's word.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, Pokemon
 
-from edge.battle_view import move_slots
+from edge.battle_view import move_slots, request_party
 
 
 def _mon(mon: Pokemon, own: bool) -> str:
@@ -25,7 +25,7 @@ def render_battle(battle: AbstractBattle) -> str:
         f"{battle.battle_tag}  turn {battle.turn}" + ("  (finished)" if battle.finished else "")
     ]
     lines.append(f" {battle.player_username or 'player'} (you):")
-    lines += [_mon(mon, True) for mon in battle.team.values()]
+    lines += [_mon(mon, True) for mon in request_party(battle)]  # the Pokémon brought
     lines.append(f" {battle.opponent_username or 'opponent'}:")
     lines += [_mon(mon, False) for mon in battle.opponent_team.values()]
     active = battle.active_pokemon

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import warnings
 import signal
+import warnings
 
 import numpy as np
 import pytest
@@ -202,7 +202,7 @@ def test_a_choice_showdown_rejects_is_asked_again_without_stalling_the_round(sho
         assert infos["player_0"]["action_mask"][8] == 1  # the switch looks legal before the reveal
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a STEP_TIMEOUT warning would fail the test
-            _, rewards, _, truncated, infos = env.step({"player_0": 8, "player_1": 0})
+            _, _, _, truncated, infos = env.step({"player_0": 8, "player_1": 0})
         assert not any(truncated.values())
         assert infos["player_0"]["needs_action"] and env.battle("player_0").trapped
         assert not infos["player_0"]["action_mask"][8:10].any()  # now known to be trapped
