@@ -192,6 +192,10 @@ class SideGuard:
         finally:
             self._used += time.perf_counter() - start
 
+    def fail(self, status: SideStatus, detail: str) -> None:
+        """Mark the side as failed (the battle is forfeited for it)."""
+        self._fail(status, detail)
+
     def _fail(self, status: SideStatus, detail: str) -> None:
         if self.stats.fatal is None:
             self.stats.fatal = status
@@ -252,9 +256,7 @@ class SideGuard:
         if info.get("team_preview") and _looks_like_team_choice(action):
             return action
         if not _contains(space, action):
-            self.stats.invalid += 1
-            self.stats.note(SideStatus.INVALID)
-            return INVALID_ACTION
+            return INVALID_ACTION  # the environment penalizes it and counts it
         return action
 
     def finish(self, observation: Any, reward: float, info: dict[str, Any]) -> None:
@@ -340,8 +342,6 @@ class _GuardedAgent(Agent):
         try:
             order = guard._call("deploy", lambda: guard.inner_agent.deploy(battle, action))
         except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
-            guard.stats.invalid += 1
-            guard.stats.note(SideStatus.INVALID)
             raise InvalidActionError(str(exc)) from exc
         except Exception as exc:
             guard._handle("deploy", exc)
