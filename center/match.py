@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -73,7 +73,7 @@ class MatchSettings:
 
     battle_format: str
     log_dir: Path
-    budget: Budget = Budget()
+    budget: Budget = field(default_factory=Budget)
     max_turns: int = 300
     showdown_version: str = ""
 
