@@ -200,7 +200,7 @@ class SideGuard:
         if self.stats.fatal is None:
             self.stats.fatal = status
             self.stats.detail = detail[:2000]
-            logger.warning("%s: %s (%s)", self.agent_full_name, status.value, detail[:200])
+            logger.info("%s: %s (%s)", self.agent_full_name, status.value, detail[:200])
         self.stats.note(status)
 
     def _handle(self, what: str, exc: BaseException) -> None:
