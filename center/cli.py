@@ -18,7 +18,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -131,7 +131,7 @@ def run_command(
         raise ConfigError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(all_ids)}")
     validate_teams({i: teams.get(i) for i in chosen}, battle_format)
     log_dir = log_dir or default_log_dir(league, chosen, battle_format)
-    mode = "league" if league else "match"
+    mode: Literal["match", "league"] = "league" if league else "match"
     with ResultsWriter(log_dir) as writer:
         run = open_run(
             log_dir,

@@ -4,6 +4,7 @@ Exception tree::
 
     EdgeError
     ├── ContractError          a user module breaks the pinned contract (missing function, bad type)
+    ├── CandidatesError        candidates.json is unreadable or an entry is malformed
     ├── InvalidActionError     an action index or team choice that is not legal now (also a ValueError)
     ├── ProtocolError          a message that cannot be decoded or violates the wire protocol
     │   ├── MessageTooLarge    a message over the configured maximum size
@@ -23,6 +24,10 @@ class EdgeError(Exception):
 
 class ContractError(EdgeError):
     """A user module does not follow the user-module contract."""
+
+
+class CandidatesError(EdgeError):
+    """``candidates.json`` cannot be read, or one of its entries is malformed (names file and entry)."""
 
 
 class InvalidActionError(EdgeError, ValueError):

@@ -13,13 +13,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     with PokemonEnv(args.format) as env:  # finds or starts the local Showdown server
-        observations, infos = env.reset(seed=args.seed)
+        _, infos = env.reset(seed=args.seed)
         for p in env.agents:
             env.action_space(p).seed(args.seed)
         while env.agents:
             # a random legal action; a player that is waiting has an all-zero mask (sample gives 0)
             actions = {p: env.action_space(p).sample(mask=infos[p]["action_mask"]) for p in env.agents}
-            observations, rewards, terminated, truncated, infos = env.step(actions)
+            _, rewards, _, _, infos = env.step(actions)
             print(env.render("ansi"), end="\n\n")
         print(f"end: {env.end_reason}; rewards {({p: float(r) for p, r in rewards.items()})}")
 
