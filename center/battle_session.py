@@ -84,7 +84,8 @@ class BattleSession:
 
     # -- players --------------------------------------------------------------------------------
 
-    def _ensure_players(self) -> None:
+    def ensure_players(self) -> None:
+        """Create (or re-create, after a lost connection) the players of the seats."""
         if self.seats and all(seat.player.connected for seat in self.seats.values()):
             return
         self._drop_players()
@@ -164,7 +165,7 @@ class BattleSession:
     def start_battle(self, timeout: float) -> None:
         """Start a new battle and wait until every seat has its first request (C-2, C-3)."""
         self.abandon()
-        self._ensure_players()
+        self.ensure_players()
         self.drain()
         for player in [*self.players, *([self.opponent] if self.opponent else [])]:
             try:

@@ -356,3 +356,87 @@ def sep_eval(
         )
 
     guarded(run)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sep_config.json"),
+    show_default=True,
+    help="Where the blue and red edges listen.",
+)
+def sep_main(
+    ids: tuple[str, ...],
+    league: bool,
+    n: int,
+    log_dir: Path | None,
+    battle_format: str,
+    seed: int | None,
+    concurrency: int,
+    candidates: Path,
+    decision_time: float,
+    bank: float,
+    call_cap: float,
+    max_turns: int,
+    server_url: str | None,
+    quiet: bool,
+    verbose: int,
+    config_path: Path,
+) -> None:
+    """Battles between candidates served by the blue and red edges (sep_edge).
+
+    The center imports no user module: it names the model, the edge of each side runs it. With a
+    league, sides alternate, so both edges must serve every candidate of the league.
+    """
+    setup_logging(verbose)
+
+    def run() -> None:
+        from center.edge_client import EdgeClient
+        from center.edge_source import EdgeSource
+        from edge.keys import center_curve_from_config
+        from edge.sep_config import SIDES, load_sep_config
+        from edge.user_module import load_candidates
+
+        config = load_sep_config(config_path)
+        known = load_candidates(candidates)  # data only: ids and teams, no import
+        sources: list[EdgeSource] = []
+
+        def make_source() -> SideSource:
+            clients = {}
+            for side in SIDES:
+                curve = center_curve_from_config(config.data, side, config.base_dir)
+                clients[side] = EdgeClient(
+                    config.endpoint(side),
+                    server_public_key=curve[0] if curve else None,
+                    client_keys=curve[1] if curve else None,
+                )
+            source = EdgeSource(clients, candidates)
+            sources.append(source)
+            source.check_edges(list(ids) or list(known))
+            return source
+
+        try:
+            run_command(
+                ids=ids,
+                league=league,
+                n=n,
+                log_dir=log_dir,
+                battle_format=battle_format,
+                seed=seed,
+                concurrency=concurrency,
+                budget=budget_from(decision_time, bank, call_cap),
+                max_turns=max_turns,
+                server_url=server_url,
+                quiet=quiet,
+                all_ids=list(known),
+                teams={i: c.team for i, c in known.items()},
+                make_source=make_source,
+            )
+        finally:
+            for source in sources:
+                source.close()
+
+    guarded(run)

@@ -39,7 +39,13 @@ class InProcessSource:
             return self._models[model_id]
 
     def open_side(
-        self, model_id: str, side: str, battle: ScheduledBattle, battle_format: str, budget: Budget
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
     ) -> SideGuard:
         model = self.model(model_id)
         player = "player_0" if side == "blue" else "player_1"
@@ -54,7 +60,7 @@ class InProcessSource:
             policy = model.new_policy()
             name = model.agent_full_name(policy)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
-            return failed_side(model_id, budget, f"{type(exc).__name__}: {exc}")
+            return failed_side(model_id, budget, SideStatus.ERROR, f"{type(exc).__name__}: {exc}")
         return SideGuard(agent, policy, name, budget, in_process=True)
 
     def close_side(self, guard: SideGuard) -> None:
@@ -79,10 +85,10 @@ class _NoAgent(Agent):
         return "/choose default"
 
 
-def failed_side(model_id: str, budget: Budget, detail: str) -> SideGuard:
-    """A side that has already failed with ERROR (so the battle is recorded as its forfeit)."""
+def failed_side(model_id: str, budget: Budget, status: SideStatus, detail: str) -> SideGuard:
+    """A side that has already failed (so the battle is recorded as its forfeit)."""
     guard = SideGuard(
         _NoAgent(), StandalonePolicy(), f"{model_id}:{model_id}:none", budget, in_process=True
     )
-    guard.fail(SideStatus.ERROR, f"setting up {model_id}: {detail}")
+    guard.fail(status, f"setting up {model_id}: {detail}")
     return guard

@@ -49,9 +49,19 @@ class SideSource(Protocol):
     """Provides each battle's sides: a guarded Agent and Policy for a candidate on a side."""
 
     def open_side(
-        self, model_id: str, side: str, battle: ScheduledBattle, battle_format: str, budget: Budget
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
     ) -> SideGuard:
-        """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard)."""
+        """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard).
+
+        ``username`` is the Showdown name of the center's player for that side (an edge's replica
+        battle needs it to tell its own side from the opponent's).
+        """
         ...
 
     def close_side(self, guard: SideGuard) -> None:
@@ -157,6 +167,11 @@ def _record(
     log = log_relpath(scheduled.battle_id)
     _write_replay(blue_battle, settings.log_dir / replay)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
+    for p in PLAYERS:
+        printed = sides[p].output()
+        if printed:  # what the side's code printed, as captured (and capped) on its edge
+            out = (settings.log_dir / log).with_suffix(f".{SIDE_OF[p]}.out")
+            out.write_text(printed, encoding="utf-8")
     stats = {SIDE_OF[p]: sides[p].stats for p in PLAYERS}
     versions = software_versions(settings.showdown_version)
     return BattleRecord(
@@ -297,9 +312,15 @@ def _play_one(
     names = {"player_0": scheduled.blue, "player_1": scheduled.red}
     sides: dict[str, SideGuard] = {}
     try:
+        usernames = env.usernames()
         for p in PLAYERS:
             sides[p] = source.open_side(
-                names[p], SIDE_OF[p], scheduled, settings.battle_format, settings.budget
+                names[p],
+                SIDE_OF[p],
+                scheduled,
+                settings.battle_format,
+                settings.budget,
+                usernames[p],
             )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},

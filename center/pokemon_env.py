@@ -162,7 +162,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             )
         return self._session
 
-    def set_agents(self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None) -> None:
+    def set_agents(
+        self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None
+    ) -> None:
         """Use other Agent objects (and teams) from the next ``reset`` on, keeping the connections."""
         if not self._over:
             raise EnvError("set_agents() during an episode; finish it or call reset() first")
@@ -176,6 +178,12 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             self._teams = teams
             if self._session is not None:
                 self._session.set_teams(teams)
+
+    def usernames(self) -> dict[str, str]:
+        """The Showdown username of each controlled player (logging them in if needed)."""
+        session = self.session
+        session.ensure_players()
+        return {name: seat.player.username for name, seat in session.seats.items()}
 
     def forfeit(self, agent: str, reason: str = "forfeit") -> None:
         """End the episode now with ``agent`` forfeiting on Showdown (the other player wins)."""

@@ -163,6 +163,8 @@ class SideGuard:
         self._runner = DeadlineRunner() if in_process else None
         self._classify = classify or (lambda exc: SideStatus.ERROR)
         self._used = 0.0  # seconds used by the decision in progress
+        #: what the side's code printed (captured on its edge), if the source provides it
+        self.output: Callable[[], str] = lambda: ""
         self._must_default = False
         self.agent = _GuardedAgent(self)
 

@@ -1,0 +1,90 @@
+"""EdgeSource: each battle's sides as delegators to the blue and red edges (``sep_main``).
+
+The center reads ``candidates.json`` only as data (ids and teams) and imports no user module: the
+edge that plays a side resolves the model id from its own candidates.json.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator, RemoteUserError
+from center.edge_client import EdgeClient
+from center.errors import ConfigError, EdgeCallError
+from center.in_process import failed_side
+from center.results import ScheduledBattle, SideStatus
+from center.side_guard import Budget, CallTimeout, SideDisconnected, SideGuard
+from edge.protocol import InstanceConfig
+from edge.user_module import Candidate, load_candidates
+
+logger = logging.getLogger(__name__)
+
+
+class EdgeSource:
+    """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient."""
+
+    def __init__(self, clients: dict[str, EdgeClient], candidates_path: str | Path) -> None:
+        self.clients = clients
+        self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
+        self._sessions: dict[int, EdgeSession] = {}
+
+    def check_edges(self, model_ids: list[str], timeout: float = 10.0) -> None:
+        """Both edges answer and serve every model of the run; ConfigError saying what is wrong."""
+        for side, client in self.clients.items():
+            try:
+                hello = client.hello(timeout)
+            except EdgeCallError as exc:
+                raise ConfigError(
+                    f"cannot reach the {side} edge at {client.address}: {exc}"
+                ) from exc
+            if hello.side != side:
+                raise ConfigError(
+                    f"the edge at {client.address} is the {hello.side} edge, not {side}"
+                )
+            missing = sorted(set(model_ids) - set(hello.models))
+            if missing:
+                raise ConfigError(
+                    f"the {side} edge at {client.address} does not serve {', '.join(missing)} "
+                    "(check its candidates.json)"
+                )
+
+    def open_side(
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
+    ) -> SideGuard:
+        player = "player_0" if side == "blue" else "player_1"
+        config = InstanceConfig(side, player, battle_format, battle.seed)
+        try:
+            session = EdgeSession(self.clients[side], model_id, config, username)
+        except (SideDisconnected, CallTimeout) as exc:
+            return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
+        except RemoteUserError as exc:
+            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+        guard = SideGuard(
+            AgentDelegator(session),
+            PolicyDelegator(session),
+            session.agent_full_name,
+            budget,
+            in_process=False,
+        )
+        guard.output = lambda: "".join(session.output)
+        self._sessions[id(guard)] = session
+        return guard
+
+    def close_side(self, guard: SideGuard) -> None:
+        session = self._sessions.pop(id(guard), None)
+        if session is not None:
+            session.close()
+
+    def team(self, model_id: str) -> str | None:
+        return self.candidates[model_id].team
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()

@@ -1,0 +1,144 @@
+"""``sep_edge blue|red``: serve this host's user modules to the center; ``sep_keys``: CURVE keys."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from edge.errors import EdgeError
+
+logger = logging.getLogger(__name__)
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("side", type=click.Choice(["blue", "red"]))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sep_config.json"),
+    show_default=True,
+    help="Where each edge listens (and its keys).",
+)
+@click.option(
+    "--candidates",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("candidates.json"),
+    show_default=True,
+    help="The models this edge serves.",
+)
+@click.option("--host", default=None, help="Listen here instead of the config's host.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Listen here instead of the config's port.",
+)
+@click.option("--insecure", is_flag=True, help="Allow a non-loopback address without CURVE keys.")
+@click.option(
+    "--check",
+    "check_model",
+    metavar="MODEL_ID",
+    default=None,
+    help="Run the conformance checker on one model and exit (nothing is served).",
+)
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def sep_edge(
+    side: str,
+    config_path: Path,
+    candidates: Path,
+    host: str | None,
+    port: int | None,
+    insecure: bool,
+    check_model: str | None,
+    verbose: int,
+) -> None:
+    """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
+
+    Each battle and side gets its own session (its own Agent, Policy and replica battle). The
+    edge keeps serving whatever user code does; SIGINT/SIGTERM stop it cleanly.
+    """
+    _setup_logging(verbose)
+    if check_model is not None:
+        from edge.checker import main as check_main
+
+        raise SystemExit(check_main([check_model, "--candidates", str(candidates)]))
+    try:
+        from edge.delegatee import EdgeService
+        from edge.keys import edge_curve_from_config
+        from edge.sep_config import load_sep_config
+        from edge.transport import EdgeServer
+
+        config = load_sep_config(config_path)
+        cfg_host, cfg_port = config.address(side)
+        curve = edge_curve_from_config(config.data, side, config.base_dir)
+        service = EdgeService(side, candidates)
+        server = EdgeServer(
+            side,
+            host or cfg_host,
+            cfg_port if port is None else port,
+            service.handlers(),
+            curve=curve,
+            insecure=insecure,
+            models=service.model_ids,
+        )
+    except EdgeError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(
+        f"{side} edge listening on {server.endpoint} ({'CURVE' if curve else 'no encryption'}), "
+        f"serving {', '.join(service.model_ids)}",
+        err=True,
+    )
+    sys.stderr.flush()
+    with server:
+        server.serve_forever(handle_signals=True)
+    click.echo(f"{side} edge stopped", err=True)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("key_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sep_config.json"),
+    show_default=True,
+)
+@click.option(
+    "--write/--no-write",
+    default=True,
+    show_default=True,
+    help="Add the curve sections to the config file (else print them).",
+)
+def sep_keys(key_dir: Path, config_path: Path, write: bool) -> None:
+    """Generate CURVE key pairs for the center and both edges into KEY_DIR.
+
+    Each host then needs sep_config.json and only its own secret file: keep the center's secret on
+    the center, blue's on the blue host, red's on the red host.
+    """
+    from edge.keys import generate_curve_config
+
+    try:
+        data = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
+    except json.JSONDecodeError as exc:
+        click.echo(f"error: {config_path}: not JSON ({exc})", err=True)
+        raise SystemExit(2) from None
+    sections = generate_curve_config(key_dir, base_dir=config_path.resolve().parent)
+    for name, section in sections.items():
+        data.setdefault(name, {}).update(section)
+    text = json.dumps(data, indent=2) + "\n"
+    if write:
+        config_path.write_text(text, encoding="utf-8")
+        click.echo(f"keys in {key_dir}; curve sections added to {config_path}")
+    else:
+        click.echo(text)
