@@ -1,0 +1,801 @@
+"""EdgeServer and EdgeClient over real sockets on loopback, with real CurveZMQ.
+
+Every receive has a timeout and every socket is closed with linger=0: a broken peer fails a test,
+it never hangs the suite. Nothing here asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+import zmq.auth
+
+from center.edge_client import EdgeClient
+from center.errors import (
+    AuthenticationError,
+    EdgeProtocolError,
+    EdgeRemoteError,
+    EdgeTimeout,
+    EdgeUnavailable,
+)
+from edge.errors import CurveKeyError, InsecureBindError, TransportError
+from edge.keys import (
+    CurveConfig,
+    KeyPair,
+    center_curve_from_config,
+    edge_curve_from_config,
+    generate_curve_config,
+    generate_keypair,
+    load_keypair,
+    load_public_key,
+    write_keypair,
+)
+from edge.protocol import (
+    PROTOCOL_VERSION,
+    DeployReply,
+    MakeObsReply,
+    MakeObsRequest,
+    PolicyStepReply,
+    PolicyStepRequest,
+    RequestType,
+    ResetReply,
+    ResetRequest,
+    decode_reply,
+)
+from edge.transport import CallContext, EdgeServer, tcp_endpoint
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 10.0  # generous deadline for requests that must succeed
+SHORT = 0.3  # deadline for requests that must time out
+AUTH_WAIT = 3.0  # deadline for a hello whose handshake must fail
+
+
+class FakeSession:
+    """Handlers standing in for the edge's session logic; behaviour chosen by the observation."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.lock = threading.Lock()
+        self.active: set[str] = set()
+        self.overlaps: list[str] = []
+        self.seen: dict[str, list[int]] = {}
+
+    def handlers(self) -> dict[str, Callable[[CallContext, Any], Any]]:
+        return {
+            RequestType.MAKE_OBS: self.make_obs,
+            RequestType.POLICY_STEP: self.policy_step,
+        }
+
+    def make_obs(self, ctx: CallContext, body: MakeObsRequest) -> MakeObsReply:
+        with self.lock:
+            if ctx.session in self.active:
+                self.overlaps.append(ctx.session)
+            self.active.add(ctx.session)
+        try:
+            if body.frames[:1] == ["block"]:
+                self.entered.set()
+                self.gate.wait(60)
+            with self.lock:
+                self.seen.setdefault(ctx.session, []).extend(len(f) for f in body.frames[:1])
+            return MakeObsReply(
+                observation={"frames": body.frames, "session": ctx.session},
+                action_mask=np.ones(3, dtype=np.int8),
+            )
+        finally:
+            with self.lock:
+                self.active.discard(ctx.session)
+
+    def policy_step(self, ctx: CallContext, body: PolicyStepRequest) -> Any:
+        what = body.observation
+        if what == "raise":
+            ctx.output = "about to fail\n"
+            raise ValueError("the user's policy is broken")
+        if what == "exit":
+            sys.exit(3)
+        if what == "wrong body":
+            return DeployReply(order="/choose move 1")
+        if what == "object array":
+            return PolicyStepReply(action=np.array([object()], dtype=object))
+        if what == "huge":
+            return PolicyStepReply(action=np.zeros(200_000, dtype=np.float64))
+        ctx.output = f"step {what}\n"
+        return PolicyStepReply(action=what)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSession]:
+    session = FakeSession()
+    yield session
+    session.gate.set()  # frees workers still waiting, whatever the test did
+
+
+@pytest.fixture
+def make_server(fake: FakeSession) -> Iterator[Callable[..., EdgeServer]]:
+    servers: list[EdgeServer] = []
+
+    def make(**kwargs: Any) -> EdgeServer:
+        kwargs.setdefault("side", "blue")
+        kwargs.setdefault("host", "127.0.0.1")
+        kwargs.setdefault("port", 0)
+        kwargs.setdefault("handlers", fake.handlers())
+        server = EdgeServer(**kwargs)
+        servers.append(server)
+        server.start()
+        return server
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def make_client() -> Iterator[Callable[..., EdgeClient]]:
+    clients: list[EdgeClient] = []
+
+    def make(address: str, **kwargs: Any) -> EdgeClient:
+        client = EdgeClient(address, **kwargs)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def server(make_server: Callable[..., EdgeServer]) -> EdgeServer:
+    return make_server(models=["Random", "MaxPower"])
+
+
+@pytest.fixture
+def client(server: EdgeServer, make_client: Callable[..., EdgeClient]) -> EdgeClient:
+    return make_client(server.endpoint)
+
+
+@pytest.fixture
+def raw_dealer(server: EdgeServer) -> Iterator[zmq.Socket[bytes]]:
+    """A bare DEALER connected to the server, for sending what EdgeClient never would."""
+    context = zmq.Context()
+    sock = context.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(server.endpoint)
+    yield sock
+    sock.close(linger=0)
+    context.destroy(linger=0)
+
+
+def receive(sock: zmq.Socket[bytes], timeout: float = WAIT) -> bytes:
+    if not sock.poll(int(timeout * 1000)):
+        pytest.fail(f"no message within {timeout} s")
+    return sock.recv()
+
+
+def raw_request(msg_type: str, msg_id: str, body: dict[str, Any], **changes: Any) -> bytes:
+    envelope = {"v": PROTOCOL_VERSION, "id": msg_id, "session": "s", "type": msg_type}
+    envelope["body"] = body
+    envelope.update(changes)
+    return msgpack.packb(envelope)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def in_thread(fn: Callable[[], Any]) -> queue.Queue[tuple[str, Any]]:
+    """Run ``fn`` in a daemon thread; its result or exception arrives in the returned queue."""
+    results: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            results.put(("ok", fn()))
+        except BaseException as exc:
+            results.put(("error", exc))
+
+    threading.Thread(target=run, daemon=True).start()
+    return results
+
+
+def outcome(results: queue.Queue[tuple[str, Any]], timeout: float = 30.0) -> tuple[str, Any]:
+    try:
+        return results.get(timeout=timeout)
+    except queue.Empty:
+        pytest.fail(f"no outcome within {timeout} s")
+
+
+# -- requests and replies ------------------------------------------------------------------
+
+
+def test_hello_tells_side_version_and_models(client: EdgeClient, server: EdgeServer):
+    hello = client.hello(WAIT)
+    assert hello.side == "blue"
+    assert hello.protocol_version == PROTOCOL_VERSION
+    assert hello.models == ["Random", "MaxPower"]
+    assert hello.instance == server.instance
+    assert client.ping(WAIT)
+    assert client.connected
+
+
+def test_a_request_gets_its_reply_body_and_the_user_output(client: EdgeClient):
+    reply = client.call(RequestType.POLICY_STEP, PolicyStepRequest([1, 2], 0.0, False), "s1", WAIT)
+    assert reply.body == PolicyStepReply(action=[1, 2])
+    assert reply.output == "step [1, 2]\n"
+    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["|turn|1"]), "s1", WAIT)
+    assert body.observation == {"frames": ["|turn|1"], "session": "s1"}
+    np.testing.assert_array_equal(body.action_mask, np.ones(3, dtype=np.int8))
+
+
+def test_a_handler_that_raises_gives_an_error_reply_and_the_server_goes_on(client: EdgeClient):
+    with pytest.raises(EdgeRemoteError) as caught:
+        client.request(RequestType.POLICY_STEP, PolicyStepRequest("raise", 0.0, False), "s", WAIT)
+    error = caught.value
+    assert error.ename == "ValueError"
+    assert error.evalue == "the user's policy is broken"
+    assert "in policy_step" in error.traceback
+    assert "_run_job" not in error.traceback  # the trace starts at the handler
+    assert error.output == "about to fail\n"
+    with pytest.raises(EdgeRemoteError, match="SystemExit"):
+        client.request(RequestType.POLICY_STEP, PolicyStepRequest("exit", 0.0, False), "s", WAIT)
+    assert client.request(RequestType.POLICY_STEP, PolicyStepRequest(1, 0.0, False), "s", WAIT)
+
+
+@pytest.mark.parametrize(
+    ("observation", "ename"),
+    [
+        ("wrong body", "ProtocolError"),
+        ("object array", "ProtocolError"),
+        ("huge", "MessageTooLarge"),
+    ],
+)
+def test_a_reply_that_breaks_the_protocol_becomes_an_error_reply(
+    make_server: Callable[..., EdgeServer],
+    make_client: Callable[..., EdgeClient],
+    observation: str,
+    ename: str,
+):
+    server = make_server(max_message_size=64 * 1024)
+    client = make_client(server.endpoint, max_message_size=64 * 1024)
+    with pytest.raises(EdgeRemoteError) as caught:
+        client.request(
+            RequestType.POLICY_STEP, PolicyStepRequest(observation, 0.0, False), "s", WAIT
+        )
+    assert caught.value.ename == ename
+    assert client.request(RequestType.POLICY_STEP, PolicyStepRequest(2, 0.0, False), "s", WAIT)
+
+
+def test_a_request_type_without_handler_is_an_error_reply(client: EdgeClient):
+    with pytest.raises(EdgeRemoteError) as caught:
+        client.request(RequestType.RESET, ResetRequest(), "s", WAIT)
+    assert caught.value.ename == "NotImplementedError"
+
+
+def test_the_client_refuses_to_send_what_breaks_the_protocol(client: EdgeClient):
+    with pytest.raises(EdgeProtocolError):
+        client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * 9_000_000]), "s", WAIT)
+    with pytest.raises(EdgeProtocolError):
+        client.request(RequestType.MAKE_OBS, PolicyStepRequest(1, 0.0, False), "s", WAIT)
+    with pytest.raises(EdgeProtocolError):
+        client.request("teleport_request", MakeObsRequest([]), "s", WAIT)
+
+
+def test_unknown_handler_types_are_refused_at_construction(fake: FakeSession):
+    with pytest.raises(ValueError, match="teleport_request"):
+        EdgeServer("blue", "127.0.0.1", 0, {"teleport_request": fake.make_obs})
+    with pytest.raises(ValueError, match="hello_request"):
+        EdgeServer("blue", "127.0.0.1", 0, {"hello_request": fake.make_obs})
+
+
+# -- a server that survives anything -------------------------------------------------------
+
+
+def test_server_survives_malformed_and_hostile_messages(
+    raw_dealer: zmq.Socket[bytes], client: EdgeClient
+):
+    raw_dealer.send(b"\xc1 not msgpack")  # no id to answer: dropped
+    raw_dealer.send_multipart([b"two", b"frames"])  # dropped
+    raw_dealer.send(b"\xdd\xff\xff\xff\xff")  # an array claiming 4 billion elements: dropped
+    raw_dealer.send(raw_request("make_obs_request", "v2", {"frames": []}, v="2.0"))
+    raw_dealer.send(raw_request("teleport_request", "tp", {}))
+    raw_dealer.send(raw_request("make_obs_request", "bad", {"frames": "not a list"}))
+    raw_dealer.send(raw_request("hello_request", "h", {}, session=""))
+
+    replies = [decode_reply(receive(raw_dealer)) for _ in range(4)]
+    assert [r.parent for r in replies] == ["v2", "tp", "bad", "h"]  # nothing for the first three
+    assert replies[0].body.ename == "ProtocolVersionError"
+    assert replies[1].body.ename == "ProtocolError"
+    assert "teleport_request" in replies[1].body.evalue
+    assert replies[1].type == "error_reply"
+    assert replies[2].body.ename == "ProtocolError"
+    assert replies[3].ok and replies[3].body.side == "blue"
+    assert client.hello(WAIT).side == "blue"
+
+
+def test_an_oversized_message_is_refused_by_the_socket(
+    make_server: Callable[..., EdgeServer], make_client: Callable[..., EdgeClient]
+):
+    server = make_server(max_message_size=64 * 1024)
+    # A client allowing more than the edge: its codec lets the message go, the edge's socket
+    # refuses it by dropping the connection, and the in-flight request fails at once.
+    client = make_client(server.endpoint, max_message_size=1024 * 1024)
+    with pytest.raises(EdgeUnavailable, match="lost"):
+        client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * 100_000]), "s", WAIT)
+    assert client.hello(WAIT).side == "blue"  # reconnected
+    assert client.request(RequestType.MAKE_OBS, MakeObsRequest(["ok"]), "s", WAIT)
+
+
+# -- a client that survives a hostile edge ---------------------------------------------------
+
+
+@pytest.fixture
+def hostile_edge() -> Iterator[zmq.Socket[bytes]]:
+    """A bare ROUTER playing the edge, to answer with what EdgeServer never would."""
+    context = zmq.Context()
+    sock = context.socket(zmq.ROUTER)
+    sock.linger = 0
+    sock.bind("tcp://127.0.0.1:*")
+    yield sock
+    sock.close(linger=0)
+    context.destroy(linger=0)
+
+
+def receive_frames(sock: zmq.Socket[bytes], timeout: float = WAIT) -> list[bytes]:
+    if not sock.poll(int(timeout * 1000)):
+        pytest.fail(f"no message within {timeout} s")
+    return sock.recv_multipart()
+
+
+def reply_to(parent: str, **changes: Any) -> bytes:
+    envelope = {
+        "v": PROTOCOL_VERSION, "id": "e-1", "parent": parent, "session": "s",
+        "type": "reset_reply", "status": "ok", "body": {},
+    }  # fmt: skip
+    envelope.update(changes)
+    return msgpack.packb(envelope)
+
+
+def error(ename: str) -> dict[str, Any]:
+    return {"status": "error", "body": {"ename": ename, "evalue": "bad", "traceback": ""}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "raised", "text"),
+    [
+        ({"v": "2.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"type": "deploy_reply", "body": {"order": "x"}}, EdgeProtocolError, "expected"),
+        ({"type": "make_obs_reply", "body": {}}, EdgeProtocolError, "bad reply"),
+        ({"body": {"x": {"y": [1] * 3}}, "output": 7}, EdgeProtocolError, "bad reply"),
+        (error("KeyError"), EdgeRemoteError, "KeyError"),
+        (error("ProtocolVersionError"), EdgeProtocolError, "refused"),
+        ({}, None, ""),
+    ],
+)
+def test_the_client_survives_bad_replies_from_a_hostile_edge(
+    hostile_edge: zmq.Socket[bytes],
+    make_client: Callable[..., EdgeClient],
+    changes: dict[str, Any],
+    raised: type[Exception] | None,
+    text: str,
+):
+    client = make_client(hostile_edge.getsockopt(zmq.LAST_ENDPOINT).decode())
+    results = in_thread(lambda: client.request(RequestType.RESET, ResetRequest(), "s", WAIT))
+    routing_id, raw = receive_frames(hostile_edge)
+    parent = msgpack.unpackb(raw)["id"]
+    hostile_edge.send_multipart([routing_id, b"\xc1 garbage"])  # dropped
+    hostile_edge.send_multipart([routing_id, reply_to("nobody")])  # a reply to no request: dropped
+    hostile_edge.send_multipart([routing_id, b"two", b"frames"])  # dropped
+    hostile_edge.send_multipart([routing_id, reply_to(parent, **changes)])
+    status, value = outcome(results)
+    if raised is None:
+        assert status == "ok" and value == ResetReply()
+    else:
+        assert status == "error" and isinstance(value, raised), value
+        assert text in str(value)
+
+
+# -- deadlines, ordering, concurrency ------------------------------------------------------
+
+
+def test_a_deadline_raises_edge_timeout_and_the_late_reply_is_dropped(
+    client: EdgeClient, fake: FakeSession
+):
+    with pytest.raises(EdgeTimeout):
+        client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s1", SHORT)
+    fake.gate.set()
+    # Same session: runs after the late one, whose reply reaches the client first and is dropped.
+    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["next"]), "s1", WAIT)
+    assert body.observation["frames"] == ["next"]
+
+
+def test_a_slow_session_does_not_block_other_sessions_or_hello(
+    make_server: Callable[..., EdgeServer],
+    make_client: Callable[..., EdgeClient],
+    fake: FakeSession,
+):
+    server = make_server(max_workers=2)
+    client = make_client(server.endpoint)
+    blocked = in_thread(
+        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "slow", WAIT * 3)
+    )
+    assert fake.entered.wait(WAIT)
+    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["fast"]), "other", WAIT)
+    assert body.observation["session"] == "other"
+    assert client.hello(WAIT).side == "blue"
+    fake.gate.set()
+    status, body = outcome(blocked)
+    assert status == "ok" and body.observation["frames"] == ["block"]
+
+
+def test_hello_is_answered_when_every_worker_is_busy(
+    make_server: Callable[..., EdgeServer],
+    make_client: Callable[..., EdgeClient],
+    fake: FakeSession,
+):
+    server = make_server(max_workers=1)
+    client = make_client(server.endpoint)
+    in_thread(lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "a", WAIT))
+    assert fake.entered.wait(WAIT)
+    assert client.hello(WAIT).side == "blue"
+
+
+def test_one_shared_client_serves_many_threads_and_sessions(client: EdgeClient, fake: FakeSession):
+    def battle(n: int) -> list[str]:
+        problems = []
+        for i in range(40):
+            frame = f"battle {n} call {i}"
+            body = client.request(RequestType.MAKE_OBS, MakeObsRequest([frame]), f"s{n}", WAIT)
+            if body.observation != {"frames": [frame], "session": f"s{n}"}:
+                problems.append(f"{frame}: got {body.observation}")
+        return problems
+
+    runs = [in_thread(lambda n=n: battle(n)) for n in range(8)]
+    for run in runs:
+        status, problems = outcome(run, timeout=60)
+        assert status == "ok" and problems == []
+    assert fake.overlaps == []  # never two requests of one session at once
+
+
+def test_requests_of_one_session_run_one_at_a_time_in_order(client: EdgeClient, fake: FakeSession):
+    sizes = list(range(1, 30))
+    pending = [
+        in_thread(
+            lambda n=n: client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * n]), "one", WAIT)
+        )
+        for n in sizes
+    ]
+    for run in pending:
+        assert outcome(run)[0] == "ok"
+    assert sorted(fake.seen["one"]) == sizes
+    assert fake.overlaps == []
+
+
+# -- liveness and reconnection ---------------------------------------------------------------
+
+
+def test_nobody_listening_is_reported_as_unavailable(make_client: Callable[..., EdgeClient]):
+    client = make_client(tcp_endpoint("127.0.0.1", free_port()))
+    with pytest.raises(EdgeUnavailable, match="nobody is listening"):
+        client.hello(1.0)
+    assert not client.ping(0.5)
+
+
+def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
+    fake: FakeSession, make_client: Callable[..., EdgeClient]
+):
+    first = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
+    first.start()
+    port = first.port
+    client = make_client(first.endpoint)
+    try:
+        old = client.hello(WAIT).instance
+    finally:
+        first.close()
+    with pytest.raises(EdgeUnavailable):
+        client.request(RequestType.MAKE_OBS, MakeObsRequest(["down"]), "s", 1.0)
+    second = EdgeServer("blue", "127.0.0.1", port, fake.handlers())
+    second.start()
+    try:
+        assert client.hello(WAIT).instance != old
+        body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["up"]), "s", WAIT)
+        assert body.observation["frames"] == ["up"]
+    finally:
+        second.close()
+
+
+def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
+    fake: FakeSession, make_client: Callable[..., EdgeClient]
+):
+    server = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
+    server.start()
+    client = make_client(server.endpoint)
+    waiting = in_thread(
+        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s", 60)
+    )
+    assert fake.entered.wait(WAIT)
+    server.close()
+    status, error = outcome(waiting)
+    assert status == "error" and isinstance(error, EdgeUnavailable), error
+    assert "lost" in str(error)
+
+
+def test_closing_the_client_fails_waiting_requests(client: EdgeClient, fake: FakeSession):
+    waiting = in_thread(
+        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s", 60)
+    )
+    assert fake.entered.wait(WAIT)
+    client.close()
+    status, error = outcome(waiting)
+    assert status == "error" and isinstance(error, EdgeUnavailable)
+    with pytest.raises(EdgeUnavailable, match="closed"):
+        client.hello(WAIT)
+
+
+# -- CURVE and the bind policy ---------------------------------------------------------------
+
+
+@pytest.fixture
+def keys() -> dict[str, KeyPair]:
+    return {name: generate_keypair() for name in ("edge", "center", "stranger")}
+
+
+@pytest.fixture
+def curve_server(make_server: Callable[..., EdgeServer], keys: dict[str, KeyPair]) -> EdgeServer:
+    config = CurveConfig(keys["edge"], frozenset({keys["center"].public}))
+    return make_server(curve=config)
+
+
+def test_curve_with_the_right_keys_connects(
+    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+):
+    client = make_client(
+        curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
+    )
+    assert client.hello(WAIT).side == "blue"
+    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["secret"]), "s", WAIT)
+    assert body.observation["frames"] == ["secret"]
+
+
+def test_curve_with_a_wrong_server_key_is_refused_clearly(
+    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+):
+    client = make_client(
+        curve_server.endpoint,
+        server_public_key=keys["stranger"].public,
+        client_keys=keys["center"],
+    )
+    with pytest.raises(AuthenticationError, match="public key"):
+        client.hello(AUTH_WAIT)
+
+
+def test_curve_with_an_unauthorized_client_is_refused_clearly(
+    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+):
+    client = make_client(
+        curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["stranger"]
+    )
+    with pytest.raises(AuthenticationError, match="authorized_clients") as caught:
+        client.hello(AUTH_WAIT)
+    assert keys["stranger"].public in str(caught.value)
+
+
+def test_a_plain_client_cannot_talk_to_a_curve_edge(
+    curve_server: EdgeServer, make_client: Callable[..., EdgeClient]
+):
+    client = make_client(curve_server.endpoint)
+    with pytest.raises(AuthenticationError, match="CURVE"):
+        client.hello(AUTH_WAIT)
+
+
+def test_a_curve_client_cannot_talk_to_a_plain_edge(
+    server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+):
+    client = make_client(
+        server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
+    )
+    with pytest.raises(AuthenticationError, match="CURVE"):
+        client.hello(AUTH_WAIT)
+
+
+def test_an_unauthorized_client_gets_in_once_the_edge_authorizes_it(
+    fake: FakeSession, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+):
+    refusing = EdgeServer(
+        "red", "127.0.0.1", 0, fake.handlers(),
+        curve=CurveConfig(keys["edge"], frozenset({keys["center"].public})),
+    )  # fmt: skip
+    refusing.start()
+    port = refusing.port
+    client = make_client(
+        refusing.endpoint, server_public_key=keys["edge"].public, client_keys=keys["stranger"]
+    )
+    try:
+        with pytest.raises(AuthenticationError):
+            client.hello(AUTH_WAIT)
+    finally:
+        refusing.close()
+    fixed = EdgeServer(
+        "red", "127.0.0.1", port, fake.handlers(),
+        curve=CurveConfig(keys["edge"], frozenset({keys["stranger"].public})),
+    )  # fmt: skip
+    fixed.start()
+    try:
+        assert client.hello(WAIT).side == "red"  # libzmq gave up; the client rebuilt its socket
+    finally:
+        fixed.close()
+
+
+def test_a_non_loopback_bind_without_keys_is_refused(fake: FakeSession):
+    with pytest.raises(InsecureBindError, match="--insecure"):
+        EdgeServer("blue", "0.0.0.0", 0, fake.handlers())
+
+
+def test_a_non_loopback_bind_is_allowed_with_insecure_or_with_keys(
+    make_server: Callable[..., EdgeServer],
+    make_client: Callable[..., EdgeClient],
+    keys: dict[str, KeyPair],
+):
+    open_server = make_server(host="0.0.0.0", insecure=True)
+    assert make_client(tcp_endpoint("127.0.0.1", open_server.port)).hello(WAIT).side == "blue"
+    curve = CurveConfig(keys["edge"], frozenset({keys["center"].public}))
+    assert make_server(host="0.0.0.0", curve=curve).port > 0
+
+
+def test_localhost_is_loopback(make_server: Callable[..., EdgeServer]):
+    assert make_server(host="localhost").endpoint.startswith("tcp://127.0.0.1:")
+
+
+def test_a_busy_port_is_a_transport_error(server: EdgeServer, fake: FakeSession):
+    with pytest.raises(TransportError, match=str(server.port)):
+        EdgeServer("red", "127.0.0.1", server.port, fake.handlers())
+
+
+def test_curve_config_needs_an_authorized_client(keys: dict[str, KeyPair]):
+    with pytest.raises(CurveKeyError):
+        CurveConfig(keys["edge"], frozenset())
+
+
+# -- key files and sep_config.json ---------------------------------------------------------
+
+
+def test_key_pairs_round_trip_through_files(tmp_path: Path):
+    keypair = generate_keypair()
+    public_file, secret_file = write_keypair(keypair, tmp_path / "keys", "blue")
+    assert load_keypair(secret_file) == keypair
+    assert load_public_key(public_file) == keypair.public
+    assert stat.S_IMODE(os.stat(secret_file).st_mode) == 0o600
+    assert zmq.auth.load_certificate(secret_file) == (
+        keypair.public.encode(),
+        keypair.secret.encode(),
+    )
+    assert keypair.secret not in repr(keypair)
+
+
+def test_existing_key_files_are_not_overwritten(tmp_path: Path):
+    first = generate_keypair()
+    write_keypair(first, tmp_path, "center")
+    with pytest.raises(CurveKeyError, match="already exist"):
+        write_keypair(generate_keypair(), tmp_path, "center")
+    assert load_keypair(tmp_path / "center.key_secret") == first
+    second = generate_keypair()
+    write_keypair(second, tmp_path, "center", overwrite=True)
+    assert load_keypair(tmp_path / "center.key_secret") == second
+
+
+def test_bad_key_files_are_curve_key_errors(tmp_path: Path):
+    public_file, _ = write_keypair(generate_keypair(), tmp_path, "blue")
+    (tmp_path / "junk").write_text("hello")
+    for path in (public_file, tmp_path / "missing", tmp_path / "junk"):
+        with pytest.raises(CurveKeyError):
+            load_keypair(path)
+    with pytest.raises(CurveKeyError):
+        KeyPair(generate_keypair().public, generate_keypair().secret)
+
+
+def test_the_minimal_sep_config_means_no_curve():
+    config = {
+        "blue": {"host": "127.0.0.1", "port": 51000},
+        "red": {"host": "127.0.0.1", "port": 51010},
+    }
+    assert edge_curve_from_config(config, "blue") is None
+    assert center_curve_from_config(config, "red") is None
+
+
+def test_a_generated_sep_config_connects_center_and_edge(
+    tmp_path: Path, make_server: Callable[..., EdgeServer], make_client: Callable[..., EdgeClient]
+):
+    config: dict[str, Any] = {
+        "blue": {"host": "127.0.0.1", "port": 0},
+        "red": {"host": "127.0.0.1", "port": 0},
+    }
+    for name, sections in generate_curve_config(tmp_path / "keys", base_dir=tmp_path).items():
+        config.setdefault(name, {}).update(sections)
+    assert not Path(config["blue"]["curve"]["secret_key_file"]).is_absolute()
+    config = json.loads(json.dumps(config))  # what sep_config.json would hold
+    del config["blue"]["curve"]["authorized_clients"]  # defaults to the center's key
+
+    edge_curve = edge_curve_from_config(config, "blue", tmp_path)
+    assert edge_curve is not None
+    server = make_server(curve=edge_curve)
+    center_curve = center_curve_from_config(config, "blue", tmp_path)
+    assert center_curve is not None
+    server_key, center_keys = center_curve
+    client = make_client(server.endpoint, server_public_key=server_key, client_keys=center_keys)
+    assert client.hello(WAIT).side == "blue"
+
+    red_curve = center_curve_from_config(config, "red", tmp_path)
+    assert red_curve is not None
+    red_client = make_client(
+        server.endpoint, server_public_key=red_curve[0], client_keys=red_curve[1]
+    )
+    with pytest.raises(AuthenticationError):
+        red_client.hello(AUTH_WAIT)  # the red edge's key is not the blue edge's
+
+
+def test_a_secret_file_that_does_not_match_the_public_key_is_refused(tmp_path: Path):
+    sections = generate_curve_config(tmp_path, base_dir=tmp_path)
+    sections["blue"]["curve"]["secret_key_file"] = sections["red"]["curve"]["secret_key_file"]
+    with pytest.raises(CurveKeyError, match="public_key"):
+        edge_curve_from_config(sections, "blue", tmp_path)
+    del sections["center"]
+    with pytest.raises(CurveKeyError, match="center"):
+        center_curve_from_config(sections, "red", tmp_path)
+
+
+# -- clean shutdown from a signal --------------------------------------------------------------
+
+EDGE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from edge.transport import EdgeServer
+    server = EdgeServer("red", "127.0.0.1", 0, {})
+    print(server.port, flush=True)
+    server.serve_forever(handle_signals=True)
+    print("stopped", flush=True)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_edge_stops_cleanly_on_a_signal(
+    signum: signal.Signals, make_client: Callable[..., EdgeClient]
+):
+    process = subprocess.Popen(
+        [sys.executable, "-c", EDGE_SCRIPT],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "the edge did not start"
+        port = int(process.stdout.readline())
+        assert make_client(tcp_endpoint("127.0.0.1", port)).hello(WAIT).side == "red"
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=30)
+        assert process.returncode == 0, stderr
+        assert "stopped" in stdout
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)

@@ -1,0 +1,695 @@
+"""The wire protocol: codec round trips, limits, validation, and a decoder that only raises
+ProtocolError whatever it is fed."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import msgpack
+import numpy as np
+import pytest
+from gymnasium import spaces
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge import protocol
+from edge.errors import MessageTooLarge, ProtocolError, ProtocolVersionError
+from edge.protocol import (
+    MESSAGES,
+    PROTOCOL_VERSION,
+    CloseSessionReply,
+    CloseSessionRequest,
+    DeployReply,
+    DeployRequest,
+    EpisodeEndReply,
+    EpisodeEndRequest,
+    ErrorBody,
+    HelloReply,
+    HelloRequest,
+    InstanceConfig,
+    MakeObsReply,
+    MakeObsRequest,
+    OpenSessionReply,
+    OpenSessionRequest,
+    PolicyStepReply,
+    PolicyStepRequest,
+    Reply,
+    Request,
+    RequestType,
+    ResetReply,
+    ResetRequest,
+    decode_reply,
+    decode_request,
+    decode_value,
+    encode_reply,
+    encode_request,
+    encode_value,
+    peek_header,
+)
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+
+OBS_SPACE = spaces.Dict(
+    {
+        "board": spaces.Box(-1.0, 1.0, (2, 3), np.float32),
+        "slots": spaces.Tuple([spaces.Discrete(4, start=1), spaces.MultiBinary(6)]),
+    }
+)
+
+SAMPLES: dict[str, tuple[Any, Any]] = {
+    RequestType.HELLO: (HelloRequest(client="center"), HelloReply("blue", "1.0", ["a", "b"], "x1")),
+    RequestType.OPEN_SESSION: (
+        OpenSessionRequest(
+            model_id="Random",
+            instance_config=InstanceConfig("blue", "player_0", "gen9bssfactory", 42),
+            username="blue-1",
+        ),
+        OpenSessionReply(OBS_SPACE, spaces.Discrete(11), "Maple:Random:Random"),
+    ),
+    RequestType.MAKE_OBS: (
+        MakeObsRequest(frames=[">battle-gen9-1", "|turn|1", "|move|p1a: Pikachu|Thunderbolt|"]),
+        MakeObsReply(
+            observation={"board": np.zeros((2, 3), np.float32), "slots": [2, np.ones(6, np.int8)]},
+            action_mask=np.array([1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0], dtype=np.int8),
+        ),
+    ),
+    RequestType.POLICY_STEP: (
+        PolicyStepRequest(
+            observation=np.linspace(0, 1, 5, dtype=np.float32),
+            reward=-0.5,
+            done=False,
+            info={"team_preview": True, "action_mask": np.ones(11, np.int8)},
+        ),
+        PolicyStepReply(action=np.int64(3)),
+    ),
+    RequestType.DEPLOY: (
+        DeployRequest(frames=[], action="/team 213"),
+        DeployReply(order="/choose move 1 terastallize"),
+    ),
+    RequestType.RESET: (ResetRequest(target="policy", seed=7), ResetReply()),
+    RequestType.EPISODE_END: (EpisodeEndRequest(frames=["|win|blue-1"]), EpisodeEndReply()),
+    RequestType.CLOSE_SESSION: (CloseSessionRequest(), CloseSessionReply()),
+}
+
+
+def assert_same(actual: Any, expected: Any, where: str = "value") -> None:
+    """Deep equality that understands arrays (dtype and shape included), spaces, dataclasses."""
+    if isinstance(expected, np.ndarray):
+        assert isinstance(actual, np.ndarray), where
+        assert actual.dtype == expected.dtype, where
+        assert actual.shape == expected.shape, where
+        np.testing.assert_array_equal(actual, expected, err_msg=where)
+    elif isinstance(expected, np.generic):
+        assert type(actual) is type(expected), where
+        assert actual == expected, where
+    elif isinstance(expected, gymnasium.Space):
+        assert actual == expected, where
+    elif dataclasses.is_dataclass(expected):
+        assert type(actual) is type(expected), where
+        for f in dataclasses.fields(expected):
+            assert_same(getattr(actual, f.name), getattr(expected, f.name), f"{where}.{f.name}")
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict) and list(actual) == list(expected), where
+        for key in expected:
+            assert_same(actual[key], expected[key], f"{where}[{key!r}]")
+    elif isinstance(expected, list | tuple):
+        assert isinstance(actual, list) and len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_same(a, e, f"{where}[{i}]")
+    else:
+        assert type(actual) is type(expected) and actual == expected, where
+
+
+def request_roundtrip(msg_type: str, body: Any, session: str = "blue-battle-1") -> Request:
+    return decode_request(encode_request(Request(msg_type, "c-1", body, session)))
+
+
+def ok_reply(msg_type: str, body: Any, output: str = "") -> Reply:
+    return Reply(MESSAGES[msg_type].reply_type, "e-1", "c-1", "ok", body, "s", output)
+
+
+def envelope(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "v": PROTOCOL_VERSION,
+        "id": "c-9",
+        "session": "s",
+        "type": "make_obs_request",
+        "body": {"frames": ["|turn|1"]},
+    }
+    base.update(changes)
+    return {k: v for k, v in base.items() if v is not ...}
+
+
+# -- the document and the code agree ----------------------------------------------------------
+
+
+def test_document_states_the_code_version():
+    match = re.search(r"Protocol version: \*\*(\d+\.\d+)\*\*", DOC.read_text(encoding="utf-8"))
+    assert match is not None, "docs/protocol.md must state 'Protocol version: **X.Y**'"
+    assert match.group(1) == PROTOCOL_VERSION
+
+
+def test_document_message_table_matches_the_code():
+    rows = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`") and cells[0].endswith("_request`"):
+            rows[cells[0].strip("`")] = cells
+    assert set(rows) == set(MESSAGES)
+    for request_type, spec in MESSAGES.items():
+        _, reply, session, request_body, reply_body = rows[request_type]
+        assert reply == f"`{spec.reply_type}`"
+        assert session == ("yes" if spec.needs_session else "no")
+        for cell, cls in ((request_body, spec.request_body), (reply_body, spec.reply_body)):
+            documented = re.findall(r"(\*?)`(\w+)`", cell)
+            fields = dataclasses.fields(cls)
+            assert [name for _, name in documented] == [f.name for f in fields], request_type
+            for (star, _), f in zip(documented, fields, strict=True):
+                optional = f.default is not dataclasses.MISSING or (
+                    f.default_factory is not dataclasses.MISSING
+                )
+                assert bool(star) == optional, f"{request_type}: {f.name} optional marker"
+
+
+def test_every_message_type_has_a_sample():
+    assert set(SAMPLES) == set(MESSAGES)
+
+
+# -- round trips ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("msg_type", list(SAMPLES))
+def test_request_body_round_trips(msg_type):
+    body = SAMPLES[msg_type][0]
+    decoded = request_roundtrip(msg_type, body, session="" if msg_type == "hello_request" else "s")
+    assert decoded.type == msg_type
+    assert decoded.id == "c-1"
+    assert_same(decoded.body, body)
+
+
+@pytest.mark.parametrize("msg_type", list(SAMPLES))
+def test_reply_body_round_trips(msg_type):
+    body = SAMPLES[msg_type][1]
+    decoded = decode_reply(encode_reply(ok_reply(msg_type, body, output="hi\n")))
+    assert decoded.ok
+    assert (decoded.type, decoded.parent, decoded.output) == (
+        MESSAGES[msg_type].reply_type,
+        "c-1",
+        "hi\n",
+    )
+    assert_same(decoded.body, body)
+
+
+def test_error_reply_round_trips():
+    reply = Reply("make_obs_reply", "e-2", "c-2", "error", ErrorBody("KeyError", "'x'", "tb"), "s")
+    decoded = decode_reply(encode_reply(reply))
+    assert not decoded.ok
+    assert decoded.body == ErrorBody("KeyError", "'x'", "tb")
+
+
+def test_instance_config_gives_the_agent_a_plain_dict():
+    config = InstanceConfig("red", "player_1", "gen9randombattle", None)
+    assert config.to_dict() == {
+        "side": "red",
+        "player": "player_1",
+        "battle_format": "gen9randombattle",
+        "seed": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "action",
+    [3, -1, 0.25, [0, 2, 1], "/team 213", np.int64(5), np.array([1, 0, 2]), None, {"a": 1}],
+)
+def test_actions_of_every_kind_round_trip(action):
+    decoded = request_roundtrip("deploy_request", DeployRequest(frames=[], action=action))
+    assert_same(decoded.body.action, action)
+
+
+def test_tuples_arrive_as_lists():
+    assert decode_value(encode_value((1, (2, 3)))) == [1, [2, 3]]
+
+
+def test_float64_scalars_arrive_as_float():
+    value = decode_value(encode_value(np.float64(0.5)))
+    assert type(value) is float and value == 0.5
+
+
+def test_reward_accepts_ints_and_numpy_numbers():
+    body = PolicyStepRequest(observation=0, reward=np.float32(1.5), done=np.bool_(True))
+    decoded = request_roundtrip("policy_step_request", body).body
+    assert decoded.reward == 1.5 and decoded.done is True
+
+
+def test_unknown_body_fields_are_ignored():
+    raw = msgpack.packb(envelope(body={"frames": [], "future_field": 1}))
+    assert decode_request(raw).body == MakeObsRequest(frames=[])
+
+
+def test_a_minor_version_bump_is_accepted():
+    assert decode_request(msgpack.packb(envelope(v="1.9"))).body == MakeObsRequest(["|turn|1"])
+
+
+# -- numpy -----------------------------------------------------------------------------------
+
+DTYPES = [
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128,
+]  # fmt: skip
+SHAPES = [(), (0,), (1,), (5,), (2, 3), (2, 0, 4), (1, 2, 3, 4)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_arrays_round_trip_with_dtype_and_shape(dtype, shape):
+    rng = np.random.default_rng(0)
+    array = np.asarray(rng.random(shape) * 100).astype(dtype)
+    decoded = decode_value(encode_value(array))
+    assert_same(decoded, array)
+    assert decoded.flags.writeable
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d is not np.float64])
+def test_numpy_scalars_round_trip(dtype):
+    scalar = np.array(3).astype(dtype)[()]
+    assert_same(decode_value(encode_value(scalar)), scalar)
+
+
+def test_big_endian_arrays_keep_their_byte_order():
+    array = np.arange(6, dtype=">i4").reshape(2, 3)
+    assert_same(decode_value(encode_value(array)), array)
+
+
+def test_non_contiguous_arrays_round_trip():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for view in (base[::2, ::3], base.T, base[:, 1]):
+        assert_same(decode_value(encode_value(view)), np.ascontiguousarray(view))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([object(), 1], dtype=object),
+        np.array(["a", "b"]),
+        np.array([b"a"]),
+        np.zeros(2, dtype=[("x", "<i4"), ("y", "<f4")]),
+        np.array(["2024-01-01"], dtype="datetime64[D]"),
+        np.zeros(2, dtype=np.longdouble),
+    ],
+    ids=["object", "unicode", "bytes", "structured", "datetime", "longdouble"],
+)
+def test_non_numeric_arrays_are_refused(array):
+    with pytest.raises(ProtocolError):
+        encode_value(array)
+
+
+def array_ext(dtype: Any, shape: Any, data: Any) -> bytes:
+    payload = msgpack.packb([dtype, shape, data])
+    return msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, payload))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        array_ext("|O8", [1], b"\0" * 8),
+        array_ext("O", [1], b"\0" * 8),
+        array_ext("<i4,<f8", [1], b"\0" * 12),
+        array_ext("(2,)<f8", [1], b"\0" * 16),
+        array_ext("<U1", [1], b"\0" * 4),
+        array_ext("<f16", [1], b"\0" * 16),
+        array_ext("<f8", [3], b"\0" * 16),
+        array_ext("<f8", [-1], b""),
+        array_ext("<f8", [1] * 33, b"\0" * 8),
+        array_ext("<f8", "2", b"\0" * 16),
+        array_ext("<f8", [True], b"\0" * 8),
+        array_ext("<f8", [1], "text"),
+        array_ext(8, [1], b"\0" * 8),
+        msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, b"\xc1")),
+        msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, msgpack.packb(["<f8", [1]]))),
+        msgpack.packb(msgpack.ExtType(protocol.EXT_NUMPY_SCALAR, msgpack.packb(["<f8", b"1"]))),
+        msgpack.packb(msgpack.ExtType(77, b"")),
+    ],
+)
+def test_bad_array_extensions_are_protocol_errors(raw):
+    with pytest.raises(ProtocolError):
+        decode_value(raw)
+
+
+def test_cannot_encode_arbitrary_objects():
+    for value in ({1, 2}, object(), 2**70, spaces.Discrete(2)):
+        with pytest.raises(ProtocolError):
+            encode_value(value)
+
+
+def test_map_keys_must_be_strings():
+    with pytest.raises(ProtocolError, match="keys"):
+        encode_value({1: "a"})
+    with pytest.raises(ProtocolError):
+        decode_value(msgpack.packb({1: "a"}))
+
+
+# -- spaces ----------------------------------------------------------------------------------
+
+SPACES = [
+    spaces.Box(-1.0, 1.0, (3,), np.float32),
+    spaces.Box(low=np.array([0.0, -np.inf]), high=np.array([1.0, np.inf]), dtype=np.float64),
+    spaces.Box(0, 255, (2, 2, 3), np.uint8),
+    spaces.Discrete(11),
+    spaces.Discrete(3, start=-1, dtype=np.int32),
+    spaces.MultiDiscrete([3, 4, 5]),
+    spaces.MultiDiscrete(np.array([[2, 3], [4, 5]]), start=np.array([[1, 0], [0, -1]])),
+    spaces.MultiBinary(6),
+    spaces.MultiBinary([2, 3]),
+    spaces.Tuple([spaces.Discrete(2), spaces.Box(0, 1, (1,), np.float32)]),
+    spaces.Dict(OrderedDict([("z", spaces.Discrete(2)), ("a", spaces.MultiBinary(3))])),
+    OBS_SPACE,
+]
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+def test_spaces_round_trip_to_equal_spaces(space):
+    body = OpenSessionReply(space, space, "a:b:c")
+    decoded = decode_reply(encode_reply(ok_reply("open_session_request", body))).body
+    assert decoded.observation_space == space
+    assert decoded.observation_space.dtype == space.dtype
+    if isinstance(space, spaces.Dict):
+        assert list(decoded.observation_space.spaces) == list(space.spaces)
+
+
+def test_unsupported_spaces_are_refused():
+    with pytest.raises(ProtocolError, match="unsupported space"):
+        protocol.space_to_wire(spaces.Text(5))
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {"space": "Teleporter"},
+        {"n": 3},
+        {"space": "Discrete", "n": 0, "start": 0, "dtype": "<i8"},
+        {"space": "Discrete", "n": "3", "start": 0, "dtype": "<i8"},
+        {"space": "Discrete", "n": 3, "start": 0, "dtype": "|O8"},
+        {
+            "space": "Box",
+            "dtype": "<f4",
+            "shape": [2],
+            "low": np.zeros(3, np.float32),
+            "high": np.ones(3, np.float32),
+        },
+        {"space": "Box", "dtype": "<f4", "shape": [2], "low": np.zeros(2), "high": np.ones(2)},
+        {"space": "Box", "dtype": "<f4", "shape": [2], "low": [0, 0], "high": np.ones(2)},
+        {"space": "MultiDiscrete", "nvec": np.array([0]), "start": np.array([0]), "dtype": "<i8"},
+        {"space": "MultiBinary", "n": [2, "3"]},
+        {"space": "MultiBinary", "n": [2**40, 2**40]},
+        {"space": "MultiBinary", "n": 2**62},
+        {"space": "Dict", "spaces": [1]},
+        {"space": "Tuple", "spaces": {"a": 1}},
+        {"space": "Tuple", "spaces": [{"space": "Discrete"}]},
+        "Discrete(3)",
+    ],
+)
+def test_bad_space_descriptions_are_protocol_errors(wire):
+    with pytest.raises(ProtocolError):
+        protocol.space_from_wire(wire)
+
+
+# -- envelopes and validation --------------------------------------------------------------
+
+
+def test_wrong_major_version_is_a_version_error():
+    with pytest.raises(ProtocolVersionError, match=r"2\.0"):
+        decode_request(msgpack.packb(envelope(v="2.0")))
+
+
+@pytest.mark.parametrize("version", [1, "1", "one.zero", "", "1.0.0"])
+def test_malformed_versions_are_refused(version):
+    with pytest.raises(ProtocolError):
+        decode_request(msgpack.packb(envelope(v=version)))
+
+
+def test_unknown_type_is_refused_and_named():
+    with pytest.raises(ProtocolError, match="teleport_request"):
+        decode_request(msgpack.packb(envelope(type="teleport_request")))
+
+
+@pytest.mark.parametrize("missing", ["v", "id", "session", "type", "body"])
+def test_missing_envelope_fields_are_refused(missing):
+    with pytest.raises(ProtocolError):
+        decode_request(msgpack.packb(envelope(**{missing: ...})))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"id": ""},
+        {"id": 5},
+        {"id": "x" * 129},
+        {"session": ""},
+        {"session": None},
+        {"body": []},
+        {"body": {}},
+        {"body": {"frames": "|turn|1"}},
+        {"body": {"frames": ["ok", 3]}},
+        {"type": "reset_request", "body": {"target": "both"}},
+        {"type": "reset_request", "body": {"seed": 1.5}},
+        {"type": "reset_request", "body": {"seed": True}},
+        {"type": "policy_step_request", "body": {"observation": 1, "reward": "1", "done": False}},
+        {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": 0}},
+        {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": False, "info": {}}, "session": ""},
+        {"type": "open_session_request", "body": {"model_id": "m", "username": "u", "instance_config": {"side": "blue"}}},
+        {"type": "make_obs_reply"},
+    ],
+)  # fmt: skip
+def test_wrong_or_missing_fields_are_refused(changes):
+    with pytest.raises(ProtocolError):
+        decode_request(msgpack.packb(envelope(**changes)))
+
+
+def test_hello_needs_no_session():
+    raw = msgpack.packb(envelope(type="hello_request", session="", body={}))
+    assert decode_request(raw).body == HelloRequest()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"\xc1", b"\x93\x01\x02", msgpack.packb([1, 2]), msgpack.packb(envelope()) + b"\x00"],
+    ids=["empty", "reserved-byte", "truncated", "not-a-map", "trailing-bytes"],
+)
+def test_malformed_msgpack_is_a_protocol_error(raw):
+    with pytest.raises(ProtocolError):
+        decode_request(raw)
+
+
+def test_reply_validation():
+    good = {
+        "v": "1.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "status": "ok", "body": {},
+    }  # fmt: skip
+    assert decode_reply(msgpack.packb(good)).body == ResetReply()
+    for changes in (
+        {"status": "maybe"},
+        {"parent": None},
+        {"type": "bogus_reply"},
+        {"output": 3},
+        {"status": "error"},  # an error body needs ename and evalue
+    ):
+        with pytest.raises(ProtocolError):
+            decode_reply(msgpack.packb({**good, **changes}))
+
+
+def test_encoder_checks_the_body_class():
+    with pytest.raises(ProtocolError, match="MakeObsRequest"):
+        encode_request(Request("make_obs_request", "c", DeployRequest([], 1), "s"))
+    with pytest.raises(ProtocolError, match="order"):
+        encode_reply(ok_reply("deploy_request", DeployReply(order=3)))  # type: ignore[arg-type]
+    with pytest.raises(ProtocolError, match="session"):
+        encode_request(Request("make_obs_request", "c", MakeObsRequest([]), ""))
+    with pytest.raises(ProtocolError, match="unknown message type"):
+        encode_request(Request("teleport_request", "c", MakeObsRequest([]), "s"))
+
+
+def test_error_body_truncates_the_traceback_and_keeps_its_end():
+    def recurse(n: int) -> None:
+        if n == 0:
+            raise RuntimeError("x" * 5000)
+        recurse(n - 1)
+
+    try:
+        recurse(200)
+    except RuntimeError as exc:
+        body = protocol.error_body(exc)
+    assert body.ename == "RuntimeError"
+    assert len(body.evalue) < protocol.EVALUE_LIMIT + 100
+    assert len(body.traceback) < protocol.TRACEBACK_LIMIT + 100
+    assert body.traceback.startswith("[... ")
+    assert body.traceback.rstrip().endswith("x" * 50)
+
+
+def test_reply_output_is_truncated_to_its_tail():
+    output = "a" * protocol.OUTPUT_LIMIT + "THE END"
+    decoded = decode_reply(encode_reply(ok_reply("reset_request", ResetReply(), output)))
+    assert decoded.output.endswith("THE END")
+    assert len(decoded.output) < protocol.OUTPUT_LIMIT + 100
+
+
+def test_peek_header_salvages_the_id_of_a_bad_request():
+    header = peek_header(msgpack.packb(envelope(v="9.0", id="c-77", session="s-1")))
+    assert (header.id, header.session, header.type) == ("c-77", "s-1", "make_obs_request")
+    bad_array = msgpack.ExtType(protocol.EXT_NDARRAY, b"junk")
+    assert peek_header(msgpack.packb(envelope(body={"frames": bad_array}))).id == "c-9"
+    assert peek_header(b"\xc1").id is None
+    assert peek_header(msgpack.packb(envelope(id=["c"]))).id is None
+
+
+# -- limits ----------------------------------------------------------------------------------
+
+
+def test_encoder_refuses_oversized_messages():
+    body = MakeObsRequest(frames=["x" * 2000])
+    with pytest.raises(MessageTooLarge):
+        encode_request(Request("make_obs_request", "c", body, "s"), max_size=1024)
+
+
+def test_decoder_refuses_oversized_messages():
+    raw = encode_request(Request("make_obs_request", "c", MakeObsRequest(["x" * 2000]), "s"))
+    with pytest.raises(MessageTooLarge):
+        decode_request(raw, max_size=1024)
+    assert decode_request(raw, max_size=len(raw)).body.frames == ["x" * 2000]
+
+
+def nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_nesting_up_to_the_limit_is_fine_and_beyond_is_refused():
+    deepest = nested(protocol.MAX_NESTING_DEPTH)
+    assert decode_value(encode_value(deepest)) == deepest
+    with pytest.raises(ProtocolError, match="nested"):
+        encode_value(nested(protocol.MAX_NESTING_DEPTH + 1))
+    with pytest.raises(ProtocolError, match="nested"):
+        decode_value(b"\x91" * (protocol.MAX_NESTING_DEPTH + 1) + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_value(b"\x91" * 5000 + b"\x00")
+
+
+def test_observation_nesting_counts_from_the_envelope():
+    body = MakeObsReply(observation=nested(protocol.MAX_NESTING_DEPTH))
+    with pytest.raises(ProtocolError, match="nested"):
+        encode_reply(ok_reply("make_obs_request", body))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\xdd\xff\xff\xff\xff",  # array32 claiming 4 billion elements
+        b"\xdf\xff\xff\xff\xff",  # map32 likewise
+        b"\xdd\x00\x10\x00\x00" * 30 + b"\xc0" * 1000,  # nested arrays claiming a million each
+        b"\xdb\xff\xff\xff\xff" + b"abc",  # str32 longer than the message
+        b"\xc9\xff\xff\xff\xff\x01",  # ext32 longer than the message
+    ],
+)
+def test_containers_claiming_more_than_the_message_holds_are_refused(raw):
+    with pytest.raises(ProtocolError):
+        decode_value(raw)
+
+
+def test_non_bytes_input_is_a_protocol_error():
+    with pytest.raises(ProtocolError):
+        decode_request("not bytes")  # type: ignore[arg-type]
+
+
+# -- fuzzing: the decoder only ever raises ProtocolError ------------------------------------
+
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+msgpack_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=20)
+    | st.binary(max_size=40)
+    | st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=40))
+    | st.builds(
+        lambda code, parts: msgpack.ExtType(code, msgpack.packb(parts)),
+        st.sampled_from([protocol.EXT_NDARRAY, protocol.EXT_NUMPY_SCALAR]),
+        st.lists(
+            st.sampled_from(["<f8", "|b1", "<i4", "|O8", "<U3"])
+            | st.lists(st.integers(-2, 4), max_size=3)
+            | st.binary(max_size=24),
+            max_size=4,
+        ),
+    )
+)
+msgpack_values = st.recursive(
+    msgpack_leaves,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.text(max_size=8) | int64s | st.binary(max_size=4), children, max_size=5
+        )
+    ),
+    max_leaves=40,
+)
+
+
+def decode_everything(raw: bytes) -> None:
+    for decode in (decode_request, decode_reply, decode_value):
+        with contextlib.suppress(ProtocolError):
+            decode(raw, max_size=4096)
+    peek_header(raw, max_size=4096)  # never raises at all
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_fuzz_arbitrary_bytes_only_raise_protocol_error(raw):
+    decode_everything(raw)
+
+
+@FUZZ
+@given(msgpack_values)
+def test_fuzz_arbitrary_msgpack_only_raises_protocol_error(value):
+    decode_everything(msgpack.packb(value, use_bin_type=True))
+
+
+@FUZZ
+@given(
+    st.sampled_from([*sorted(MESSAGES), "make_obs_reply", "error_reply", "x"]),
+    st.sampled_from(["1.0", "1.3", "2.0", "", "x"]),
+    st.sampled_from(["ok", "error", "", None]),
+    st.dictionaries(
+        st.sampled_from(
+            ["frames", "observation", "reward", "done", "info", "action", "order", "model_id",
+             "instance_config", "username", "target", "seed", "ename", "evalue", "traceback",
+             "observation_space", "action_space", "agent_full_name", "space", "n", "spaces",
+             "side", "models", "instance", "protocol_version", "action_mask"]
+        ),
+        msgpack_values,
+        max_size=6,
+    ),
+)  # fmt: skip
+def test_fuzz_envelope_shaped_messages_only_raise_protocol_error(msg_type, v, status, body):
+    message = {"v": v, "id": "c-1", "parent": "c-0", "session": "s", "type": msg_type, "body": body}
+    if status is not None:
+        message["status"] = status
+    decode_everything(msgpack.packb(message, use_bin_type=True))
+
+
+@FUZZ
+@given(st.binary(min_size=1, max_size=64), st.integers(0, 400))
+def test_fuzz_corrupted_valid_messages_only_raise_protocol_error(noise, position):
+    valid = ok_reply("open_session_request", SAMPLES[RequestType.OPEN_SESSION][1])
+    raw = bytearray(encode_reply(valid))
+    position %= len(raw)
+    raw[position : position + len(noise)] = noise
+    decode_everything(bytes(raw))
