@@ -120,7 +120,10 @@ def sep_edge(
     show_default=True,
     help="Add the curve sections to the config file (else print them).",
 )
-def sep_keys(key_dir: Path, config_path: Path, write: bool) -> None:
+@click.option(
+    "--overwrite", is_flag=True, help="Replace existing key files (their secrets are lost)."
+)
+def sep_keys(key_dir: Path, config_path: Path, write: bool, overwrite: bool) -> None:
     """Generate CURVE key pairs for the center and both edges into KEY_DIR.
 
     Each host then needs sep_config.json and only its own secret file: keep the center's secret on
@@ -133,7 +136,13 @@ def sep_keys(key_dir: Path, config_path: Path, write: bool) -> None:
     except json.JSONDecodeError as exc:
         click.echo(f"error: {config_path}: not JSON ({exc})", err=True)
         raise SystemExit(2) from None
-    sections = generate_curve_config(key_dir, base_dir=config_path.resolve().parent)
+    try:
+        sections = generate_curve_config(
+            key_dir, base_dir=config_path.resolve().parent, overwrite=overwrite
+        )
+    except EdgeError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
     for name, section in sections.items():
         data.setdefault(name, {}).update(section)
     text = json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,111 @@
+"""Real ``sep_edge`` processes for tests: started on free loopback ports, always stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from center.edge_client import EdgeClient
+from center.errors import EdgeCallError
+from edge.keys import center_curve_from_config
+
+AGENTS = Path(__file__).resolve().parent.parent / "agents"
+SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class EdgeProcess:
+    """One ``sep_edge SIDE`` subprocess."""
+
+    side: str
+    config: Path
+    candidates: Path
+    log: Path
+    extra: list[str] = field(default_factory=list)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        data = json.loads(self.config.read_text())
+        return f"tcp://{data[self.side]['host']}:{data[self.side]['port']}"
+
+    def start(self, ready_timeout: float = 60.0) -> EdgeProcess:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                *SEP_EDGE,
+                self.side,
+                "--config",
+                str(self.config),
+                "--candidates",
+                str(self.candidates),
+                *self.extra,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        out.close()
+        self.wait_ready(ready_timeout)
+        return self
+
+    def client(self) -> EdgeClient:
+        """A center-side client of this edge, with the config's CURVE keys if it has some."""
+        data = json.loads(self.config.read_text())
+        curve = center_curve_from_config(data, self.side, self.config.parent)
+        if curve is None:
+            return EdgeClient(self.endpoint)
+        return EdgeClient(self.endpoint, server_public_key=curve[0], client_keys=curve[1])
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client()
+        try:
+            while time.monotonic() < deadline:
+                assert self.proc is not None
+                if self.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"sep_edge {self.side} exited: {self.log.read_text()[-2000:]}"
+                    )
+                try:
+                    client.hello(timeout=1.0)
+                    return
+                except EdgeCallError:
+                    continue
+            raise TimeoutError(f"sep_edge {self.side} did not answer within {timeout}s")
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def write_config(path: Path, extra: dict[str, dict] | None = None) -> Path:
+    data = {side: {"host": "127.0.0.1", "port": free_port()} for side in ("blue", "red")}
+    for side, section in (extra or {}).items():
+        data.setdefault(side, {}).update(section)
+    path.write_text(json.dumps(data))
+    return path

@@ -1,0 +1,260 @@
+"""Isolation with real sep_edge processes, real ZeroMQ sockets and the real Showdown server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.edge_client import EdgeClient
+from center.edge_source import EdgeSource
+from center.errors import AuthenticationError, EdgeCallError
+from center.match import MatchSettings, play_battle
+from center.pokemon_env import PLAYERS, SIDES, PokemonEnv
+from center.results import ScheduledBattle, SideStatus
+from center.side_guard import Budget
+from edge.agent import Agent
+from edge.keys import generate_curve_config, generate_keypair
+from edge.maple_agent import MapleAgent
+from edge.protocol import InstanceConfig
+from tests.integration.edges import AGENTS, SEP_EDGE, EdgeProcess, write_config
+
+pytestmark = pytest.mark.showdown
+
+
+class _Twin(Agent):
+    """Plays with an in-process MapleAgent and asks the edge's replica for the same observation."""
+
+    def __init__(
+        self, local: MapleAgent, remote: AgentDelegator, seen: list[tuple[np.ndarray, np.ndarray]]
+    ):
+        super().__init__({}, {})
+        self.local, self.remote, self.seen = local, remote, seen
+        self.observation_space, self.action_space = local.observation_space, local.action_space
+
+    def makeObs(self, battle):
+        mine = self.local.makeObs(battle)
+        self.seen.append((mine, self.remote.makeObs(battle)))
+        return mine
+
+    def action_mask(self, battle):
+        return self.local.action_mask(battle)
+
+    def deploy(self, battle, action):
+        return self.local.deploy(battle, action)
+
+
+def _instance(player: str, battle_format: str, seed: int = 0) -> InstanceConfig:
+    return InstanceConfig(SIDES[player], player, battle_format, seed)
+
+
+@pytest.mark.parametrize("battle_format", ["gen9bssfactory", "gen9randombattle"])
+def test_replica_observations_equal_in_process_ones_bit_for_bit(
+    showdown, start_edges, battle_format
+):
+    edges = start_edges()
+    clients = {side: EdgeClient(edge.endpoint) for side, edge in edges.items()}
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    try:
+        with PokemonEnv(battle_format, server=showdown) as env:
+            names = env.usernames()
+            for episode in range(4):
+                sessions = {
+                    p: EdgeSession(
+                        clients[SIDES[p]], "good_random", _instance(p, battle_format), names[p]
+                    )
+                    for p in PLAYERS
+                }
+                env.set_agents(
+                    {p: _Twin(MapleAgent(), AgentDelegator(sessions[p]), seen) for p in PLAYERS}
+                )
+                _, infos = env.reset(seed=episode)
+                while env.agents:
+                    actions = {
+                        p: env.action_space(p).sample(mask=infos[p]["action_mask"])
+                        for p in env.agents
+                    }
+                    _, _, _, _, infos = env.step(actions)
+                for session in sessions.values():
+                    session.close()
+    finally:
+        for client in clients.values():
+            client.close()
+    assert len(seen) > 100
+    for i, (mine, theirs) in enumerate(seen):
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape, i
+        assert mine.tobytes() == theirs.tobytes(), f"observation {i} differs"
+
+
+def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(showdown, start_edges):
+    candidates = AGENTS / "candidates_regi.json"
+    edges = start_edges(candidates)
+    clients = {side: EdgeClient(edge.endpoint) for side, edge in edges.items()}
+    source = EdgeSource(clients, candidates)
+    try:
+        with PokemonEnv(
+            "gen9bssregi",
+            server=showdown,
+            teams={"player_0": source.team("strong"), "player_1": source.team("splash")},
+        ) as env:
+            names = env.usernames()
+            sessions = {
+                "player_0": EdgeSession(
+                    clients["blue"],
+                    "strong",
+                    _instance("player_0", "gen9bssregi"),
+                    names["player_0"],
+                ),
+                "player_1": EdgeSession(
+                    clients["red"],
+                    "splash",
+                    _instance("player_1", "gen9bssregi"),
+                    names["player_1"],
+                ),
+            }
+            agents = {p: AgentDelegator(s) for p, s in sessions.items()}
+            policies = {p: PolicyDelegator(s) for p, s in sessions.items()}
+            env.set_agents(agents)
+            observations, infos = env.reset(seed=3)
+            rewards = dict.fromkeys(PLAYERS, 0.0)
+            while env.agents:
+                actions = {}
+                for p in env.agents:
+                    if infos[p]["needs_action"]:
+                        space = agents[p]
+                        actions[p] = policies[p].step(
+                            observations[p],
+                            rewards[p],
+                            False,
+                            infos[p],
+                            "x",
+                            space.observation_space,
+                            space.action_space,
+                        )
+                observations, rewards, terminated, _, infos = env.step(actions)
+            assert terminated == {"player_0": True, "player_1": True}
+            assert rewards == {"player_0": np.float32(1.0), "player_1": np.float32(-1.0)}
+            assert env.battle("player_0").won
+    finally:
+        source.close()
+
+
+def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_after_restart(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    clients = {side: EdgeClient(edge.endpoint) for side, edge in edges.items()}
+    source = EdgeSource(clients, AGENTS / "candidates.json")
+    settings = MatchSettings(
+        "gen9randombattle",
+        log_dir=tmp_path,
+        budget=Budget(decision_time=2.0, bank=10.0, call_cap=5.0),
+    )
+    try:
+        with PokemonEnv("gen9randombattle", server=showdown, max_turns=300) as env:
+
+            def battle(index: int):
+                scheduled = ScheduledBattle(
+                    f"kill-{index}",
+                    "good_random",
+                    "good_random",
+                    40 + index,
+                    ("good_random", "good_random"),
+                    index,
+                )
+                names = env.usernames()
+                sides = {
+                    p: source.open_side(
+                        "good_random",
+                        SIDES[p],
+                        scheduled,
+                        "gen9randombattle",
+                        settings.budget,
+                        names[p],
+                    )
+                    for p in PLAYERS
+                }
+                env.set_agents({p: sides[p].agent for p in PLAYERS})
+                return sides, scheduled
+
+            sides, scheduled = battle(0)
+            result: dict[str, object] = {}
+            worker = threading.Thread(
+                target=lambda: result.update(record=play_battle(env, scheduled, sides, settings)),
+                daemon=True,
+            )
+            worker.start()
+            deadline = time.monotonic() + 60
+            while (
+                sides["player_1"].stats.decisions < 3
+                and time.monotonic() < deadline
+                and worker.is_alive()
+            ):
+                time.sleep(0.05)
+            assert worker.is_alive(), "the battle ended before the edge could be killed"
+            edges["red"].kill()
+            worker.join(timeout=30)  # the deadline of one call plus the forfeit: never a hang
+            assert not worker.is_alive(), "the center hung after the edge died"
+            record = result["record"]
+            assert record.red_status == SideStatus.DISCONNECT and record.winner.value == "blue"
+
+            edges["red"].start()
+            sides, scheduled = battle(1)
+            record = play_battle(env, scheduled, sides, settings)
+            assert record.blue_status == SideStatus.OK and record.red_status == SideStatus.OK
+            assert record.winner.value in ("blue", "red", "tie")
+    finally:
+        source.close()
+
+
+def test_sep_edge_refuses_a_non_loopback_address_without_keys(tmp_path):
+    config = tmp_path / "sep_config.json"
+    config.write_text(
+        '{"blue": {"host": "0.0.0.0", "port": 51999}, "red": {"host": "127.0.0.1", "port": 51998}}'
+    )
+    done = subprocess.run(
+        [
+            *SEP_EDGE,
+            "blue",
+            "--config",
+            str(config),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--insecure" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_curve_right_keys_connect_and_wrong_or_missing_keys_are_refused(tmp_path):
+    config = write_config(tmp_path / "sep_config.json")
+    data = json.loads(config.read_text())
+    for name, section in generate_curve_config(tmp_path / "keys", base_dir=tmp_path).items():
+        data.setdefault(name, {}).update(section)
+    config.write_text(json.dumps(data))
+    edge = EdgeProcess("blue", config, AGENTS / "candidates.json", tmp_path / "blue.log")
+    try:
+        edge.start()  # waits for a hello with the configured (right) keys
+        with edge.client() as client:
+            assert client.hello(timeout=5).side == "blue"
+        stranger = generate_keypair()
+        server_public = data["blue"]["curve"]["public_key"]
+        with (
+            EdgeClient(
+                edge.endpoint, server_public_key=server_public, client_keys=stranger
+            ) as client,
+            pytest.raises(AuthenticationError),
+        ):
+            client.hello(timeout=5)
+        with EdgeClient(edge.endpoint) as client, pytest.raises(EdgeCallError):
+            client.hello(timeout=3)  # no keys at all: nothing gets through
+    finally:
+        edge.stop()
