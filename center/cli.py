@@ -368,6 +368,13 @@ def sep_eval(
     show_default=True,
     help="Where the blue and red edges listen.",
 )
+@click.option(
+    "--edge-wait",
+    type=click.FloatRange(0.0),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for an edge that is down before a battle, then forfeit (DISCONNECT).",
+)
 def sep_main(
     ids: tuple[str, ...],
     league: bool,
@@ -385,6 +392,7 @@ def sep_main(
     quiet: bool,
     verbose: int,
     config_path: Path,
+    edge_wait: float,
 ) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
@@ -413,7 +421,7 @@ def sep_main(
                     server_public_key=curve[0] if curve else None,
                     client_keys=curve[1] if curve else None,
                 )
-            source = EdgeSource(clients, candidates)
+            source = EdgeSource(clients, candidates, edge_wait=edge_wait)
             sources.append(source)
             source.check_edges(list(ids) or list(known))
             return source

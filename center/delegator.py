@@ -99,6 +99,8 @@ class EdgeSession:
             reply = self.client.call(msg_type, body, session=self.session_id, timeout=wait)
         except EdgeRemoteError as exc:
             self._keep_output(exc.output)
+            if exc.ename == "UnknownSession":  # the edge restarted: it lost this battle's state
+                raise SideDisconnected(f"the edge at {self.client.address} lost the session") from exc
             if exc.ename in _INVALID_ENAMES and msg_type == RequestType.DEPLOY:
                 raise InvalidActionError(exc.evalue) from exc
             raise RemoteUserError(exc.ename, exc.evalue, exc.traceback) from exc

@@ -7,6 +7,7 @@ edge that plays a side resolves the model id from its own candidates.json.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator, RemoteUserError
@@ -24,8 +25,15 @@ logger = logging.getLogger(__name__)
 class EdgeSource:
     """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient."""
 
-    def __init__(self, clients: dict[str, EdgeClient], candidates_path: str | Path) -> None:
+    def __init__(
+        self,
+        clients: dict[str, EdgeClient],
+        candidates_path: str | Path,
+        *,
+        edge_wait: float = 60.0,
+    ) -> None:
         self.clients = clients
+        self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
 
@@ -60,8 +68,16 @@ class EdgeSource:
     ) -> SideGuard:
         player = "player_0" if side == "blue" else "player_1"
         config = InstanceConfig(side, player, battle_format, battle.seed)
+        client = self.clients[side]
         try:
-            session = EdgeSession(self.clients[side], model_id, config, username)
+            try:
+                session = EdgeSession(client, model_id, config, username)
+            except (SideDisconnected, CallTimeout):
+                # An edge that is down before the battle: wait (bounded) for it to come back
+                # rather than forfeit every battle of the league in a second.
+                if not self.wait_for_edge(side):
+                    raise
+                session = EdgeSession(client, model_id, config, username)
         except (SideDisconnected, CallTimeout) as exc:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:
@@ -76,6 +92,22 @@ class EdgeSource:
         guard.output = lambda: "".join(session.output)
         self._sessions[id(guard)] = session
         return guard
+
+    def wait_for_edge(self, side: str) -> bool:
+        """Wait up to ``edge_wait`` seconds for the ``side`` edge to answer again."""
+        client = self.clients[side]
+        logger.warning(
+            "the %s edge at %s does not answer; waiting up to %.0fs for it",
+            side,
+            client.address,
+            self.edge_wait,
+        )
+        deadline = time.monotonic() + self.edge_wait
+        while time.monotonic() < deadline:
+            if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
+                logger.warning("the %s edge is back", side)
+                return True
+        return False
 
     def close_side(self, guard: SideGuard) -> None:
         session = self._sessions.pop(id(guard), None)

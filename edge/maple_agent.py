@@ -32,13 +32,13 @@ class MapleAgent(Agent):
         super().__init__(modelConfig or {}, instanceConfig or {})
         self.observer = StateObserver(self.modelConfig.get("state_spec"))
         self.helper = ActionHelper(np.random.default_rng(self.instanceConfig.get("seed")))
-        self.observation_space: gymnasium.spaces.Box = self.observer.observation_space
-        self.action_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)
+        self.observation_space: gymnasium.Space[Any] = self.observer.observation_space
+        self.action_space: gymnasium.Space[Any] = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)
 
     def seed(self, seed: int | None) -> None:
         self.helper.seed(seed)
 
-    def makeObs(self, battle: AbstractBattle) -> np.ndarray:
+    def makeObs(self, battle: AbstractBattle) -> Any:
         return self.observer.observe(battle)
 
     def action_mask(self, battle: AbstractBattle) -> np.ndarray:

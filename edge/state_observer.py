@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -774,18 +775,36 @@ def parse_state_spec(document: Any, source: str = "<spec>") -> list[FeatureSpec]
     return specs
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SPEC_CACHE: dict[tuple[str, int, int], list[FeatureSpec]] = {}
+_SPEC_CACHE_LOCK = threading.Lock()
+
+
 def load_state_spec(path: str | Path | None = None) -> list[FeatureSpec]:
-    """Read and validate a spec file (default: the packaged edge/config/state_spec.yml)."""
+    """Read and validate a spec file (default: the packaged edge/config/state_spec.yml).
+
+    Parsed specs are cached per file (path, modification time, size): every Agent of a league
+    builds a StateObserver, and parsing the YAML costs far more than an observation.
+    """
     path = Path(path) if path is not None else DEFAULT_SPEC_PATH
     try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        with _SPEC_CACHE_LOCK:
+            cached = _SPEC_CACHE.get(key)
+        if cached is not None:
+            return list(cached)
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise StateSpecError(f"cannot read observation spec {path}: {exc}") from exc
     try:
-        document = yaml.safe_load(text)
+        document = yaml.load(text, Loader=_YAML_LOADER)  # CSafeLoader or SafeLoader: safe
     except yaml.YAMLError as exc:
         raise StateSpecError(f"{path}: invalid YAML: {exc}") from exc
-    return parse_state_spec(document, source=str(path))
+    specs = parse_state_spec(document, source=str(path))
+    with _SPEC_CACHE_LOCK:
+        _SPEC_CACHE[key] = list(specs)
+    return specs
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,11 @@
+"""Sample user modules, written exactly as a participant would write theirs.
+
+Each sub-package follows the user-module contract (DESIGN.md, "The user-module contract"):
+``getUserAgentClass(args)``, ``getUserPolicy(args)`` and optionally ``getUserAgentModelConfig(args)``
+and ``isUserAgentSingleAsset(args)``. They are listed in the top-level ``candidates.json``.
+
+- ``random_agent``: a uniformly random legal action.
+- ``max_power``: the legal move with the highest base power × type effectiveness × STAB.
+- ``heuristic``: poke-env's ``SimpleHeuristicsPlayer`` behind the contract.
+- ``learned_policy``: a small numpy MLP imitating the heuristic (``scripts/train_learned_policy.py``).
+"""

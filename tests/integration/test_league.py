@@ -1,0 +1,254 @@
+"""sep_main leagues end to end: real sep_edge processes, the real Showdown server, the real CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.integration.edges import AGENTS, EdgeProcess
+
+pytestmark = pytest.mark.showdown
+
+SEP_MAIN = [sys.executable, "-c", "from center.cli import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.cli import sep_eval; sep_eval()"]
+FAST_BUDGET = ["--decision-time", "0.5", "--bank", "1.5", "--call-cap", "0.5"]
+
+
+def _rows(log_dir: Path) -> list[dict[str, str]]:
+    path = log_dir / "battles.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _sep_main(edges: dict[str, EdgeProcess], showdown, log_dir: Path, *args: str) -> list[str]:
+    blue = edges["blue"]
+    return [
+        *SEP_MAIN,
+        *args,
+        "-l",
+        str(log_dir),
+        "--config",
+        str(blue.config),
+        "--candidates",
+        str(blue.candidates),
+        "--server",
+        showdown.url,
+        "-q",
+    ]
+
+
+def test_league_through_two_edges_writes_complete_consistent_results(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    ids = ["good_random", "good_team_choice", "good_random_2"]
+    run = subprocess.run(
+        _sep_main(edges, showdown, tmp_path / "run", "--league", *ids, "-n", "2", "--seed", "5"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 3 * 2 and len({r["battle_id"] for r in rows}) == 6
+    pairs = Counter(frozenset((r["blue"], r["red"])) for r in rows)
+    assert set(pairs.values()) == {2}
+    assert all(Counter((r["blue"], r["red"]) for r in rows).values())  # sides alternate per pair
+    assert all(c == 1 for c in Counter((r["blue"], r["red"]) for r in rows).values())
+    for row in rows:
+        assert row["winner"] in ("blue", "red", "tie", "none")
+        assert (tmp_path / "run" / row["replay"]).exists() and (
+            tmp_path / "run" / row["log"]
+        ).exists()
+        assert row["format"] == "gen9bssfactory" and row["version_showdown"] == "0.11.11"
+    standings = {s["id"]: s for s in csv.DictReader((tmp_path / "run" / "standings.csv").open())}
+    for cid in ids:
+        mine = [r for r in rows if cid in (r["blue"], r["red"])]
+        side = {r["battle_id"]: ("blue" if r["blue"] == cid else "red") for r in mine}
+        wins = sum(r["winner"] == side[r["battle_id"]] for r in mine)
+        ties = sum(r["winner"] == "tie" for r in mine)
+        assert int(standings[cid]["battles"]) == len(mine) == 4
+        assert int(standings[cid]["wins"]) == wins and int(standings[cid]["ties"]) == ties
+    assert "good_random_2" in run.stdout  # the standings table is printed
+
+
+def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    ids = ["good_random", "raises_in_step", "sleeps_in_step", "illegal_order"]
+    run = subprocess.run(
+        _sep_main(edges, showdown, tmp_path / "run", "--league", *ids, "-n", "1", *FAST_BUDGET),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 6
+
+    def status(row: dict[str, str], cid: str) -> str:
+        return row["blue_status"] if row["blue"] == cid else row["red_status"]
+
+    # Against good_random (which never fails first), each failure shows as its own status.
+    expected = {"raises_in_step": "ERROR", "sleeps_in_step": "TIMEOUT", "illegal_order": "INVALID"}
+    for cid, wanted in expected.items():
+        (row,) = [r for r in rows if {r["blue"], r["red"]} == {cid, "good_random"}]
+        assert status(row, cid) == wanted, row
+        assert status(row, "good_random") == "OK", row
+        if wanted != "INVALID":  # a fatal failure forfeits: good_random wins
+            assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
+        else:  # illegal actions are penalized, counted and replaced: the battle is played out
+            side = "blue" if row["blue"] == cid else "red"
+            assert int(row[f"{side}_invalid"]) > 0 and row["end_reason"] in (
+                "win",
+                "tie",
+                "max_turns",
+            )
+    # raises_in_step fails at its first decision whoever the opponent is
+    assert all(
+        status(r, "raises_in_step") == "ERROR"
+        for r in rows
+        if "raises_in_step" in (r["blue"], r["red"])
+    )
+
+
+def test_sep_main_killed_mid_league_resumes_without_loss_or_duplicates(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    ids = ["good_random", "good_team_choice", "slow_first"]
+    command = _sep_main(
+        edges,
+        showdown,
+        tmp_path / "run",
+        "--league",
+        *ids,
+        "-n",
+        "3",
+        "--seed",
+        "9",
+        "--concurrency",
+        "2",
+    )
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while len(_rows(tmp_path / "run")) < 2 and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert first.poll() is None, "the league finished before it could be killed"
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    interrupted = len(_rows(tmp_path / "run"))
+    assert 2 <= interrupted < 9
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 9 and len({r["battle_id"] for r in rows}) == 9
+    assert set(Counter(frozenset((r["blue"], r["red"])) for r in rows).values()) == {3}
+    standings = list(csv.DictReader((tmp_path / "run" / "standings.csv").open()))
+    assert sum(int(s["battles"]) for s in standings) == 2 * 9
+
+
+def test_an_edge_killed_mid_league_is_a_disconnect_and_the_league_goes_on_after_restart(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    command = _sep_main(
+        edges,
+        showdown,
+        tmp_path / "run",
+        "--league",
+        "slow_first",
+        "good_random",
+        "-n",
+        "4",
+        "--concurrency",
+        "1",
+        "--edge-wait",
+        "120",
+    )
+    league = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while (
+            len(_rows(tmp_path / "run")) < 1
+            and time.monotonic() < deadline
+            and league.poll() is None
+        ):
+            time.sleep(0.05)
+        time.sleep(1.0)  # well into the next battle: slow_first takes 50 ms per decision
+        assert league.poll() is None
+        edges["red"].kill()
+        time.sleep(2.0)
+        edges["red"].start()
+        _, err = league.communicate(timeout=600)
+    finally:
+        if league.poll() is None:
+            league.kill()
+    assert league.returncode == 0, err[-3000:]
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 4
+    disconnects = [r for r in rows if r["red_status"] == "DISCONNECT"]
+    assert len(disconnects) == 1 and disconnects[0]["winner"] == "blue", [(r["blue"], r["red"], r["blue_status"], r["red_status"], r["end_reason"]) for r in rows]
+    assert all(r["blue_status"] == "OK" for r in rows)
+    assert all(r["red_status"] == "OK" for r in rows if r not in disconnects)
+
+
+def test_an_invalid_team_is_a_clear_error_before_any_battle(tmp_path):
+    candidates = tmp_path / "candidates.json"
+    (tmp_path / "bad.txt").write_text(
+        (AGENTS.parent / "data" / "splash_team.txt").read_text().replace("EVs: 1 HP\n", "")
+    )
+    (tmp_path / "good.txt").write_text((AGENTS.parent / "data" / "strong_team.txt").read_text())
+    candidates.write_text(
+        json.dumps(
+            {
+                "zero_evs": {
+                    "userModuleID": "json",
+                    "args": {},
+                    "logName": "zero",
+                    "team": "bad.txt",
+                },
+                "strong": {
+                    "userModuleID": "json",
+                    "args": {},
+                    "logName": "strong",
+                    "team": "good.txt",
+                },
+            }
+        )
+    )
+    run = subprocess.run(
+        [
+            *SEP_MAIN,
+            "zero_evs",
+            "strong",
+            "--format",
+            "gen9bssregi",
+            "--candidates",
+            str(candidates),
+            "-l",
+            str(tmp_path / "run"),
+            "--config",
+            str(tmp_path / "nowhere.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert "zero_evs" in lines[0] and "EVs" in lines[0] and "Traceback" not in run.stderr
+    assert not (tmp_path / "run" / "battles.csv").exists()

@@ -1,0 +1,328 @@
+"""The sample user modules of candidates.json follow the contract at every recorded decision."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+from poke_env.battle import Battle
+from poke_env.player import SimpleHeuristicsPlayer
+
+from agents.heuristic.agent import HeuristicAgent, order_index
+from agents.learned_policy import DEFAULT_WEIGHTS
+from agents.learned_policy.policy import LearnedPolicy, MLPWeights
+from agents.random_agent import RandomPolicy
+from edge.action_helper import ACTION_SPACE_SIZE, decision_required, team_size
+from edge.agent import Agent
+from edge.orders import canonical_order
+from edge.policy import StandalonePolicy
+from edge.state_observer import StateObserver
+from tests.fixtures.replay import all_recordings, replay_frames
+from tests.fixtures.synthetic_battle import Mon, build_battle
+
+ROOT = Path(__file__).resolve().parents[2]
+CANDIDATES = json.loads((ROOT / "candidates.json").read_text(encoding="utf-8"))
+MODEL_IDS = sorted(CANDIDATES)
+
+
+@cache
+def decision_points() -> list[tuple[str, str, str, int]]:
+    """(label, format, username, frame index) right after each request needing a decision."""
+    points = []
+    for recording in all_recordings():
+        for username, frames in recording.frames.items():
+            for i, battle in enumerate(replay_frames(frames, username)):
+                if "|request|" in frames[i] and decision_required(battle):
+                    label = f"{recording.path.name}:{username}:{i}"
+                    points.append((label, recording.battle_format, username, i))
+    return points
+
+
+def replayed_decisions() -> Iterator[tuple[str, str, Battle]]:
+    """(label, format, battle) at each decision point, the Battle replayed up to that frame."""
+    recordings = {r.path.name: r for r in all_recordings()}
+    wanted: dict[tuple[str, str], set[int]] = {}
+    for label, _, username, i in decision_points():
+        wanted.setdefault((label.split(":")[0], username), set()).add(i)
+    for (name, username), indices in wanted.items():
+        recording = recordings[name]
+        for i, battle in enumerate(replay_frames(recording.frames[username], username)):
+            if i in indices:
+                yield f"{name}:{username}:{i}", recording.battle_format, battle
+
+
+def load(model_id: str) -> tuple[ModuleType, dict[str, Any]]:
+    """The candidate's module and its args (with userModelID), as the loader passes them."""
+    candidate = CANDIDATES[model_id]
+    args = {**candidate.get("args", {}), "userModelID": model_id}
+    return importlib.import_module(candidate["userModuleID"]), args
+
+
+def build_agent(module: ModuleType, args: dict[str, Any], battle_format: str, seed: int) -> Agent:
+    model_config_of: Callable[[dict[str, Any]], dict[str, Any]] = getattr(
+        module, "getUserAgentModelConfig", lambda _: {}
+    )
+    agent_class = module.getUserAgentClass(args)
+    instance_config = {
+        "side": "blue",
+        "player": "player_0",
+        "battle_format": battle_format,
+        "seed": seed,
+    }
+    agent: Agent = agent_class(model_config_of(args), instance_config)
+    return agent
+
+
+def ask(policy: StandalonePolicy, agent: Agent, battle: Battle) -> Any:
+    observation = agent.makeObs(battle)
+    info = {"team_preview": bool(battle.teampreview), "action_mask": agent.action_mask(battle)}
+    return policy.step(
+        observation,
+        0.0,
+        False,
+        info,
+        "blue:test:policy",
+        agent.observation_space,
+        agent.action_space,
+    )
+
+
+def named(values: dict[str, float]) -> np.ndarray:
+    """A MapleAgent vector with the named features set and every other one 0."""
+    names = StateObserver().feature_names()
+    obs = np.zeros(len(names), dtype=np.float32)
+    for name, value in values.items():
+        obs[names.index(name)] = value
+    return obs
+
+
+# -- the contract ---------------------------------------------------------------------------------
+
+
+def test_candidates_list_the_four_samples():
+    modules = {c["userModuleID"] for c in CANDIDATES.values()}
+    assert modules == {
+        "agents.random_agent",
+        "agents.max_power",
+        "agents.heuristic",
+        "agents.learned_policy",
+    }
+    assert all(c["logName"] for c in CANDIDATES.values())
+
+
+@pytest.mark.parametrize("model_id", MODEL_IDS)
+def test_module_provides_an_agent_class_and_a_policy(model_id):
+    module, args = load(model_id)
+    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    assert isinstance(agent, Agent)
+    assert isinstance(agent.observation_space, gymnasium.Space)
+    assert isinstance(agent.action_space, gymnasium.spaces.Discrete)
+    assert isinstance(module.getUserPolicy(args), StandalonePolicy)
+    assert getattr(module, "isUserAgentSingleAsset", lambda _: True)(args) is True
+
+
+@pytest.mark.parametrize("model_id", MODEL_IDS)
+def test_policy_answers_every_recorded_decision_with_a_legal_action(model_id):
+    module, args = load(model_id)
+    policy = module.getUserPolicy(args)
+    agents: dict[str, Agent] = {}
+    decisions = previews = 0
+    for label, battle_format, battle in replayed_decisions():
+        if battle_format not in agents:
+            agents[battle_format] = build_agent(module, args, battle_format, seed=0)
+        agent = agents[battle_format]
+        observation = agent.makeObs(battle)
+        assert agent.observation_space.contains(observation), label
+        action = ask(policy, agent, battle)
+        order = canonical_order(battle, agent.deploy(battle, action))
+        if battle.teampreview:
+            assert order.startswith("/team "), label
+            assert len(order.split()[1]) == team_size(battle), label
+            previews += 1
+            continue
+        assert agent.action_space.contains(action), label
+        mask = agent.action_mask(battle)
+        assert mask is not None and mask[action] == 1, label
+        assert order.startswith("/choose "), label
+        decisions += 1
+    assert decisions > 100 and previews > 0
+
+
+@pytest.mark.parametrize("model_id", MODEL_IDS)
+def test_policy_gives_an_action_of_the_space_when_the_episode_is_over(model_id):
+    module, args = load(model_id)
+    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    info = {"team_preview": False, "action_mask": np.zeros(ACTION_SPACE_SIZE, dtype=np.int8)}
+    observation = agent.observation_space.sample()
+    action = module.getUserPolicy(args).step(
+        observation,
+        1.0,
+        True,
+        info,
+        "blue:test:policy",
+        agent.observation_space,
+        agent.action_space,
+    )
+    assert agent.action_space.contains(action)
+
+
+# -- random ---------------------------------------------------------------------------------------
+
+
+def test_random_policy_is_reproducible_from_its_seed():
+    mask = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0], dtype=np.int8)
+    info = {"team_preview": False, "action_mask": mask}
+    space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)
+
+    def actions(seed: int) -> list[int]:
+        policy = RandomPolicy(seed)
+        return [policy.step(None, 0.0, False, info, "a:b:c", space, space) for _ in range(50)]
+
+    assert actions(3) == actions(3)
+    assert set(actions(3)) == {0, 1, 2, 3, 8, 9}
+
+
+# -- max power ------------------------------------------------------------------------------------
+
+
+def max_power_choice(battle: Battle, disabled: tuple[int, ...] = ()) -> int:
+    module, args = load("maxpower")
+    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    mask = agent.action_mask(battle)
+    assert mask is not None
+    mask[list(disabled)] = 0
+    info = {"team_preview": False, "action_mask": mask}
+    choice: int = module.getUserPolicy(args).step(
+        agent.makeObs(battle),
+        0.0,
+        False,
+        info,
+        "a:b:c",
+        agent.observation_space,
+        agent.action_space,
+    )
+    return choice
+
+
+CHARIZARD = Mon("Charizard", ["bodyslam", "flamethrower", "earthquake", "thunderbolt"])
+
+
+def test_max_power_weighs_base_power_by_type_effectiveness():
+    # Against Gyarados: Thunderbolt 90 × 4 beats Earthquake 100 × 0 (immune) and the rest.
+    assert max_power_choice(build_battle([CHARIZARD, Mon("Pikachu")], [Mon("Gyarados")])) == 3
+
+
+def test_max_power_picks_the_best_legal_move_when_the_best_one_is_not_legal():
+    # Without Thunderbolt: Body Slam 85 beats Flamethrower 90 × 0.5 × 1.5 STAB.
+    battle = build_battle([CHARIZARD, Mon("Pikachu")], [Mon("Gyarados")])
+    assert max_power_choice(battle, disabled=(3,)) == 0
+
+
+def test_max_power_counts_stab():
+    # Against Snorlax: Flamethrower 90 × 1.5 STAB beats Earthquake 100.
+    assert max_power_choice(build_battle([CHARIZARD, Mon("Pikachu")], [Mon("Snorlax")])) == 1
+
+
+def test_max_power_sends_the_bench_pokemon_least_hit_by_the_opponent_when_forced():
+    module, args = load("maxpower")
+    policy = module.getUserPolicy(args)
+    obs = named(
+        {
+            "battle.force_switch": 1.0,
+            "opp_active.types.FIRE": 1.0,
+            "own_bench1.hp_frac": 1.0,
+            "own_bench2.hp_frac": 0.5,
+            "type_matchup.opp_stab1_vs_own_bench1": 1.0,  # Fire hits bench 1 super effectively
+            "type_matchup.opp_stab1_vs_own_bench2": -1.0,  # and bench 2 not very
+        }
+    )
+    mask = np.zeros(ACTION_SPACE_SIZE, dtype=np.int8)
+    mask[[8, 9]] = 1
+    space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)
+    info = {"team_preview": False, "action_mask": mask}
+    assert policy.step(obs, 0.0, False, info, "a:b:c", space, space) == 9
+
+
+# -- heuristic ------------------------------------------------------------------------------------
+
+
+def test_heuristic_plays_simple_heuristics_players_order_whenever_the_layout_can_express_it():
+    agent = HeuristicAgent({}, {"seed": 0})
+    compared = 0
+    for label, _, battle in replayed_decisions():
+        if battle.teampreview or battle.active_pokemon is None:
+            continue
+        _, mapping = agent.helper.get_available_actions(battle)
+        expected, _ = SimpleHeuristicsPlayer.choose_singles_move(battle)
+        if order_index(expected, mapping) is None:
+            continue  # e.g. a switch to bench 3+ in a random battle
+        suggested = int(agent.makeObs(battle)["suggested"])
+        assert canonical_order(battle, agent.deploy(battle, suggested)) == canonical_order(
+            battle, expected
+        ), label
+        compared += 1
+    assert compared > 100
+
+
+def test_heuristic_brings_a_full_team_led_by_its_best_matchup():
+    module, args = load("heuristic")
+    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    policy = module.getUserPolicy(args)
+    previews = 0
+    for label, _, battle in replayed_decisions():
+        if not battle.teampreview:
+            continue
+        picks = ask(policy, agent, battle)
+        assert isinstance(picks, list) and len(set(picks)) == len(picks) == team_size(battle), label
+        plan = agent.makeObs(battle)["team"]
+        assert plan[picks[0]] == 1.0, label
+        previews += 1
+    assert previews > 0
+
+
+# -- learned --------------------------------------------------------------------------------------
+
+
+def test_learned_weights_are_a_small_pickle_free_npz_with_their_training_conditions():
+    assert DEFAULT_WEIGHTS.stat().st_size < 1_000_000
+    with np.load(DEFAULT_WEIGHTS, allow_pickle=False) as data:
+        assert all(data[name].dtype != object for name in data.files)
+    weights = MLPWeights.load(DEFAULT_WEIGHTS)
+    # Inputs are read by name: every trained feature must still be observed (else: retrain).
+    assert set(weights.feature_names) <= set(StateObserver().feature_names())
+    assert weights.n_actions == ACTION_SPACE_SIZE
+    conditions = json.loads(DEFAULT_WEIGHTS.with_suffix(".json").read_text(encoding="utf-8"))
+    assert {"battles", "val_accuracy", "train_accuracy", "seed", "date"} <= set(conditions)
+
+
+def test_learned_policy_only_chooses_legal_actions():
+    module, args = load("learned")
+    policy = module.getUserPolicy(args)
+    space = StateObserver().observation_space
+    space.seed(0)
+    actions: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        mask = (rng.random(ACTION_SPACE_SIZE) < 0.3).astype(np.int8)
+        mask[rng.integers(ACTION_SPACE_SIZE)] = 1
+        info = {"team_preview": False, "action_mask": mask}
+        action = policy.step(space.sample(), 0.0, False, info, "a:b:c", space, actions)
+        assert mask[action] == 1
+
+
+def test_learned_policy_reads_its_inputs_by_feature_name():
+    weights = MLPWeights.load(DEFAULT_WEIGHTS)
+    names = weights.feature_names
+    obs = StateObserver().observation_space.sample()
+    permutation = np.random.default_rng(1).permutation(len(names))
+    in_order = LearnedPolicy(weights, names)
+    shuffled = LearnedPolicy(weights, [names[i] for i in permutation])
+    np.testing.assert_array_equal(in_order.inputs(obs), shuffled.inputs(obs[permutation]))
