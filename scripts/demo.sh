@@ -1,6 +1,40 @@
 #!/usr/bin/env bash
-# The main job: set everything up, then play a demo on the embedded default setup.
+# The main job: set everything up, start the blue and red edges on loopback, run a league over the
+# sample candidates through them (sep_main starts its own local Showdown server), print the
+# standings and where the results are, and leave no process behind.
+#
+#   ./scripts/demo.sh              # 6 battles per pair
+#   ./scripts/demo.sh -n 20        # any sep_main option can be added
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-.venv/bin/python scripts/demo_episode.py "$@"
+PY=.venv/bin/python
+LOG_DIR=${LOG_DIR:-runs/demo}
+mkdir -p "$LOG_DIR"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+
+for side in blue red; do
+  .venv/bin/sep_edge "$side" --config sep_config.json --candidates candidates.json \
+    >"$LOG_DIR/edge-$side.log" 2>&1 &
+  pids+=($!)
+done
+# Wait (bounded) until both edges answer.
+$PY - <<'PY'
+import sys, time
+from center.edge_client import EdgeClient
+from edge.sep_config import load_sep_config
+config = load_sep_config("sep_config.json")
+for side in ("blue", "red"):
+    with EdgeClient(config.endpoint(side)) as client:
+        deadline = time.monotonic() + 60
+        while not client.ping(timeout=2.0):
+            if time.monotonic() > deadline:
+                sys.exit(f"the {side} edge did not start; see its log in runs/demo/edge-{side}.log")
+print("edges ready: blue and red on loopback", file=sys.stderr)
+PY
+.venv/bin/sep_main --league -n 6 -l "$LOG_DIR" --config sep_config.json --candidates candidates.json "$@"
