@@ -258,3 +258,67 @@ def test_curve_right_keys_connect_and_wrong_or_missing_keys_are_refused(tmp_path
             client.hello(timeout=3)  # no keys at all: nothing gets through
     finally:
         edge.stop()
+
+
+def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
+    import msgpack
+    import zmq
+
+    from edge.protocol import (
+        PROTOCOL_VERSION,
+        HelloRequest,
+        MakeObsRequest,
+        Request,
+        decode_reply,
+        encode_request,
+    )
+
+    config = write_config(tmp_path / "sep_config.json")
+    edge = EdgeProcess("blue", config, AGENTS / "candidates.json", tmp_path / "blue.log").start()
+    context = zmq.Context()
+    sock = context.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(edge.endpoint)
+
+    def exchange(raw: bytes, expect_reply: bool = True):
+        sock.send(raw)  # one frame, as EdgeClient sends
+        if not sock.poll(5000):  # every receive has a deadline
+            assert not expect_reply, "no reply"
+            return None
+        return decode_reply(sock.recv())
+
+    def envelope(**fields) -> bytes:
+        base = {
+            "v": PROTOCOL_VERSION,
+            "id": "x1",
+            "session": "",
+            "type": "hello_request",
+            "body": {},
+        }
+        base.update(fields)
+        return msgpack.packb(base)
+
+    try:
+        exchange(b"\xc1\xff not msgpack", expect_reply=False)  # unaddressable: dropped and logged
+        for raw in (
+            envelope(v="99.0"),  # wrong protocol version
+            envelope(type="steal_secrets_request"),  # unknown message type
+            envelope(type="make_obs_request", session="nope", body={"frames": 3}),  # malformed body
+            encode_request(
+                Request("make_obs_request", "x2", MakeObsRequest([]), session="nope")
+            ),  # unknown session
+        ):
+            reply = exchange(raw)
+            assert reply is not None and not reply.ok and reply.body.ename, raw
+        exchange(b"\x00" * (9 * 1024 * 1024), expect_reply=False)  # over the size limit: refused
+        sock.close()  # ZeroMQ drops a peer that sent an oversized message: reconnect
+        sock = context.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.connect(edge.endpoint)
+        reply = exchange(encode_request(Request("hello_request", "x3", HelloRequest("test"))))
+        assert reply is not None and reply.ok and reply.body.side == "blue"
+        assert edge.proc is not None and edge.proc.poll() is None
+    finally:
+        sock.close()
+        context.term()
+        edge.stop()

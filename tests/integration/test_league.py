@@ -20,7 +20,8 @@ pytestmark = pytest.mark.showdown
 
 SEP_MAIN = [sys.executable, "-c", "from center.cli import sep_main; sep_main()"]
 SEP_EVAL = [sys.executable, "-c", "from center.cli import sep_eval; sep_eval()"]
-FAST_BUDGET = ["--decision-time", "0.5", "--bank", "1.5", "--call-cap", "0.5"]
+# Short enough that sleeps_in_step (30 s per call) forfeits fast, long enough for loaded CI machines.
+FAST_BUDGET = ["--decision-time", "1.5", "--bank", "4", "--call-cap", "1.5"]
 
 
 def _rows(log_dir: Path) -> list[dict[str, str]]:
@@ -87,7 +88,16 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
     showdown, start_edges, tmp_path
 ):
     edges = start_edges()
-    ids = ["good_random", "raises_in_step", "sleeps_in_step", "illegal_order"]
+    ids = [
+        "good_random",
+        "raises_in_step",
+        "sleeps_in_step",
+        "illegal_order",
+        "prints_megabytes",
+        "nan_observation",
+        "wrong_shape_observation",
+        "action_outside_space",
+    ]
     run = subprocess.run(
         _sep_main(edges, showdown, tmp_path / "run", "--league", *ids, "-n", "1", *FAST_BUDGET),
         capture_output=True,
@@ -96,18 +106,30 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     rows = _rows(tmp_path / "run")
-    assert len(rows) == 6
+    assert len(rows) == 8 * 7 // 2
 
     def status(row: dict[str, str], cid: str) -> str:
         return row["blue_status"] if row["blue"] == cid else row["red_status"]
 
     # Against good_random (which never fails first), each failure shows as its own status.
-    expected = {"raises_in_step": "ERROR", "sleeps_in_step": "TIMEOUT", "illegal_order": "INVALID"}
+    expected = {
+        "raises_in_step": "ERROR",
+        "sleeps_in_step": "TIMEOUT",
+        "illegal_order": "INVALID",
+        "nan_observation": "INVALID",
+        "wrong_shape_observation": "INVALID",
+        "action_outside_space": "INVALID",
+        "prints_megabytes": "OK",
+    }
     for cid, wanted in expected.items():
         (row,) = [r for r in rows if {r["blue"], r["red"]} == {cid, "good_random"}]
         assert status(row, cid) == wanted, row
         assert status(row, "good_random") == "OK", row
-        if wanted != "INVALID":  # a fatal failure forfeits: good_random wins
+        if wanted == "OK":  # megabytes of output: captured, capped and kept with the battle
+            side = "blue" if row["blue"] == cid else "red"
+            out = (tmp_path / "run" / row["log"]).with_suffix(f".{side}.out")
+            assert 0 < out.stat().st_size < 200_000
+        elif wanted != "INVALID":  # a fatal failure forfeits: good_random wins
             assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
         else:  # illegal actions are penalized, counted and replaced: the battle is played out
             side = "blue" if row["blue"] == cid else "red"
@@ -200,7 +222,9 @@ def test_an_edge_killed_mid_league_is_a_disconnect_and_the_league_goes_on_after_
     rows = _rows(tmp_path / "run")
     assert len(rows) == 4
     disconnects = [r for r in rows if r["red_status"] == "DISCONNECT"]
-    assert len(disconnects) == 1 and disconnects[0]["winner"] == "blue", [(r["blue"], r["red"], r["blue_status"], r["red_status"], r["end_reason"]) for r in rows]
+    assert len(disconnects) == 1 and disconnects[0]["winner"] == "blue", [
+        (r["blue"], r["red"], r["blue_status"], r["red_status"], r["end_reason"]) for r in rows
+    ]
     assert all(r["blue_status"] == "OK" for r in rows)
     assert all(r["red_status"] == "OK" for r in rows if r not in disconnects)
 
@@ -252,3 +276,23 @@ def test_an_invalid_team_is_a_clear_error_before_any_battle(tmp_path):
     assert len(lines) == 1, run.stderr
     assert "zero_evs" in lines[0] and "EVs" in lines[0] and "Traceback" not in run.stderr
     assert not (tmp_path / "run" / "battles.csv").exists()
+
+
+def test_heuristic_beats_random_in_at_least_70_percent_of_40_battles_through_the_edges(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges(AGENTS.parent.parent / "candidates.json")
+    run = subprocess.run(
+        _sep_main(
+            edges, showdown, tmp_path / "run", "heuristic", "random", "-n", "40", "--seed", "1"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(tmp_path / "run")
+    assert len(rows) == 40
+    assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+    wins = sum(r["winner"] == "blue" for r in rows)  # in a match, the heuristic is always blue
+    assert wins >= 28, f"heuristic won {wins} of 40"
