@@ -167,10 +167,16 @@ class BattleSession:
         self.abandon()
         self.ensure_players()
         self.drain()
+        if self.opponent is not None:
+            # An outside Player handles its own |win| on its own schedule: if its battles were
+            # reset before that, its handler would wait forever for a battle it no longer knows,
+            # holding its only battle slot, and it would never start the next battle.
+            _wait_until_finished(self.opponent, ABANDON_TIMEOUT)
         for player in [*self.players, *([self.opponent] if self.opponent else [])]:
             try:
                 player.reset_battles()
             except OSError:  # poke-env: a battle it still thinks is running
+                logger.warning("%s still has a running battle; forgetting it", player.username)
                 player._battles.clear()
         for seat in self.seats.values():
             seat.battle, seat.state, seat.retry, seat.fresh = None, SeatState.IDLE, False, False
@@ -280,6 +286,16 @@ class BattleSession:
             self.abandon()
         finally:
             self._drop_players()
+
+
+def _wait_until_finished(player: Player, timeout: float) -> None:
+    """Wait (bounded, polling) until poke-env counts none of ``player``'s battles as running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = [b for b in list(player.battles.values()) if not b.finished]
+        if not running and player._battle_count_queue.empty():
+            return
+        time.sleep(0.01)
 
 
 async def _battle_against(first: Player, opponent: Player) -> None:

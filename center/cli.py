@@ -408,11 +408,11 @@ def sep_main(
         from edge.sep_config import SIDES, load_sep_config
         from edge.user_module import load_candidates
 
-        config = load_sep_config(config_path)
         known = load_candidates(candidates)  # data only: ids and teams, no import
         sources: list[EdgeSource] = []
 
         def make_source() -> SideSource:
+            config = load_sep_config(config_path)
             clients = {}
             for side in SIDES:
                 curve = center_curve_from_config(config.data, side, config.base_dir)

@@ -365,7 +365,7 @@ class EdgeClient:
             elif self._outbox:
                 timeout_ms = max(1, int((self._rebuild_at - now) * 1000) + 1)
             events = dict(poller.poll(timeout_ms))
-            if self._wake_r in events:
+            if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
                 with contextlib.suppress(OSError):
                     while self._wake_r.recv(4096):
                         pass

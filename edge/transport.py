@@ -325,7 +325,7 @@ class EdgeServer:
             poller.register(self._zap, zmq.POLLIN)
         while not self._stop_requested:
             events = dict(poller.poll())
-            if self._wake_r in events:
+            if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
                 self._drain_wake()
             if self._zap is not None and self._zap in events:
                 self._handle_zap()

@@ -799,3 +799,34 @@ def test_the_edge_stops_cleanly_on_a_signal(
         if process.poll() is None:
             process.kill()
             process.communicate(timeout=30)
+
+
+def test_io_threads_drain_their_wake_sockets_instead_of_spinning():
+    """pyzmq's Poller reports plain sockets by file number: a wake-up must be consumed, or the
+    I/O thread polls a forever-readable socket and burns a CPU core while idle."""
+    import time as _time
+
+    from center.edge_client import EdgeClient
+    from edge.transport import EdgeServer
+
+    server = EdgeServer("blue", "127.0.0.1", 0, {})
+    server.start()
+    client = EdgeClient(server.endpoint)
+    try:
+        assert client.hello(timeout=10).side == "blue"
+        for owner in (client, server):
+            wake = owner._wake_r
+            deadline = _time.monotonic() + 5.0
+            drained = False
+            while _time.monotonic() < deadline and not drained:
+                try:
+                    peeked = wake.recv(1, __import__("socket").MSG_PEEK)
+                except BlockingIOError:
+                    drained = True
+                else:
+                    assert peeked  # a byte is waiting: give the I/O thread a moment
+                    _time.sleep(0.05)
+            assert drained, f"{type(owner).__name__} never drained its wake socket"
+    finally:
+        client.close()
+        server.close()

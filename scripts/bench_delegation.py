@@ -1,0 +1,601 @@
+"""Benchmark the delegation overhead per decision, and how many decisions one edge sustains.
+
+Starts a real ``sep_edge`` subprocess on a free loopback port serving a trivial user module (an
+Agent whose ``makeObs`` returns a fixed 8-float Box vector and whose ``deploy`` returns Showdown's
+default order, a policy that returns 0: user time is about zero), then:
+
+1. latency: one decision = ``makeObs`` + ``policy.step`` + ``deploy``, through AgentDelegator and
+   PolicyDelegator on an EdgeSession (three round trips over ZeroMQ on loopback), against the
+   same three calls made directly on the same Agent/Policy in this process (baseline). Both feed
+   the same recorded Showdown frames to a ReplicaBattle (the edge's, or a local one for the
+   baseline), one request frame per decision, from the start of a real battle, so the overhead
+   (delegated - in-process, paired per decision) is the transport's: encoding, sockets, the
+   edge's I/O and worker threads. Blocks of the two are interleaved so load changes hit both.
+   Also prints each call's round trip, a ``hello`` round trip (answered by the edge's I/O
+   thread, no user code) and the CPU time per decision of this process and of the edge.
+2. throughput: decisions/s with 8 concurrent sessions (8 threads, one session each, one shared
+   EdgeClient as sep_main uses), against 1 session, interleaved in rounds.
+
+    python scripts/bench_delegation.py --decisions 3000 --seconds 10
+
+Issue target: overhead <= 1 ms p50 per decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import logging
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zmq
+from poke_env.battle import Battle
+
+from center import frames as frame_registry
+from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.edge_client import EdgeClient
+from center.errors import EdgeCallError
+from edge.agent import Agent
+from edge.policy import StandalonePolicy
+from edge.protocol import InstanceConfig
+from edge.replica import ReplicaBattle
+from edge.user_module import UserModel, load_candidates
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+BATTLES_DIR = ROOT / "tests" / "fixtures" / "battles"
+SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TRIVIAL_ID = "trivial"
+TRIVIAL_MODULE = "bench_trivial_agent"
+
+TRIVIAL_SOURCE = textwrap.dedent(
+    '''
+    """A user module whose code takes no time: fixed observation, action 0, default move.
+
+    The order is Showdown's default (the first three Pokémon at team preview), so the center's
+    order check always passes and the agent costs nothing but the calls themselves.
+    """
+
+    from typing import Any
+
+    import gymnasium
+    import numpy as np
+
+    from edge.agent import Agent
+    from edge.policy import StandalonePolicy
+
+    _OBS = np.linspace(0.0, 1.0, 8, dtype=np.float32)
+    _MASK = np.ones(11, dtype=np.int8)
+
+
+    class TrivialAgent(Agent):
+        def __init__(self, modelConfig: dict[str, Any], instanceConfig: dict[str, Any]) -> None:
+            super().__init__(modelConfig, instanceConfig)
+            self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (8,), np.float32)
+            self.action_space = gymnasium.spaces.Discrete(11)
+
+        def makeObs(self, battle: Any) -> np.ndarray:
+            return _OBS
+
+        def action_mask(self, battle: Any) -> np.ndarray:
+            return _MASK
+
+        def deploy(self, battle: Any, action: Any) -> str:
+            return "/team 123" if battle.teampreview else "/choose default"
+
+
+    class ZeroPolicy(StandalonePolicy):
+        def step(self, observation, reward, done, info, agentFullName, observation_space,
+                 action_space) -> int:
+            return 0
+
+
+    def getUserAgentClass(args: dict[str, Any]) -> type:
+        return TrivialAgent
+
+
+    def getUserPolicy(args: dict[str, Any]) -> StandalonePolicy:
+        return ZeroPolicy()
+    '''
+)
+
+
+# -- helpers shared with bench_league.py ------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_sep_config(path: Path) -> Path:
+    """A sep_config.json with both edges on free loopback ports (no CURVE: loopback only)."""
+    data = {side: {"host": "127.0.0.1", "port": free_port()} for side in ("blue", "red")}
+    path.write_text(json.dumps(data))
+    return path
+
+
+@dataclass
+class EdgeSubprocess:
+    """One real ``sep_edge SIDE`` process, started here and stopped by its pid."""
+
+    side: str
+    config: Path
+    candidates: Path
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        data = json.loads(self.config.read_text())
+        return f"tcp://{data[self.side]['host']}:{data[self.side]['port']}"
+
+    def start(self, ready_timeout: float = 60.0) -> EdgeSubprocess:
+        args = [*SEP_EDGE, self.side, "--config", str(self.config)]
+        args += ["--candidates", str(self.candidates)]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + ready_timeout
+        with EdgeClient(self.endpoint) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    tail = self.log.read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"sep_edge {self.side} exited: {tail}")
+                try:
+                    client.hello(timeout=1.0)
+                    logger.info("sep_edge %s ready (pid %d)", self.side, self.proc.pid)
+                    return self
+                except EdgeCallError:
+                    continue
+        self.stop()
+        raise TimeoutError(f"sep_edge {self.side} did not answer within {ready_timeout}s")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 10 s, by pid."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+def conditions(when: str = "at start") -> str:
+    """One line: CPUs, load average now, Python, pyzmq/libzmq."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"conditions: {os.cpu_count()} CPUs ({platform.machine()}), load average {load} {when}, "
+        f"Python {platform.python_version()}, pyzmq {zmq.pyzmq_version()} / libzmq "
+        f"{zmq.zmq_version()}"
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process, from /proc (0 when it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()  # fields from "state" on
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def pct(values: list[float] | np.ndarray, q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
+
+
+# -- recorded frames --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedBattle:
+    """One player's frames of a recorded battle, cut into decisions (one request frame each)."""
+
+    username: str
+    decisions: list[list[str]]
+
+
+def load_battles() -> list[RecordedBattle]:
+    """Every recording under tests/fixtures/battles, both players, cut into decisions."""
+    battles = []
+    for path in sorted(BATTLES_DIR.glob("*.json.gz")):
+        document = json.loads(gzip.decompress(path.read_bytes()))
+        for username, frames in document["frames"].items():
+            chunks: list[list[str]] = []
+            current: list[str] = []
+            for frame in frames:
+                current.append(frame)
+                if "\n|request|" in frame:
+                    chunks.append(current)
+                    current = []
+            if chunks:
+                battles.append(RecordedBattle(username, chunks))
+    if not battles:
+        raise SystemExit(f"no recorded battles under {BATTLES_DIR}")
+    return battles
+
+
+def decision_stream(battles: list[RecordedBattle]) -> Iterator[tuple[int, int, list[str]]]:
+    """(battle index, decision index, frames) forever, battle after battle from the start."""
+    while True:
+        for b, battle in enumerate(battles):
+            for d, chunk in enumerate(battle.decisions):
+                yield b, d, chunk
+
+
+def _info(mask: Any, turn: int) -> dict[str, Any]:
+    return {
+        "team_preview": turn == 0,
+        "action_mask": mask,
+        "turn": turn,
+        "invalid_action": False,
+        "needs_action": True,
+    }
+
+
+# -- one side, two ways -----------------------------------------------------------------------------
+
+
+class InProcessSide:
+    """The trivial Agent/Policy called directly, reading a local ReplicaBattle."""
+
+    def __init__(self, model: UserModel) -> None:
+        self.model = model
+        self.agent: Agent | None = None
+        self.policy: StandalonePolicy | None = None
+        self.replica: ReplicaBattle | None = None
+        self.name = ""
+
+    def new_battle(self, username: str) -> None:
+        config = InstanceConfig("blue", "player_0", "gen9bssfactory", 0).to_dict()
+        self.agent = self.model.make_agent(config)
+        self.policy = self.model.new_policy()
+        self.name = self.model.agent_full_name(self.policy)
+        self.replica = ReplicaBattle(username, "gen9bssfactory")
+
+    def decide(self, chunk: list[str], turn: int) -> str:
+        assert self.agent is not None and self.policy is not None and self.replica is not None
+        agent = self.agent
+        battle = self.replica.feed(chunk)
+        assert battle is not None
+        obs = agent.makeObs(battle)
+        mask = agent.action_mask(battle)
+        action = self.policy.step(
+            obs,
+            0.0,
+            False,
+            _info(mask, turn),
+            self.name,
+            agent.observation_space,
+            agent.action_space,
+        )
+        return str(agent.deploy(battle, action))
+
+
+class DelegatedSide:
+    """The same Agent/Policy on the edge, through AgentDelegator/PolicyDelegator.
+
+    The center's Battle is a real poke-env Battle registered with its growing frame list (as
+    EnvPlayer does); it is not parsed here, because the center parses it in both modes alike.
+    """
+
+    def __init__(self, client: EdgeClient) -> None:
+        self.client = client
+        self.session: EdgeSession | None = None
+        self.agent: AgentDelegator | None = None
+        self.policy: PolicyDelegator | None = None
+        self.battle: Battle | None = None
+        self.frames: list[str] = []
+        self.call_ms: dict[str, list[float]] = {"makeObs": [], "step": [], "deploy": []}
+
+    def new_battle(self, username: str) -> None:
+        self.close()
+        config = InstanceConfig("blue", "player_0", "gen9bssfactory", 0)
+        self.session = EdgeSession(self.client, TRIVIAL_ID, config, username)
+        self.agent = AgentDelegator(self.session)
+        self.policy = PolicyDelegator(self.session)
+        self.battle = Battle("battle-bench", username, logger, gen=9)
+        self.frames = []
+        frame_registry.register(self.battle, self.frames)
+
+    def decide(self, chunk: list[str], turn: int, split: bool = False) -> str:
+        assert self.agent is not None and self.policy is not None and self.battle is not None
+        agent, battle = self.agent, self.battle
+        self.frames.extend(chunk)  # what EnvPlayer does when Showdown's messages arrive
+        t0 = time.perf_counter()
+        obs = agent.makeObs(battle)
+        mask = agent.action_mask(battle)
+        t1 = time.perf_counter()
+        action = self.policy.step(
+            obs,
+            0.0,
+            False,
+            _info(mask, turn),
+            self.session.agent_full_name if self.session else "",
+            agent.observation_space,
+            agent.action_space,
+        )
+        t2 = time.perf_counter()
+        order = str(agent.deploy(battle, action))
+        if split:
+            t3 = time.perf_counter()
+            self.call_ms["makeObs"].append((t1 - t0) * 1e3)
+            self.call_ms["step"].append((t2 - t1) * 1e3)
+            self.call_ms["deploy"].append((t3 - t2) * 1e3)
+        return order
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+# -- the measurements -------------------------------------------------------------------------------
+
+
+def decision_blocks(
+    battles: list[RecordedBattle], block: int
+) -> list[tuple[int, list[tuple[int, list[str]]]]]:
+    """Each battle's decisions cut into blocks of at most ``block`` consecutive ones."""
+    blocks = []
+    for b, battle in enumerate(battles):
+        numbered = list(enumerate(battle.decisions))
+        blocks += [(b, numbered[i : i + block]) for i in range(0, len(numbered), block)]
+    return blocks
+
+
+@dataclass
+class LatencyResult:
+    """Paired per-decision seconds, and CPU seconds spent by each process in each mode."""
+
+    delegated: np.ndarray
+    in_process: np.ndarray
+    call_ms: dict[str, list[float]]
+    cpu: dict[str, dict[str, float]] = field(default_factory=dict)  # mode -> process -> s
+
+    def cpu_ms_per_decision(self, mode: str, process: str) -> float:
+        return self.cpu[mode][process] / len(self.delegated) * 1e3
+
+
+def measure_latency(
+    client: EdgeClient,
+    edge_pid: int,
+    model: UserModel,
+    battles: list[RecordedBattle],
+    n: int,
+    block: int,
+    warmup: int,
+) -> LatencyResult:
+    """Per-decision seconds, delegated and in-process, for the same n decisions (paired).
+
+    Each block of decisions is played delegated and in-process in turn (which goes first
+    alternates), each side with its own fresh battle when the block starts one. CPU time of
+    this process (all threads) and of the edge is summed per mode over the timed blocks.
+    """
+    delegated = DelegatedSide(client)
+    local = InProcessSide(model)
+    result = LatencyResult(np.empty(n), np.empty(n), delegated.call_ms)
+    cpu = {m: {"center": 0.0, "edge": 0.0} for m in ("delegated", "in-process")}
+    result.cpu = cpu
+    blocks = itertools.cycle(decision_blocks(battles, block))
+    done = -warmup
+    try:
+        while done < n:
+            b, chunks = next(blocks)
+            if chunks[0][0] == 0:
+                delegated.new_battle(battles[b].username)
+                local.new_battle(battles[b].username)
+            first_delegated = (done // block) % 2 == 0
+            for delegate in (True, False) if first_delegated else (False, True):
+                c0, e0 = time.process_time(), cpu_seconds(edge_pid)
+                for k, (d, chunk) in enumerate(chunks):
+                    i = done + k
+                    t0 = time.perf_counter()
+                    if delegate:
+                        delegated.decide(chunk, d, split=i >= 0)
+                    else:
+                        local.decide(chunk, d)
+                    elapsed = time.perf_counter() - t0
+                    if 0 <= i < n:
+                        (result.delegated if delegate else result.in_process)[i] = elapsed
+                if done >= 0:  # whole blocks only: the timed part starts on a block boundary
+                    spent = cpu["delegated" if delegate else "in-process"]
+                    spent["center"] += time.process_time() - c0
+                    spent["edge"] += cpu_seconds(edge_pid) - e0
+            done += len(chunks)
+    finally:
+        delegated.close()
+    return result
+
+
+def measure_hello(client: EdgeClient, n: int) -> np.ndarray:
+    """Round trips of ``hello`` (answered by the edge's I/O thread: no worker hop, no user code)."""
+    out = np.empty(n)
+    for i in range(n):
+        t0 = time.perf_counter()
+        client.hello()
+        out[i] = time.perf_counter() - t0
+    return out
+
+
+def measure_throughput(
+    client: EdgeClient, battles: list[RecordedBattle], sessions: int, seconds: float
+) -> tuple[int, float, list[float]]:
+    """Decisions completed by ``sessions`` threads (one session each) in ``seconds``."""
+    stop = threading.Event()
+    start_barrier = threading.Barrier(sessions + 1)
+    counts = [0] * sessions
+    latencies: list[list[float]] = [[] for _ in range(sessions)]
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        side = DelegatedSide(client)
+        # Each thread starts at another battle, so the sessions do not move in lock-step.
+        shift = index % len(battles)
+        mine = battles[shift:] + battles[:shift]
+        try:
+            start_barrier.wait()
+            for b, d, chunk in decision_stream(mine):
+                if stop.is_set():
+                    break
+                if d == 0:
+                    side.new_battle(mine[b].username)
+                t0 = time.perf_counter()
+                side.decide(chunk, d)
+                latencies[index].append(time.perf_counter() - t0)
+                counts[index] += 1
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            side.close()
+
+    threads = [
+        threading.Thread(target=worker, args=(i,), name=f"bench-session-{i}", daemon=True)
+        for i in range(sessions)
+    ]
+    for thread in threads:
+        thread.start()
+    start_barrier.wait()
+    t0 = time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    before = sum(counts)
+    elapsed = time.perf_counter() - t0
+    for thread in threads:
+        thread.join(30)
+    if errors:
+        raise RuntimeError(f"a session failed: {errors[0]!r}") from errors[0]
+    return before, elapsed, [x for lat in latencies for x in lat]
+
+
+def trivial_candidates(folder: Path) -> Path:
+    """A trivial user module and its candidates.json in ``folder``."""
+    package = folder / TRIVIAL_MODULE
+    package.mkdir()
+    (package / "__init__.py").write_text(TRIVIAL_SOURCE)
+    candidates = folder / "candidates.json"
+    entry = {"userModuleID": TRIVIAL_MODULE, "args": {}, "logName": "trivial"}
+    candidates.write_text(json.dumps({TRIVIAL_ID: entry}))
+    return candidates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decisions", type=int, default=3000, help="timed decisions per mode")
+    parser.add_argument("--warmup", type=int, default=200, help="untimed decisions first")
+    parser.add_argument("--block", type=int, default=10, help="decisions per interleaved block")
+    parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions")
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="seconds per throughput configuration"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+    print(conditions(), flush=True)
+    battles = load_battles()
+    sizes = [sum(len(f) for f in c) for b in battles for c in b.decisions]
+    counts = [len(c) for b in battles for c in b.decisions]
+    with tempfile.TemporaryDirectory(prefix="bench-delegation-") as tmp:
+        folder = Path(tmp)
+        candidates = trivial_candidates(folder)
+        config = write_sep_config(folder / "sep_config.json")
+        model = UserModel(load_candidates(candidates)[TRIVIAL_ID])
+        edge = EdgeSubprocess("blue", config, candidates, folder / "edge.log")
+        try:
+            edge.start()
+            with EdgeClient(edge.endpoint) as client:
+                hello = measure_hello(client, 500) * 1e3
+                latency = measure_latency(
+                    client, edge.pid, model, battles, args.decisions, args.block, args.warmup
+                )
+                rounds: dict[int, list[tuple[int, float, list[float]]]] = {1: [], args.sessions: []}
+                per_round = args.seconds / args.rounds
+                for _ in range(args.rounds):
+                    for k in (1, args.sessions):
+                        rounds[k].append(measure_throughput(client, battles, k, per_round))
+        finally:
+            edge.stop()
+
+    deleg_ms, local_ms = latency.delegated * 1e3, latency.in_process * 1e3
+    over_ms = deleg_ms - local_ms
+    print(
+        f"workload: trivial agent (user time ~0), {args.decisions} timed decisions per mode "
+        f"after {args.warmup} warm-up, interleaved blocks of {args.block}; frames from "
+        f"{len(battles)} recorded player views of gen9bssfactory battles, {np.mean(counts):.1f} "
+        f"frames / {np.median(sizes):.0f} bytes median per decision (max {max(sizes)})"
+    )
+    print(f"edge pid {edge.pid} on loopback, no CURVE; 3 round trips per delegated decision")
+    print()
+    print("per decision (makeObs + step + deploy), ms     p50      p99     mean")
+    for label, values in (
+        ("delegated (edge subprocess)", deleg_ms),
+        ("in-process (same agent, same replica feed)", local_ms),
+        ("overhead, paired (delegated - in-process)", over_ms),
+    ):
+        print(
+            f"  {label:43s} {pct(values, 50):7.3f}  {pct(values, 99):7.3f}  "
+            f"{float(np.mean(values)):7.3f}"
+        )
+    target = "met" if pct(over_ms, 50) <= 1.0 else "MISSED"
+    print(f"  target: overhead p50 <= 1 ms: {target}")
+    print("delegated calls, ms                              p50      p99")
+    for name, values_ms in latency.call_ms.items():
+        print(f"  {name + ' round trip':43s} {pct(values_ms, 50):7.3f}  {pct(values_ms, 99):7.3f}")
+    print(
+        f"  {'hello round trip (edge I/O thread only)':43s} {pct(hello, 50):7.3f}  "
+        f"{pct(hello, 99):7.3f}"
+    )
+    print("CPU per decision, ms (all threads)          center     edge")
+    for mode in ("delegated", "in-process"):
+        center = latency.cpu_ms_per_decision(mode, "center")
+        edge_cpu = latency.cpu_ms_per_decision(mode, "edge")
+        print(f"  {mode:43s} {center:7.3f}  {edge_cpu:7.3f}")
+    print()
+    rate = {}
+    for k, results in rounds.items():
+        decisions = sum(r[0] for r in results)
+        elapsed = sum(r[1] for r in results)
+        lat = np.array([x for r in results for x in r[2]]) * 1e3
+        rate[k] = decisions / elapsed
+        print(
+            f"{k} concurrent session(s), one shared EdgeClient: {rate[k]:8.0f} decisions/s "
+            f"({decisions} in {elapsed:.1f} s, {len(results)} rounds); decision p50 "
+            f"{pct(lat, 50):.3f} ms, p99 {pct(lat, 99):.3f} ms"
+        )
+    print(f"ratio {args.sessions} sessions / 1 session: {rate[args.sessions] / rate[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
