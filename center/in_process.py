@@ -64,7 +64,7 @@ class InProcessSource:
         return SideGuard(agent, policy, name, budget, in_process=True)
 
     def close_side(self, guard: SideGuard) -> None:
-        pass
+        guard.close()
 
     def team(self, model_id: str) -> str | None:
         return self.candidates[model_id].team

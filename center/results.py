@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -254,20 +255,21 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def software_versions(showdown: str = "") -> dict[str, str]:
-    """The ``version_*`` fields of a record: this package, poke-env and the given Showdown."""
-
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple[str, str]:
     def version(dist: str) -> str:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             return ""
 
-    return {
-        "version_sep": version("maple-sep"),
-        "version_poke_env": version("poke-env"),
-        "version_showdown": showdown,
-    }
+    return version("maple-sep"), version("poke-env")
+
+
+def software_versions(showdown: str = "") -> dict[str, str]:
+    """The ``version_*`` fields of a record: this package, poke-env and the given Showdown."""
+    sep, poke_env = _installed_versions()
+    return {"version_sep": sep, "version_poke_env": poke_env, "version_showdown": showdown}
 
 
 def replay_relpath(battle_id: str) -> str:

@@ -83,23 +83,28 @@ class DeadlineRunner:
 
     A call that overruns is abandoned with its thread (Python cannot stop a thread); the next call
     gets a fresh worker, so one stuck call never blocks the side's later calls or the center's exit.
+    :meth:`close` lets an idle worker exit.
     """
 
-    def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] | None = (
-            None
-        )
+    _STOP: Any = object()
 
-    def _start(self) -> queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]]:
-        jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = queue.Queue()
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] | None = None
+        self._replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def _start(self) -> queue.SimpleQueue[Any]:
+        jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        replies = self._replies
 
         def work() -> None:
             while True:
-                fn, reply = jobs.get()
+                fn = jobs.get()
+                if fn is DeadlineRunner._STOP:
+                    return
                 try:
-                    reply.put((True, fn()))
+                    replies.put((True, fn()))
                 except BaseException as exc:
-                    reply.put((False, exc))
+                    replies.put((False, exc))
 
         threading.Thread(target=work, name="user-code", daemon=True).start()
         return jobs
@@ -107,16 +112,25 @@ class DeadlineRunner:
     def call(self, fn: Callable[[], T], timeout: float) -> T:
         if self._jobs is None:
             self._jobs = self._start()
-        reply: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-        self._jobs.put((fn, reply))
+        self._jobs.put(fn)
         try:
-            ok, value = reply.get(timeout=max(timeout, 0.0))
+            ok, value = self._replies.get(timeout=max(timeout, 0.0))
         except queue.Empty:
-            self._jobs = None  # abandon the stuck worker
+            # Abandon the stuck worker, and give the next worker its own reply queue so the
+            # stuck call's late answer can never be taken for a later call's.
+            self._jobs.put(DeadlineRunner._STOP)
+            self._jobs = None
+            self._replies = queue.SimpleQueue()
             raise CallTimeout(f"no answer within {timeout:.3f}s") from None
         if ok:
             return value
         raise value
+
+    def close(self) -> None:
+        """Let the worker thread exit once it is idle."""
+        if self._jobs is not None:
+            self._jobs.put(DeadlineRunner._STOP)
+            self._jobs = None
 
 
 @dataclass
@@ -161,6 +175,9 @@ class SideGuard:
         self.bank = budget.bank
         self.stats = SideStats()
         self._runner = DeadlineRunner() if in_process else None
+        self._deadline_targets = [
+            t for t in (agent, policy) if not in_process and isinstance(t, SupportsDeadline)
+        ]
         self._classify = classify or (lambda exc: SideStatus.ERROR)
         self._used = 0.0  # seconds used by the decision in progress
         #: what the side's code printed (captured on its edge), if the source provides it
@@ -181,9 +198,8 @@ class SideGuard:
         try:
             if self._runner is not None:
                 return self._runner.call(fn, timeout)
-            for target in (self.inner_agent, self.policy):
-                if isinstance(target, SupportsDeadline):
-                    target.call_timeout = timeout
+            for target in self._deadline_targets:
+                target.call_timeout = timeout
             return fn()
         except (CallTimeout, TimeoutError) as exc:
             if isinstance(exc, SideDisconnected):
@@ -226,6 +242,11 @@ class SideGuard:
             if self.bank <= 0:
                 self._fail(SideStatus.TIMEOUT, f"time bank of {self.budget.bank:.1f}s exhausted")
         self._used = 0.0
+
+    def close(self) -> None:
+        """Release the side's worker thread (in-process sides)."""
+        if self._runner is not None:
+            self._runner.close()
 
     @property
     def fatal(self) -> SideStatus | None:

@@ -11,6 +11,7 @@ returns a typed message or raises :class:`~edge.errors.ProtocolError`, nothing e
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import traceback as traceback_module
 import types
@@ -341,6 +342,7 @@ def reply_type_for(request_type: object) -> str:
     return "error_reply"
 
 
+@functools.lru_cache(maxsize=64)
 def versions_compatible(version: str) -> bool:
     """Whether a peer speaking ``version`` understands this side (same major version)."""
     match = _VERSION_RE.fullmatch(version)
