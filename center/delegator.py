@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium
 import numpy as np
@@ -39,6 +39,7 @@ from edge.protocol import (
     CloseSessionRequest,
     DeployRequest,
     EpisodeEndRequest,
+    ErrorBody,
     InstanceConfig,
     MakeObsRequest,
     OpenSessionRequest,
@@ -82,6 +83,8 @@ class EdgeSession:
         self.output: list[str] = []
         self._output_size = 0
         self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
+        #: the action of the last policy step and what the edge's deploy made of it (1.1)
+        self.speculative: tuple[Any, str | None, ErrorBody | None] | None = None
         self.username = username
         reply = self.call(
             RequestType.OPEN_SESSION,
@@ -100,10 +103,10 @@ class EdgeSession:
         except EdgeRemoteError as exc:
             self._keep_output(exc.output)
             if exc.ename == "UnknownSession":  # the edge restarted: it lost this battle's state
-                raise SideDisconnected(f"the edge at {self.client.address} lost the session") from exc
-            if exc.ename in _INVALID_ENAMES and msg_type == RequestType.DEPLOY:
-                raise InvalidActionError(exc.evalue) from exc
-            raise RemoteUserError(exc.ename, exc.evalue, exc.traceback) from exc
+                raise SideDisconnected(
+                    f"the edge at {self.client.address} lost the session"
+                ) from exc
+            self.raise_remote(msg_type, ErrorBody(exc.ename, exc.evalue, exc.traceback), exc)
         except EdgeTimeout as exc:
             if not self.client.connected:
                 raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
@@ -114,6 +117,14 @@ class EdgeSession:
             raise RemoteUserError(type(exc).__name__, str(exc), "") from exc
         self._keep_output(reply.output)
         return reply.body
+
+    def raise_remote(
+        self, msg_type: str, error: ErrorBody, cause: BaseException | None = None
+    ) -> NoReturn:
+        """Raise what user code on the edge raised: an illegal action, or a RemoteUserError."""
+        if error.ename in _INVALID_ENAMES and msg_type == RequestType.DEPLOY:
+            raise InvalidActionError(error.evalue) from cause
+        raise RemoteUserError(error.ename, error.evalue, error.traceback) from cause
 
     def _keep_output(self, text: str) -> None:
         if text and self._output_size < OUTPUT_KEEP:
@@ -166,7 +177,9 @@ class AgentDelegator(Agent):
         self.session.call_timeout = value
 
     def makeObs(self, battle: AbstractBattle) -> Any:
-        # makeObs and action_mask are one round trip: the edge returns both.
+        # makeObs and action_mask are one round trip: the edge returns both. A new observation
+        # starts a new decision: an order deployed for an earlier one must never be reused.
+        self.session.speculative = None
         reply = self.session.call(
             RequestType.MAKE_OBS, MakeObsRequest(self.session.new_frames(battle))
         )
@@ -177,11 +190,18 @@ class AgentDelegator(Agent):
         return self._mask if self._mask_battle == id(battle) else None
 
     def deploy(self, battle: AbstractBattle, action: Any) -> Order:
-        reply = self.session.call(
-            RequestType.DEPLOY, DeployRequest(self.session.new_frames(battle), _plain(action))
-        )
-        order: str = reply.order
-        return order
+        session = self.session
+        frames = session.new_frames(battle)
+        speculative, session.speculative = session.speculative, None
+        if speculative is not None and not frames and _same_action(speculative[0], action):
+            _, order, error = speculative
+            if error is not None:  # raise what the edge's deploy raised, as the call would have
+                session.raise_remote(RequestType.DEPLOY, error)
+            if order is not None:
+                return order
+        reply = session.call(RequestType.DEPLOY, DeployRequest(frames, _plain(action)))
+        deployed: str = reply.order
+        return deployed
 
     def seed(self, seed: int | None) -> None:
         self._seed = seed
@@ -223,8 +243,24 @@ class PolicyDelegator(StandalonePolicy):
         action_space: gymnasium.Space[Any],
     ) -> Any:
         # The edge's session knows its name and spaces; only what changes per call travels.
-        body = PolicyStepRequest(_plain(observation), float(reward), bool(done), _plain_info(info))
-        return self.session.call(RequestType.POLICY_STEP, body).action
+        body = PolicyStepRequest(
+            _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
+        )
+        reply = self.session.call(RequestType.POLICY_STEP, body)
+        self.session.speculative = None if done else (reply.action, reply.order, reply.deploy_error)
+        return reply.action
+
+
+def _same_action(speculated: Any, action: Any) -> bool:
+    """Whether the action handed to deploy is the one the policy step returned."""
+    try:
+        if isinstance(speculated, np.ndarray) or isinstance(action, np.ndarray):
+            return bool(np.array_equal(np.asarray(speculated), np.asarray(action)))
+        return type(_plain(speculated)) is type(_plain(action)) and bool(
+            _plain(speculated) == _plain(action)
+        )
+    except Exception:
+        return False
 
 
 def _plain(value: Any) -> Any:

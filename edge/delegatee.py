@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
@@ -47,6 +47,7 @@ from edge.protocol import (
     RequestType,
     ResetReply,
     ResetRequest,
+    error_body,
 )
 from edge.replica import ReplicaBattle
 from edge.transport import CallContext, Handler
@@ -134,6 +135,15 @@ def captured(context: CallContext) -> Iterator[None]:
     finally:
         _local.buffer = None
         context.output = buffer.text()
+
+
+def _order_text(order: Any) -> str:
+    """The Showdown command of what ``deploy`` returned (a BattleOrder or a string)."""
+    if isinstance(order, BattleOrder):
+        order = order.message
+    if not isinstance(order, str):
+        raise EdgeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
+    return order
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -252,7 +262,15 @@ class EdgeService:
                 agent.observation_space,
                 agent.action_space,
             )
-        return PolicyStepReply(action)
+            if not body.deploy or session.replica.battle is None:
+                return PolicyStepReply(action)
+            # Deploy right away on the battle as it stands (protocol 1.1); what deploy raises
+            # travels back as data and becomes an error only if the center uses this order.
+            try:
+                order = _order_text(agent.deploy(session.replica.battle, action))
+            except Exception as exc:
+                return PolicyStepReply(action, deploy_error=error_body(exc))
+        return PolicyStepReply(action, order=order)
 
     def deploy(self, context: CallContext, body: DeployRequest) -> DeployReply:
         session = self._session(context)

@@ -78,7 +78,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.0"
+PROTOCOL_VERSION: Final = "1.1"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields or message types (unknown body fields are ignored)."""
 
@@ -194,19 +194,27 @@ class MakeObsReply:
 
 @dataclass(frozen=True, slots=True)
 class PolicyStepRequest:
-    """Arguments of ``StandalonePolicy.step``; the spaces and name are the session's."""
+    """Arguments of ``StandalonePolicy.step``; the spaces and name are the session's.
+
+    ``deploy`` (1.1) asks the edge to also run ``deploy(battle, action)`` right after, on the
+    battle as it stands, and to return the order with the action: the center then needs no
+    deploy round trip when it accepts that action unchanged and no new frames arrived.
+    """
 
     observation: Any
     reward: float
     done: bool
     info: dict[str, Any] = field(default_factory=dict)
+    deploy: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyStepReply:
-    """The Policy's action."""
+    """The Policy's action; with ``deploy`` asked (1.1), the order, or what deploy raised."""
 
     action: Any
+    order: str | None = None
+    deploy_error: ErrorBody | None = None
 
 
 @dataclass(frozen=True, slots=True)
