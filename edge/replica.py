@@ -58,7 +58,7 @@ class ReplicaBattle:
         battle = self.battle
         try:
             for split_message in split_messages[1:]:
-                _apply_line(battle, split_message)
+                apply_line(battle, split_message)
         except Exception as exc:
             raise ReplicaError(f"cannot apply frame {self.frames_applied}: {exc!r}") from exc
 
@@ -72,7 +72,7 @@ class ReplicaBattle:
         return battle
 
 
-def _apply_line(battle: Battle, split_message: list[str]) -> None:
+def apply_line(battle: Battle, split_message: list[str]) -> None:
     """One protocol line, handled as in ``poke_env.player.Player._handle_battle_message``."""
     if len(split_message) <= 1:
         return

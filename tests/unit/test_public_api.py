@@ -19,6 +19,11 @@ def test_edge_public_names():
 
 
 def test_center_public_names():
-    assert sorted(center.__all__) == ["PokemonEnv", "RandomLegalPolicy", "RewardConfig", "SinglizedEnv"]
+    assert sorted(center.__all__) == [
+        "PokemonEnv",
+        "RandomLegalPolicy",
+        "RewardConfig",
+        "SinglizedEnv",
+    ]
     for name in center.__all__:
         assert getattr(center, name).__name__ == name
