@@ -195,6 +195,7 @@ class BattleSession:
                 )
             if not self._next_event(deadline):
                 self.abandon()
+                self._drop_players()  # a challenge may still be pending: start afresh next time
                 raise ResetTimeout(
                     f"no battle was established within {timeout:.0f}s "
                     f"(format {self.battle_format}; is the server up and the team valid?)"

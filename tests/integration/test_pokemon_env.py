@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
+from center.errors import ResetTimeout
 from center.pokemon_env import PokemonEnv, RewardConfig
 from center.showdown import ShowdownServer
 from tests.integration.helpers import random_legal, team
@@ -208,3 +209,20 @@ def test_a_choice_showdown_rejects_is_asked_again_without_stalling_the_round(sho
         assert not infos["player_0"]["action_mask"][8:10].any()  # now known to be trapped
         _, _, _, truncated, infos = env.step({"player_0": 0})
         assert not any(truncated.values())
+
+
+@pytest.mark.timeout(120)
+def test_reset_raises_reset_timeout_when_no_battle_starts(showdown):  # C-3
+    # Showdown rejects this team (no EVs at all), so the challenge never becomes a battle.
+    bad = team("splash_team.txt").replace("EVs: 1 HP\n", "")
+    teams = {"player_0": bad, "player_1": team("strong_team.txt")}
+    with PokemonEnv("gen9bssregi", server=showdown, teams=teams, reset_timeout=5) as env:
+        with pytest.raises(ResetTimeout, match="no battle was established"):
+            env.reset(seed=17)
+        assert env.agents == []
+        env.set_agents(
+            env.agent_objects,
+            teams={"player_0": team("strong_team.txt"), "player_1": team("splash_team.txt")},
+        )
+        _, infos = env.reset(seed=18)  # the env recovers: a valid team gives a battle
+        assert all(infos[p]["team_preview"] for p in env.agents)
