@@ -312,6 +312,7 @@ class _GuardedAgent(Agent):
         self.guard = guard
         self.observation_space = guard.inner_agent.observation_space
         self.action_space = guard.inner_agent.action_space
+        self._mask: tuple[int, Any] | None = None  # (id(battle), mask) from the last makeObs
 
     def _safe_observation(self) -> Any:
         space = self.observation_space
@@ -323,11 +324,17 @@ class _GuardedAgent(Agent):
         guard = self.guard
         if guard.fatal is not None:
             return self._safe_observation()
+        inner = guard.inner_agent
+        self._mask = None
         try:
-            observation = guard._call("makeObs", lambda: guard.inner_agent.makeObs(battle))
+            # One guarded call for both: the environment always asks for the mask right after.
+            observation, mask = guard._call(
+                "makeObs", lambda: (inner.makeObs(battle), inner.action_mask(battle))
+            )
         except Exception as exc:
             guard._handle("makeObs", exc)
             return self._safe_observation()
+        self._mask = (id(battle), mask)
         if not _contains(self.observation_space, observation):
             guard.stats.invalid += 1
             guard.stats.note(SideStatus.INVALID)
@@ -339,11 +346,15 @@ class _GuardedAgent(Agent):
         guard = self.guard
         if guard.fatal is not None or guard._must_default:
             return None
-        try:
-            mask = guard._call("action_mask", lambda: guard.inner_agent.action_mask(battle))
-        except Exception as exc:
-            guard._handle("action_mask", exc)
-            return None
+        cached, self._mask = self._mask, None
+        if cached is not None and cached[0] == id(battle):
+            mask = cached[1]
+        else:
+            try:
+                mask = guard._call("action_mask", lambda: guard.inner_agent.action_mask(battle))
+            except Exception as exc:
+                guard._handle("action_mask", exc)
+                return None
         if mask is None:
             return None
         mask = np.asarray(mask)
