@@ -81,6 +81,8 @@ class BattleSession:
         self.disconnected = False
         self.disconnect_detail = ""
         self._challenge: Future[Any] | None = None
+        #: each seat's battle when its players were last dropped (a dead server, a stuck forfeit)
+        self.last_battles: dict[str, AbstractBattle] = {}
 
     # -- players --------------------------------------------------------------------------------
 
@@ -107,9 +109,19 @@ class BattleSession:
         if self._challenge is not None:
             self._challenge.cancel()
             self._challenge = None
-        for seat in self.seats.values():
+        for name, seat in self.seats.items():
             seat.player.disconnect()
+            if seat.battle is not None:
+                self.last_battles[name] = seat.battle
         self.seats = {}
+        self.battle_tag = None  # that battle is gone with its players
+
+    def battle(self, seat_name: str) -> AbstractBattle | None:
+        """The seat's current battle, or its last one if the players were dropped since."""
+        seat = self.seats.get(seat_name)
+        if seat is not None and seat.battle is not None:
+            return seat.battle
+        return self.last_battles.get(seat_name)
 
     @property
     def players(self) -> list[EnvPlayer]:
@@ -181,6 +193,7 @@ class BattleSession:
         for seat in self.seats.values():
             seat.battle, seat.state, seat.retry, seat.fresh = None, SeatState.IDLE, False, False
         self.battle_tag = None
+        self.last_battles = {}
         first = self.seats[self.seat_names[0]].player
         opponent = self.opponent or self.seats[self.seat_names[1]].player
         self._challenge = asyncio.run_coroutine_threadsafe(
@@ -269,9 +282,8 @@ class BattleSession:
         deadline = time.monotonic() + ABANDON_TIMEOUT
         if not self.disconnected:
             try:
-                self.seats[self.seat_names[0]].player.send_to_battle(
-                    tag, "/forfeit", ABANDON_TIMEOUT
-                )
+                seat = self.seats.get(forfeiter) or self.seats[self.seat_names[0]]
+                seat.player.send_to_battle(tag, "/forfeit", ABANDON_TIMEOUT)
                 while not self.finished and not self.disconnected and self._next_event(deadline):
                     pass
             except Exception as exc:

@@ -423,7 +423,11 @@ def sep_main(
                 )
             source = EdgeSource(clients, candidates, edge_wait=edge_wait)
             sources.append(source)
-            source.check_edges(list(ids) or list(known))
+            if league:
+                everyone = list(ids) or list(known)
+                source.check_edges({"blue": everyone, "red": everyone})
+            else:
+                source.check_edges({"blue": [ids[0]], "red": [ids[1]]})
             return source
 
         try:

@@ -134,7 +134,8 @@ class EdgeSession:
 
     def new_frames(self, battle: AbstractBattle) -> list[str]:
         """The frames of ``battle`` this session has not forwarded yet."""
-        frames = frame_registry.frames_of(battle) or []
+        # One snapshot: poke-env's loop thread may append while we read.
+        frames = list(frame_registry.frames_of(battle) or [])
         start = self._sent.get(id(battle), 0)
         if battle.player_username and battle.player_username != self.username:
             raise CenterError(

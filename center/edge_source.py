@@ -15,7 +15,13 @@ from center.edge_client import EdgeClient
 from center.errors import ConfigError, EdgeCallError
 from center.in_process import failed_side
 from center.results import ScheduledBattle, SideStatus
-from center.side_guard import Budget, CallTimeout, SideDisconnected, SideGuard
+from center.side_guard import (
+    Budget,
+    CallTimeout,
+    SideDisconnected,
+    SideGuard,
+    check_space_size,
+)
 from edge.protocol import InstanceConfig
 from edge.user_module import Candidate, load_candidates
 
@@ -37,9 +43,14 @@ class EdgeSource:
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
 
-    def check_edges(self, model_ids: list[str], timeout: float = 10.0) -> None:
-        """Both edges answer and serve every model of the run; ConfigError saying what is wrong."""
+    def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
+        """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
+
+        ``models`` maps a side to its model ids: in a match, blue needs only BLUE and red only RED
+        (a participant's edge may serve just its own model); in a league, both need all.
+        """
         for side, client in self.clients.items():
+            model_ids = models.get(side, [])
             try:
                 hello = client.hello(timeout)
             except EdgeCallError as exc:
@@ -82,6 +93,12 @@ class EdgeSource:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+        try:
+            check_space_size(session.observation_space, "observation_space")
+            check_space_size(session.action_space, "action_space")
+        except ValueError as exc:
+            session.close()
+            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
             AgentDelegator(session),
             PolicyDelegator(session),
@@ -107,9 +124,11 @@ class EdgeSource:
             if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
                 logger.warning("the %s edge is back", side)
                 return True
+            time.sleep(0.5)  # a ping can fail at once (e.g. a refused handshake): don't spin
         return False
 
     def close_side(self, guard: SideGuard) -> None:
+        guard.close()
         session = self._sessions.pop(id(guard), None)
         if session is not None:
             session.close()

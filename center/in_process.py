@@ -15,7 +15,7 @@ import gymnasium
 import numpy as np
 
 from center.results import ScheduledBattle, SideStatus
-from center.side_guard import Budget, SideGuard
+from center.side_guard import Budget, SideGuard, check_space_size
 from edge.agent import Agent
 from edge.policy import StandalonePolicy
 from edge.user_module import Candidate, UserModel, load_candidates
@@ -57,6 +57,8 @@ class InProcessSource:
         }
         try:
             agent = model.make_agent(config)
+            check_space_size(agent.observation_space, "observation_space")
+            check_space_size(agent.action_space, "action_space")
             policy = model.new_policy()
             name = model.agent_full_name(policy)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR

@@ -167,7 +167,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     ) -> None:
         """Use other Agent objects (and teams) from the next ``reset`` on, keeping the connections."""
         if not self._over:
-            raise EnvError("set_agents() during an episode; finish it or call reset() first")
+            logger.warning("set_agents() during an episode: abandoning it")
+            self.forfeit(self.possible_agents[0], reason="aborted")
         missing = set(self.possible_agents) - set(agents)
         if missing:
             raise EnvError(f"agents must be given for {sorted(missing)}")
@@ -196,8 +197,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
 
     def battle(self, agent: str) -> AbstractBattle | None:
         """The poke-env Battle of ``agent`` in the current episode (its own view)."""
-        seat = self.session.seats.get(agent)
-        return seat.battle if seat else None
+        return self.session.battle(agent)
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None

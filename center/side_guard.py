@@ -322,6 +322,7 @@ class _GuardedAgent(Agent):
 
     def makeObs(self, battle: AbstractBattle) -> Any:
         guard = self.guard
+        guard._must_default = False  # a new observation: an earlier timeout decides nothing here
         if guard.fatal is not None:
             return self._safe_observation()
         inner = guard.inner_agent
@@ -357,13 +358,16 @@ class _GuardedAgent(Agent):
                 return None
         if mask is None:
             return None
-        mask = np.asarray(mask)
-        space = self.action_space
-        if mask.dtype.kind not in "biu" or (
-            isinstance(space, gymnasium.spaces.Discrete) and mask.shape != (int(space.n),)
-        ):
-            return None  # a malformed mask is ignored, not trusted
-        return mask.astype(np.int8)
+        try:
+            mask = np.asarray(mask)
+            space = self.action_space
+            if mask.dtype.kind not in "biu" or (
+                isinstance(space, gymnasium.spaces.Discrete) and mask.shape != (int(space.n),)
+            ):
+                return None  # a malformed mask is ignored, not trusted
+            return mask.astype(np.int8)
+        except Exception:  # e.g. a ragged list: ignored as well
+            return None
 
     def deploy(self, battle: AbstractBattle, action: Any) -> Order:
         guard = self.guard
@@ -408,6 +412,32 @@ class _GuardedAgent(Agent):
             guard._call("onEpisodeEnd", lambda: guard.inner_agent.onEpisodeEnd(battle))
         except Exception as exc:
             logger.info("%s: onEpisodeEnd failed: %r", guard.agent_full_name, exc)
+
+
+MAX_SPACE_ELEMENTS = 1 << 20
+MAX_DISCRETE_N = 1 << 16
+
+
+def check_space_size(space: gymnasium.Space[Any], what: str) -> None:
+    """Refuse spaces whose masks or samples would cost the center unbounded memory."""
+    if isinstance(space, gymnasium.spaces.Discrete):
+        if int(space.n) > MAX_DISCRETE_N:
+            raise ValueError(f"{what} Discrete({space.n}) is larger than {MAX_DISCRETE_N}")
+    elif isinstance(space, gymnasium.spaces.MultiDiscrete):
+        if (
+            space.nvec.size > MAX_SPACE_ELEMENTS
+            or int(np.max(space.nvec, initial=0)) > MAX_DISCRETE_N
+        ):
+            raise ValueError(f"{what} MultiDiscrete is too large")
+    elif isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.MultiBinary)):
+        if int(np.prod(space.shape)) > MAX_SPACE_ELEMENTS:
+            raise ValueError(f"{what} has more than {MAX_SPACE_ELEMENTS} elements")
+    elif isinstance(space, gymnasium.spaces.Dict):
+        for key, sub in space.spaces.items():
+            check_space_size(sub, f"{what}[{key!r}]")
+    elif isinstance(space, gymnasium.spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            check_space_size(sub, f"{what}[{i}]")
 
 
 def default_order(battle: AbstractBattle) -> str:

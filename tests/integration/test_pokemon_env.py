@@ -226,3 +226,21 @@ def test_reset_raises_reset_timeout_when_no_battle_starts(showdown):  # C-3
         )
         _, infos = env.reset(seed=18)  # the env recovers: a valid team gives a battle
         assert all(infos[p]["team_preview"] for p in env.agents)
+
+
+def test_forfeit_by_player_1_makes_player_0_the_winner_on_showdown(showdown):
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        env.reset(seed=19)
+        env.forfeit("player_1")
+        assert env.battle("player_0").won and env.battle("player_1").lost
+        assert env.agents == []
+
+
+def test_set_agents_during_an_episode_abandons_it_and_the_next_reset_works(showdown):
+    with PokemonEnv("gen9randombattle", server=showdown) as env:
+        env.reset(seed=20)
+        first = env.battle("player_0")
+        env.set_agents(env.agent_objects)
+        assert first.finished  # forfeited on Showdown, not left running
+        _, infos = env.reset(seed=21)
+        assert infos["player_0"]["needs_action"] and env.battle("player_0") is not first

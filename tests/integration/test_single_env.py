@@ -62,6 +62,10 @@ def test_episode_against_a_poke_env_random_player(showdown):
     try:
         for seed in range(2):
             total, terminated, truncated = _play(env, seed)
-            assert terminated and not truncated and total in (-1.0, 0.0, 1.0), (terminated, truncated, total)
+            assert terminated and not truncated and total in (-1.0, 0.0, 1.0), (
+                terminated,
+                truncated,
+                total,
+            )
     finally:
         env.close()

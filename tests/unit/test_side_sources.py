@@ -1,0 +1,63 @@
+"""Side sources refuse what would hurt the center, as a failed side rather than a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium
+import pytest
+
+from center.in_process import InProcessSource
+from center.results import ScheduledBattle, SideStatus
+from center.side_guard import Budget, check_space_size
+
+MODULE = """
+import gymnasium
+from edge.maple_agent import MapleAgent
+from edge.policy import StandalonePolicy
+
+class Huge(MapleAgent):
+    def __init__(self, modelConfig, instanceConfig):
+        super().__init__(modelConfig, instanceConfig)
+        self.action_space = gymnasium.spaces.Discrete(2**50)
+
+def getUserAgentClass(args):
+    return Huge
+
+def getUserPolicy(args):
+    return StandalonePolicy()
+"""
+
+
+def test_a_huge_action_space_is_an_error_side_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "huge_space_agent").mkdir()
+    (tmp_path / "huge_space_agent" / "__init__.py").write_text(MODULE)
+    candidates = tmp_path / "candidates.json"
+    candidates.write_text(json.dumps({"huge": {"userModuleID": "huge_space_agent"}}))
+    source = InProcessSource(candidates)
+    battle = ScheduledBattle("b-0", "huge", "huge", 1, ("huge", "huge"), 0)
+    guard = source.open_side("huge", "blue", battle, "gen9randombattle", Budget(), "someone")
+    try:
+        assert guard.fatal is SideStatus.ERROR
+        assert "Discrete" in guard.stats.detail
+    finally:
+        source.close_side(guard)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gymnasium.spaces.Discrete(2**40),
+        gymnasium.spaces.MultiDiscrete([2**30, 2]),
+        gymnasium.spaces.Dict({"a": gymnasium.spaces.MultiBinary(2**21)}),
+    ],
+)
+def test_check_space_size_refuses_unbounded_spaces(space) -> None:
+    with pytest.raises(ValueError):
+        check_space_size(space, "action_space")
+
+
+def test_check_space_size_accepts_the_usual_spaces() -> None:
+    check_space_size(gymnasium.spaces.Discrete(11), "action_space")
+    check_space_size(gymnasium.spaces.Box(-10.0, 2.0, (390,)), "observation_space")
