@@ -201,9 +201,9 @@ class SideGuard:
             for target in self._deadline_targets:
                 target.call_timeout = timeout
             return fn()
-        except (CallTimeout, TimeoutError) as exc:
-            if isinstance(exc, SideDisconnected):
-                raise
+        except CallTimeout as exc:
+            # Only our own deadline (the runner's, or a delegator's mapped EdgeTimeout) is a
+            # timeout: a TimeoutError raised by user code is an error, as it is on an edge.
             self.stats.timeouts += 1
             self.stats.note(SideStatus.TIMEOUT)
             raise CallTimeout(f"{what}: {exc}") from exc

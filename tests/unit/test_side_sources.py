@@ -61,3 +61,52 @@ def test_check_space_size_refuses_unbounded_spaces(space) -> None:
 def test_check_space_size_accepts_the_usual_spaces() -> None:
     check_space_size(gymnasium.spaces.Discrete(11), "action_space")
     check_space_size(gymnasium.spaces.Box(-10.0, 2.0, (390,)), "observation_space")
+
+
+class _Policy:
+    def __init__(self, exc: BaseException | None = None, seconds: float = 0.0) -> None:
+        self.exc, self.seconds = exc, seconds
+
+    def reset(self) -> None:
+        pass
+
+    def step(self, *args: object) -> int:
+        if self.seconds:
+            import time
+
+            time.sleep(self.seconds)
+        if self.exc is not None:
+            raise self.exc
+        return 0
+
+
+def _guard(policy: _Policy):
+    from center.side_guard import SideGuard
+    from edge.maple_agent import MapleAgent
+
+    return SideGuard(
+        MapleAgent(),
+        policy,
+        "a:b:c",
+        Budget(decision_time=0.05, bank=1.0, call_cap=0.1),
+        in_process=True,
+    )
+
+
+def test_a_timeout_error_raised_by_user_code_is_an_error_not_a_timeout() -> None:
+    guard = _guard(_Policy(exc=TimeoutError("mine")))
+    try:
+        assert guard.act(None, 0.0, False, {}) == "__default__"
+        assert guard.fatal is SideStatus.ERROR and guard.stats.timeouts == 0
+    finally:
+        guard.close()
+
+
+def test_a_call_past_its_deadline_is_a_timeout_with_the_default_move() -> None:
+    guard = _guard(_Policy(seconds=0.5))
+    try:
+        assert guard.act(None, 0.0, False, {}) == "__default__"
+        assert guard.fatal is None and guard.stats.timeouts == 1
+        assert guard.stats.status is SideStatus.TIMEOUT
+    finally:
+        guard.close()
