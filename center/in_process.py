@@ -61,9 +61,9 @@ class InProcessSource:
             check_space_size(agent.action_space, "action_space")
             policy = model.new_policy()
             name = model.agent_full_name(policy)
+            return SideGuard(agent, policy, name, budget, in_process=True)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
             return failed_side(model_id, budget, SideStatus.ERROR, f"{type(exc).__name__}: {exc}")
-        return SideGuard(agent, policy, name, budget, in_process=True)
 
     def close_side(self, guard: SideGuard) -> None:
         guard.close()

@@ -28,12 +28,14 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import gymnasium
 import numpy as np
 from poke_env.battle import AbstractBattle
+from poke_env.player import BattleOrder
 
 from center.results import SideStatus
 from edge.action_helper import team_order, team_size
 from edge.agent import Agent, Order
 from edge.errors import InvalidActionError
 from edge.policy import StandalonePolicy
+from edge.protocol import space_from_wire, space_to_wire
 
 logger = logging.getLogger(__name__)
 
@@ -310,8 +312,9 @@ class _GuardedAgent(Agent):
     def __init__(self, guard: SideGuard) -> None:
         super().__init__({}, {})
         self.guard = guard
-        self.observation_space = guard.inner_agent.observation_space
-        self.action_space = guard.inner_agent.action_space
+        # Plain Gymnasium copies: checking a value never runs a user-defined Space method.
+        self.observation_space = _canonical(guard.inner_agent.observation_space)
+        self.action_space = _canonical(guard.inner_agent.action_space)
         self._mask: tuple[int, Any] | None = None  # (id(battle), mask) from the last makeObs
 
     def _safe_observation(self) -> Any:
@@ -378,7 +381,11 @@ class _GuardedAgent(Agent):
             guard._end_decision()
             return default_order(battle)
         try:
-            order = guard._call("deploy", lambda: guard.inner_agent.deploy(battle, action))
+            # The order's text is read inside the guarded call: BattleOrder.message is user code
+            # when deploy returns a subclass.
+            order = guard._call(
+                "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
+            )
         except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
             raise InvalidActionError(str(exc)) from exc
         except Exception as exc:
@@ -445,6 +452,20 @@ def default_order(battle: AbstractBattle) -> str:
     if battle.teampreview:
         return team_order(battle, list(range(team_size(battle))))
     return "/choose default"
+
+
+def _canonical(space: gymnasium.Space[Any]) -> gymnasium.Space[Any]:
+    """The same space rebuilt from its wire description (built-in Gymnasium classes only)."""
+    return space_from_wire(space_to_wire(space))
+
+
+def _order_text(order: Any) -> str:
+    if isinstance(order, str):
+        return order
+    message = order.message if isinstance(order, BattleOrder) else None
+    if not isinstance(message, str):
+        raise TypeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
+    return message
 
 
 def _looks_like_team_choice(action: Any) -> bool:
