@@ -12,11 +12,14 @@ battles that could not be played (the center's own failures) exit 1.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,19 +101,34 @@ class _Progress:
         self.bar.close()
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """The options sep_main and sep_eval share (see :func:`common_options`)."""
+
+    ids: tuple[str, ...]
+    league: bool
+    n: int
+    log_dir: Path | None
+    battle_format: str
+    seed: int | None
+    concurrency: int
+    candidates: Path
+    decision_time: float
+    bank: float
+    call_cap: float
+    max_turns: int
+    server_url: str | None
+    quiet: bool
+    verbose: int
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+
+
 def run_command(
+    opts: RunOptions,
     *,
-    ids: tuple[str, ...],
-    league: bool,
-    n: int,
-    log_dir: Path | None,
-    battle_format: str,
-    seed: int | None,
-    concurrency: int,
-    budget: Budget,
-    max_turns: int,
-    server_url: str | None,
-    quiet: bool,
     all_ids: list[str],
     teams: dict[str, str | None],
     make_source: Callable[[], SideSource],
@@ -118,19 +136,20 @@ def run_command(
     """What sep_main and sep_eval do once their sides are known."""
     from center.showdown import SHOWDOWN_VERSION, ShowdownServer
 
+    league, battle_format, budget = opts.league, opts.battle_format, opts.budget
     if league:
-        chosen = tuple(ids) or tuple(all_ids)
+        chosen = tuple(opts.ids) or tuple(all_ids)
         if len(chosen) < 2:
             raise ConfigError("a league needs at least two candidates")
     else:
-        if len(ids) != 2:
+        if len(opts.ids) != 2:
             raise click.UsageError("give BLUE and RED, or --league [ID ...]")
-        chosen = ids
+        chosen = opts.ids
     unknown = [i for i in chosen if i not in all_ids]
     if unknown:
         raise ConfigError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(all_ids)}")
     validate_teams({i: teams.get(i) for i in chosen}, battle_format)
-    log_dir = log_dir or default_log_dir(league, chosen, battle_format)
+    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format)
     mode: Literal["match", "league"] = "league" if league else "match"
     with ResultsWriter(log_dir) as writer:
         run = open_run(
@@ -138,34 +157,34 @@ def run_command(
             RunConfig(
                 mode,
                 chosen,
-                n,
+                opts.n,
                 battle_format,
-                seed,
+                opts.seed,
                 extra={
                     "decision_time": budget.decision_time,
                     "bank": budget.bank,
-                    "max_turns": max_turns,
+                    "max_turns": opts.max_turns,
                 },
             ),
         )
         schedule = run.schedule()
         todo = pending(schedule, log_dir)
-        if not quiet:
+        if not opts.quiet:
             click.echo(
                 f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done), "
-                f"{battle_format}, seed {run.seed}, {concurrency} at a time, results in {log_dir}",
+                f"{battle_format}, seed {run.seed}, {opts.concurrency} at a time, results in {log_dir}",
                 err=True,
             )
         summary = RunSummary([], [])
         if todo:
-            server = ShowdownServer.find_or_start(server_url)
-            progress = _Progress(len(schedule), len(schedule) - len(todo), quiet)
+            server = ShowdownServer.find_or_start(opts.server_url)
+            progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             try:
                 settings = MatchSettings(
                     battle_format,
                     Path(log_dir),
                     budget,
-                    max_turns,
+                    opts.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
                 )
                 summary = run_battles(
@@ -174,7 +193,7 @@ def run_command(
                     settings,
                     writer,
                     server=server,
-                    concurrency=concurrency,
+                    concurrency=opts.concurrency,
                     on_done=progress,
                 )
             finally:
@@ -274,9 +293,16 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
     ]
+
+    @functools.wraps(fn)
+    def with_run_options(**kwargs: Any) -> Any:
+        shared = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(RunOptions)}
+        return fn(RunOptions(**shared), **kwargs)
+
+    command: Callable[..., Any] = with_run_options
     for option in reversed(options):
-        fn = option(fn)
-    return fn
+        command = option(command)
+    return command
 
 
 def setup_logging(verbose: int) -> None:
@@ -305,51 +331,21 @@ def guarded(run: Callable[[], None]) -> None:
         raise SystemExit(130) from None
 
 
-def budget_from(decision_time: float, bank: float, call_cap: float) -> Budget:
-    return Budget(decision_time=decision_time, bank=bank, call_cap=call_cap)
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @common_options
-def sep_eval(
-    ids: tuple[str, ...],
-    league: bool,
-    n: int,
-    log_dir: Path | None,
-    battle_format: str,
-    seed: int | None,
-    concurrency: int,
-    candidates: Path,
-    decision_time: float,
-    bank: float,
-    call_cap: float,
-    max_turns: int,
-    server_url: str | None,
-    quiet: bool,
-    verbose: int,
-) -> None:
+def sep_eval(opts: RunOptions) -> None:
     """Battles between candidates whose modules run in this process (no edges).
 
     For development: the same options and outputs as sep_main, without isolation.
     """
-    setup_logging(verbose)
+    setup_logging(opts.verbose)
 
     def run() -> None:
         from center.in_process import InProcessSource
 
-        source = InProcessSource(candidates)
+        source = InProcessSource(opts.candidates)
         run_command(
-            ids=ids,
-            league=league,
-            n=n,
-            log_dir=log_dir,
-            battle_format=battle_format,
-            seed=seed,
-            concurrency=concurrency,
-            budget=budget_from(decision_time, bank, call_cap),
-            max_turns=max_turns,
-            server_url=server_url,
-            quiet=quiet,
+            opts,
             all_ids=list(source.candidates),
             teams={i: c.team for i, c in source.candidates.items()},
             make_source=lambda: source,
@@ -375,31 +371,14 @@ def sep_eval(
     show_default=True,
     help="Seconds to wait for an edge that is down before a battle, then forfeit (DISCONNECT).",
 )
-def sep_main(
-    ids: tuple[str, ...],
-    league: bool,
-    n: int,
-    log_dir: Path | None,
-    battle_format: str,
-    seed: int | None,
-    concurrency: int,
-    candidates: Path,
-    decision_time: float,
-    bank: float,
-    call_cap: float,
-    max_turns: int,
-    server_url: str | None,
-    quiet: bool,
-    verbose: int,
-    config_path: Path,
-    edge_wait: float,
-) -> None:
+def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
     The center imports no user module: it names the model, the edge of each side runs it. With a
     league, sides alternate, so both edges must serve every candidate of the league.
     """
-    setup_logging(verbose)
+    setup_logging(opts.verbose)
+    ids, league, candidates = opts.ids, opts.league, opts.candidates
 
     def run() -> None:
         from center.edge_client import EdgeClient
@@ -432,17 +411,7 @@ def sep_main(
 
         try:
             run_command(
-                ids=ids,
-                league=league,
-                n=n,
-                log_dir=log_dir,
-                battle_format=battle_format,
-                seed=seed,
-                concurrency=concurrency,
-                budget=budget_from(decision_time, bank, call_cap),
-                max_turns=max_turns,
-                server_url=server_url,
-                quiet=quiet,
+                opts,
                 all_ids=list(known),
                 teams={i: c.team for i, c in known.items()},
                 make_source=make_source,

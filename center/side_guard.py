@@ -143,7 +143,6 @@ class SideStats:
     decision_ms: list[float] = field(default_factory=list)
     invalid: int = 0
     timeouts: int = 0
-    errors: int = 0
     fatal: SideStatus | None = None
     detail: str = ""
     worst: SideStatus = SideStatus.OK
@@ -231,7 +230,6 @@ class SideGuard:
             self._must_default = True
             self._end_decision()
         else:
-            self.stats.errors += 1
             self._fail(self._classify(exc), f"{what}: {type(exc).__name__}: {exc}")
 
     def _end_decision(self) -> None:

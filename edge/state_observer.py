@@ -547,34 +547,31 @@ def _status(params: FeatureParams) -> BoundExtractor:
     return _one_hot(members, active)
 
 
-@register_extractor("boosts")
-def _boosts(params: FeatureParams) -> BoundExtractor:
+def _stat_table(
+    params: FeatureParams, stats: tuple[str, ...], attribute: str, divisor: float
+) -> BoundExtractor:
+    """One feature per stat: ``pokemon.<attribute>[stat] / divide_by``."""
     target = _target(params)
-    divide_by = params.positive("divide_by", 6.0)
+    divide_by = params.positive("divide_by", divisor)
 
     def compute(ctx: BattleContext) -> list[float]:
         mon = ctx.pokemon[target]
         if mon is None:
-            return [0.0] * len(_BOOST_STATS)
-        boosts = mon.boosts
-        return [boosts.get(stat, 0) / divide_by for stat in _BOOST_STATS]
+            return [0.0] * len(stats)
+        table = getattr(mon, attribute)
+        return [table.get(stat, 0) / divide_by for stat in stats]
 
-    return BoundExtractor(labels=_BOOST_STATS, compute=compute)
+    return BoundExtractor(labels=stats, compute=compute)
+
+
+@register_extractor("boosts")
+def _boosts(params: FeatureParams) -> BoundExtractor:
+    return _stat_table(params, _BOOST_STATS, "boosts", 6.0)
 
 
 @register_extractor("base_stats")
 def _base_stats(params: FeatureParams) -> BoundExtractor:
-    target = _target(params)
-    divide_by = params.positive("divide_by", 255.0)
-
-    def compute(ctx: BattleContext) -> list[float]:
-        mon = ctx.pokemon[target]
-        if mon is None:
-            return [0.0] * len(_BASE_STATS)
-        stats = mon.base_stats
-        return [stats.get(stat, 0) / divide_by for stat in _BASE_STATS]
-
-    return BoundExtractor(labels=_BASE_STATS, compute=compute)
+    return _stat_table(params, _BASE_STATS, "base_stats", 255.0)
 
 
 @register_extractor("level")
