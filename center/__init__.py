@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 
 if TYPE_CHECKING:
-    from center.pokemon_env import PokemonEnv, RewardConfig
-    from center.single_env import RandomLegalPolicy, SinglizedEnv
+    from center.env.pokemon_env import PokemonEnv, RewardConfig
+    from center.env.single_env import RandomLegalPolicy, SinglizedEnv
 
 __all__ = ["PokemonEnv", "RandomLegalPolicy", "RewardConfig", "SinglizedEnv"]
 
 _LAZY = {
-    "PokemonEnv": "center.pokemon_env",
-    "RewardConfig": "center.pokemon_env",
-    "SinglizedEnv": "center.single_env",
-    "RandomLegalPolicy": "center.single_env",
+    "PokemonEnv": "center.env.pokemon_env",
+    "RewardConfig": "center.env.pokemon_env",
+    "SinglizedEnv": "center.env.single_env",
+    "RandomLegalPolicy": "center.env.single_env",
 }
 
 SINGLE_ENV_ID = "MaplePokemon-v0"
@@ -32,7 +32,7 @@ if SINGLE_ENV_ID not in gymnasium.registry:
     # agent-side randomness, so the environment is registered as nondeterministic.
     gymnasium.register(
         id=SINGLE_ENV_ID,
-        entry_point="center.single_env:SinglizedEnv",
+        entry_point="center.env.single_env:SinglizedEnv",
         nondeterministic=True,
     )
 

@@ -19,6 +19,9 @@ Exception tree::
         │                          TimeoutError)
         ├── EdgeRemoteError        the edge answered status "error": carries ename, evalue, traceback
         └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the protocol
+    SideError                      a call into one side's user code failed in a way the center books
+    ├── CallTimeout                the call did not answer by its deadline (also a TimeoutError)
+    └── SideDisconnected           the side's edge is gone (also a ConnectionError)
 """
 
 from __future__ import annotations
@@ -92,3 +95,15 @@ class EdgeRemoteError(EdgeCallError):
 
 class EdgeProtocolError(EdgeCallError):
     """A request could not be encoded, or the edge's reply violates the wire protocol."""
+
+
+class SideError(CenterError):
+    """A call into one side's user code failed in a way the center books as that side's status."""
+
+
+class CallTimeout(SideError, TimeoutError):
+    """A call into a side's code did not answer by its deadline."""
+
+
+class SideDisconnected(SideError, ConnectionError):
+    """The side's edge is gone (raised by delegators)."""

@@ -12,20 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from edge.action_helper import ActionHelper
-    from edge.agent import Agent
-    from edge.maple_agent import MapleAgent
-    from edge.policy import StandalonePolicy
-    from edge.state_observer import StateObserver
+    from edge.contract.agent import Agent
+    from edge.contract.policy import StandalonePolicy
+    from edge.maple.action_helper import ActionHelper
+    from edge.maple.maple_agent import MapleAgent
+    from edge.maple.state_observer import StateObserver
 
 __all__ = ["ActionHelper", "Agent", "MapleAgent", "StandalonePolicy", "StateObserver"]
 
 _LAZY = {
-    "ActionHelper": "edge.action_helper",
-    "Agent": "edge.agent",
-    "MapleAgent": "edge.maple_agent",
-    "StandalonePolicy": "edge.policy",
-    "StateObserver": "edge.state_observer",
+    "ActionHelper": "edge.maple.action_helper",
+    "Agent": "edge.contract.agent",
+    "MapleAgent": "edge.maple.maple_agent",
+    "StandalonePolicy": "edge.contract.policy",
+    "StateObserver": "edge.maple.state_observer",
 }
 
 

@@ -69,14 +69,14 @@ def sep_edge(
     """
     _setup_logging(verbose)
     if check_model is not None:
-        from edge.checker import main as check_main
+        from edge.checker.checker import main as check_main
 
         raise SystemExit(check_main([check_model, "--candidates", str(candidates)]))
     try:
-        from edge.delegatee import EdgeService
-        from edge.keys import edge_curve_from_config
-        from edge.sep_config import load_sep_config
-        from edge.transport import EdgeServer
+        from edge.service.server import EdgeServer
+        from edge.service.sessions import EdgeService
+        from edge.wire.keys import edge_curve_from_config
+        from edge.wire.sep_config import load_sep_config
 
         config = load_sep_config(config_path)
         cfg_host, cfg_port = config.address(side)
@@ -129,7 +129,7 @@ def sep_keys(key_dir: Path, config_path: Path, write: bool, overwrite: bool) -> 
     Each host then needs sep_config.json and only its own secret file: keep the center's secret on
     the center, blue's on the blue host, red's on the red host.
     """
-    from edge.keys import generate_curve_config
+    from edge.wire.keys import generate_curve_config
 
     try:
         data = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}

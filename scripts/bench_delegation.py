@@ -47,15 +47,15 @@ import numpy as np
 import zmq
 from poke_env.battle import Battle
 
-from center import frames as frame_registry
-from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator
-from center.edge_client import EdgeClient
+from center.env import frames as frame_registry
 from center.errors import EdgeCallError
-from edge.agent import Agent
-from edge.policy import StandalonePolicy
-from edge.protocol import InstanceConfig
-from edge.replica import ReplicaBattle
-from edge.user_module import UserModel, load_candidates
+from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.isolation.edge_client import EdgeClient
+from edge.contract.agent import Agent
+from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import UserModel, load_candidates
+from edge.service.replica import ReplicaBattle
+from edge.wire.protocol import InstanceConfig
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +79,8 @@ TRIVIAL_SOURCE = textwrap.dedent(
     import gymnasium
     import numpy as np
 
-    from edge.agent import Agent
-    from edge.policy import StandalonePolicy
+    from edge.contract.agent import Agent
+    from edge.contract.policy import StandalonePolicy
 
     _OBS = np.linspace(0.0, 1.0, 8, dtype=np.float32)
     _MASK = np.ones(11, dtype=np.int8)

@@ -24,9 +24,9 @@ import numpy as np
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
-from center.env_player import unique_username
-from center.pokemon_env import PokemonEnv
-from center.showdown import ShowdownServer
+from center.env.env_player import unique_username
+from center.env.pokemon_env import PokemonEnv
+from center.showdown.server import ShowdownServer
 
 
 def run_baseline(server: ShowdownServer, battle_format: str, n: int) -> float:

@@ -3,7 +3,7 @@
 On one local Showdown server (started here unless --server is given), at the same concurrency K,
 in the same run:
 
-1. isolated: ``center.match.run_battles`` with an EdgeSource, good_random vs good_random, each side
+1. isolated: ``center.evaluation.match.run_battles`` with an EdgeSource, good_random vs good_random, each side
    served by a real ``sep_edge`` subprocess (blue and red) over ZeroMQ on loopback, as sep_main
    plays them (results, replays and protocol logs written to a temporary LOG_DIR);
 2. in-process: ``run_battles`` with an InProcessSource, same candidates, as sep_eval plays them;
@@ -52,13 +52,13 @@ from bench_delegation import (
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
-from center.edge_client import EdgeClient
-from center.edge_source import EdgeSource
-from center.env_player import unique_username
-from center.in_process import InProcessSource
-from center.match import MatchSettings, SideSource, run_battles
-from center.results import BattleRecord, ResultsWriter, ScheduledBattle, schedule_match
-from center.showdown import SHOWDOWN_VERSION, ShowdownServer
+from center.env.env_player import unique_username
+from center.evaluation.edge_source import EdgeSource
+from center.evaluation.in_process import InProcessSource
+from center.evaluation.match import MatchSettings, SideSource, run_battles
+from center.evaluation.results import BattleRecord, ResultsWriter, ScheduledBattle, schedule_match
+from center.isolation.edge_client import EdgeClient
+from center.showdown.server import SHOWDOWN_VERSION, ShowdownServer
 
 logger = logging.getLogger(__name__)
 

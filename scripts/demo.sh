@@ -26,8 +26,8 @@ done
 # Wait (bounded) until both edges answer.
 $PY - <<'PY'
 import sys, time
-from center.edge_client import EdgeClient
-from edge.sep_config import load_sep_config
+from center.isolation.edge_client import EdgeClient
+from edge.wire.sep_config import load_sep_config
 config = load_sep_config("sep_config.json")
 for side in ("blue", "red"):
     with EdgeClient(config.endpoint(side)) as client:

@@ -91,6 +91,6 @@ else
 fi
 
 step "showdown: preparing config"
-"$VENV/bin/python" -c 'import sys; from pathlib import Path; from center.showdown import prepare_install; prepare_install(Path(sys.argv[1]))' "$SHOWDOWN_PKG"
+"$VENV/bin/python" -c 'import sys; from pathlib import Path; from center.showdown.server import prepare_install; prepare_install(Path(sys.argv[1]))' "$SHOWDOWN_PKG"
 
 step "done: Showdown $SHOWDOWN_VERSION in $SHOWDOWN_PKG, venv in $VENV"

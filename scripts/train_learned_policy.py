@@ -39,8 +39,8 @@ if str(ROOT) not in sys.path:
 from agents.heuristic import HeuristicAgent, HeuristicPolicy  # noqa: E402
 from agents.learned_policy.policy import MLPWeights, masked_argmax  # noqa: E402
 from agents.random_agent import RandomPolicy  # noqa: E402
-from center.pokemon_env import PokemonEnv  # noqa: E402
-from edge.policy import StandalonePolicy  # noqa: E402
+from center.env.pokemon_env import PokemonEnv  # noqa: E402
+from edge.contract.policy import StandalonePolicy  # noqa: E402
 
 SIDES = {"player_0": "blue", "player_1": "red"}
 

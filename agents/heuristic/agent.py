@@ -18,15 +18,15 @@ import numpy as np
 from poke_env.battle import AbstractBattle, Battle, Move, Pokemon
 from poke_env.player import BattleOrder, SimpleHeuristicsPlayer, SingleBattleOrder
 
-from edge.action_helper import (
+from edge.maple.action_helper import (
     ACTION_SPACE_SIZE,
     STRUGGLE,
     SWITCH_SLOTS,
     decision_required,
     team_size,
 )
-from edge.battle_view import request_party
-from edge.maple_agent import MapleAgent
+from edge.maple.battle_view import request_party
+from edge.maple.maple_agent import MapleAgent
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from edge.policy import StandalonePolicy
+from edge.contract.policy import StandalonePolicy
 
 logger = logging.getLogger(__name__)
 

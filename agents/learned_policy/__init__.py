@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
-from edge.maple_agent import MapleAgent
-from edge.state_observer import StateObserver
+from edge.maple.maple_agent import MapleAgent
+from edge.maple.state_observer import StateObserver
 
 __all__ = [
     "DEFAULT_WEIGHTS",

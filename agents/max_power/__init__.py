@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.max_power.policy import MaxPowerPolicy, move_scores
-from edge.maple_agent import MapleAgent
+from edge.maple.maple_agent import MapleAgent
 
 __all__ = [
     "MaxPowerPolicy",

@@ -15,8 +15,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from edge.policy import StandalonePolicy
-from edge.state_observer import StateObserver
+from edge.contract.policy import StandalonePolicy
+from edge.maple.state_observer import StateObserver
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.random_agent.policy import RandomPolicy
-from edge.maple_agent import MapleAgent
+from edge.maple.maple_agent import MapleAgent
 
 __all__ = ["RandomPolicy", "getUserAgentClass", "getUserPolicy", "isUserAgentSingleAsset"]
 

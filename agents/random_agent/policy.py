@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from edge.policy import StandalonePolicy
+from edge.contract.policy import StandalonePolicy
 
 
 class RandomPolicy(StandalonePolicy):

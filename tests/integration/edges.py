@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from center.edge_client import EdgeClient
 from center.errors import EdgeCallError
-from edge.keys import center_curve_from_config
+from center.isolation.edge_client import EdgeClient
+from edge.wire.keys import center_curve_from_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from center.pokemon_env import PokemonEnv
+from center.env.pokemon_env import PokemonEnv
 from tests.integration.helpers import random_legal
 
 pytestmark = pytest.mark.showdown

@@ -10,18 +10,18 @@ import time
 import numpy as np
 import pytest
 
-from center.delegator import AgentDelegator, EdgeSession, PolicyDelegator
-from center.edge_client import EdgeClient
-from center.edge_source import EdgeSource
+from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import AuthenticationError, EdgeCallError
-from center.match import MatchSettings, play_battle
-from center.pokemon_env import PLAYERS, SIDES, PokemonEnv
-from center.results import ScheduledBattle, SideStatus
-from center.side_guard import Budget
-from edge.agent import Agent
-from edge.keys import generate_curve_config, generate_keypair
-from edge.maple_agent import MapleAgent
-from edge.protocol import InstanceConfig
+from center.evaluation.edge_source import EdgeSource
+from center.evaluation.match import MatchSettings, play_battle
+from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.side_guard import Budget
+from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.isolation.edge_client import EdgeClient
+from edge.contract.agent import Agent
+from edge.maple.maple_agent import MapleAgent
+from edge.wire.keys import generate_curve_config, generate_keypair
+from edge.wire.protocol import InstanceConfig
 from tests.integration.edges import AGENTS, SEP_EDGE, EdgeProcess, write_config
 
 pytestmark = pytest.mark.showdown
@@ -264,7 +264,7 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import msgpack
     import zmq
 
-    from edge.protocol import (
+    from edge.wire.protocol import (
         PROTOCOL_VERSION,
         HelloRequest,
         MakeObsRequest,

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
+from center.env.pokemon_env import PokemonEnv, RewardConfig
 from center.errors import ResetTimeout
-from center.pokemon_env import PokemonEnv, RewardConfig
-from center.showdown import ShowdownServer
+from center.showdown.server import ShowdownServer
 from tests.integration.helpers import random_legal, team
 
 pytestmark = pytest.mark.showdown

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from center.pokemon_env import PokemonEnv
-from edge.policy import StandalonePolicy
+from center.env.pokemon_env import PokemonEnv
+from edge.contract.policy import StandalonePolicy
 
 pytestmark = pytest.mark.showdown
 

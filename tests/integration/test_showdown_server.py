@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import ShowdownError, ShowdownNotInstalled
-from center.showdown import (
+from center.showdown.server import (
     SHOWDOWN_VERSION,
     ShowdownServer,
     find_install,
@@ -70,7 +70,7 @@ Adamant Nature
 OWNER_SCRIPT = textwrap.dedent(
     """
     import signal, time
-    from center.showdown import ShowdownServer
+    from center.showdown.server import ShowdownServer
     signal.signal(signal.SIGINT, signal.default_int_handler)
     server = ShowdownServer().start()
     print(server.pgid, server.port, flush=True)
@@ -218,7 +218,7 @@ def test_watchdog_gives_up_after_too_many_deaths(
     showdown_install: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(ShowdownServer, "MAX_RESTARTS_PER_MINUTE", 1)
-    caplog.set_level(logging.WARNING, logger="center.showdown")
+    caplog.set_level(logging.WARNING, logger="center.showdown.server")
     with ShowdownServer(install_dir=showdown_install) as server:
         first_pid = server.pid
         assert first_pid is not None

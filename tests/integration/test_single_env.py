@@ -10,8 +10,8 @@ from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
 import center
-from center.env_player import unique_username
-from center.single_env import SinglizedEnv
+from center.env.env_player import unique_username
+from center.env.single_env import SinglizedEnv
 
 pytestmark = pytest.mark.showdown
 

@@ -27,7 +27,6 @@ import pytest
 import zmq
 import zmq.auth
 
-from center.edge_client import EdgeClient
 from center.errors import (
     AuthenticationError,
     EdgeProtocolError,
@@ -35,8 +34,10 @@ from center.errors import (
     EdgeTimeout,
     EdgeUnavailable,
 )
+from center.isolation.edge_client import EdgeClient
 from edge.errors import CurveKeyError, InsecureBindError, TransportError
-from edge.keys import (
+from edge.service.server import CallContext, EdgeServer
+from edge.wire.keys import (
     CurveConfig,
     KeyPair,
     center_curve_from_config,
@@ -47,7 +48,7 @@ from edge.keys import (
     load_public_key,
     write_keypair,
 )
-from edge.protocol import (
+from edge.wire.protocol import (
     PROTOCOL_VERSION,
     DeployReply,
     MakeObsReply,
@@ -59,7 +60,7 @@ from edge.protocol import (
     ResetRequest,
     decode_reply,
 )
-from edge.transport import CallContext, EdgeServer, tcp_endpoint
+from edge.wire.transport import tcp_endpoint
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 10.0  # generous deadline for requests that must succeed
@@ -764,7 +765,7 @@ def test_a_secret_file_that_does_not_match_the_public_key_is_refused(tmp_path: P
 EDGE_SCRIPT = textwrap.dedent(
     """
     import sys
-    from edge.transport import EdgeServer
+    from edge.service.server import EdgeServer
     server = EdgeServer("red", "127.0.0.1", 0, {})
     print(server.port, flush=True)
     server.serve_forever(handle_signals=True)
@@ -806,8 +807,8 @@ def test_io_threads_drain_their_wake_sockets_instead_of_spinning():
     I/O thread polls a forever-readable socket and burns a CPU core while idle."""
     import time as _time
 
-    from center.edge_client import EdgeClient
-    from edge.transport import EdgeServer
+    from center.isolation.edge_client import EdgeClient
+    from edge.service.server import EdgeServer
 
     server = EdgeServer("blue", "127.0.0.1", 0, {})
     server.start()

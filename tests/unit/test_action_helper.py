@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from poke_env.battle import Battle
 
-from edge.action_helper import (
+from edge.errors import InvalidActionError
+from edge.maple.action_helper import (
     ACTION_SPACE_SIZE,
     STRUGGLE,
     SWITCH_SLOTS,
@@ -16,9 +17,8 @@ from edge.action_helper import (
     decision_required,
     team_order,
 )
-from edge.battle_view import own_bench
-from edge.errors import InvalidActionError
-from edge.orders import canonical_order
+from edge.maple.battle_view import own_bench
+from edge.maple.orders import canonical_order
 from tests.fixtures.replay import all_recordings, replay_frames
 
 

@@ -13,7 +13,7 @@ import gymnasium
 import numpy as np
 import pytest
 
-from edge.checker import (
+from edge.checker.checker import (
     CHECKS,
     CheckReport,
     Status,
@@ -25,9 +25,9 @@ from edge.checker import (
     check_user_module,
     main,
 )
+from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.errors import ContractError
-from edge.maple_agent import MapleAgent
-from edge.samples import decision_points, shipped_sample_battles
+from edge.maple.maple_agent import MapleAgent
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents" / "candidates.json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_sys_exit_in_user_code_is_a_failure_not_an_exit(tmp_module: tuple[Path, 
         name,
         """
         import sys
-        from edge.maple_agent import MapleAgent
+        from edge.maple.maple_agent import MapleAgent
 
         def getUserAgentClass(args):
             return MapleAgent
@@ -224,7 +224,7 @@ def test_a_failure_inside_a_library_points_at_the_user_code_calling_it(
         name,
         """
         import json
-        from edge.maple_agent import MapleAgent
+        from edge.maple.maple_agent import MapleAgent
 
         def getUserAgentClass(args):
             return MapleAgent
@@ -244,8 +244,8 @@ def test_an_agent_without_gymnasium_spaces(tmp_module: tuple[Path, str]) -> None
         path,
         name,
         """
-        from edge.maple_agent import MapleAgent
-        from edge.policy import StandalonePolicy
+        from edge.maple.maple_agent import MapleAgent
+        from edge.contract.policy import StandalonePolicy
 
         class NoSpaces(MapleAgent):
             def __init__(self, modelConfig, instanceConfig):
@@ -270,8 +270,8 @@ def test_illegal_actions_without_a_mask_are_only_a_warning(tmp_module: tuple[Pat
         path,
         name,
         """
-        from edge.maple_agent import MapleAgent
-        from edge.policy import StandalonePolicy
+        from edge.maple.maple_agent import MapleAgent
+        from edge.contract.policy import StandalonePolicy
 
         class NoMask(MapleAgent):
             action_mask = None
@@ -419,7 +419,7 @@ def test_main_refuses_an_unreadable_battle_file(
 
 def test_the_checker_runs_as_a_module() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "edge.checker", "good_random", "--candidates", str(AGENTS)],
+        [sys.executable, "-m", "edge.checker.checker", "good_random", "--candidates", str(AGENTS)],
         capture_output=True,
         text=True,
         timeout=120,

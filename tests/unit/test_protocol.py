@@ -18,9 +18,9 @@ from gymnasium import spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge import protocol
 from edge.errors import MessageTooLarge, ProtocolError, ProtocolVersionError
-from edge.protocol import (
+from edge.wire import protocol
+from edge.wire.protocol import (
     MESSAGES,
     PROTOCOL_VERSION,
     CloseSessionReply,

@@ -1,4 +1,4 @@
-"""battles.csv, the battle schedule, run.json and resuming (center.results)."""
+"""battles.csv, the battle schedule, run.json and resuming (center.evaluation.results)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import ConfigError
-from center.results import (
+from center.evaluation.results import (
     BATTLES_CSV,
     COLUMNS,
     PINNED_COLUMNS,
@@ -163,7 +163,7 @@ def test_seeds_differ_between_battles_and_base_seeds() -> None:
 def test_seeds_are_stable_across_python_processes() -> None:
     # A pinned value: changing the derivation would break every resume of an existing LOG_DIR.
     assert battle_seed(0, "a-vs-b-0000") == 1682390376
-    code = "from center.results import battle_seed; print(battle_seed(0, 'a-vs-b-0000'))"
+    code = "from center.evaluation.results import battle_seed; print(battle_seed(0, 'a-vs-b-0000'))"
     for hash_seed in ("1", "2"):
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -313,7 +313,7 @@ def test_duplicate_rows_keep_the_first_and_warn(
     with open(tmp_path / BATTLES_CSV, "a", newline="", encoding="utf-8") as f:
         csv.writer(f, lineterminator="\n").writerow(make_record("x", winner="red").to_row())
     reader = ResultsReader(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="center.results"):
+    with caplog.at_level(logging.WARNING, logger="center.evaluation.results"):
         records = reader.read()
     assert [r.winner for r in records] == [Winner.BLUE]
     assert reader.duplicates == ["x"]
@@ -361,7 +361,7 @@ def test_threads_writing_at_once_produce_exactly_one_well_formed_row_each(tmp_pa
 
 _KILL_CHILD = """
 import sys
-from center.results import BattleRecord, ResultsWriter
+from center.evaluation.results import BattleRecord, ResultsWriter
 with ResultsWriter(sys.argv[1]) as writer:
     k = 0
     while True:

@@ -20,11 +20,11 @@ from agents.heuristic.agent import HeuristicAgent, order_index
 from agents.learned_policy import DEFAULT_WEIGHTS
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
 from agents.random_agent import RandomPolicy
-from edge.action_helper import ACTION_SPACE_SIZE, decision_required, team_size
-from edge.agent import Agent
-from edge.orders import canonical_order
-from edge.policy import StandalonePolicy
-from edge.state_observer import StateObserver
+from edge.contract.agent import Agent
+from edge.contract.policy import StandalonePolicy
+from edge.maple.action_helper import ACTION_SPACE_SIZE, decision_required, team_size
+from edge.maple.orders import canonical_order
+from edge.maple.state_observer import StateObserver
 from tests.fixtures.replay import all_recordings, replay_frames
 from tests.fixtures.synthetic_battle import Mon, build_battle
 

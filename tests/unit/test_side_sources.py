@@ -8,14 +8,14 @@ from pathlib import Path
 import gymnasium
 import pytest
 
-from center.in_process import InProcessSource
-from center.results import ScheduledBattle, SideStatus
-from center.side_guard import Budget, check_space_size
+from center.evaluation.in_process import InProcessSource
+from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.side_guard import Budget, check_space_size
 
 MODULE = """
 import gymnasium
-from edge.maple_agent import MapleAgent
-from edge.policy import StandalonePolicy
+from edge.maple.maple_agent import MapleAgent
+from edge.contract.policy import StandalonePolicy
 
 class Huge(MapleAgent):
     def __init__(self, modelConfig, instanceConfig):
@@ -81,8 +81,8 @@ class _Policy:
 
 
 def _guard(policy: _Policy):
-    from center.side_guard import SideGuard
-    from edge.maple_agent import MapleAgent
+    from center.evaluation.side_guard import SideGuard
+    from edge.maple.maple_agent import MapleAgent
 
     return SideGuard(
         MapleAgent(),

@@ -1,4 +1,4 @@
-"""Standings, win-rate intervals and Bradley–Terry ratings (center.standings)."""
+"""Standings, win-rate intervals and Bradley–Terry ratings (center.evaluation.standings)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.results import BattleRecord
-from center.standings import (
+from center.evaluation.results import BattleRecord
+from center.evaluation.standings import (
     STANDINGS_COLUMNS,
     STANDINGS_CSV,
     STANDINGS_JSON,

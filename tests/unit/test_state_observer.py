@@ -13,9 +13,9 @@ import pytest
 import yaml
 from poke_env.battle import Battle
 
-from edge.battle_view import move_slots, opponent_bench, own_bench
 from edge.errors import EdgeError
-from edge.state_observer import (
+from edge.maple.battle_view import move_slots, opponent_bench, own_bench
+from edge.maple.state_observer import (
     DEFAULT_SPEC_PATH,
     TYPE_MATCHUP_LABELS,
     StateObserver,
@@ -70,7 +70,7 @@ def test_every_recorded_observation_is_finite_float32_and_inside_the_space(
     dim = observer.get_observation_dimension()
     space = observer.observation_space
     count = 0
-    with caplog.at_level(logging.WARNING, logger="edge.state_observer"):
+    with caplog.at_level(logging.WARNING, logger="edge.maple.state_observer"):
         for label, battle in recorded_frames():
             obs = observer.observe(battle)
             assert obs.dtype == np.float32 and obs.ndim == 1 and obs.shape[0] == dim, label

@@ -9,8 +9,8 @@ import pytest
 from poke_env.battle import MoveCategory, PokemonType
 from poke_env.data import GenData
 
-from edge.battle_view import move_slots, opponent_bench, own_bench
-from edge.state_observer import (
+from edge.maple.battle_view import move_slots, opponent_bench, own_bench
+from edge.maple.state_observer import (
     TYPE_MATCHUP_IMMUNE,
     TYPE_MATCHUP_LABELS,
     damage_multiplier,

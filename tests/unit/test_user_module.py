@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from edge.contract.user_module import Candidate, UserModel, load_candidates, load_user_model
 from edge.errors import CandidatesError, ContractError
-from edge.maple_agent import MapleAgent
-from edge.user_module import Candidate, UserModel, load_candidates, load_user_model
+from edge.maple.maple_agent import MapleAgent
 
 TEST_AGENTS = Path(__file__).resolve().parent.parent / "agents"
 
 GOOD_SOURCE = """
-    from edge.maple_agent import MapleAgent
-    from edge.policy import StandalonePolicy
+    from edge.maple.maple_agent import MapleAgent
+    from edge.contract.policy import StandalonePolicy
 
     CALLS = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge.maple_agent import MapleAgent
+from edge.maple.maple_agent import MapleAgent
 
 
 def getUserAgentClass(args: dict[str, Any]) -> type:

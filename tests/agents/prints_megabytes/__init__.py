@@ -8,8 +8,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from edge.maple_agent import MapleAgent
-from edge.policy import StandalonePolicy
+from edge.contract.policy import StandalonePolicy
+from edge.maple.maple_agent import MapleAgent
 
 LINE = "." * 1023 + "\n"
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import gymnasium
 
-from edge.maple_agent import MapleAgent
-from edge.policy import StandalonePolicy
+from edge.contract.policy import StandalonePolicy
+from edge.maple.maple_agent import MapleAgent
 
 
 class RaisingPolicy(StandalonePolicy):

@@ -8,8 +8,8 @@ import gymnasium
 import numpy as np
 from poke_env.battle import AbstractBattle
 
-from edge.maple_agent import MapleAgent
-from edge.policy import StandalonePolicy
+from edge.contract.policy import StandalonePolicy
+from edge.maple.maple_agent import MapleAgent
 
 
 class ShortAgent(MapleAgent):

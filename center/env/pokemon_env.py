@@ -1,0 +1,408 @@
+"""PokemonEnv: the Maple multi-agent environment (PettingZoo parallel API) on a real Showdown server.
+
+Agents are ``player_0`` and ``player_1``. Observations and orders go through one Agent object per
+player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.MapleAgent`), so an
+``AgentDelegator`` can stand in for a remote agent without the environment noticing.
+
+Episode flow (seeds/001 §3): ``reset`` starts a battle and returns the first request of each player
+(the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
+team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
+A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
+side): its action is ignored. An illegal action earns ``rewards.invalid`` at once and leaves the same
+request open (R-2); the order is never sent to Showdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+from poke_env.battle import AbstractBattle
+from poke_env.player import Player
+from poke_env.ps_client.server_configuration import (
+    LocalhostServerConfiguration,
+    ServerConfiguration,
+)
+
+from center.env.battle_session import BattleSession, SeatState
+from center.errors import EnvClosedError, EnvError
+from edge.contract.agent import Agent
+from edge.errors import InvalidActionError
+from edge.maple.maple_agent import MapleAgent
+from edge.maple.orders import canonical_order
+
+logger = logging.getLogger(__name__)
+
+PLAYERS = ("player_0", "player_1")
+SIDES = {"player_0": "blue", "player_1": "red"}
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Rewards of seats/000 R-1..R-2 (seeds/001 uses win=10, loss=-10)."""
+
+    win: float = 1.0
+    loss: float = -1.0
+    tie: float = 0.0
+    invalid: float = -0.01
+
+
+def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
+    """Turn ``server`` (None, a ShowdownServer, a ServerConfiguration or a URL) into a configuration.
+
+    Returns the configuration and, when this call started a server, that server (to stop later).
+    """
+    if isinstance(server, ServerConfiguration):
+        return server, None
+    if isinstance(server, str):
+        url = server.rstrip("/")
+        if url.startswith("http"):
+            url = "ws" + url[4:]
+        if not url.endswith("/showdown/websocket"):
+            url += "/showdown/websocket"
+        return ServerConfiguration(url, LocalhostServerConfiguration.authentication_url), None
+    from center.showdown.server import ShowdownServer
+
+    if server is None:
+        started = ShowdownServer.find_or_start()
+        return started.server_configuration(), started
+    if isinstance(server, ShowdownServer):
+        return server.server_configuration(), None
+    raise EnvError(f"unsupported server argument {server!r}")
+
+
+class PokemonEnv(ParallelEnv[str, Any, Any]):
+    """Two players battle on Showdown; each step takes one decision from each player that has one."""
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "maple_pokemon_v0",
+        "render_modes": ["human", "ansi"],
+        "is_parallelizable": True,
+    }
+
+    RESET_TIMEOUT = 30.0
+    STEP_TIMEOUT = 10.0
+
+    def __init__(
+        self,
+        battle_format: str = "gen9bssfactory",
+        *,
+        server: Any = None,
+        agents: dict[str, Agent] | None = None,
+        teams: dict[str, str | None] | None = None,
+        rewards: RewardConfig | None = None,
+        reset_timeout: float | None = None,
+        step_timeout: float | None = None,
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+        username_prefix: str = "maple",
+        opponent: Player | None = None,
+    ) -> None:
+        self.battle_format = battle_format
+        self.rewards = rewards or RewardConfig()
+        self.reset_timeout = reset_timeout if reset_timeout is not None else self.RESET_TIMEOUT
+        self.step_timeout = step_timeout if step_timeout is not None else self.STEP_TIMEOUT
+        self.max_turns = max_turns
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise EnvError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.opponent = opponent
+        self.possible_agents = list(PLAYERS if opponent is None else PLAYERS[:1])
+        self.agents: list[str] = []
+        self.agent_objects: dict[str, Agent] = agents or {
+            p: MapleAgent(
+                {}, {"side": SIDES[p], "player": p, "battle_format": battle_format, "seed": None}
+            )
+            for p in self.possible_agents
+        }
+        missing = set(self.possible_agents) - set(self.agent_objects)
+        if missing:
+            raise EnvError(f"agents must be given for {sorted(missing)}")
+        self.observation_spaces = {
+            p: self.agent_objects[p].observation_space for p in self.possible_agents
+        }
+        self.action_spaces = {p: self.agent_objects[p].action_space for p in self.possible_agents}
+        self._server_arg = server
+        self._owned_server: Any = None
+        self._teams = teams
+        self._username_prefix = username_prefix
+        self._session: BattleSession | None = None
+        self._np_random = np.random.default_rng()
+        self._closed = False
+        self._over = True
+        self._last: tuple[dict[str, Any], ...] | None = None
+        self.end_reason: str | None = None
+
+    # -- PettingZoo API -------------------------------------------------------------------------
+
+    def observation_space(self, agent: str) -> gymnasium.Space[Any]:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.Space[Any]:
+        return self.action_spaces[agent]
+
+    @property
+    def session(self) -> BattleSession:
+        if self._closed:
+            raise EnvClosedError("the environment is closed")
+        if self._session is None:
+            config, self._owned_server = resolve_server(self._server_arg)
+            self._session = BattleSession(
+                self.possible_agents,
+                opponent=self.opponent,
+                battle_format=self.battle_format,
+                server_configuration=config,
+                teams=self._teams,
+                username_prefix=self._username_prefix,
+            )
+        return self._session
+
+    def set_agents(
+        self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None
+    ) -> None:
+        """Use other Agent objects (and teams) from the next ``reset`` on, keeping the connections."""
+        if not self._over:
+            logger.warning("set_agents() during an episode: abandoning it")
+            self.forfeit(self.possible_agents[0], reason="aborted")
+        missing = set(self.possible_agents) - set(agents)
+        if missing:
+            raise EnvError(f"agents must be given for {sorted(missing)}")
+        self.agent_objects = dict(agents)
+        self.observation_spaces = {p: agents[p].observation_space for p in self.possible_agents}
+        self.action_spaces = {p: agents[p].action_space for p in self.possible_agents}
+        if teams is not None:
+            self._teams = teams
+            if self._session is not None:
+                self._session.set_teams(teams)
+
+    def usernames(self) -> dict[str, str]:
+        """The Showdown username of each controlled player (logging them in if needed)."""
+        session = self.session
+        session.ensure_players()
+        return {name: seat.player.username for name, seat in session.seats.items()}
+
+    def forfeit(self, agent: str, reason: str = "forfeit") -> None:
+        """End the episode now with ``agent`` forfeiting on Showdown (the other player wins)."""
+        if self._over:
+            return
+        self.session.abandon(forfeiter=agent)
+        self.end_reason = reason
+        self._over = True
+        self.agents = []
+
+    def battle(self, agent: str) -> AbstractBattle | None:
+        """The poke-env Battle of ``agent`` in the current episode (its own view)."""
+        return self.session.battle(agent)
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Start a new battle; return each player's first observation and info (C-2, C-3, E-4)."""
+        session = self.session
+        if seed is not None:
+            self._np_random = np.random.default_rng(seed)
+        for agent_name in self.possible_agents:
+            agent = self.agent_objects[agent_name]
+            agent.seed(int(self._np_random.integers(2**63 - 1)))
+            agent.reset()
+        self.end_reason = None
+        self._over = False
+        self.agents = list(self.possible_agents)
+        try:
+            session.start_battle(self.reset_timeout)
+        except Exception:
+            self.agents = []
+            self._over = True
+            raise
+        no_invalid = dict.fromkeys(self.possible_agents, False)
+        observations = {p: self._observe(p) for p in self.possible_agents}
+        infos = {p: self._info(p, no_invalid) for p in self.possible_agents}
+        self._last = (
+            observations,
+            dict.fromkeys(self.possible_agents, np.float32(0.0)),
+            dict.fromkeys(self.possible_agents, False),
+            dict.fromkeys(self.possible_agents, False),
+            infos,
+        )
+        return observations, infos
+
+    def step(
+        self, actions: dict[str, Any], return_masks: bool = False
+    ) -> tuple[dict[str, Any], ...]:
+        """Apply the actions of the players that need one; see the module docstring."""
+        session = self.session
+        if self._over:
+            return self._step_after_end(return_masks)
+        session.drain()
+        rewards = dict.fromkeys(self.agents, 0.0)
+        invalid = dict.fromkeys(self.agents, False)
+        for name in self.agents:
+            seat = session.seats[name]
+            if seat.state is not SeatState.NEEDS_ACTION or name not in actions:
+                continue
+            assert seat.battle is not None
+            try:
+                order = self.agent_objects[name].deploy(seat.battle, actions[name])
+                message = canonical_order(seat.battle, order)
+            except (InvalidActionError, ValueError) as exc:
+                logger.debug("%s: invalid action %r: %s", name, actions[name], exc)
+                rewards[name] += self.rewards.invalid
+                invalid[name] = True
+                continue
+            session.submit(name, message)
+
+        terminated = dict.fromkeys(self.agents, False)
+        truncated = dict.fromkeys(self.agents, False)
+        if not any(session.seats[n].state is SeatState.NEEDS_ACTION for n in self.agents):
+            outcome = session.await_round(self.step_timeout)
+            if outcome == "disconnected":
+                logger.warning("lost the connection to Showdown: %s", session.disconnect_detail)
+                self._end("disconnect", truncated, rewards, self.rewards.loss)
+            elif outcome == "timeout":
+                warnings.warn(
+                    f"no answer from Showdown within STEP_TIMEOUT={self.step_timeout:.0f}s; "
+                    "the episode is truncated",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                session.abandon()
+                self._end("step_timeout", truncated, rewards, 0.0)
+            elif session.finished:
+                for name in self.agents:
+                    battle = session.seats[name].battle
+                    assert battle is not None
+                    rewards[name] += (
+                        self.rewards.win
+                        if battle.won
+                        else self.rewards.loss
+                        if battle.lost
+                        else self.rewards.tie
+                    )
+                    terminated[name] = True
+                self.end_reason = "win" if any(b.won for b in self._battles()) else "tie"
+                self._over = True
+            elif self.max_turns is not None and self._turn() > self.max_turns:
+                session.abandon()
+                self._end("max_turns", truncated, rewards, self.rewards.tie)
+
+        observations = {p: self._observe(p) for p in self.agents}
+        rewards32 = {p: np.float32(r) for p, r in rewards.items()}
+        infos = {p: self._info(p, invalid) for p in self.agents}
+        if self._over:
+            self.agents = []
+            for name in self.possible_agents:
+                battle = self.battle(name)
+                if battle is not None:
+                    self.agent_objects[name].onEpisodeEnd(battle)
+        self._last = (observations, rewards32, terminated, truncated, infos)
+        if self.render_mode == "human":
+            self.render()
+        if return_masks:
+            return observations, rewards32, terminated, truncated, infos, self._masks(infos)
+        return observations, rewards32, terminated, truncated, infos
+
+    def _end(
+        self, reason: str, truncated: dict[str, bool], rewards: dict[str, float], value: float
+    ) -> None:
+        self.end_reason = reason
+        self._over = True
+        for name in self.agents:
+            truncated[name] = True
+            rewards[name] += value
+
+    def _step_after_end(self, return_masks: bool) -> tuple[dict[str, Any], ...]:
+        if self._last is None:
+            raise EnvError("call reset() before step()")
+        warnings.warn(
+            "step() called after the episode ended; call reset()", RuntimeWarning, stacklevel=3
+        )
+        observations, _, terminated, truncated, infos = self._last
+        zeros = {p: np.float32(0.0) for p in observations}
+        if return_masks:
+            return observations, zeros, terminated, truncated, infos, self._masks(infos)
+        return observations, zeros, terminated, truncated, infos
+
+    # -- observations and info ------------------------------------------------------------------
+
+    def _battles(self) -> list[AbstractBattle]:
+        return [b for b in (self.battle(p) for p in self.possible_agents) if b is not None]
+
+    def _turn(self) -> int:
+        return max((b.turn for b in self._battles()), default=0)
+
+    def _observe(self, name: str) -> Any:
+        battle = self.battle(name)
+        assert battle is not None
+        return self.agent_objects[name].makeObs(battle)
+
+    def _needs_action(self, name: str) -> bool:
+        return not self._over and self.session.seats[name].state is SeatState.NEEDS_ACTION
+
+    def _mask(self, name: str) -> np.ndarray | None:
+        space = self.action_spaces[name]
+        size = int(space.n) if isinstance(space, gymnasium.spaces.Discrete) else None
+        if not self._needs_action(name):
+            return np.zeros(size, dtype=np.int8) if size else None
+        battle = self.battle(name)
+        assert battle is not None
+        mask = self.agent_objects[name].action_mask(battle)
+        if mask is None and size:
+            mask = np.ones(size, dtype=np.int8)
+        return mask
+
+    def _info(self, name: str, invalid: dict[str, bool]) -> dict[str, Any]:
+        battle = self.battle(name)
+        assert battle is not None
+        needs = self._needs_action(name)
+        return {
+            "needs_action": needs,
+            "team_preview": needs and bool(battle.teampreview),
+            "action_mask": self._mask(name),
+            "invalid_action": invalid.get(name, False),
+            "turn": battle.turn,
+            "battle_tag": battle.battle_tag,
+            "end_reason": self.end_reason,
+        }
+
+    @staticmethod
+    def _masks(infos: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return {p: info["action_mask"] for p, info in infos.items()}
+
+    # -- render and close -----------------------------------------------------------------------
+
+    def render(self, mode: str | None = None) -> str | None:
+        """Text view: the turn, both sides' HP, the active Pokémon's moves with PP (G-5)."""
+        from center.env.render import render_battle
+
+        mode = mode or self.render_mode or "human"
+        battle = self.battle(PLAYERS[0]) if self._session is not None else None
+        text = render_battle(battle) if battle is not None else "(no battle)"
+        if mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Forfeit a running battle, disconnect the players and stop a server this env started."""
+        if self._closed:
+            return
+        try:
+            if self._session is not None:
+                self._session.close()
+        finally:
+            self._closed = True
+            self.agents = []
+            if self._owned_server is not None:
+                self._owned_server.stop()
+                self._owned_server = None
+
+    def __enter__(self) -> PokemonEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,38 @@
+"""Text rendering of a battle from one player's view (G-5): turn, both sides' HP, active moves' PP."""
+
+from __future__ import annotations
+
+from poke_env.battle import AbstractBattle, Pokemon
+
+from edge.maple.battle_view import move_slots, request_party
+
+
+def _mon(mon: Pokemon, own: bool) -> str:
+    mark = "*" if mon.active else " "
+    if mon.fainted:
+        hp = "fainted"
+    elif own and mon.max_hp:
+        hp = f"{mon.current_hp}/{mon.max_hp} HP"
+    else:
+        hp = f"{round(mon.current_hp_fraction * 100)}% HP"
+    status = f" {mon.status.name}" if mon.status is not None else ""
+    return f"  {mark}{mon.species:<18} {hp}{status}"
+
+
+def render_battle(battle: AbstractBattle) -> str:
+    """A few lines describing ``battle`` as its player sees it."""
+    lines = [
+        f"{battle.battle_tag}  turn {battle.turn}" + ("  (finished)" if battle.finished else "")
+    ]
+    lines.append(f" {battle.player_username or 'player'} (you):")
+    lines += [_mon(mon, True) for mon in request_party(battle)]  # the Pokémon brought
+    lines.append(f" {battle.opponent_username or 'opponent'}:")
+    lines += [_mon(mon, False) for mon in battle.opponent_team.values()]
+    active = battle.active_pokemon
+    if active is not None:
+        moves = []
+        for move in move_slots(battle):
+            if move is not None:
+                moves.append(f"{move.id} {move.current_pp}/{move.max_pp} PP")
+        lines.append(" moves: " + ", ".join(moves))
+    return "\n".join(lines)

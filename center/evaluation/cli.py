@@ -1,0 +1,423 @@
+"""The center's command lines: ``sep_main`` (sides on edges) and ``sep_eval`` (sides in-process).
+
+Both have the ASRCAISim1 shape::
+
+    sep_main BLUE RED [-n N] [-l LOG_DIR] [--format F] [--seed S] [--concurrency K] ...
+    sep_main --league [ID ...] ...
+
+Rerunning the same command on the same LOG_DIR resumes: finished battles are skipped. User mistakes
+(unknown candidate, bad file, invalid team, conflicting rerun) are one line on stderr and exit 2;
+battles that could not be played (the center's own failures) exit 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+from center.errors import CenterError, ConfigError
+from center.evaluation.match import MatchSettings, RunSummary, SideSource, run_battles
+from center.evaluation.results import (
+    BattleRecord,
+    ResultsWriter,
+    RunConfig,
+    load_records,
+    open_run,
+    pending,
+)
+from center.evaluation.side_guard import Budget
+from center.evaluation.standings import format_standings, write_standings
+from edge.errors import EdgeError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
+RANDOM_TEAM_MARKERS = ("random", "factory", "challengecup", "hackmons")
+
+
+def needs_teams(battle_format: str) -> bool:
+    """Whether players must bring a team in ``battle_format`` (random and factory formats don't)."""
+    return not any(marker in battle_format for marker in RANDOM_TEAM_MARKERS)
+
+
+def validate_teams(teams: dict[str, str | None], battle_format: str) -> None:
+    """Check every candidate's team with Showdown's own validator, before any battle."""
+    from center.showdown.server import validate_team
+
+    if not needs_teams(battle_format):
+        return
+    for model_id, team in teams.items():
+        if not team:
+            raise ConfigError(f"candidate {model_id!r} has no team, and {battle_format} needs one")
+        problems = validate_team(team, battle_format)
+        if problems:
+            raise ConfigError(
+                f"candidate {model_id!r}: Showdown rejects its team for {battle_format}: "
+                + " ".join(problems)
+            )
+
+
+def default_log_dir(league: bool, ids: tuple[str, ...], battle_format: str) -> Path:
+    """A LOG_DIR derived from the command, so that rerunning it resumes by default."""
+    if league:
+        return Path("runs") / f"league-{battle_format}"
+    return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
+
+
+class _Progress:
+    """A tqdm progress bar with the latest result, on stderr."""
+
+    def __init__(self, total: int, done: int, quiet: bool) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total,
+            initial=done,
+            unit="battle",
+            disable=quiet,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
+
+    def __call__(self, record: BattleRecord | None) -> None:
+        if record is not None:
+            self.bar.set_postfix_str(
+                f"{record.blue} vs {record.red}: {record.winner.value} ({record.end_reason})",
+                refresh=False,
+            )
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options sep_main and sep_eval share (see :func:`common_options`)."""
+
+    ids: tuple[str, ...]
+    league: bool
+    n: int
+    log_dir: Path | None
+    battle_format: str
+    seed: int | None
+    concurrency: int
+    candidates: Path
+    decision_time: float
+    bank: float
+    call_cap: float
+    max_turns: int
+    server_url: str | None
+    quiet: bool
+    verbose: int
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+
+
+def run_command(
+    opts: RunOptions,
+    *,
+    all_ids: list[str],
+    teams: dict[str, str | None],
+    make_source: Callable[[], SideSource],
+) -> None:
+    """What sep_main and sep_eval do once their sides are known."""
+    from center.showdown.server import SHOWDOWN_VERSION, ShowdownServer
+
+    league, battle_format, budget = opts.league, opts.battle_format, opts.budget
+    if league:
+        chosen = tuple(opts.ids) or tuple(all_ids)
+        if len(chosen) < 2:
+            raise ConfigError("a league needs at least two candidates")
+    else:
+        if len(opts.ids) != 2:
+            raise click.UsageError("give BLUE and RED, or --league [ID ...]")
+        chosen = opts.ids
+    unknown = [i for i in chosen if i not in all_ids]
+    if unknown:
+        raise ConfigError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(all_ids)}")
+    validate_teams({i: teams.get(i) for i in chosen}, battle_format)
+    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format)
+    mode: Literal["match", "league"] = "league" if league else "match"
+    with ResultsWriter(log_dir) as writer:
+        run = open_run(
+            log_dir,
+            RunConfig(
+                mode,
+                chosen,
+                opts.n,
+                battle_format,
+                opts.seed,
+                extra={
+                    "decision_time": budget.decision_time,
+                    "bank": budget.bank,
+                    "max_turns": opts.max_turns,
+                },
+            ),
+        )
+        schedule = run.schedule()
+        todo = pending(schedule, log_dir)
+        if not opts.quiet:
+            click.echo(
+                f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done), "
+                f"{battle_format}, seed {run.seed}, {opts.concurrency} at a time, results in {log_dir}",
+                err=True,
+            )
+        summary = RunSummary([], [])
+        if todo:
+            server = ShowdownServer.find_or_start(opts.server_url)
+            progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
+            try:
+                settings = MatchSettings(
+                    battle_format,
+                    Path(log_dir),
+                    budget,
+                    opts.max_turns,
+                    showdown_version=SHOWDOWN_VERSION,
+                )
+                summary = run_battles(
+                    todo,
+                    make_source(),
+                    settings,
+                    writer,
+                    server=server,
+                    concurrency=opts.concurrency,
+                    on_done=progress,
+                )
+            finally:
+                progress.close()
+                server.stop()
+    records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
+    standings = write_standings(records, log_dir, candidates=chosen)
+    click.echo(format_standings(standings))
+    click.echo(
+        f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
+        f"{Path(log_dir) / 'standings.csv'}; replays and raw logs in {Path(log_dir) / 'replays'} "
+        f"and {Path(log_dir) / 'logs'}"
+    )
+    if summary.failed:
+        for scheduled, why in summary.failed:
+            click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
+        raise SystemExit(1)
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by sep_main and sep_eval."""
+    options = [
+        click.argument("ids", nargs=-1),
+        click.option(
+            "--league", is_flag=True, help="Round robin over IDS (all candidates when none)."
+        ),
+        click.option(
+            "-n",
+            "--battles",
+            "n",
+            type=click.IntRange(1),
+            default=10,
+            show_default=True,
+            help="Battles per pair (sides alternate in a league).",
+        ),
+        click.option(
+            "-l",
+            "--log-dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Results folder; rerunning on it resumes. [default: runs/<derived from the command>]",
+        ),
+        click.option("--format", "battle_format", default="gen9bssfactory", show_default=True),
+        click.option(
+            "--seed",
+            type=int,
+            default=None,
+            help="Base seed of the schedule (default: random, kept in run.json).",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(1, 64),
+            default=DEFAULT_CONCURRENCY,
+            show_default=True,
+            help="Battles played at the same time.",
+        ),
+        click.option(
+            "--candidates",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=Path("candidates.json"),
+            show_default=True,
+        ),
+        click.option(
+            "--decision-time",
+            type=click.FloatRange(0.01),
+            default=2.0,
+            show_default=True,
+            help="Free seconds per decision.",
+        ),
+        click.option(
+            "--bank",
+            type=click.FloatRange(0.0),
+            default=30.0,
+            show_default=True,
+            help="Overage seconds per side and battle; running dry forfeits.",
+        ),
+        click.option(
+            "--call-cap",
+            type=click.FloatRange(0.01),
+            default=10.0,
+            show_default=True,
+            help="Longest wait for one call beyond the free time; then a default move.",
+        ),
+        click.option(
+            "--max-turns",
+            type=click.IntRange(1),
+            default=300,
+            show_default=True,
+            help="A battle past this many turns ends as a tie.",
+        ),
+        click.option(
+            "--server",
+            "server_url",
+            default=None,
+            help="URL of a running Showdown server (default: find or start the local one).",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
+    ]
+
+    @functools.wraps(fn)
+    def with_run_options(**kwargs: Any) -> Any:
+        shared = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(RunOptions)}
+        return fn(RunOptions(**shared), **kwargs)
+
+    command: Callable[..., Any] = with_run_options
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def setup_logging(verbose: int) -> None:
+    """The CLI (not the library) decides what is printed."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def _sigterm_as_interrupt() -> None:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def guarded(run: Callable[[], None]) -> None:
+    """Run ``run``, turning user mistakes into one line and exit 2."""
+    _sigterm_as_interrupt()
+    try:
+        run()
+    except (CenterError, EdgeError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        click.echo("interrupted; rerun the same command to resume", err=True)
+        raise SystemExit(130) from None
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+def sep_eval(opts: RunOptions) -> None:
+    """Battles between candidates whose modules run in this process (no edges).
+
+    For development: the same options and outputs as sep_main, without isolation.
+    """
+    setup_logging(opts.verbose)
+
+    def run() -> None:
+        from center.evaluation.in_process import InProcessSource
+
+        source = InProcessSource(opts.candidates)
+        run_command(
+            opts,
+            all_ids=list(source.candidates),
+            teams={i: c.team for i, c in source.candidates.items()},
+            make_source=lambda: source,
+        )
+
+    guarded(run)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sep_config.json"),
+    show_default=True,
+    help="Where the blue and red edges listen.",
+)
+@click.option(
+    "--edge-wait",
+    type=click.FloatRange(0.0),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for an edge that is down before a battle, then forfeit (DISCONNECT).",
+)
+def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
+    """Battles between candidates served by the blue and red edges (sep_edge).
+
+    The center imports no user module: it names the model, the edge of each side runs it. With a
+    league, sides alternate, so both edges must serve every candidate of the league.
+    """
+    setup_logging(opts.verbose)
+    ids, league, candidates = opts.ids, opts.league, opts.candidates
+
+    def run() -> None:
+        from center.evaluation.edge_source import EdgeSource
+        from center.isolation.edge_client import EdgeClient
+        from edge.contract.user_module import load_candidates
+        from edge.wire.keys import center_curve_from_config
+        from edge.wire.sep_config import SIDES, load_sep_config
+
+        known = load_candidates(candidates)  # data only: ids and teams, no import
+        sources: list[EdgeSource] = []
+
+        def make_source() -> SideSource:
+            config = load_sep_config(config_path)
+            clients = {}
+            for side in SIDES:
+                curve = center_curve_from_config(config.data, side, config.base_dir)
+                clients[side] = EdgeClient(
+                    config.endpoint(side),
+                    server_public_key=curve[0] if curve else None,
+                    client_keys=curve[1] if curve else None,
+                )
+            source = EdgeSource(clients, candidates, edge_wait=edge_wait)
+            sources.append(source)
+            if league:
+                everyone = list(ids) or list(known)
+                source.check_edges({"blue": everyone, "red": everyone})
+            else:
+                source.check_edges({"blue": [ids[0]], "red": [ids[1]]})
+            return source
+
+        try:
+            run_command(
+                opts,
+                all_ids=list(known),
+                teams={i: c.team for i, c in known.items()},
+                make_source=make_source,
+            )
+        finally:
+            for source in sources:
+                source.close()
+
+    guarded(run)

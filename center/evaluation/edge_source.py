@@ -1,0 +1,139 @@
+"""EdgeSource: each battle's sides as delegators to the blue and red edges (``sep_main``).
+
+The center reads ``candidates.json`` only as data (ids and teams) and imports no user module: the
+edge that plays a side resolves the model id from its own candidates.json.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from center.errors import CallTimeout, ConfigError, EdgeCallError, SideDisconnected
+from center.evaluation.in_process import failed_side
+from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.side_guard import (
+    Budget,
+    SideGuard,
+    check_space_size,
+)
+from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator, RemoteUserError
+from center.isolation.edge_client import EdgeClient
+from edge.contract.user_module import Candidate, load_candidates
+from edge.wire.protocol import InstanceConfig
+
+logger = logging.getLogger(__name__)
+
+
+class EdgeSource:
+    """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient."""
+
+    def __init__(
+        self,
+        clients: dict[str, EdgeClient],
+        candidates_path: str | Path,
+        *,
+        edge_wait: float = 60.0,
+    ) -> None:
+        self.clients = clients
+        self.edge_wait = edge_wait
+        self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
+        self._sessions: dict[int, EdgeSession] = {}
+
+    def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
+        """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
+
+        ``models`` maps a side to its model ids: in a match, blue needs only BLUE and red only RED
+        (a participant's edge may serve just its own model); in a league, both need all.
+        """
+        for side, client in self.clients.items():
+            model_ids = models.get(side, [])
+            try:
+                hello = client.hello(timeout)
+            except EdgeCallError as exc:
+                raise ConfigError(
+                    f"cannot reach the {side} edge at {client.address}: {exc}"
+                ) from exc
+            if hello.side != side:
+                raise ConfigError(
+                    f"the edge at {client.address} is the {hello.side} edge, not {side}"
+                )
+            missing = sorted(set(model_ids) - set(hello.models))
+            if missing:
+                raise ConfigError(
+                    f"the {side} edge at {client.address} does not serve {', '.join(missing)} "
+                    "(check its candidates.json)"
+                )
+
+    def open_side(
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
+    ) -> SideGuard:
+        player = "player_0" if side == "blue" else "player_1"
+        config = InstanceConfig(side, player, battle_format, battle.seed)
+        client = self.clients[side]
+        try:
+            try:
+                session = EdgeSession(client, model_id, config, username)
+            except (SideDisconnected, CallTimeout):
+                # An edge that is down before the battle: wait (bounded) for it to come back
+                # rather than forfeit every battle of the league in a second.
+                if not self.wait_for_edge(side):
+                    raise
+                session = EdgeSession(client, model_id, config, username)
+        except (SideDisconnected, CallTimeout) as exc:
+            return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
+        except RemoteUserError as exc:
+            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+        try:
+            check_space_size(session.observation_space, "observation_space")
+            check_space_size(session.action_space, "action_space")
+        except ValueError as exc:
+            session.close()
+            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+        guard = SideGuard(
+            AgentDelegator(session),
+            PolicyDelegator(session),
+            session.agent_full_name,
+            budget,
+            in_process=False,
+        )
+        guard.output = lambda: "".join(session.output)
+        self._sessions[id(guard)] = session
+        return guard
+
+    def wait_for_edge(self, side: str) -> bool:
+        """Wait up to ``edge_wait`` seconds for the ``side`` edge to answer again."""
+        client = self.clients[side]
+        logger.warning(
+            "the %s edge at %s does not answer; waiting up to %.0fs for it",
+            side,
+            client.address,
+            self.edge_wait,
+        )
+        deadline = time.monotonic() + self.edge_wait
+        while time.monotonic() < deadline:
+            if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
+                logger.warning("the %s edge is back", side)
+                return True
+            time.sleep(0.5)  # a ping can fail at once (e.g. a refused handshake): don't spin
+        return False
+
+    def close_side(self, guard: SideGuard) -> None:
+        guard.close()
+        session = self._sessions.pop(id(guard), None)
+        if session is not None:
+            session.close()
+
+    def team(self, model_id: str) -> str | None:
+        return self.candidates[model_id].team
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()

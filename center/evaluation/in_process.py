@@ -1,0 +1,96 @@
+"""InProcessSource: sides built from user modules imported into the center (``sep_eval``).
+
+For development and trusted code only: the user's code runs in this process, under the same
+budgets and statuses as through an edge, but nothing isolates the center from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.side_guard import Budget, SideGuard, check_space_size
+from edge.contract.agent import Agent
+from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import Candidate, UserModel, load_candidates
+
+logger = logging.getLogger(__name__)
+
+
+class InProcessSource:
+    """Each battle's sides from ``candidates.json``: a fresh Agent and a private policy per battle."""
+
+    def __init__(self, candidates_path: str | Path) -> None:
+        self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
+        self._models: dict[str, UserModel] = {}
+        self._lock = threading.Lock()
+
+    def model(self, model_id: str) -> UserModel:
+        """The candidate's loaded module (cached: heavy weights load once)."""
+        with self._lock:
+            if model_id not in self._models:
+                self._models[model_id] = UserModel(self.candidates[model_id])
+            return self._models[model_id]
+
+    def open_side(
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
+    ) -> SideGuard:
+        model = self.model(model_id)
+        player = "player_0" if side == "blue" else "player_1"
+        config = {
+            "side": side,
+            "player": player,
+            "battle_format": battle_format,
+            "seed": battle.seed,
+        }
+        try:
+            agent = model.make_agent(config)
+            check_space_size(agent.observation_space, "observation_space")
+            check_space_size(agent.action_space, "action_space")
+            policy = model.new_policy()
+            name = model.agent_full_name(policy)
+            return SideGuard(agent, policy, name, budget, in_process=True)
+        except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
+            return failed_side(model_id, budget, SideStatus.ERROR, f"{type(exc).__name__}: {exc}")
+
+    def close_side(self, guard: SideGuard) -> None:
+        guard.close()
+
+    def team(self, model_id: str) -> str | None:
+        return self.candidates[model_id].team
+
+
+class _NoAgent(Agent):
+    """Stands in for an Agent that could not be built; its side forfeits at once."""
+
+    def __init__(self) -> None:
+        super().__init__({}, {})
+        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(11)
+
+    def makeObs(self, battle: Any) -> np.ndarray:
+        return np.zeros(1, np.float32)
+
+    def deploy(self, battle: Any, action: Any) -> str:
+        return "/choose default"
+
+
+def failed_side(model_id: str, budget: Budget, status: SideStatus, detail: str) -> SideGuard:
+    """A side that has already failed (so the battle is recorded as its forfeit)."""
+    guard = SideGuard(
+        _NoAgent(), StandalonePolicy(), f"{model_id}:{model_id}:none", budget, in_process=True
+    )
+    guard.fail(status, f"setting up {model_id}: {detail}")
+    return guard

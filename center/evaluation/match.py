@@ -1,0 +1,340 @@
+"""Playing scheduled battles between candidates and recording them.
+
+:func:`play_battle` plays one battle in a :class:`PokemonEnv` between two :class:`SideGuard`-wrapped
+sides and returns its :class:`BattleRecord` after writing the replay and the raw protocol log.
+:func:`run_battles` plays a list of scheduled battles K at a time (one PokemonEnv per worker thread,
+reused from battle to battle), appending each record to battles.csv as it finishes.
+
+Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
+or delegators talking to edges (``sep_main``). A battle that fails because of the center's own
+infrastructure (Showdown died, no battle could be started) is not recorded, so a rerun replays it;
+what a side does wrong is always recorded, with its status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from center.env import frames
+from center.env.pokemon_env import PLAYERS, PokemonEnv
+from center.errors import CenterError
+from center.evaluation.results import (
+    BattleRecord,
+    ResultsWriter,
+    ScheduledBattle,
+    SideStatus,
+    log_relpath,
+    replay_relpath,
+    software_versions,
+    utc_now,
+)
+from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
+
+logger = logging.getLogger(__name__)
+
+SIDE_OF = {"player_0": "blue", "player_1": "red"}
+
+
+class SideSource(Protocol):
+    """Provides each battle's sides: a guarded Agent and Policy for a candidate on a side."""
+
+    def open_side(
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        battle_format: str,
+        budget: Budget,
+        username: str,
+    ) -> SideGuard:
+        """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard).
+
+        ``username`` is the Showdown name of the center's player for that side (an edge's replica
+        battle needs it to tell its own side from the opponent's).
+        """
+        ...
+
+    def close_side(self, guard: SideGuard) -> None:
+        """Release what ``open_side`` acquired for the battle."""
+        ...
+
+    def team(self, model_id: str) -> str | None:
+        """The candidate's team text, for formats where teams are brought."""
+        ...
+
+
+class InfrastructureError(CenterError):
+    """A battle could not be played because of the center's own side (not recorded)."""
+
+
+@dataclass(frozen=True)
+class MatchSettings:
+    """How battles are played and where their files go."""
+
+    battle_format: str
+    log_dir: Path
+    budget: Budget = field(default_factory=Budget)
+    max_turns: int = 300
+    showdown_version: str = ""
+
+
+def play_battle(
+    env: PokemonEnv,
+    scheduled: ScheduledBattle,
+    sides: dict[str, SideGuard],
+    settings: MatchSettings,
+) -> BattleRecord:
+    """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record."""
+    started_at, start = utc_now(), time.perf_counter()
+    budget = settings.budget
+    observations, infos = env.reset(seed=scheduled.seed)
+    rewards: dict[str, Any] = dict.fromkeys(PLAYERS, 0.0)
+    retries = dict.fromkeys(PLAYERS, 0)
+    invalid = dict.fromkeys(PLAYERS, 0)
+    forfeited: str | None = None
+    while env.agents:
+        forfeited = _first_fatal(sides)
+        if forfeited:
+            break
+        actions = {}
+        for p in env.agents:
+            if not infos[p]["needs_action"]:
+                continue
+            if retries[p] >= budget.max_invalid_retries:
+                actions[p] = DEFAULT_ACTION
+            else:
+                actions[p] = sides[p].act(observations[p], float(rewards[p]), False, infos[p])
+        forfeited = _first_fatal(sides)
+        if forfeited:
+            break
+        observations, rewards, _, _, infos = env.step(actions)
+        for p, info in infos.items():
+            if info["invalid_action"]:
+                invalid[p] += 1
+                retries[p] += 1
+                sides[p].stats.note(SideStatus.INVALID)
+            elif p in actions:
+                retries[p] = 0
+    if forfeited is None and env.end_reason in ("disconnect", "step_timeout"):
+        raise InfrastructureError(f"{scheduled.battle_id}: Showdown failed ({env.end_reason})")
+    if forfeited is not None:
+        env.forfeit(forfeited, reason=sides[forfeited].stats.status.value.lower())
+    for p in PLAYERS:
+        if forfeited is None:
+            sides[p].finish(observations.get(p), float(rewards.get(p, 0.0)), infos.get(p, {}))
+    return _record(env, scheduled, sides, settings, forfeited, invalid, started_at, start)
+
+
+def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
+    for p in PLAYERS:
+        if sides[p].fatal is not None:
+            return p
+    return None
+
+
+def _record(
+    env: PokemonEnv,
+    scheduled: ScheduledBattle,
+    sides: dict[str, SideGuard],
+    settings: MatchSettings,
+    forfeited: str | None,
+    invalid: dict[str, int],
+    started_at: str,
+    start: float,
+) -> BattleRecord:
+    blue_battle, red_battle = env.battle("player_0"), env.battle("player_1")
+    assert blue_battle is not None and red_battle is not None
+    if forfeited is not None:
+        both_failed = all(sides[p].fatal is not None for p in PLAYERS)
+        winner = "none" if both_failed else ("red" if forfeited == "player_0" else "blue")
+        end_reason = sides[forfeited].stats.status.value.lower()
+    elif env.end_reason == "win":
+        winner = "blue" if blue_battle.won else "red"
+        end_reason = "win"
+    else:
+        winner, end_reason = "tie", env.end_reason or "tie"
+    replay = replay_relpath(scheduled.battle_id)
+    log = log_relpath(scheduled.battle_id)
+    _write_replay(blue_battle, settings.log_dir / replay)
+    _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
+    for p in PLAYERS:
+        printed = sides[p].output()
+        if printed:  # what the side's code printed, as captured (and capped) on its edge
+            out = (settings.log_dir / log).with_suffix(f".{SIDE_OF[p]}.out")
+            out.write_text(printed, encoding="utf-8")
+    stats = {SIDE_OF[p]: sides[p].stats for p in PLAYERS}
+    versions = software_versions(settings.showdown_version)
+    return BattleRecord(
+        battle_id=scheduled.battle_id,
+        blue=scheduled.blue,
+        red=scheduled.red,
+        winner=winner,  # type: ignore[arg-type]
+        end_reason=end_reason,
+        turns=max(blue_battle.turn, red_battle.turn),
+        duration_s=time.perf_counter() - start,
+        blue_status=stats["blue"].status,
+        red_status=stats["red"].status,
+        seed=scheduled.seed,
+        format=settings.battle_format,
+        replay=replay,
+        blue_decisions=stats["blue"].decisions,
+        red_decisions=stats["red"].decisions,
+        blue_decision_ms_mean=_mean(stats["blue"].decision_ms),
+        blue_decision_ms_max=max(stats["blue"].decision_ms, default=0.0),
+        red_decision_ms_mean=_mean(stats["red"].decision_ms),
+        red_decision_ms_max=max(stats["red"].decision_ms, default=0.0),
+        blue_invalid=invalid["player_0"] + stats["blue"].invalid,
+        red_invalid=invalid["player_1"] + stats["red"].invalid,
+        blue_timeouts=stats["blue"].timeouts,
+        red_timeouts=stats["red"].timeouts,
+        started_at=started_at,
+        finished_at=utc_now(),
+        log=log,
+        **versions,
+    )
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else 0.0
+
+
+def _write_replay(battle: Any, path: Path) -> None:
+    try:
+        battle.save_replay(path)
+    except Exception as exc:  # a replay is a convenience; never lose the result over it
+        logger.warning("could not write replay %s: %r", path, exc)
+
+
+def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
+    """Every raw frame each side received, in order, as JSON lines {side, i, frame}."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for side, battle in battles.items():
+            for i, frame in enumerate(frames.frames_of(battle) or []):
+                out.write(json.dumps({"side": side, "i": i, "frame": frame}) + "\n")
+
+
+# -- many battles ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_battles` did."""
+
+    played: list[BattleRecord]
+    failed: list[tuple[ScheduledBattle, str]]
+
+
+def run_battles(
+    schedule: Sequence[ScheduledBattle],
+    source: SideSource,
+    settings: MatchSettings,
+    writer: ResultsWriter,
+    *,
+    server: Any,
+    concurrency: int = 2,
+    on_done: Callable[[BattleRecord | None], None] | None = None,
+    retries: int = 1,
+) -> RunSummary:
+    """Play ``schedule`` K at a time, appending each record to ``writer`` as it finishes."""
+    jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
+    for scheduled in schedule:
+        jobs.put((scheduled, 0))
+    played: list[BattleRecord] = []
+    failed: list[tuple[ScheduledBattle, str]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker(index: int) -> None:
+        env = PokemonEnv(
+            settings.battle_format,
+            server=server,
+            max_turns=settings.max_turns,
+            username_prefix=f"sep{index}",
+        )
+        try:
+            while not stop.is_set():
+                try:
+                    scheduled, attempt = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                record = None
+                try:
+                    record = _play_one(env, scheduled, source, settings)
+                    writer.write(record)
+                    with lock:
+                        played.append(record)
+                except InfrastructureError as exc:
+                    logger.warning("%s; attempt %d", exc, attempt + 1)
+                    if attempt < retries:
+                        jobs.put((scheduled, attempt + 1))
+                        continue
+                    with lock:
+                        failed.append((scheduled, str(exc)))
+                except Exception as exc:
+                    logger.exception("battle %s failed", scheduled.battle_id)
+                    with lock:
+                        failed.append((scheduled, f"{type(exc).__name__}: {exc}"))
+                if on_done is not None:
+                    on_done(record)
+        finally:
+            env.close()
+
+    threads = [
+        threading.Thread(target=worker, args=(i,), name=f"battle-{i}", daemon=True)
+        for i in range(max(1, min(concurrency, len(schedule))))
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.5)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    return RunSummary(played, failed)
+
+
+def _play_one(
+    env: PokemonEnv, scheduled: ScheduledBattle, source: SideSource, settings: MatchSettings
+) -> BattleRecord:
+    names = {"player_0": scheduled.blue, "player_1": scheduled.red}
+    sides: dict[str, SideGuard] = {}
+    try:
+        usernames = env.usernames()
+        for p in PLAYERS:
+            sides[p] = source.open_side(
+                names[p],
+                SIDE_OF[p],
+                scheduled,
+                settings.battle_format,
+                settings.budget,
+                usernames[p],
+            )
+        env.set_agents(
+            {p: sides[p].agent for p in PLAYERS},
+            teams={p: source.team(names[p]) for p in PLAYERS},
+        )
+        try:
+            return play_battle(env, scheduled, sides, settings)
+        except InfrastructureError:
+            raise
+        except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle
+            raise InfrastructureError(f"{scheduled.battle_id}: {exc}") from exc
+    finally:
+        for guard in sides.values():
+            try:
+                source.close_side(guard)
+            except Exception as exc:
+                logger.warning("closing a side of %s: %r", scheduled.battle_id, exc)

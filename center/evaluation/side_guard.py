@@ -1,0 +1,478 @@
+"""SideGuard: one side's Agent and Policy behind deadlines, counters and statuses.
+
+Every call into a side's code (``makeObs``, ``policy.step``, ``deploy``), in-process or on an edge,
+runs under a budget in the manner of Kaggle environments and Lux AI:
+
+- a *decision* (the user calls between two orders) may take ``decision_time`` seconds for free;
+- beyond that, time is drawn from the side's ``bank`` of overage;
+- one call waits at most ``decision_time`` left + ``min(bank, call_cap)``. A call that does not
+  answer by then is a **timeout**: the side plays Showdown's default move, and the time waited is
+  charged to the bank. A bank that runs dry forfeits the battle (status TIMEOUT).
+
+What goes wrong becomes a status, never an exception in the match loop: an exception in user code
+forfeits the battle (ERROR); a lost edge forfeits it (DISCONNECT); an illegal action or observation
+is counted (INVALID) and the environment penalizes it and asks again, up to a bound, then plays the
+default move. The guard's ``agent`` has exactly the Agent interface, so PokemonEnv cannot tell.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import gymnasium
+import numpy as np
+from poke_env.battle import AbstractBattle
+from poke_env.player import BattleOrder
+
+from center.errors import CallTimeout, SideDisconnected
+from center.evaluation.results import SideStatus
+from edge.contract.agent import Agent, Order
+from edge.contract.policy import StandalonePolicy
+from edge.errors import InvalidActionError
+from edge.maple.action_helper import team_order, team_size
+from edge.wire.protocol import space_from_wire, space_to_wire
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: The action a guard hands the environment when the side must play Showdown's default move.
+DEFAULT_ACTION = "__default__"
+#: The action a guard hands the environment for an action outside the side's action space.
+INVALID_ACTION = "__invalid__"
+
+_SEVERITY = {
+    SideStatus.OK: 0,
+    SideStatus.INVALID: 1,
+    SideStatus.TIMEOUT: 2,
+    SideStatus.ERROR: 3,
+    SideStatus.DISCONNECT: 4,
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Time limits of one side (seconds) and the bound on illegal-action retries."""
+
+    decision_time: float = 2.0
+    bank: float = 30.0
+    call_cap: float = 10.0
+    max_invalid_retries: int = 3
+
+
+@runtime_checkable
+class SupportsDeadline(Protocol):
+    """A remote stand-in (delegator) that bounds its own calls by ``call_timeout`` seconds."""
+
+    call_timeout: float
+
+
+class DeadlineRunner:
+    """Runs in-process user calls on a daemon worker thread and waits with a deadline.
+
+    A call that overruns is abandoned with its thread (Python cannot stop a thread); the next call
+    gets a fresh worker, so one stuck call never blocks the side's later calls or the center's exit.
+    :meth:`close` lets an idle worker exit.
+    """
+
+    _STOP: Any = object()
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] | None = None
+        self._replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def _start(self) -> queue.SimpleQueue[Any]:
+        jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        replies = self._replies
+
+        def work() -> None:
+            while True:
+                fn = jobs.get()
+                if fn is DeadlineRunner._STOP:
+                    return
+                try:
+                    replies.put((True, fn()))
+                except BaseException as exc:
+                    replies.put((False, exc))
+
+        threading.Thread(target=work, name="user-code", daemon=True).start()
+        return jobs
+
+    def call(self, fn: Callable[[], T], timeout: float) -> T:
+        if self._jobs is None:
+            self._jobs = self._start()
+        self._jobs.put(fn)
+        try:
+            ok, value = self._replies.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            # Abandon the stuck worker, and give the next worker its own reply queue so the
+            # stuck call's late answer can never be taken for a later call's.
+            self._jobs.put(DeadlineRunner._STOP)
+            self._jobs = None
+            self._replies = queue.SimpleQueue()
+            raise CallTimeout(f"no answer within {timeout:.3f}s") from None
+        if ok:
+            return value
+        raise value
+
+    def close(self) -> None:
+        """Let the worker thread exit once it is idle."""
+        if self._jobs is not None:
+            self._jobs.put(DeadlineRunner._STOP)
+            self._jobs = None
+
+
+@dataclass
+class SideStats:
+    """What happened to one side during one battle."""
+
+    decisions: int = 0
+    decision_ms: list[float] = field(default_factory=list)
+    invalid: int = 0
+    timeouts: int = 0
+    fatal: SideStatus | None = None
+    detail: str = ""
+    worst: SideStatus = SideStatus.OK
+
+    def note(self, status: SideStatus) -> None:
+        if _SEVERITY[status] > _SEVERITY[self.worst]:
+            self.worst = status
+
+    @property
+    def status(self) -> SideStatus:
+        return self.fatal or self.worst
+
+
+class SideGuard:
+    """Wraps one side's Agent and Policy for one battle (see the module docstring)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        policy: StandalonePolicy,
+        agent_full_name: str,
+        budget: Budget,
+        *,
+        in_process: bool,
+        classify: Callable[[BaseException], SideStatus] | None = None,
+    ) -> None:
+        self.inner_agent = agent
+        self.policy = policy
+        self.agent_full_name = agent_full_name
+        self.budget = budget
+        self.bank = budget.bank
+        self.stats = SideStats()
+        self._runner = DeadlineRunner() if in_process else None
+        self._deadline_targets = [
+            t for t in (agent, policy) if not in_process and isinstance(t, SupportsDeadline)
+        ]
+        self._classify = classify or (lambda exc: SideStatus.ERROR)
+        self._used = 0.0  # seconds used by the decision in progress
+        #: what the side's code printed (captured on its edge), if the source provides it
+        self.output: Callable[[], str] = lambda: ""
+        self._must_default = False
+        self.agent = _GuardedAgent(self)
+
+    # -- calls under the budget -----------------------------------------------------------------
+
+    def _deadline(self) -> float:
+        free = max(self.budget.decision_time - self._used, 0.0)
+        return free + max(min(self.bank, self.budget.call_cap), 0.0)
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
+        timeout = self._deadline()
+        start = time.perf_counter()
+        try:
+            if self._runner is not None:
+                return self._runner.call(fn, timeout)
+            for target in self._deadline_targets:
+                target.call_timeout = timeout
+            return fn()
+        except CallTimeout as exc:
+            # Only our own deadline (the runner's, or a delegator's mapped EdgeTimeout) is a
+            # timeout: a TimeoutError raised by user code is an error, as it is on an edge.
+            self.stats.timeouts += 1
+            self.stats.note(SideStatus.TIMEOUT)
+            raise CallTimeout(f"{what}: {exc}") from exc
+        finally:
+            self._used += time.perf_counter() - start
+
+    def fail(self, status: SideStatus, detail: str) -> None:
+        """Mark the side as failed (the battle is forfeited for it)."""
+        self._fail(status, detail)
+
+    def _fail(self, status: SideStatus, detail: str) -> None:
+        if self.stats.fatal is None:
+            self.stats.fatal = status
+            self.stats.detail = detail[:2000]
+            logger.info("%s: %s (%s)", self.agent_full_name, status.value, detail[:200])
+        self.stats.note(status)
+
+    def _handle(self, what: str, exc: BaseException) -> None:
+        """Turn an exception from a call into the side's status."""
+        if isinstance(exc, SideDisconnected):
+            self._fail(SideStatus.DISCONNECT, f"{what}: {exc}")
+        elif isinstance(exc, CallTimeout):
+            self._must_default = True
+            self._end_decision()
+        else:
+            self._fail(self._classify(exc), f"{what}: {type(exc).__name__}: {exc}")
+
+    def _end_decision(self) -> None:
+        if self._used <= 0.0:
+            return
+        self.stats.decision_ms.append(self._used * 1e3)
+        over = self._used - self.budget.decision_time
+        if over > 0:
+            self.bank -= over
+            if self.bank <= 0:
+                self._fail(SideStatus.TIMEOUT, f"time bank of {self.budget.bank:.1f}s exhausted")
+        self._used = 0.0
+
+    def close(self) -> None:
+        """Release the side's worker thread (in-process sides)."""
+        if self._runner is not None:
+            self._runner.close()
+
+    @property
+    def fatal(self) -> SideStatus | None:
+        return self.stats.fatal
+
+    # -- the policy, called by the match loop ---------------------------------------------------
+
+    def act(self, observation: Any, reward: float, done: bool, info: dict[str, Any]) -> Any:
+        """The side's action for a decision, or DEFAULT_ACTION / INVALID_ACTION."""
+        if self.fatal is not None or self._must_default:
+            return DEFAULT_ACTION
+        self.stats.decisions += 1
+        space = self.inner_agent.action_space
+        try:
+            action = self._call(
+                "policy.step",
+                lambda: self.policy.step(
+                    observation,
+                    reward,
+                    done,
+                    info,
+                    self.agent_full_name,
+                    self.inner_agent.observation_space,
+                    space,
+                ),
+            )
+        except Exception as exc:
+            self._handle("policy.step", exc)
+            return DEFAULT_ACTION
+        if info.get("team_preview") and _looks_like_team_choice(action):
+            return action
+        if not _contains(space, action):
+            return INVALID_ACTION  # the environment penalizes it and counts it
+        return action
+
+    def finish(self, observation: Any, reward: float, info: dict[str, Any]) -> None:
+        """Tell the policy the episode is over (its answer is ignored; failures are only logged)."""
+        if self.fatal is not None:
+            return
+        try:
+            self._call(
+                "policy.step(done)",
+                lambda: self.policy.step(
+                    observation,
+                    reward,
+                    True,
+                    info,
+                    self.agent_full_name,
+                    self.inner_agent.observation_space,
+                    self.inner_agent.action_space,
+                ),
+            )
+        except Exception as exc:
+            logger.info("%s: final policy.step failed: %r", self.agent_full_name, exc)
+        self._used = 0.0
+
+
+class _GuardedAgent(Agent):
+    """The Agent PokemonEnv sees: the side's Agent behind the guard."""
+
+    def __init__(self, guard: SideGuard) -> None:
+        super().__init__({}, {})
+        self.guard = guard
+        # Plain Gymnasium copies: checking a value never runs a user-defined Space method.
+        self.observation_space = _canonical(guard.inner_agent.observation_space)
+        self.action_space = _canonical(guard.inner_agent.action_space)
+        self._mask: tuple[int, Any] | None = None  # (id(battle), mask) from the last makeObs
+
+    def _safe_observation(self) -> Any:
+        space = self.observation_space
+        if isinstance(space, gymnasium.spaces.Box):
+            return np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
+        return space.sample()
+
+    def makeObs(self, battle: AbstractBattle) -> Any:
+        guard = self.guard
+        guard._must_default = False  # a new observation: an earlier timeout decides nothing here
+        if guard.fatal is not None:
+            return self._safe_observation()
+        inner = guard.inner_agent
+        self._mask = None
+        try:
+            # One guarded call for both: the environment always asks for the mask right after.
+            observation, mask = guard._call(
+                "makeObs", lambda: (inner.makeObs(battle), inner.action_mask(battle))
+            )
+        except Exception as exc:
+            guard._handle("makeObs", exc)
+            return self._safe_observation()
+        self._mask = (id(battle), mask)
+        if not _contains(self.observation_space, observation):
+            guard.stats.invalid += 1
+            guard.stats.note(SideStatus.INVALID)
+            guard._must_default = True
+            return self._safe_observation()
+        return observation
+
+    def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
+        guard = self.guard
+        if guard.fatal is not None or guard._must_default:
+            return None
+        cached, self._mask = self._mask, None
+        if cached is not None and cached[0] == id(battle):
+            mask = cached[1]
+        else:
+            try:
+                mask = guard._call("action_mask", lambda: guard.inner_agent.action_mask(battle))
+            except Exception as exc:
+                guard._handle("action_mask", exc)
+                return None
+        if mask is None:
+            return None
+        try:
+            mask = np.asarray(mask)
+            space = self.action_space
+            if mask.dtype.kind not in "biu" or (
+                isinstance(space, gymnasium.spaces.Discrete) and mask.shape != (int(space.n),)
+            ):
+                return None  # a malformed mask is ignored, not trusted
+            return mask.astype(np.int8)
+        except Exception:  # e.g. a ragged list: ignored as well
+            return None
+
+    def deploy(self, battle: AbstractBattle, action: Any) -> Order:
+        guard = self.guard
+        if isinstance(action, str) and action == INVALID_ACTION:
+            raise InvalidActionError("action outside the action space")
+        if (isinstance(action, str) and action == DEFAULT_ACTION) or guard.fatal is not None:
+            guard._must_default = False
+            guard._end_decision()
+            return default_order(battle)
+        try:
+            # The order's text is read inside the guarded call: BattleOrder.message is user code
+            # when deploy returns a subclass.
+            order = guard._call(
+                "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
+            )
+        except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
+            raise InvalidActionError(str(exc)) from exc
+        except Exception as exc:
+            guard._handle("deploy", exc)
+            guard._must_default = False
+            return default_order(battle)
+        guard._end_decision()
+        return order
+
+    def reset(self) -> None:
+        guard = self.guard
+        try:
+            guard._call("reset", guard.inner_agent.reset)
+            guard._call("policy.reset", guard.policy.reset)
+        except Exception as exc:
+            guard._handle("reset", exc)
+        guard._used = 0.0
+
+    def seed(self, seed: int | None) -> None:
+        guard = self.guard
+        try:
+            guard._call("seed", lambda: guard.inner_agent.seed(seed))
+        except Exception as exc:
+            guard._handle("seed", exc)
+
+    def onEpisodeEnd(self, battle: AbstractBattle) -> None:
+        guard = self.guard
+        if guard.fatal is not None:
+            return
+        try:
+            guard._call("onEpisodeEnd", lambda: guard.inner_agent.onEpisodeEnd(battle))
+        except Exception as exc:
+            logger.info("%s: onEpisodeEnd failed: %r", guard.agent_full_name, exc)
+
+
+MAX_SPACE_ELEMENTS = 1 << 20
+MAX_DISCRETE_N = 1 << 16
+
+
+def check_space_size(space: gymnasium.Space[Any], what: str) -> None:
+    """Refuse spaces whose masks or samples would cost the center unbounded memory."""
+    if isinstance(space, gymnasium.spaces.Discrete):
+        if int(space.n) > MAX_DISCRETE_N:
+            raise ValueError(f"{what} Discrete({space.n}) is larger than {MAX_DISCRETE_N}")
+    elif isinstance(space, gymnasium.spaces.MultiDiscrete):
+        if (
+            space.nvec.size > MAX_SPACE_ELEMENTS
+            or int(np.max(space.nvec, initial=0)) > MAX_DISCRETE_N
+        ):
+            raise ValueError(f"{what} MultiDiscrete is too large")
+    elif isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.MultiBinary)):
+        if int(np.prod(space.shape)) > MAX_SPACE_ELEMENTS:
+            raise ValueError(f"{what} has more than {MAX_SPACE_ELEMENTS} elements")
+    elif isinstance(space, gymnasium.spaces.Dict):
+        for key, sub in space.spaces.items():
+            check_space_size(sub, f"{what}[{key!r}]")
+    elif isinstance(space, gymnasium.spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            check_space_size(sub, f"{what}[{i}]")
+
+
+def default_order(battle: AbstractBattle) -> str:
+    """Showdown's default choice for the current request (the first Pokémon at team preview)."""
+    if battle.teampreview:
+        return team_order(battle, list(range(team_size(battle))))
+    return "/choose default"
+
+
+def _canonical(space: gymnasium.Space[Any]) -> gymnasium.Space[Any]:
+    """The same space rebuilt from its wire description (built-in Gymnasium classes only)."""
+    return space_from_wire(space_to_wire(space))
+
+
+def _order_text(order: Any) -> str:
+    if isinstance(order, str):
+        return order
+    message = order.message if isinstance(order, BattleOrder) else None
+    if not isinstance(message, str):
+        raise TypeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
+    return message
+
+
+def _looks_like_team_choice(action: Any) -> bool:
+    if isinstance(action, str):
+        return action.startswith("/team")
+    return isinstance(action, (list, tuple)) and all(isinstance(a, int) for a in action)
+
+
+def _contains(space: gymnasium.Space[Any], value: Any) -> bool:
+    try:
+        if (
+            isinstance(value, np.ndarray)
+            and value.dtype.kind == "f"
+            and not np.all(np.isfinite(value))
+        ):
+            return False
+        return bool(space.contains(value))
+    except Exception:
+        return False

@@ -1,0 +1,278 @@
+"""AgentDelegator and PolicyDelegator: the remote user Agent and Policy, seen from the center.
+
+They have exactly the Agent and StandalonePolicy interfaces, so PokemonEnv and the match loop cannot
+tell a delegated side from an in-process one. The AgentDelegator forwards to the edge only what its
+player received from Showdown: the raw frames of that battle since its last call, in order (the
+edge's replica battle applies them). The center never trusts what comes back: a
+:class:`SideGuard` checks observations against ``observation_space`` and actions against
+``action_space``, and PokemonEnv rebuilds every order from the request before Showdown sees it.
+
+Errors map to the side's status: a lost or silent edge raises :class:`SideDisconnected`, a call past
+its deadline raises :class:`CallTimeout`, an illegal action reported by the edge raises
+``InvalidActionError``, anything else the user code raised is a :class:`RemoteUserError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, NoReturn
+
+import gymnasium
+import numpy as np
+from poke_env.battle import AbstractBattle
+
+from center.env import frames as frame_registry
+from center.errors import (
+    CallTimeout,
+    CenterError,
+    EdgeCallError,
+    EdgeRemoteError,
+    EdgeTimeout,
+    EdgeUnavailable,
+    SideDisconnected,
+)
+from center.isolation.edge_client import EdgeClient
+from edge.contract.agent import Agent, Order
+from edge.contract.policy import StandalonePolicy
+from edge.errors import InvalidActionError
+from edge.wire.protocol import (
+    CloseSessionRequest,
+    DeployRequest,
+    EpisodeEndRequest,
+    ErrorBody,
+    InstanceConfig,
+    MakeObsRequest,
+    OpenSessionRequest,
+    PolicyStepRequest,
+    RequestType,
+    ResetRequest,
+)
+
+logger = logging.getLogger(__name__)
+
+OPEN_TIMEOUT = 30.0  # opening a session may load a model's weights
+OUTPUT_KEEP = 64 * 1024
+_INVALID_ENAMES = {"InvalidActionError", "ValueError"}
+
+
+class RemoteUserError(CenterError):
+    """User code on the edge raised; carries the edge's ename, evalue and traceback."""
+
+    def __init__(self, ename: str, evalue: str, traceback: str) -> None:
+        super().__init__(f"{ename}: {evalue}")
+        self.ename, self.evalue, self.traceback = ename, evalue, traceback
+
+
+class EdgeSession:
+    """One session on an edge (one battle, one side), shared by the two delegators."""
+
+    def __init__(
+        self,
+        client: EdgeClient,
+        model_id: str,
+        instance_config: InstanceConfig,
+        username: str,
+        *,
+        timeout: float = OPEN_TIMEOUT,
+    ) -> None:
+        self.client = client
+        self.model_id = model_id
+        self.instance_config = instance_config
+        self.session_id = uuid.uuid4().hex
+        self.call_timeout = timeout
+        self.output: list[str] = []
+        self._output_size = 0
+        self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
+        #: the action of the last policy step and what the edge's deploy made of it (1.1)
+        self.speculative: tuple[Any, str | None, ErrorBody | None] | None = None
+        self.username = username
+        reply = self.call(
+            RequestType.OPEN_SESSION,
+            OpenSessionRequest(model_id, instance_config, username),
+            timeout=timeout,
+        )
+        self.observation_space: gymnasium.Space[Any] = reply.observation_space
+        self.action_space: gymnasium.Space[Any] = reply.action_space
+        self.agent_full_name: str = reply.agent_full_name
+
+    def call(self, msg_type: str, body: Any, timeout: float | None = None) -> Any:
+        """One request of this session, its errors mapped to the side's vocabulary."""
+        wait = self.call_timeout if timeout is None else timeout
+        try:
+            reply = self.client.call(msg_type, body, session=self.session_id, timeout=wait)
+        except EdgeRemoteError as exc:
+            self._keep_output(exc.output)
+            if exc.ename == "UnknownSession":  # the edge restarted: it lost this battle's state
+                raise SideDisconnected(
+                    f"the edge at {self.client.address} lost the session"
+                ) from exc
+            self.raise_remote(msg_type, ErrorBody(exc.ename, exc.evalue, exc.traceback), exc)
+        except EdgeTimeout as exc:
+            if not self.client.connected:
+                raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
+            raise CallTimeout(str(exc)) from exc
+        except EdgeUnavailable as exc:
+            raise SideDisconnected(str(exc)) from exc
+        except EdgeCallError as exc:
+            raise RemoteUserError(type(exc).__name__, str(exc), "") from exc
+        self._keep_output(reply.output)
+        return reply.body
+
+    def raise_remote(
+        self, msg_type: str, error: ErrorBody, cause: BaseException | None = None
+    ) -> NoReturn:
+        """Raise what user code on the edge raised: an illegal action, or a RemoteUserError."""
+        if error.ename in _INVALID_ENAMES and msg_type == RequestType.DEPLOY:
+            raise InvalidActionError(error.evalue) from cause
+        raise RemoteUserError(error.ename, error.evalue, error.traceback) from cause
+
+    def _keep_output(self, text: str) -> None:
+        if text and self._output_size < OUTPUT_KEEP:
+            text = text[: OUTPUT_KEEP - self._output_size]
+            self.output.append(text)
+            self._output_size += len(text)
+
+    def new_frames(self, battle: AbstractBattle) -> list[str]:
+        """The frames of ``battle`` this session has not forwarded yet."""
+        # One snapshot: poke-env's loop thread may append while we read.
+        frames = list(frame_registry.frames_of(battle) or [])
+        start = self._sent.get(id(battle), 0)
+        if battle.player_username and battle.player_username != self.username:
+            raise CenterError(
+                f"battle of {battle.player_username} handed to the session of {self.username}"
+            )
+        self._sent = {id(battle): len(frames)}
+        return list(frames[start:])
+
+    def close(self) -> None:
+        """Forget the session on the edge (best effort, short deadline)."""
+        try:
+            self.client.call(
+                RequestType.CLOSE_SESSION,
+                CloseSessionRequest(),
+                session=self.session_id,
+                timeout=2.0,
+            )
+        except EdgeCallError as exc:
+            logger.debug("closing session %s: %r", self.session_id, exc)
+
+
+class AgentDelegator(Agent):
+    """The user's Agent on an edge (see the module docstring)."""
+
+    def __init__(self, session: EdgeSession) -> None:
+        super().__init__({}, session.instance_config.to_dict())
+        self.session = session
+        self.observation_space = session.observation_space
+        self.action_space = session.action_space
+        self._mask: np.ndarray | None = None
+        self._mask_battle: int | None = None
+        self._seed: int | None = None
+
+    @property
+    def call_timeout(self) -> float:
+        return self.session.call_timeout
+
+    @call_timeout.setter
+    def call_timeout(self, value: float) -> None:
+        self.session.call_timeout = value
+
+    def makeObs(self, battle: AbstractBattle) -> Any:
+        # makeObs and action_mask are one round trip: the edge returns both. A new observation
+        # starts a new decision: an order deployed for an earlier one must never be reused.
+        self.session.speculative = None
+        reply = self.session.call(
+            RequestType.MAKE_OBS, MakeObsRequest(self.session.new_frames(battle))
+        )
+        self._mask, self._mask_battle = reply.action_mask, id(battle)
+        return reply.observation
+
+    def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
+        return self._mask if self._mask_battle == id(battle) else None
+
+    def deploy(self, battle: AbstractBattle, action: Any) -> Order:
+        session = self.session
+        frames = session.new_frames(battle)
+        speculative, session.speculative = session.speculative, None
+        if speculative is not None and not frames and _same_action(speculative[0], action):
+            _, order, error = speculative
+            if error is not None:  # raise what the edge's deploy raised, as the call would have
+                session.raise_remote(RequestType.DEPLOY, error)
+            if order is not None:
+                return order
+        reply = session.call(RequestType.DEPLOY, DeployRequest(frames, _plain(action)))
+        deployed: str = reply.order
+        return deployed
+
+    def seed(self, seed: int | None) -> None:
+        self._seed = seed
+
+    def reset(self) -> None:
+        self.session.call(RequestType.RESET, ResetRequest("agent", self._seed))
+
+    def onEpisodeEnd(self, battle: AbstractBattle) -> None:
+        self.session.call(
+            RequestType.EPISODE_END, EpisodeEndRequest(self.session.new_frames(battle))
+        )
+
+
+class PolicyDelegator(StandalonePolicy):
+    """The user's StandalonePolicy on an edge, in the same session as its AgentDelegator."""
+
+    def __init__(self, session: EdgeSession) -> None:
+        self.session = session
+
+    @property
+    def call_timeout(self) -> float:
+        return self.session.call_timeout
+
+    @call_timeout.setter
+    def call_timeout(self, value: float) -> None:
+        self.session.call_timeout = value
+
+    def reset(self) -> None:
+        self.session.call(RequestType.RESET, ResetRequest("policy"))
+
+    def step(
+        self,
+        observation: Any,
+        reward: float,
+        done: bool,
+        info: dict[str, Any],
+        agentFullName: str,
+        observation_space: gymnasium.Space[Any],
+        action_space: gymnasium.Space[Any],
+    ) -> Any:
+        # The edge's session knows its name and spaces; only what changes per call travels.
+        body = PolicyStepRequest(
+            _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
+        )
+        reply = self.session.call(RequestType.POLICY_STEP, body)
+        self.session.speculative = None if done else (reply.action, reply.order, reply.deploy_error)
+        return reply.action
+
+
+def _same_action(speculated: Any, action: Any) -> bool:
+    """Whether the action handed to deploy is the one the policy step returned."""
+    try:
+        if isinstance(speculated, np.ndarray) or isinstance(action, np.ndarray):
+            return bool(np.array_equal(np.asarray(speculated), np.asarray(action)))
+        return type(_plain(speculated)) is type(_plain(action)) and bool(
+            _plain(speculated) == _plain(action)
+        )
+    except Exception:
+        return False
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python scalars (arrays travel as arrays)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
+    """What the policy may see of ``info``: the mask and the flags, nothing of the center's."""
+    keep = ("team_preview", "action_mask", "turn", "invalid_action", "needs_action", "end_reason")
+    return {k: _plain(info[k]) for k in keep if k in info}

@@ -1,0 +1,532 @@
+"""EdgeClient: the center's connection to one edge, shared by every battle that uses that edge.
+
+One DEALER socket, owned by one I/O thread; any number of threads call :meth:`EdgeClient.request`
+at once. Each request gets a fresh id and a deadline; its reply is matched by the reply's
+``parent``; a reply that comes after its request gave up is dropped. ZeroMQ reconnects by itself
+when the edge comes back; the client also rebuilds its socket after a failed CURVE handshake
+(libzmq gives up on those) the next time a request is waiting.
+
+Failures are told apart, because they mean different statuses for a battle side:
+
+- :class:`~center.errors.EdgeTimeout`: the request reached the edge, no reply in time (slow or
+  stuck user code);
+- :class:`~center.errors.EdgeUnavailable`: the request never left (no connection during the whole
+  deadline) or its connection dropped while waiting (the edge died); heartbeats notice a silent
+  peer within a few seconds;
+- :class:`~center.errors.AuthenticationError`: no connection because the CURVE handshake failed,
+  with what is probably wrong;
+- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from types import TracebackType
+from typing import Any, Final
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from center.errors import (
+    AuthenticationError,
+    EdgeCallError,
+    EdgeProtocolError,
+    EdgeRemoteError,
+    EdgeTimeout,
+    EdgeUnavailable,
+)
+from edge.errors import ProtocolError, ProtocolVersionError
+from edge.wire.keys import KeyPair, check_z85_key
+from edge.wire.protocol import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    MESSAGES,
+    PROTOCOL_VERSION,
+    ErrorBody,
+    HelloReply,
+    HelloRequest,
+    Reply,
+    Request,
+    RequestType,
+    decode_reply,
+    encode_request,
+    peek_header,
+    versions_compatible,
+)
+from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
+
+__all__ = ["DEFAULT_TIMEOUT", "EdgeClient"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT: Final = 10.0
+"""Seconds a request waits for its reply when no timeout is given."""
+
+RECONNECT_IVL_MS: Final = 100
+RECONNECT_IVL_MAX_MS: Final = 1000
+"""A restarted edge is found again within about a second."""
+
+REBUILD_DELAY_S: Final = 1.0
+"""Wait before a new socket replaces one whose CURVE handshake failed."""
+
+_MONITOR_EVENTS: Final = (
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_CLOSED
+    | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+
+
+class _Pending:
+    """A request waiting for its reply.
+
+    Invariant: it leaves ``EdgeClient._pending`` and gets resolved in one step, under the lock.
+    """
+
+    __slots__ = ("done", "error", "reply", "reply_type", "sent")
+
+    def __init__(self, reply_type: str) -> None:
+        self.reply_type = reply_type
+        self.sent = False
+        self.done = threading.Event()
+        self.reply: Reply | None = None
+        self.error: EdgeCallError | None = None
+
+    def resolve(self, reply: Reply | None = None, error: EdgeCallError | None = None) -> None:
+        self.reply, self.error = reply, error
+        self.done.set()
+
+
+class EdgeClient:
+    """A thread-safe connection to the edge at ``address`` (``tcp://host:port``).
+
+    With CURVE, give both ``server_public_key`` (the edge's, Z85) and ``client_keys`` (the
+    center's key pair, authorized by the edge). The socket connects in the background at
+    construction; :meth:`hello` waits for the edge and says what is wrong when it cannot reach it.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        server_public_key: str | bytes | None = None,
+        client_keys: KeyPair | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        default_timeout: float = DEFAULT_TIMEOUT,
+        name: str = "center",
+    ) -> None:
+        if (server_public_key is None) != (client_keys is None):
+            raise ValueError("CURVE needs both server_public_key and client_keys, or neither")
+        self._address = address
+        self._server_key = (
+            None
+            if server_public_key is None
+            else check_z85_key(server_public_key, "server public key")
+        )
+        self._client_keys = client_keys
+        self._max_size = max_message_size
+        self._default_timeout = default_timeout
+        self._name = name
+        self._prefix = uuid.uuid4().hex[:12]
+        self._ids = itertools.count(1)
+
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._outbox: deque[tuple[str, bytes]] = deque()
+        self._closed = False
+        self._connected = False
+        self._ever_connected = False
+        self._failure: str | None = None  # why the last connection attempt failed
+
+        self._context = zmq.Context()
+        self._dealer: zmq.Socket[bytes] | None = None
+        self._monitor: zmq.Socket[bytes] | None = None
+        self._rebuild_at = 0.0
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        try:
+            self._open_socket()
+        except BaseException:
+            self._context.destroy(linger=0)
+            self._wake_r.close()
+            self._wake_w.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._run, name=f"edge-client-{address}", daemon=True
+        )
+        self._thread.start()
+
+    # -- public surface ---------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """The edge's address."""
+        return self._address
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection to the edge is established right now (handshake done)."""
+        return self._connected
+
+    def request(
+        self, msg_type: str, body: Any, session: str = "", timeout: float | None = None
+    ) -> Any:
+        """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
+
+        ``msg_type`` is a request type (``RequestType``), ``body`` its request body. Raises
+        EdgeRemoteError (error reply), EdgeTimeout, EdgeUnavailable, AuthenticationError,
+        EdgeProtocolError.
+        """
+        return self.call(msg_type, body, session, timeout).body
+
+    def call(
+        self, msg_type: str, body: Any, session: str = "", timeout: float | None = None
+    ) -> Reply:
+        """Like :meth:`request`, but return the whole reply (``output`` included)."""
+        wait = self._default_timeout if timeout is None else timeout
+        spec = MESSAGES.get(msg_type)
+        if spec is None:
+            raise EdgeProtocolError(f"unknown request type {msg_type!r}")
+        msg_id = f"{self._prefix}-{next(self._ids)}"
+        try:
+            raw = encode_request(
+                Request(spec.request_type, msg_id, body, session), max_size=self._max_size
+            )
+        except ProtocolError as exc:
+            raise EdgeProtocolError(f"cannot send {msg_type}: {exc}") from exc
+        pending = _Pending(spec.reply_type)
+        with self._lock:
+            if self._closed:
+                raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
+            self._pending[msg_id] = pending
+            self._outbox.append((msg_id, raw))
+        self._wake()
+        if not pending.done.wait(max(wait, 0.0)):
+            with self._lock:
+                gave_up = self._pending.pop(msg_id, None) is not None
+                sent, failure = pending.sent, self._failure
+            if gave_up:
+                self._wake()  # lets the I/O thread drop the request if it is still unsent
+                raise self._deadline_error(msg_type, session, wait, sent, failure)
+            # Not pending any more: it was resolved (under the lock) while we were giving up.
+        if pending.error is not None:
+            raise pending.error
+        reply = pending.reply
+        assert reply is not None
+        if not reply.ok:
+            error: ErrorBody = reply.body
+            if error.ename == "ProtocolVersionError":
+                raise EdgeProtocolError(f"the edge at {self._address} refused: {error.evalue}")
+            raise EdgeRemoteError(error.ename, error.evalue, error.traceback, reply.output)
+        return reply
+
+    def hello(self, timeout: float | None = None) -> HelloReply:
+        """Ask the edge who it is; the first call is the connection check.
+
+        Raises AuthenticationError when the CURVE handshake fails, EdgeUnavailable when nobody
+        answers, EdgeProtocolError when the edge speaks another protocol version.
+        """
+        body: HelloReply = self.request(
+            RequestType.HELLO, HelloRequest(client=self._name), timeout=timeout
+        )
+        if not versions_compatible(body.protocol_version):
+            raise EdgeProtocolError(
+                f"the edge at {self._address} speaks protocol {body.protocol_version}, "
+                f"this center speaks {PROTOCOL_VERSION}"
+            )
+        return body
+
+    def ping(self, timeout: float = 2.0) -> bool:
+        """Whether the edge answers a hello within ``timeout`` seconds; never raises."""
+        try:
+            self.hello(timeout)
+        except EdgeCallError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Fail the waiting requests with EdgeUnavailable and release the socket."""
+        with self._lock:
+            self._closed = True
+        self._wake()
+        if self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+
+    def __enter__(self) -> EdgeClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def _deadline_error(
+        self, msg_type: str, session: str, timeout: float, sent: bool, failure: str | None
+    ) -> EdgeCallError:
+        what = f"{msg_type}" + (f" (session {session!r})" if session else "")
+        if sent or (self._connected and failure is None):
+            return EdgeTimeout(
+                f"{what}: no reply from the edge at {self._address} within {timeout:.3g} s"
+            )
+        reason = self._failure_text(failure)
+        message = f"{what} not sent: {reason}"
+        if failure in ("auth", "server_key", "mechanism", "protocol"):
+            return AuthenticationError(message)
+        return EdgeUnavailable(message)
+
+    def _failure_text(self, failure: str | None) -> str:
+        address = self._address
+        if failure == "auth":
+            key = self._client_keys.public if self._client_keys is not None else "?"
+            return (
+                f"the edge at {address} refused this center's CURVE key {key}: add it to "
+                "authorized_clients in the edge's sep_config.json (or fix center.curve)"
+            )
+        if failure == "server_key" and self._server_key is None:
+            return (
+                f"the ZeroMQ handshake with {address} failed: the edge probably requires CURVE "
+                "(configure center.curve and the side's curve section in sep_config.json)"
+            )
+        if failure == "server_key":
+            return (
+                f"the CURVE handshake with {address} failed: the public key configured for this "
+                "edge is probably not the edge's (check <side>.curve.public_key), or the edge "
+                "does not use CURVE"
+            )
+        if failure == "mechanism":
+            return (
+                f"the ZeroMQ handshake with {address} failed: one side uses CURVE and the other "
+                "does not (configure a curve section on both or neither)"
+            )
+        if failure == "protocol":
+            return f"the ZeroMQ handshake with {address} failed (protocol error)"
+        if failure == "refused":
+            return f"nobody is listening at {address} (connection refused): is the edge running?"
+        return f"no connection to the edge at {address} (unreachable, filtered, or starting)"
+
+    # -- the I/O thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # a bug here must not leave callers waiting forever
+            logger.exception("EdgeClient I/O thread for %s crashed", self._address)
+        finally:
+            with self._lock:
+                self._closed = True
+                for pending in self._pending.values():
+                    pending.resolve(error=EdgeUnavailable(f"the client of {self._address} closed"))
+                self._pending.clear()
+                self._outbox.clear()
+            self._close_socket()
+            self._context.destroy(linger=0)
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._wake_r, zmq.POLLIN)
+        watched: list[zmq.Socket[bytes]] = []  # the dealer and monitor registered in poller
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                self._purge_outbox()
+            now = time.monotonic()
+            if self._dealer is None and self._outbox and now >= self._rebuild_at:
+                self._open_socket()
+            if self._dealer is not None and self._outbox:
+                self._send_all()  # right away: most of the time the connection is up
+            if watched[:1] != [self._dealer]:
+                for sock in watched:
+                    poller.unregister(sock)
+                watched = []
+                if self._dealer is not None and self._monitor is not None:
+                    watched = [self._dealer, self._monitor]
+                    poller.register(self._monitor, zmq.POLLIN)
+            timeout_ms: int | None = None
+            if self._dealer is not None:
+                poller.register(self._dealer, zmq.POLLIN | (zmq.POLLOUT if self._outbox else 0))
+            elif self._outbox:
+                timeout_ms = max(1, int((self._rebuild_at - now) * 1000) + 1)
+            events = dict(poller.poll(timeout_ms))
+            if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
+                with contextlib.suppress(OSError):
+                    while self._wake_r.recv(4096):
+                        pass
+            if self._monitor is not None and self._monitor in events:
+                self._handle_monitor()
+            if self._dealer is not None and self._dealer in events:
+                if events[self._dealer] & zmq.POLLIN:
+                    self._receive_all()
+                if events[self._dealer] & zmq.POLLOUT:
+                    self._send_all()
+
+    def _purge_outbox(self) -> None:
+        """Drop unsent requests whose callers gave up (under the lock)."""
+        while self._outbox and self._outbox[0][0] not in self._pending:
+            self._outbox.popleft()
+        if len(self._outbox) > 2 * len(self._pending) + 16:
+            self._outbox = deque(item for item in self._outbox if item[0] in self._pending)
+
+    def _send_all(self) -> None:
+        assert self._dealer is not None
+        with self._lock:  # held while sending: a caller giving up sees a true ``sent``
+            while self._outbox:
+                msg_id, raw = self._outbox[0]
+                pending = self._pending.get(msg_id)
+                if pending is not None:
+                    try:
+                        self._dealer.send(raw, zmq.NOBLOCK)
+                    except zmq.Again:
+                        return
+                    pending.sent = True
+                self._outbox.popleft()
+
+    def _receive_all(self) -> None:
+        assert self._dealer is not None
+        while True:
+            try:
+                frames = self._dealer.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) != 1:
+                logger.warning("dropped a reply of %d frames from %s", len(frames), self._address)
+                continue
+            self._on_reply(frames[0])
+
+    def _on_reply(self, raw: bytes) -> None:
+        try:
+            reply = decode_reply(raw, max_size=self._max_size)
+        except ProtocolError as exc:
+            parent = peek_header(raw, max_size=self._max_size).parent
+            what = "incompatible protocol" if isinstance(exc, ProtocolVersionError) else "bad reply"
+            with self._lock:
+                pending = self._pending.pop(parent, None) if parent else None
+                if pending is not None:
+                    pending.resolve(error=EdgeProtocolError(f"{what} from {self._address}: {exc}"))
+            if pending is None:
+                logger.warning("dropped an undecodable reply from %s: %s", self._address, exc)
+            return
+        with self._lock:
+            pending = self._pending.pop(reply.parent, None)
+            if pending is None:
+                logger.debug("dropped a late reply to %s from %s", reply.parent, self._address)
+                return
+            if reply.ok and reply.type != pending.reply_type:
+                pending.resolve(
+                    error=EdgeProtocolError(
+                        f"expected {pending.reply_type} from {self._address}, got {reply.type}"
+                    )
+                )
+            else:
+                pending.resolve(reply=reply)
+
+    def _handle_monitor(self) -> None:
+        assert self._monitor is not None
+        while self._monitor is not None:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind, value = event["event"], event["value"]
+            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._connected, self._failure = True, None
+                logger.info(
+                    "%s the edge at %s",
+                    "reconnected to" if self._ever_connected else "connected to",
+                    self._address,
+                )
+                self._ever_connected = True
+            elif kind == zmq.EVENT_DISCONNECTED:
+                self._on_disconnected()
+            elif kind == zmq.EVENT_CLOSED:
+                self._set_failure("refused")
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                # Also seen when the edge hangs up before saying why: keep a precise reason.
+                if self._failure in (None, "refused"):
+                    self._set_failure("server_key")
+            elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
+                if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                    self._set_failure("auth")
+                elif value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+                    self._set_failure("mechanism")
+                else:
+                    self._set_failure("protocol")
+                # libzmq does not reconnect after these: start over with a new socket later.
+                self._close_socket()
+                self._rebuild_at = time.monotonic() + REBUILD_DELAY_S
+
+    def _set_failure(self, failure: str) -> None:
+        if failure != self._failure and failure != "refused":
+            logger.warning("%s", self._failure_text(failure))
+        self._failure = failure
+
+    def _on_disconnected(self) -> None:
+        if not self._connected:
+            return
+        self._connected = False
+        self._receive_all()  # replies that arrived before the connection dropped still count
+        message = f"the connection to the edge at {self._address} was lost before the reply"
+        with self._lock:
+            lost = [msg_id for msg_id, pending in self._pending.items() if pending.sent]
+            for msg_id in lost:
+                self._pending.pop(msg_id).resolve(error=EdgeUnavailable(message))
+        logger.warning(
+            "lost the connection to the edge at %s (%d requests in flight)",
+            self._address,
+            len(lost),
+        )
+
+    def _open_socket(self) -> None:
+        dealer: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
+        dealer.linger = 0
+        dealer.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing on a connection not yet made
+        dealer.setsockopt(zmq.MAXMSGSIZE, self._max_size)
+        dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+        dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        dealer.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
+        dealer.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+        if "[" in self._address:
+            dealer.setsockopt(zmq.IPV6, 1)
+        if self._server_key is not None and self._client_keys is not None:
+            dealer.curve_serverkey = self._server_key.encode("ascii")
+            dealer.curve_publickey = self._client_keys.public.encode("ascii")
+            dealer.curve_secretkey = self._client_keys.secret.encode("ascii")
+        self._monitor = dealer.get_monitor_socket(_MONITOR_EVENTS)
+        self._dealer = dealer
+        try:
+            dealer.connect(self._address)
+        except zmq.ZMQError as exc:
+            self._close_socket()
+            raise ValueError(f"cannot connect to {self._address!r}: {exc.strerror}") from exc
+
+    def _close_socket(self) -> None:
+        self._connected = False
+        if self._dealer is not None:
+            with contextlib.suppress(zmq.ZMQError):
+                self._dealer.disable_monitor()
+            self._dealer.close(linger=0)
+        if self._monitor is not None:
+            self._monitor.close(linger=0)
+        self._dealer = self._monitor = None
+
+    def _wake(self) -> None:
+        # OSError: the buffer is full (a wake-up is pending anyway) or the client is closed.
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\0")

@@ -1,0 +1,522 @@
+"""Loading the pinned user-module contract: ``candidates.json`` entries and the modules they name.
+
+``candidates.json`` maps each model id to an entry (DESIGN.md "Configuration files")::
+
+    {"userModelID": {"userModuleID": "agents.random_agent", "args": {}, "logName": "Random",
+                     "team": "teams/example.txt"}}
+
+``userModuleID`` is required; ``args`` (default ``{}``), ``logName`` (default: the model id) and
+``team`` are optional. ``team`` is inline Showdown team text when it contains a newline or a ``|``
+(export or packed format), otherwise the path of a team file relative to the folder of
+``candidates.json``; either way :attr:`Candidate.team` holds the text.
+
+A :class:`UserModel` imports the module with that folder on ``sys.path`` (only while importing and
+while calling the four contract functions) and calls the functions with ``args`` plus
+``"userModelID"``. Results are cached per model: the module, the Agent class, the model config, the
+single-asset flag, and one shared :class:`~edge.contract.policy.StandalonePolicy` (heavy weights load once,
+as in ASRCAISim1, where one policy serves every agent naming it and tells them apart by
+``agentFullName``). :meth:`UserModel.new_policy` calls ``getUserPolicy`` again for a caller that
+wants a private policy per session. Anything user code raises becomes a
+:class:`~edge.errors.ContractError` naming the model, the module and what failed, chained to the
+original exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import numpy as np
+
+from edge.contract.agent import Agent
+from edge.contract.policy import StandalonePolicy
+from edge.errors import CandidatesError, ContractError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "OPTIONAL_FUNCTIONS",
+    "REQUIRED_FUNCTIONS",
+    "Candidate",
+    "UserModel",
+    "import_user_module",
+    "load_candidates",
+    "load_user_model",
+]
+
+REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
+OPTIONAL_FUNCTIONS = ("getUserAgentModelConfig", "isUserAgentSingleAsset")
+ENTRY_KEYS = ("userModuleID", "args", "logName", "team")
+
+# sys.path and sys.modules are process-wide: one import of a user module at a time.
+_IMPORT_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry of ``candidates.json``, validated; ``team`` is the team text (or None)."""
+
+    model_id: str
+    module_id: str
+    args: dict[str, Any] = field(hash=False)
+    log_name: str
+    team: str | None
+    team_path: Path | None
+    source: Path
+
+    @property
+    def folder(self) -> Path:
+        """The folder of ``candidates.json``: put on ``sys.path`` to import ``module_id``."""
+        return self.source.parent
+
+    def user_args(self) -> dict[str, Any]:
+        """A fresh copy of ``args`` plus ``"userModelID"``, as the contract functions get it."""
+        args = copy.deepcopy(self.args)
+        args["userModelID"] = self.model_id
+        return args
+
+
+# -- candidates.json ------------------------------------------------------------------------------
+
+
+def load_candidates(path: str | Path) -> dict[str, Candidate]:
+    """Parse ``candidates.json``; raise :class:`CandidatesError` naming the file and the entry."""
+    source = Path(path).absolute()
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CandidatesError(
+            f"{source}: cannot read the candidates file ({exc.strerror})"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise CandidatesError(f"{source}: not UTF-8 text ({exc.reason})") from exc
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise CandidatesError(
+            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from exc
+    except _DuplicateKey as exc:
+        raise CandidatesError(f"{source}: key {exc.key!r} appears twice in one object") from exc
+    if not isinstance(document, dict):
+        raise CandidatesError(
+            f"{source}: must be a JSON object mapping model ids to entries "
+            f'(e.g. {{"Random": {{"userModuleID": "agents.random_agent", "args": {{}}}}}}), '
+            f"got a {_json_type(document)}"
+        )
+    return {model_id: _parse_entry(source, model_id, entry) for model_id, entry in document.items()}
+
+
+def load_user_model(candidates_path: str | Path, model_id: str) -> UserModel:
+    """The :class:`UserModel` of ``model_id`` in ``candidates_path`` (nothing imported yet)."""
+    candidates = load_candidates(candidates_path)
+    if model_id not in candidates:
+        known = ", ".join(sorted(candidates)) or "none"
+        raise CandidatesError(
+            f"{Path(candidates_path).absolute()}: no model {model_id!r} (models: {known})"
+        )
+    return UserModel(candidates[model_id])
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(
+        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
+    where = f"{source}: entry {model_id!r}"
+    if not model_id.strip() or model_id != model_id.strip() or ":" in model_id:
+        raise CandidatesError(
+            f"{where}: a model id must be non-empty, without surrounding spaces and without ':'"
+        )
+    if not isinstance(entry, dict):
+        raise CandidatesError(
+            f'{where}: must be an object with at least "userModuleID", got a {_json_type(entry)}'
+        )
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            near = [k for k in ENTRY_KEYS if k.lower() == key.lower()]
+            if near and near[0] not in entry:
+                raise CandidatesError(
+                    f"{where}: unknown key {key!r}; did you mean {near[0]!r}? "
+                    f"(keys are case-sensitive)"
+                )
+            logger.warning("%s: ignoring unknown key %r", where, key)
+
+    module_id = entry.get("userModuleID")
+    if module_id is None:
+        raise CandidatesError(f'{where}: missing "userModuleID" (the module to import)')
+    if not isinstance(module_id, str) or not all(p.isidentifier() for p in module_id.split(".")):
+        hint = "; use dots, not slashes" if isinstance(module_id, str) and "/" in module_id else ""
+        raise CandidatesError(
+            f'{where}: "userModuleID" must be a dotted module name such as '
+            f"'agents.random_agent', got {module_id!r}{hint}"
+        )
+
+    args = entry.get("args", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise CandidatesError(f'{where}: "args" must be an object, got a {_json_type(args)}')
+    if args.get("userModelID", model_id) != model_id:
+        logger.warning("%s: args.userModelID is replaced by the model id %r", where, model_id)
+
+    log_name = entry.get("logName", model_id)
+    if not isinstance(log_name, str) or not log_name.strip() or ":" in log_name:
+        raise CandidatesError(
+            f"{where}: \"logName\" must be a non-empty string without ':', got {log_name!r}"
+        )
+
+    team, team_path = _read_team(where, source.parent, entry.get("team"))
+    return Candidate(
+        model_id=model_id,
+        module_id=module_id,
+        args=args,
+        log_name=log_name,
+        team=team,
+        team_path=team_path,
+        source=source,
+    )
+
+
+def _read_team(where: str, folder: Path, value: Any) -> tuple[str | None, Path | None]:
+    """``(team text, team file)`` of an entry's ``team``: inline text or a file by the json."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str) or not value.strip():
+        raise CandidatesError(
+            f'{where}: "team" must be a team file path or Showdown team text, got {value!r}'
+        )
+    if "\n" in value or "|" in value:
+        return value, None
+    path = folder / value
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CandidatesError(
+            f'{where}: team file {path} cannot be read ({exc.strerror}); "team" is a path '
+            f"relative to the folder of candidates.json, or the team text itself"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise CandidatesError(f"{where}: team file {path} is not UTF-8 text") from exc
+    if not text.strip():
+        raise CandidatesError(f"{where}: team file {path} is empty")
+    return text, path
+
+
+# -- importing -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _on_sys_path(folder: Path) -> Iterator[None]:
+    """Put ``folder`` first on ``sys.path`` for the block, unless it is already there."""
+    entry = str(folder)
+    if entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def _location(module: ModuleType) -> Path | None:
+    """The file or folder a module was loaded from (a package: its folder)."""
+    file = getattr(module, "__file__", None)
+    if file:
+        path = Path(file).resolve()
+        return path.parent if path.name == "__init__.py" else path
+    paths = list(getattr(module, "__path__", []) or [])
+    return Path(paths[0]).resolve() if paths else None
+
+
+def _local_copy(folder: Path, top: str) -> Path | None:
+    """``folder/top`` (package) or ``folder/top.py`` when the folder provides ``top``."""
+    for candidate in (folder / top, folder / f"{top}.py"):
+        if candidate.exists():
+            return candidate.resolve()
+    return None
+
+
+def import_user_module(module_id: str, folder: Path, what: str = "") -> ModuleType:
+    """Import ``module_id`` with ``folder`` on ``sys.path``; ContractError on any failure.
+
+    A top-level name already imported from elsewhere (another candidates folder, the standard
+    library) would silently shadow the folder's own module: that is reported instead.
+    """
+    prefix = what or f"module {module_id!r}"
+    top = module_id.split(".")[0]
+    with _IMPORT_LOCK:
+        local = _local_copy(folder, top)
+        loaded = sys.modules.get(top)
+        if local is not None and loaded is not None and _location(loaded) != local:
+            raise ContractError(
+                f"{prefix}: {top!r} is already imported from {_location(loaded) or 'a built-in'}, "
+                f"so {local} would be ignored; give the module folder a unique name"
+            )
+        importlib.invalidate_caches()
+        try:
+            with _on_sys_path(folder):
+                module = importlib.import_module(module_id)
+        except ModuleNotFoundError as exc:
+            if (
+                exc.name is not None
+                and module_id.startswith(exc.name)
+                and (exc.name == module_id or module_id[len(exc.name)] == ".")
+            ):
+                raise ContractError(
+                    f"{prefix}: no module {exc.name!r} in {folder} (nor installed); a user module "
+                    f"is a folder with an __init__.py next to candidates.json"
+                ) from exc
+            raise ContractError(
+                f"{prefix}: importing it failed: {exc} (a dependency is missing: install it)"
+            ) from exc
+        except (Exception, SystemExit) as exc:
+            raise ContractError(
+                f"{prefix}: importing it raised {type(exc).__name__}: {exc}"
+            ) from exc
+    if local is not None and _location(sys.modules[top]) != local:
+        raise ContractError(
+            f"{prefix}: {top!r} resolved to {_location(sys.modules[top])}, not to {local}; "
+            f"give the module folder a unique name"
+        )
+    return module
+
+
+# -- the model -------------------------------------------------------------------------------------
+
+
+class UserModel:
+    """One candidate's user module: the four contract functions called once and cached.
+
+    Thread-safe: the first access of each property loads it under a lock. ``make_agent`` builds one
+    Agent per session (``AgentClass(modelConfig, instanceConfig)``); ``policy`` is shared by every
+    session of this model (``reset()`` is called at the start of each episode), ``new_policy()``
+    makes a private one.
+    """
+
+    def __init__(self, candidate: Candidate) -> None:
+        self.candidate = candidate
+        self._lock = threading.RLock()
+        self._module: ModuleType | None = None
+        self._agent_class: type | None = None
+        self._model_config: dict[str, Any] | None = None
+        self._single_asset: bool | None = None
+        self._policy: StandalonePolicy | None = None
+
+    def __repr__(self) -> str:
+        return f"UserModel({self.model_id!r}, module={self.module_id!r})"
+
+    @property
+    def model_id(self) -> str:
+        """The candidate's key in ``candidates.json`` (``userModelID``)."""
+        return self.candidate.model_id
+
+    @property
+    def module_id(self) -> str:
+        """The module the candidate names (``userModuleID``)."""
+        return self.candidate.module_id
+
+    @property
+    def log_name(self) -> str:
+        """The name results and logs use (``logName``, default the model id)."""
+        return self.candidate.log_name
+
+    @property
+    def _what(self) -> str:
+        return f"model {self.model_id!r} (module {self.module_id!r})"
+
+    # -- loading ----------------------------------------------------------------------------------
+
+    @property
+    def module(self) -> ModuleType:
+        """The imported user module (imported on first access)."""
+        with self._lock:
+            if self._module is None:
+                self._module = import_user_module(
+                    self.module_id, self.candidate.folder, what=self._what
+                )
+            return self._module
+
+    def function(self, name: str) -> Callable[..., Any] | None:
+        """The module's contract function ``name``; None if an optional one is absent.
+
+        Raises ContractError when a required function is missing or any of them is not callable.
+        """
+        module = self.module
+        fn = getattr(module, name, None)
+        if fn is None:
+            if name in OPTIONAL_FUNCTIONS:
+                return None
+            where = getattr(module, "__file__", None)
+            if where is None:
+                hint = f"; {self.module_id!r} has no __init__.py, add one that defines it"
+            else:
+                hint = f"; define `def {name}(args: dict)` in {where}"
+            raise ContractError(f"{self._what}: has no function {name}{hint}")
+        if not callable(fn):
+            raise ContractError(
+                f"{self._what}: {name} is a {type(fn).__name__}, not a function; "
+                f"define `def {name}(args: dict)`"
+            )
+        return cast(Callable[..., Any], fn)
+
+    def _call(self, name: str) -> tuple[bool, Any]:
+        """Call contract function ``name`` with the args: ``(present, result)``."""
+        fn = self.function(name)
+        if fn is None:
+            return False, None
+        try:
+            with _on_sys_path(self.candidate.folder):
+                return True, fn(self.candidate.user_args())
+        except (Exception, SystemExit) as exc:
+            raise ContractError(
+                f"{self._what}: {name}(args) raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    @property
+    def agent_class(self) -> type:
+        """``getUserAgentClass(args)``: the Agent class (must be a class, not an instance)."""
+        with self._lock:
+            if self._agent_class is None:
+                _, cls = self._call("getUserAgentClass")
+                if not isinstance(cls, type):
+                    if cls is None:
+                        got = "None (is a `return` missing?)"
+                    else:
+                        name = type(cls).__name__
+                        got = (
+                            f"an instance of {name}; return the class {name} itself, "
+                            f"not {name}(...)"
+                        )
+                    raise ContractError(
+                        f"{self._what}: getUserAgentClass(args) must return the Agent class, "
+                        f"got {got}"
+                    )
+                self._agent_class = cls
+            return self._agent_class
+
+    @property
+    def model_config(self) -> dict[str, Any]:
+        """``getUserAgentModelConfig(args)``, or ``{}`` when the module does not define it."""
+        with self._lock:
+            if self._model_config is None:
+                present, config = self._call("getUserAgentModelConfig")
+                if not present:
+                    config = {}
+                if not isinstance(config, Mapping):
+                    raise ContractError(
+                        f"{self._what}: getUserAgentModelConfig(args) must return a dict, "
+                        f"got {type(config).__name__}"
+                    )
+                self._model_config = dict(config)
+            return self._model_config
+
+    @property
+    def single_asset(self) -> bool:
+        """``isUserAgentSingleAsset(args)``, or True when the module does not define it."""
+        with self._lock:
+            if self._single_asset is None:
+                present, flag = self._call("isUserAgentSingleAsset")
+                if not present:
+                    flag = True
+                if not isinstance(flag, (bool, np.bool_)):
+                    raise ContractError(
+                        f"{self._what}: isUserAgentSingleAsset(args) must return True or False, "
+                        f"got {flag!r}"
+                    )
+                self._single_asset = bool(flag)
+            return self._single_asset
+
+    @property
+    def policy(self) -> StandalonePolicy:
+        """The model's shared policy: ``getUserPolicy(args)`` called once, on first access."""
+        with self._lock:
+            if self._policy is None:
+                self._policy = self.new_policy()
+            return self._policy
+
+    def new_policy(self) -> StandalonePolicy:
+        """Call ``getUserPolicy(args)`` again: a policy of this model nobody else holds."""
+        _, policy = self._call("getUserPolicy")
+        problem = _policy_problem(policy)
+        if problem:
+            raise ContractError(f"{self._what}: getUserPolicy(args) {problem}")
+        return cast(StandalonePolicy, policy)
+
+    def load(self) -> UserModel:
+        """Load everything now (module, class, config, flag, shared policy); return self."""
+        _ = (self.agent_class, self.model_config, self.single_asset, self.policy)
+        return self
+
+    # -- using it ---------------------------------------------------------------------------------
+
+    def make_agent(self, instance_config: Mapping[str, Any]) -> Agent:
+        """A new Agent: ``AgentClass(modelConfig, instanceConfig)`` (one per session)."""
+        cls = self.agent_class
+        model_config = copy.deepcopy(self.model_config)
+        try:
+            agent = cls(model_config, dict(instance_config))
+        except (Exception, SystemExit) as exc:
+            raise ContractError(
+                f"{self._what}: {cls.__name__}(modelConfig, instanceConfig) raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        return cast(Agent, agent)
+
+    def agent_full_name(
+        self, policy: StandalonePolicy | None = None, agent_name: str | None = None
+    ) -> str:
+        """``agentName:modelName:policyName`` (seeds/003 §2.5.2) for ``StandalonePolicy.step``.
+
+        agentName is ``agent_name`` (default: logName), modelName the model id, and policyName the
+        class name of ``policy`` (default: the shared policy's).
+        """
+        used = policy if policy is not None else self.policy
+        return f"{agent_name or self.log_name}:{self.model_id}:{type(used).__name__}"
+
+
+def _policy_problem(policy: Any) -> str:
+    """Why ``policy`` cannot be a StandalonePolicy ('' when it can)."""
+    if policy is None:
+        return "returned None (is a `return` missing?)"
+    if isinstance(policy, type):
+        return (
+            f"returned the class {policy.__name__}, not an instance; return {policy.__name__}(...)"
+        )
+    missing = [m for m in ("reset", "step") if not callable(getattr(policy, m, None))]
+    if missing:
+        return (
+            f"returned a {type(policy).__name__} without callable {' and '.join(missing)}; "
+            f"return a StandalonePolicy (edge.contract.policy) with reset() and step(...)"
+        )
+    return ""

@@ -1,0 +1,177 @@
+"""ActionHelper: the Discrete(11) action layout of seeds/001 §5, its legality mask and its orders.
+
+| index | meaning |
+| ----- | ------- |
+| 0–3   | move in slot 1–4 (slot order of the request; a lone Recharge or locked move is slot 1) |
+| 4–7   | terastallize and use the move in slot 1–4 |
+| 8–9   | switch to bench 1 / bench 2 (``battle_view.own_bench`` order) |
+| 10    | Struggle; also Showdown's default choice when no other index is legal |
+
+At team preview the integer layout does not apply: any index means "the default team" (a random
+pick drawn from the helper's seeded generator), so the mask is all ones there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from poke_env.battle import AbstractBattle, Move, Pokemon
+from poke_env.player import BattleOrder, DefaultBattleOrder, SingleBattleOrder
+
+from edge.errors import InvalidActionError
+from edge.maple.battle_view import MAX_BENCH, active_request_moves, own_bench
+
+logger = logging.getLogger(__name__)
+
+ACTION_SPACE_SIZE = 11
+MOVE_SLOTS = range(0, 4)
+TERA_SLOTS = range(4, 8)
+SWITCH_SLOTS = range(8, 10)
+STRUGGLE = 10
+
+
+def decision_required(battle: AbstractBattle) -> bool:
+    """Whether the battle's current request asks this player for a decision."""
+    request = battle.last_request
+    return bool(request) and not battle.finished and not request.get("wait", False)
+
+
+def team_size(battle: AbstractBattle) -> int:
+    """How many Pokémon a team-preview choice must bring (``maxChosenTeamSize``, else all)."""
+    request = battle.last_request or {}
+    n_team = len(request.get("side", {}).get("pokemon", [])) or len(battle.team)
+    size = request.get("maxChosenTeamSize") or n_team
+    return int(min(size, n_team))
+
+
+def _switch_targets(battle: AbstractBattle) -> list[Pokemon]:
+    # Revival Blessing asks for a fainted Pokémon: then the targets are poke-env's list itself.
+    if battle.reviving:
+        return list(battle.available_switches)
+    return own_bench(battle)
+
+
+def _move_for_entry(battle: AbstractBattle, entry: dict[str, Any]) -> Move | None:
+    move_id = entry.get("id", "")
+    for move in battle.available_moves:
+        if move.id == move_id:
+            return move
+    return None
+
+
+class ActionHelper:
+    """Computes legal actions and turns action indices into poke-env orders.
+
+    ``rng`` drives the helper's random choices (default team at preview, random legal action), so
+    that ``reset(seed)`` of the environment makes them reproducible.
+    """
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        self.rng = rng if rng is not None else np.random.default_rng()
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the helper's generator."""
+        self.rng = np.random.default_rng(seed)
+
+    # -- legality -------------------------------------------------------------------------------
+
+    def get_available_actions(
+        self, battle: AbstractBattle
+    ) -> tuple[np.ndarray, dict[int, BattleOrder]]:
+        """Return ``(mask, mapping)``: an int8 mask of length 11 and the order of each legal index.
+
+        The mask is all zeros only when no decision is required (waiting, or the battle is over).
+        """
+        mask = np.zeros(ACTION_SPACE_SIZE, dtype=np.int8)
+        mapping: dict[int, BattleOrder] = {}
+        if not decision_required(battle):
+            return mask, mapping
+        if battle.teampreview:
+            mask[:] = 1
+            return mask, mapping
+
+        force_switch = bool(battle.force_switch) or battle.active_pokemon is None
+        if not force_switch:
+            for slot, entry in enumerate(active_request_moves(battle)[:4]):
+                if entry.get("disabled", False):
+                    continue
+                move = _move_for_entry(battle, entry)
+                if move is None:
+                    continue
+                if move.id == "struggle":
+                    mapping[STRUGGLE] = SingleBattleOrder(move)
+                    continue
+                mapping[MOVE_SLOTS[slot]] = SingleBattleOrder(move)
+                if battle.can_tera and move.id != "recharge":
+                    mapping[TERA_SLOTS[slot]] = SingleBattleOrder(move, terastallize=True)
+
+        if not battle.trapped or force_switch:
+            legal = {id(mon) for mon in battle.available_switches}
+            for j, mon in enumerate(_switch_targets(battle)[:MAX_BENCH]):
+                if id(mon) in legal:
+                    mapping[SWITCH_SLOTS[j]] = SingleBattleOrder(mon)
+
+        if not mapping:
+            # Nothing our layout can express (e.g. a Commander-locked Pokémon): let Showdown choose.
+            mapping[STRUGGLE] = DefaultBattleOrder()
+        for index in mapping:
+            mask[index] = 1
+        return mask, mapping
+
+    def action_index_to_order(self, player: Any, battle: AbstractBattle, idx: Any) -> BattleOrder:
+        """Return the order for action ``idx``; raise ``InvalidActionError`` (a ValueError) if illegal.
+
+        ``player`` is accepted for compatibility with the seeds/001 signature and is not used.
+        """
+        index = _as_index(idx)
+        _, mapping = self.get_available_actions(battle)
+        if index is None or index not in mapping:
+            raise InvalidActionError(
+                f"action {idx!r} is not legal now (legal: {sorted(mapping)}) in {battle.battle_tag}"
+            )
+        return mapping[index]
+
+    # -- random choices -------------------------------------------------------------------------
+
+    def random_legal_action(self, battle: AbstractBattle) -> int:
+        """A uniformly random legal index (team preview: 0)."""
+        mask, _ = self.get_available_actions(battle)
+        legal = np.flatnonzero(mask)
+        if battle.teampreview or legal.size == 0:
+            return 0
+        return int(legal[self.rng.integers(legal.size)])
+
+    def random_team(self, battle: AbstractBattle) -> str:
+        """A random team-preview choice of the required size, e.g. ``"/team 263"``."""
+        n_team = len((battle.last_request or {}).get("side", {}).get("pokemon", [])) or len(
+            battle.team
+        )
+        picks = self.rng.permutation(n_team)[: team_size(battle)]
+        return team_order(battle, [int(p) for p in picks])
+
+
+def _as_index(idx: Any) -> int | None:
+    if isinstance(idx, bool):
+        return None
+    if isinstance(idx, (int, np.integer)):
+        return int(idx)
+    if isinstance(idx, np.ndarray) and idx.shape == () and np.issubdtype(idx.dtype, np.integer):
+        return int(idx)
+    return None
+
+
+def team_order(battle: AbstractBattle, picks: Sequence[int]) -> str:
+    """Build ``/team`` for 0-based team indices, checking count, range and uniqueness."""
+    n_team = len((battle.last_request or {}).get("side", {}).get("pokemon", [])) or len(battle.team)
+    need = team_size(battle)
+    chosen = [int(p) for p in picks]
+    if len(set(chosen)) != len(chosen):
+        raise InvalidActionError(f"team choice {list(picks)} repeats a Pokémon")
+    if any(p < 0 or p >= n_team for p in chosen):
+        raise InvalidActionError(f"team choice {list(picks)} is out of range 0..{n_team - 1}")
+    if len(chosen) < need:
+        raise InvalidActionError(f"team choice {list(picks)} brings {len(chosen)}, needs {need}")
+    return "/team " + "".join(str(p + 1) for p in chosen)

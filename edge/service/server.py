@@ -1,0 +1,588 @@
+"""The edge's ZeroMQ server: a ROUTER socket that answers the center's requests.
+
+Concurrency model. One I/O thread (the one running :meth:`EdgeServer.serve_forever`) owns every
+socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
+authorization) handler, and sends every reply. Other requests go to a fixed pool of worker
+threads through per-session lanes: requests of one session run one at a time in arrival order,
+requests of different sessions run in parallel (round robin when sessions outnumber workers).
+A slow or stuck handler therefore blocks only its own session, and ``hello`` keeps answering
+even when every worker is busy. Workers are daemon threads: user code that never returns cannot
+keep the process alive after :meth:`EdgeServer.stop`.
+
+A request the server cannot decode gets an error reply when its id can be read, and is dropped
+with a log line otherwise; a handler that raises gives an error reply with ``ename``, ``evalue``
+and a truncated traceback. Nothing a peer sends stops the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import queue
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any, Final
+
+import zmq
+from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
+
+from edge.errors import InsecureBindError, ProtocolError, TransportError
+from edge.wire.keys import CurveConfig
+from edge.wire.protocol import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    EVALUE_LIMIT,
+    MESSAGES,
+    PROTOCOL_VERSION,
+    ErrorBody,
+    HelloReply,
+    Reply,
+    Request,
+    RequestType,
+    decode_request,
+    encode_reply,
+    error_body,
+    peek_header,
+    reply_type_for,
+    truncate_text,
+)
+from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
+
+__all__ = [
+    "DEFAULT_MAX_PENDING_PER_SESSION",
+    "DEFAULT_MAX_WORKERS",
+    "CallContext",
+    "EdgeServer",
+    "Handler",
+    "is_loopback",
+    "tcp_endpoint",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_WORKERS: Final = 16
+"""Worker threads running handlers (sessions served in parallel)."""
+
+DEFAULT_MAX_PENDING_PER_SESSION: Final = 32
+"""Requests that may wait behind a running one in a session before new ones are refused."""
+
+ZAP_DOMAIN: Final = b"maple-sep"
+
+_WARN_INTERVAL_S: Final = 60.0
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What a handler knows about the request it serves; it may set ``output``.
+
+    ``output`` is sent with the reply, ok or error (truncated to OUTPUT_LIMIT): the user code's
+    captured stdout/stderr. Set it before raising to keep what was printed before an exception.
+    """
+
+    request_type: str
+    msg_id: str
+    session: str
+    output: str = ""
+
+
+Handler = Callable[[CallContext, Any], Any]
+"""``handler(context, request_body) -> reply_body`` (the bodies of one row of MESSAGES)."""
+
+
+class EdgeServer:
+    """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
+
+    ``handlers`` maps request types (``RequestType`` values, e.g. ``"make_obs_request"``) to
+    :data:`Handler` functions; ``hello_request`` is answered by the server itself with ``side``,
+    the protocol version and ``models``. The socket is bound at construction (``port=0`` picks a
+    free port, see :attr:`port`); :meth:`serve_forever` or :meth:`start` serve it.
+
+    Without ``curve`` the server only binds loopback addresses unless ``insecure=True``. With
+    ``curve`` it requires CurveZMQ and accepts only the client keys in
+    ``curve.authorized_clients``.
+    """
+
+    def __init__(
+        self,
+        side: str,
+        host: str,
+        port: int,
+        handlers: Mapping[str, Handler],
+        *,
+        curve: CurveConfig | None = None,
+        insecure: bool = False,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        models: Iterable[str] = (),
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_pending_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION,
+    ) -> None:
+        if not isinstance(side, str) or not side:
+            raise ValueError("side must be a non-empty str (blue or red)")
+        unknown = [t for t in handlers if t not in MESSAGES or t == RequestType.HELLO]
+        if unknown:
+            served = sorted(t for t in MESSAGES if t != RequestType.HELLO)
+            raise ValueError(f"no such request type to handle: {unknown}; handle some of {served}")
+        if max_message_size < 1024:
+            raise ValueError("max_message_size must be at least 1024 bytes")
+        if max_workers < 1 or max_pending_per_session < 1:
+            raise ValueError("max_workers and max_pending_per_session must be positive")
+        endpoint = tcp_endpoint("127.0.0.1" if host.lower() == "localhost" else host, port)
+        if curve is None and not insecure and not is_loopback(host):
+            raise InsecureBindError(
+                f"refusing to listen on {endpoint} without CURVE keys: anyone who can reach this "
+                "address could drive the agent. Add a 'curve' section for this side in "
+                "sep_config.json, or pass --insecure (insecure=True) on a trusted network."
+            )
+        self._side = side
+        self._models = [str(m) for m in models]
+        self._handlers = dict(handlers)
+        self._max_size = max_message_size
+        self._curve = curve
+        self._instance = uuid.uuid4().hex
+        self._ids = itertools.count(1)
+        self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
+        self._lanes = _SessionLanes(max_workers, max_pending_per_session, self._run_job, side)
+        self._stop_requested = False
+        self._running = threading.Event()
+        self._lock = threading.Lock()
+        self._state = "bound"  # -> "serving" -> "closed"
+        self._thread: threading.Thread | None = None
+        self._warned: dict[str, float] = {}
+
+        self._context = zmq.Context()
+        self._zap: zmq.Socket[bytes] | None = None
+        try:
+            if curve is not None:
+                # The ZAP handler must exist before any client connects: without one, libzmq
+                # lets every CURVE client in.
+                self._zap = self._context.socket(zmq.REP)
+                self._zap.linger = 0
+                self._zap.bind("inproc://zeromq.zap.01")
+            self._router: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
+            self._router.linger = 0
+            self._router.setsockopt(zmq.MAXMSGSIZE, max_message_size)
+            self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+            self._router.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
+            self._router.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+            if ":" in host:
+                self._router.setsockopt(zmq.IPV6, 1)
+            if curve is not None:
+                self._router.curve_secretkey = curve.keypair.secret.encode("ascii")
+                self._router.curve_publickey = curve.keypair.public.encode("ascii")
+                self._router.curve_server = True
+                self._router.zap_domain = ZAP_DOMAIN
+            self._monitor = self._router.get_monitor_socket(
+                zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+                | zmq.EVENT_HANDSHAKE_SUCCEEDED
+                | zmq.EVENT_DISCONNECTED
+            )
+            try:
+                self._router.bind(endpoint)
+            except zmq.ZMQError as exc:
+                raise TransportError(f"cannot listen on {endpoint}: {exc.strerror}") from exc
+            last = self._router.getsockopt(zmq.LAST_ENDPOINT)
+            self._endpoint = last.decode() if isinstance(last, bytes) else str(last)
+            self._wake_r, self._wake_w = socket.socketpair()
+            self._wake_r.setblocking(False)
+            self._wake_w.setblocking(False)
+        except BaseException:
+            self._context.destroy(linger=0)
+            raise
+        logger.info(
+            "%s edge listening on %s (%s)",
+            side,
+            self._endpoint,
+            "CURVE" if curve is not None else "no encryption",
+        )
+
+    # -- public surface ---------------------------------------------------------------------
+
+    @property
+    def side(self) -> str:
+        """The side this edge plays (``blue`` or ``red``)."""
+        return self._side
+
+    @property
+    def endpoint(self) -> str:
+        """The bound endpoint, e.g. ``tcp://127.0.0.1:51000``."""
+        return self._endpoint
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (useful with ``port=0``)."""
+        return int(self._endpoint.rsplit(":", 1)[1])
+
+    @property
+    def instance(self) -> str:
+        """Random id of this server, sent in every hello reply."""
+        return self._instance
+
+    def serve_forever(self, *, handle_signals: bool = False) -> None:
+        """Serve until :meth:`stop`; then release the sockets and return.
+
+        With ``handle_signals`` (main thread only, e.g. the ``sep_edge`` CLI), SIGINT and
+        SIGTERM call :meth:`stop` for a clean shutdown; previous handlers are restored on return.
+        """
+        with self._lock:
+            if self._state != "bound":
+                raise RuntimeError(f"EdgeServer cannot serve: it is {self._state}")
+            self._state = "serving"
+        previous: dict[signal.Signals, Any] = {}
+        try:
+            if handle_signals:
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    previous[signum] = signal.signal(signum, self._on_signal)
+            self._lanes.start()
+            self._running.set()
+            self._loop()
+        finally:
+            for restored, handler in previous.items():
+                signal.signal(restored, handler)
+            self._lanes.stop()
+            self._release()
+            logger.info("%s edge on %s stopped", self._side, self._endpoint)
+
+    def start(self) -> None:
+        """Serve in a background daemon thread (tests, embedding); :meth:`close` ends it."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, name=f"edge-{self._side}-io", daemon=True
+        )
+        self._thread.start()
+        self._running.wait()
+
+    def stop(self) -> None:
+        """Ask the serving loop to finish; safe from any thread and from a signal handler."""
+        self._stop_requested = True
+        self._wake()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop serving, wait for the serving thread started by :meth:`start`, free sockets."""
+        self.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        with self._lock:
+            never_served = self._state == "bound"
+            if never_served:
+                self._state = "closed"
+        if never_served:
+            self._release()
+
+    def __enter__(self) -> EdgeServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the I/O loop ------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        logger.info("signal %d: stopping the %s edge", signum, self._side)
+        self.stop()
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        if self._zap is not None:
+            poller.register(self._zap, zmq.POLLIN)
+        while not self._stop_requested:
+            events = dict(poller.poll())
+            if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
+                self._drain_wake()
+            if self._zap is not None and self._zap in events:
+                self._handle_zap()
+            if self._monitor in events:
+                self._handle_monitor()
+            if self._router in events:
+                for _ in range(256):  # bounded, so replies and ZAP are not starved
+                    try:
+                        frames = self._router.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    self._on_message(frames)
+            self._flush_outbox()
+
+    def _on_message(self, frames: list[bytes]) -> None:
+        if len(frames) != 2:
+            self._warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
+            return
+        routing_id, raw = frames
+        try:
+            request = decode_request(raw, max_size=self._max_size)
+        except ProtocolError as exc:
+            header = peek_header(raw, max_size=self._max_size)
+            if header.id is None:
+                self._warn("undecodable", f"dropped an undecodable message ({exc})")
+                return
+            logger.warning("bad request %s: %s", header.id, exc)
+            self._send(
+                routing_id,
+                self._error_reply(
+                    header.id,
+                    header.session,
+                    header.type,
+                    ErrorBody(
+                        type(exc).__name__, truncate_text(str(exc), EVALUE_LIMIT, keep="head")
+                    ),
+                ),
+            )
+            return
+        if request.type == RequestType.HELLO:
+            body = HelloReply(self._side, PROTOCOL_VERSION, list(self._models), self._instance)
+            self._send(routing_id, self._ok_reply(request, body, ""))
+            return
+        handler = self._handlers.get(request.type)
+        if handler is None:
+            error = ErrorBody("NotImplementedError", f"this edge does not handle {request.type}")
+            self._send(
+                routing_id, self._error_reply(request.id, request.session, request.type, error)
+            )
+            return
+        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
+            error = ErrorBody(
+                "EdgeBusy", f"session {request.session!r} already has too many requests waiting"
+            )
+            self._send(
+                routing_id, self._error_reply(request.id, request.session, request.type, error)
+            )
+
+    def _run_job(self, job: _Job) -> None:
+        """Run one handler (worker thread) and queue its reply for the I/O thread."""
+        request = job.request
+        context = CallContext(request.type, request.id, request.session)
+        try:
+            body = job.handler(context, request.body)
+            raw = self._ok_reply(request, body, context.output)
+        except BaseException as exc:  # user code may raise anything, SystemExit included
+            if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
+                exc = exc.with_traceback(exc.__traceback__.tb_next)  # start at the handler
+            logger.warning(
+                "%s for session %r failed: %s: %s",
+                request.type,
+                request.session,
+                type(exc).__name__,
+                exc,
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
+            raw = self._error_reply(
+                request.id, request.session, request.type, error_body(exc), context.output
+            )
+        if self._stop_requested:
+            return
+        self._outbox.put((job.routing_id, raw))
+        self._wake()
+
+    def _ok_reply(self, request: Request, body: Any, output: str) -> bytes:
+        reply = Reply(
+            type=MESSAGES[request.type].reply_type,
+            id=self._next_id(),
+            parent=request.id,
+            status="ok",
+            body=body,
+            session=request.session,
+            output=output,
+        )
+        return encode_reply(reply, max_size=self._max_size)
+
+    def _error_reply(
+        self,
+        parent: str,
+        session: str,
+        request_type: str | None,
+        error: ErrorBody,
+        output: str = "",
+    ) -> bytes:
+        reply = Reply(
+            type=reply_type_for(request_type),
+            id=self._next_id(),
+            parent=parent,
+            status="error",
+            body=error,
+            session=session,
+            output=output,
+        )
+        try:
+            return encode_reply(reply, max_size=self._max_size)
+        except ProtocolError:  # only with an absurdly small max_message_size
+            bare = Reply(reply.type, reply.id, parent, "error", ErrorBody(error.ename, ""), session)
+            return encode_reply(bare, max_size=self._max_size)
+
+    def _next_id(self) -> str:
+        return f"{self._instance[:12]}-{next(self._ids)}"
+
+    def _send(self, routing_id: bytes, raw: bytes) -> None:
+        try:
+            self._router.send_multipart([routing_id, raw], zmq.NOBLOCK)
+        except zmq.ZMQError as exc:  # EHOSTUNREACH: the client left; EAGAIN: it reads nothing
+            logger.info("dropped a reply: %s", exc.strerror)
+
+    def _flush_outbox(self) -> None:
+        while True:
+            try:
+                routing_id, raw = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            self._send(routing_id, raw)
+
+    def _wake(self) -> None:
+        # OSError: the buffer is full (a wake-up is pending anyway) or the server is closed.
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\0")
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:
+            pass
+
+    def _handle_zap(self) -> None:
+        """Answer one ZAP request: CURVE clients whose key is authorized, nobody else."""
+        assert self._zap is not None and self._curve is not None
+        frames = self._zap.recv_multipart()
+        request_id = frames[1] if len(frames) > 1 else b""
+        status, text, user = b"400", b"not authorized", b""
+        if len(frames) >= 7 and frames[0] == b"1.0" and frames[5] == b"CURVE":
+            address = frames[3].decode(errors="replace")
+            client_key = z85.encode(frames[6]).decode("ascii")
+            if client_key in self._curve.authorized_clients:
+                status, text, user = b"200", b"OK", client_key.encode("ascii")
+                logger.info("CURVE client %s… connected from %s", client_key[:8], address)
+            else:
+                self._warn(
+                    f"denied {client_key}",
+                    f"refused CURVE client key {client_key} from {address}: not in "
+                    "authorized_clients",
+                )
+        self._zap.send_multipart([b"1.0", request_id, status, text, user, b""])
+
+    def _handle_monitor(self) -> None:
+        while True:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind = event["event"]
+            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                logger.debug("client connected")
+            elif kind == zmq.EVENT_DISCONNECTED:
+                logger.debug("client disconnected")
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                pass  # already logged by the ZAP handler, with the key
+            elif kind in (
+                zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+                zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+            ):
+                self._warn(
+                    "handshake",
+                    "a client failed the ZeroMQ handshake: it probably has the wrong server "
+                    "public key for this edge, or one side uses CURVE and the other does not",
+                )
+
+    def _warn(self, key: str, message: str) -> None:
+        """Log a warning at most once a minute per ``key`` (peers may retry in a loop)."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -_WARN_INTERVAL_S) >= _WARN_INTERVAL_S:
+            self._warned[key] = now
+            logger.warning("%s", message)
+        else:
+            logger.debug("%s", message)
+
+    def _release(self) -> None:
+        with self._lock:
+            self._state = "closed"
+            context = self._context
+        self._router.disable_monitor()
+        for sock in (self._monitor, self._router, self._zap):
+            if sock is not None:
+                sock.close(linger=0)
+        context.destroy(linger=0)
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    routing_id: bytes
+    request: Request
+    handler: Handler
+
+
+class _SessionLanes:
+    """Daemon worker threads; jobs run in order within a session, sessions in parallel."""
+
+    def __init__(self, workers: int, max_pending: int, run: Callable[[_Job], None], name: str):
+        self._workers = workers
+        self._max_pending = max_pending
+        self._run = run
+        self._name = name
+        self._lock = threading.Lock()
+        self._lanes: dict[str, deque[_Job]] = {}
+        self._scheduled: set[str] = set()  # sessions queued in _ready or running
+        self._ready: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._stopped = False
+
+    def start(self) -> None:
+        for i in range(self._workers):
+            threading.Thread(
+                target=self._work, name=f"edge-{self._name}-worker-{i}", daemon=True
+            ).start()
+
+    def submit(self, session: str, job: _Job) -> bool:
+        """Queue ``job``; False when its session already has ``max_pending`` jobs waiting."""
+        with self._lock:
+            if self._stopped:
+                return True  # shutting down: the reply would be dropped anyway
+            lane = self._lanes.setdefault(session, deque())
+            if len(lane) >= self._max_pending:
+                return False
+            lane.append(job)
+            if session not in self._scheduled:
+                self._scheduled.add(session)
+                self._ready.put(session)
+        return True
+
+    def stop(self) -> None:
+        """Drop waiting jobs and let idle workers exit; running handlers are not interrupted."""
+        with self._lock:
+            self._stopped = True
+            self._lanes.clear()
+        for _ in range(self._workers):
+            self._ready.put(None)
+
+    def _work(self) -> None:
+        while True:
+            session = self._ready.get()
+            if session is None:
+                return
+            with self._lock:
+                lane = self._lanes.get(session)
+                job = lane.popleft() if lane else None
+            if job is not None:
+                try:
+                    self._run(job)
+                except Exception:  # _run catches user errors; this is a bug, keep the worker
+                    logger.exception("internal error while serving %s", job.request.type)
+            with self._lock:
+                lane = self._lanes.get(session)
+                if lane and not self._stopped:
+                    self._ready.put(session)  # round robin: back of the queue
+                else:
+                    self._lanes.pop(session, None)
+                    self._scheduled.discard(session)

@@ -1,0 +1,314 @@
+"""EdgeService: the AgentDelegatee and PolicyDelegatee of every session an edge serves.
+
+One session per battle and side: its own Agent (``AgentClass(modelConfig, instanceConfig)``), its
+own Policy (``getUserPolicy(args)`` per session, so that concurrent battles of one model never share
+a stateful policy; modules that want to load weights once keep them at module level, which the
+loader imports once per process), and a :class:`ReplicaBattle` fed with the frames the center
+forwards. The service only loads models listed in its own candidates.json: the center names the
+model, the edge resolves it.
+
+Whatever user code raises becomes an error reply (the transport turns the exception into ename,
+evalue and a truncated traceback); what it prints is captured per call and sent back, capped.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from poke_env.battle import AbstractBattle
+from poke_env.player import BattleOrder
+
+from edge.contract.agent import Agent
+from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import Candidate, UserModel, load_candidates
+from edge.errors import EdgeError
+from edge.service.replica import ReplicaBattle
+from edge.service.server import CallContext, Handler
+from edge.wire.protocol import (
+    OUTPUT_LIMIT,
+    CloseSessionReply,
+    CloseSessionRequest,
+    DeployReply,
+    DeployRequest,
+    EpisodeEndReply,
+    EpisodeEndRequest,
+    MakeObsReply,
+    MakeObsRequest,
+    OpenSessionReply,
+    OpenSessionRequest,
+    PolicyStepReply,
+    PolicyStepRequest,
+    RequestType,
+    ResetReply,
+    ResetRequest,
+    error_body,
+)
+
+logger = logging.getLogger(__name__)
+
+SESSION_IDLE_TIMEOUT = 600.0
+MAX_SESSIONS = 256
+
+
+class UnknownSession(EdgeError):
+    """A request names a session this edge does not have (never opened, closed or expired)."""
+
+
+class UnknownModel(EdgeError):
+    """The center asked for a model this edge's candidates.json does not list."""
+
+
+# -- capture of user output ---------------------------------------------------------------------
+
+
+class _CappedBuffer(io.StringIO):
+    """Keeps the first ``limit`` characters written and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        room = self.limit - self.tell()
+        if room > 0:
+            super().write(text[:room])
+        self.dropped += max(len(text) - max(room, 0), 0)
+        return len(text)
+
+    def text(self) -> str:
+        value = self.getvalue()
+        if self.dropped:
+            value += f"\n[... {self.dropped} more characters dropped]"
+        return value
+
+
+class _ThreadStream(io.TextIOBase):
+    """sys.stdout / sys.stderr stand-in: writes go to the calling thread's capture, if any."""
+
+    def __init__(self, fallback: TextIO, local: threading.local) -> None:
+        self._fallback = fallback
+        self._local = local
+
+    def write(self, text: str) -> int:
+        buffer: _CappedBuffer | None = getattr(self._local, "buffer", None)
+        if buffer is not None:
+            return buffer.write(text)
+        return self._fallback.write(text)
+
+    def flush(self) -> None:
+        if getattr(self._local, "buffer", None) is None:
+            self._fallback.flush()
+
+
+_local = threading.local()
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_output_capture() -> None:
+    """Route sys.stdout/sys.stderr through per-thread captures (once per process)."""
+    global _installed
+    with _install_lock:
+        if not _installed:
+            sys.stdout = _ThreadStream(sys.stdout, _local)
+            sys.stderr = _ThreadStream(sys.stderr, _local)
+            _installed = True
+
+
+@contextmanager
+def captured(context: CallContext) -> Iterator[None]:
+    """Capture what the calling thread prints into ``context.output`` (kept on exceptions too)."""
+    buffer = _CappedBuffer(OUTPUT_LIMIT)
+    _local.buffer = buffer
+    try:
+        yield
+    finally:
+        _local.buffer = None
+        context.output = buffer.text()
+
+
+def _order_text(order: Any) -> str:
+    """The Showdown command of what ``deploy`` returned (a BattleOrder or a string)."""
+    if isinstance(order, BattleOrder):
+        order = order.message
+    if not isinstance(order, str):
+        raise EdgeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
+    return order
+
+
+# -- sessions -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """One battle and side: the user's Agent and Policy and the replica battle they read."""
+
+    model_id: str
+    agent: Agent
+    policy: StandalonePolicy
+    replica: ReplicaBattle
+    agent_full_name: str
+    last_used: float = field(default_factory=time.monotonic)
+
+    def battle(self, frames: list[str]) -> AbstractBattle:
+        battle = self.replica.feed(frames)
+        if battle is None:
+            raise EdgeError("no battle frames received yet for this session")
+        return battle
+
+
+class EdgeService:
+    """The handlers of one edge: sessions of the models in its candidates.json."""
+
+    def __init__(self, side: str, candidates_path: str | Path) -> None:
+        self.side = side
+        self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
+        self._models: dict[str, UserModel] = {}
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        install_output_capture()
+
+    @property
+    def model_ids(self) -> list[str]:
+        return list(self.candidates)
+
+    def handlers(self) -> dict[str, Handler]:
+        """The transport's dispatch table."""
+        return {
+            RequestType.OPEN_SESSION: self.open_session,
+            RequestType.MAKE_OBS: self.make_obs,
+            RequestType.POLICY_STEP: self.policy_step,
+            RequestType.DEPLOY: self.deploy,
+            RequestType.RESET: self.reset,
+            RequestType.EPISODE_END: self.episode_end,
+            RequestType.CLOSE_SESSION: self.close_session,
+        }
+
+    def model(self, model_id: str) -> UserModel:
+        with self._lock:
+            if model_id not in self.candidates:
+                raise UnknownModel(f"this {self.side} edge does not serve model {model_id!r}")
+            if model_id not in self._models:
+                self._models[model_id] = UserModel(self.candidates[model_id])
+            return self._models[model_id]
+
+    def _session(self, context: CallContext) -> Session:
+        with self._lock:
+            session = self._sessions.get(context.session)
+            if session is None:
+                raise UnknownSession(f"no session {context.session!r} on this edge")
+            session.last_used = time.monotonic()
+            return session
+
+    def _expire_idle(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for sid in [
+                s for s, v in self._sessions.items() if now - v.last_used > SESSION_IDLE_TIMEOUT
+            ]:
+                logger.info("session %s expired after %.0fs idle", sid, SESSION_IDLE_TIMEOUT)
+                del self._sessions[sid]
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    def open_session(self, context: CallContext, body: OpenSessionRequest) -> OpenSessionReply:
+        if not context.session:
+            raise EdgeError("open_session needs a session id")
+        self._expire_idle()
+        model = self.model(body.model_id)
+        with captured(context):
+            agent = model.make_agent(body.instance_config.to_dict())
+            policy = model.new_policy()
+        candidate = self.candidates[body.model_id]
+        replica = ReplicaBattle(
+            body.username, body.instance_config.battle_format, team=candidate.team
+        )
+        name = model.agent_full_name(policy)
+        session = Session(body.model_id, agent, policy, replica, name)
+        with self._lock:
+            if context.session not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
+                raise EdgeError(f"too many open sessions ({MAX_SESSIONS})")
+            self._sessions[context.session] = session
+        return OpenSessionReply(agent.observation_space, agent.action_space, name)
+
+    def make_obs(self, context: CallContext, body: MakeObsRequest) -> MakeObsReply:
+        session = self._session(context)
+        battle = session.battle(body.frames)
+        with captured(context):
+            observation = session.agent.makeObs(battle)
+            mask = session.agent.action_mask(battle)
+        return MakeObsReply(observation, mask)
+
+    def policy_step(self, context: CallContext, body: PolicyStepRequest) -> PolicyStepReply:
+        session = self._session(context)
+        agent = session.agent
+        with captured(context):
+            action = session.policy.step(
+                body.observation,
+                body.reward,
+                body.done,
+                body.info,
+                session.agent_full_name,
+                agent.observation_space,
+                agent.action_space,
+            )
+            if not body.deploy or session.replica.battle is None:
+                return PolicyStepReply(action)
+            # Deploy right away on the battle as it stands (protocol 1.1); what deploy raises
+            # travels back as data and becomes an error only if the center uses this order.
+            try:
+                order = _order_text(agent.deploy(session.replica.battle, action))
+            except Exception as exc:
+                return PolicyStepReply(action, deploy_error=error_body(exc))
+        return PolicyStepReply(action, order=order)
+
+    def deploy(self, context: CallContext, body: DeployRequest) -> DeployReply:
+        session = self._session(context)
+        battle = session.battle(body.frames)
+        with captured(context):
+            order = session.agent.deploy(battle, body.action)
+        if isinstance(order, BattleOrder):
+            order = order.message
+        if not isinstance(order, str):
+            raise EdgeError(
+                f"deploy returned {type(order).__name__}, not a BattleOrder or a string"
+            )
+        return DeployReply(order)
+
+    def reset(self, context: CallContext, body: ResetRequest) -> ResetReply:
+        session = self._session(context)
+        with captured(context):
+            if body.target == "policy":
+                session.policy.reset()
+            else:
+                if body.seed is not None:
+                    session.agent.seed(body.seed)
+                session.agent.reset()
+        return ResetReply()
+
+    def episode_end(self, context: CallContext, body: EpisodeEndRequest) -> EpisodeEndReply:
+        session = self._session(context)
+        battle = session.battle(body.frames)
+        with captured(context):
+            session.agent.onEpisodeEnd(battle)
+        return EpisodeEndReply()
+
+    def close_session(self, context: CallContext, body: CloseSessionRequest) -> CloseSessionReply:
+        with self._lock:
+            self._sessions.pop(context.session, None)
+        return CloseSessionReply()
+
+    @property
+    def session_count(self) -> int:
+        with self._lock:
+            return len(self._sessions)

@@ -1,0 +1,3 @@
+"""The wire between center and edge: message bodies and codec, spaces, endpoints, keys, sep_config.
+
+Imports only ``edge.errors`` and third-party packages (msgpack, zmq, numpy, gymnasium)."""

@@ -1,0 +1,64 @@
+"""sep_config.json: where the blue and red edges listen, and their optional CURVE keys.
+
+Pinned minimal shape::
+
+    {"blue": {"host": "127.0.0.1", "port": 51000}, "red": {"host": "127.0.0.1", "port": 51010}}
+
+Optional ``curve`` sections are described in :mod:`edge.wire.keys`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edge.errors import EdgeError
+
+SIDES = ("blue", "red")
+
+
+class SepConfigError(EdgeError):
+    """sep_config.json is missing, not JSON, or lacks a side's host and port."""
+
+
+@dataclass(frozen=True)
+class SepConfig:
+    """A parsed sep_config.json and the folder its relative key paths start from."""
+
+    data: dict[str, Any]
+    base_dir: Path
+    path: Path
+
+    def address(self, side: str) -> tuple[str, int]:
+        """(host, port) of the ``side`` edge."""
+        section = self.data.get(side)
+        if not isinstance(section, dict):
+            raise SepConfigError(f"{self.path}: no {side!r} section")
+        host, port = section.get("host"), section.get("port")
+        if not isinstance(host, str) or not host:
+            raise SepConfigError(f"{self.path}: {side}.host must be a non-empty string")
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+            raise SepConfigError(f"{self.path}: {side}.port must be an integer port number")
+        return host, port
+
+    def endpoint(self, side: str) -> str:
+        """``tcp://host:port`` of the ``side`` edge."""
+        from edge.wire.transport import tcp_endpoint
+
+        return tcp_endpoint(*self.address(side))
+
+
+def load_sep_config(path: str | Path) -> SepConfig:
+    """Read sep_config.json; SepConfigError with one line saying what is wrong."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SepConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SepConfigError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise SepConfigError(f"{path}: must hold a JSON object with 'blue' and 'red'")
+    return SepConfig(data, path.resolve().parent, path)
