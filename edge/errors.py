@@ -4,6 +4,7 @@ Exception tree::
 
     EdgeError
     ├── ContractError          a user module breaks the pinned contract (missing function, bad type)
+    ├── UserCallTimeout        a call into user code did not return by its deadline (also a TimeoutError)
     ├── CandidatesError        candidates.json is unreadable or an entry is malformed
     ├── InvalidActionError     an action index or team choice that is not legal now (also a ValueError)
     ├── ProtocolError          a message that cannot be decoded or violates the wire protocol
@@ -24,6 +25,10 @@ class EdgeError(Exception):
 
 class ContractError(EdgeError):
     """A user module does not follow the user-module contract."""
+
+
+class UserCallTimeout(EdgeError, TimeoutError):
+    """A call into user code did not return by its deadline (its worker was abandoned)."""
 
 
 class CandidatesError(EdgeError):

@@ -18,8 +18,6 @@ default move. The guard's ``agent`` has exactly the Agent interface, so PokemonE
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +32,8 @@ from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.results import SideStatus
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
-from edge.errors import InvalidActionError
+from edge.contract.runner import UserCodeRunner
+from edge.errors import InvalidActionError, UserCallTimeout
 from edge.maple.action_helper import team_order, team_size
 from edge.wire.protocol import space_from_wire, space_to_wire
 
@@ -56,6 +55,10 @@ _SEVERITY = {
 }
 
 
+#: What an in-process side's code may print per battle before the rest is dropped (counted).
+OUTPUT_PER_BATTLE = 65536
+
+
 @dataclass(frozen=True)
 class Budget:
     """Time limits of one side (seconds) and the bound on illegal-action retries."""
@@ -71,61 +74,6 @@ class SupportsDeadline(Protocol):
     """A remote stand-in (delegator) that bounds its own calls by ``call_timeout`` seconds."""
 
     call_timeout: float
-
-
-class DeadlineRunner:
-    """Runs in-process user calls on a daemon worker thread and waits with a deadline.
-
-    A call that overruns is abandoned with its thread (Python cannot stop a thread); the next call
-    gets a fresh worker, so one stuck call never blocks the side's later calls or the center's exit.
-    :meth:`close` lets an idle worker exit.
-    """
-
-    _STOP: Any = object()
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Any] | None = None
-        self._replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-    def _start(self) -> queue.SimpleQueue[Any]:
-        jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        replies = self._replies
-
-        def work() -> None:
-            while True:
-                fn = jobs.get()
-                if fn is DeadlineRunner._STOP:
-                    return
-                try:
-                    replies.put((True, fn()))
-                except BaseException as exc:
-                    replies.put((False, exc))
-
-        threading.Thread(target=work, name="user-code", daemon=True).start()
-        return jobs
-
-    def call(self, fn: Callable[[], T], timeout: float) -> T:
-        if self._jobs is None:
-            self._jobs = self._start()
-        self._jobs.put(fn)
-        try:
-            ok, value = self._replies.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
-            # Abandon the stuck worker, and give the next worker its own reply queue so the
-            # stuck call's late answer can never be taken for a later call's.
-            self._jobs.put(DeadlineRunner._STOP)
-            self._jobs = None
-            self._replies = queue.SimpleQueue()
-            raise CallTimeout(f"no answer within {timeout:.3f}s") from None
-        if ok:
-            return value
-        raise value
-
-    def close(self) -> None:
-        """Let the worker thread exit once it is idle."""
-        if self._jobs is not None:
-            self._jobs.put(DeadlineRunner._STOP)
-            self._jobs = None
 
 
 @dataclass
@@ -168,14 +116,16 @@ class SideGuard:
         self.budget = budget
         self.bank = budget.bank
         self.stats = SideStats()
-        self._runner = DeadlineRunner() if in_process else None
+        # In-process sides run on a worker thread under the deadline, and what they print is kept
+        # for the battle (capped), as an edge keeps it.
+        self._runner = UserCodeRunner(OUTPUT_PER_BATTLE, "user-code") if in_process else None
         self._deadline_targets = [
             t for t in (agent, policy) if not in_process and isinstance(t, SupportsDeadline)
         ]
         self._classify = classify or (lambda exc: SideStatus.ERROR)
         self._used = 0.0  # seconds used by the decision in progress
-        #: what the side's code printed (captured on its edge), if the source provides it
-        self.output: Callable[[], str] = lambda: ""
+        #: what the side's code printed during the battle (captured in-process, or on its edge)
+        self.output: Callable[[], str] = self._runner.output if self._runner else lambda: ""
         self._must_default = False
         self.agent = _GuardedAgent(self)
 
@@ -191,7 +141,10 @@ class SideGuard:
         start = time.perf_counter()
         try:
             if self._runner is not None:
-                return self._runner.call(fn, timeout)
+                try:
+                    return self._runner.call(fn, timeout)
+                except UserCallTimeout as exc:
+                    raise CallTimeout(str(exc)) from None
             for target in self._deadline_targets:
                 target.call_timeout = timeout
             return fn()

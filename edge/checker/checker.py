@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
-import queue
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -47,13 +45,20 @@ from edge.checker.samples import (
 from edge.checker.samples import load_sample_battles as load_sample_battles
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
+from edge.contract.runner import UserCodeRunner
 from edge.contract.user_module import (
     OPTIONAL_FUNCTIONS,
     REQUIRED_FUNCTIONS,
     UserModel,
     load_user_model,
 )
-from edge.errors import CandidatesError, ContractError, InvalidActionError, ReplicaError
+from edge.errors import (
+    CandidatesError,
+    ContractError,
+    InvalidActionError,
+    ReplicaError,
+    UserCallTimeout,
+)
 from edge.maple.orders import canonical_order
 
 logger = logging.getLogger(__name__)
@@ -530,10 +535,6 @@ def check_order(battle: AbstractBattle, order: Any) -> str:
 # -- running user code -----------------------------------------------------------------------------
 
 
-class _CallTimeout(Exception):
-    """A user call did not return within its limit (the worker is then abandoned)."""
-
-
 class _Stuck(Exception):
     """An earlier user call never returned: no more user code can run."""
 
@@ -542,99 +543,37 @@ class _UserFailure(Exception):
     """User code raised during a decision (the message describes where and what)."""
 
 
-@dataclass
-class _Job:
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Any = None
-    error: BaseException | None = None
-
-
 class _Worker:
-    """Runs user calls one at a time on one daemon thread, each with a deadline."""
+    """The run's user calls, one at a time under a limit; after a call that never returns, none."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name="edge-checker-user", daemon=True)
-        self._thread.start()
+        self.runner = UserCodeRunner(OUTPUT_KEPT_CHARS, "edge-checker-user")
         self.stuck = ""
         self.slowest: dict[str, tuple[float, str]] = {}
-
-    def _loop(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            try:
-                job.result = job.fn(*job.args)
-            except BaseException as exc:  # user code may raise SystemExit; report it, don't die
-                job.error = exc
-            job.done.set()
 
     def call(
         self, label: str, fn: Callable[..., Any], *args: Any, limit: float, kind: str = "call"
     ) -> Any:
-        """``fn(*args)`` on the worker; raises what it raised, or _CallTimeout after ``limit``.
+        """``fn(*args)``; raises what it raised, or UserCallTimeout after ``limit``.
 
         The slowest call of each ``kind`` is kept in ``slowest``.
         """
         if self.stuck:
             raise _Stuck(self.stuck)
-        job = _Job(fn, args)
         start = time.perf_counter()
-        self._jobs.put(job)
-        if not job.done.wait(limit):
+        try:
+            result = self.runner.call(lambda: fn(*args), limit)
+        except UserCallTimeout:
             self.stuck = f"{label} did not return within {limit:g} s"
-            raise _CallTimeout(self.stuck)
-        elapsed = time.perf_counter() - start
-        if elapsed > self.slowest.get(kind, (-1.0, ""))[0]:
-            self.slowest[kind] = (elapsed, label)
-        if job.error is not None:
-            raise job.error
-        return job.result
+            raise UserCallTimeout(self.stuck) from None
+        finally:
+            elapsed = time.perf_counter() - start
+            if elapsed > self.slowest.get(kind, (-1.0, ""))[0]:
+                self.slowest[kind] = (elapsed, label)
+        return result
 
     def close(self) -> None:
-        """Let the thread end (an abandoned, stuck thread ends with the process)."""
-        if not self.stuck:
-            self._jobs.put(None)
-
-
-class _Capture:
-    """Counts what user code writes and keeps its beginning."""
-
-    def __init__(self) -> None:
-        self.chars = 0
-        self.head = ""
-        self._lock = threading.Lock()
-
-    def add(self, text: str) -> None:
-        with self._lock:
-            self.chars += len(text)
-            if len(self.head) < OUTPUT_KEPT_CHARS:
-                self.head += text[: OUTPUT_KEPT_CHARS - len(self.head)]
-
-
-class _RoutedStream:
-    """Stands in for sys.stdout/stderr: the checker's thread writes through, others are captured."""
-
-    def __init__(self, original: TextIO, capture: _Capture, owner: int) -> None:
-        self._original = original
-        self._capture = capture
-        self._owner = owner
-
-    def write(self, text: str) -> int:
-        if threading.get_ident() == self._owner:
-            return self._original.write(text)
-        self._capture.add(str(text))
-        return len(text)
-
-    def flush(self) -> None:
-        if threading.get_ident() == self._owner:
-            self._original.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._original, name)
+        self.runner.close()
 
 
 def _in_folder(filename: str, folder: Path) -> bool:
@@ -713,7 +652,6 @@ class _Run:
         self.call_limit = call_limit
         self.load_limit = load_limit
         self.worker = _Worker()
-        self.capture = _Capture()
         self.tallies = {name: _Tally(name) for name in CHECKS}
         self.notes: list[str] = []
         self.decisions: dict[str, int] = {}
@@ -742,7 +680,7 @@ class _Run:
         except _Stuck as exc:
             tally.skipped = f"skipped: {exc} earlier"
             return None
-        except _CallTimeout as exc:
+        except UserCallTimeout as exc:
             tally.fail(str(exc))
             self.tallies["time"].fail(f"{exc} (load limit)")
             return None
@@ -755,12 +693,12 @@ class _Run:
         return value
 
     def user(self, label: str, fn: Callable[..., Any], *args: Any, where: str) -> Any:
-        """A decision-time user call; raises _UserFailure, or _CallTimeout (run stuck)."""
+        """A decision-time user call; raises _UserFailure, or UserCallTimeout (run stuck)."""
         try:
             return self.worker.call(
                 f"{label} at {where}", fn, *args, limit=self.call_limit, kind="decision"
             )
-        except _CallTimeout as exc:
+        except UserCallTimeout as exc:
             self.tallies["time"].fail(str(exc))
             raise
         except (_Stuck, KeyboardInterrupt):
@@ -806,7 +744,7 @@ class _Run:
                     )
             except ReplicaError as exc:
                 self.notes.append(f"sample {sample.name} could not be replayed: {exc}")
-            except (_CallTimeout, _Stuck):
+            except (UserCallTimeout, _Stuck):
                 return
 
     def decide(
@@ -925,14 +863,9 @@ def check_user_module(
     path = Path(candidates_path).absolute()
     samples = list(battles) if battles is not None else shipped_sample_battles()
     run = _Run(call_limit, load_limit)
-    owner = threading.get_ident()
-    saved = sys.stdout, sys.stderr
-    sys.stdout = _RoutedStream(saved[0], run.capture, owner)
-    sys.stderr = _RoutedStream(saved[1], run.capture, owner)
     try:
         _run_checks(run, path, model_id, samples)
     finally:
-        sys.stdout, sys.stderr = saved
         run.worker.close()
     _finish(run, samples)
     report = CheckReport(model_id=model_id, candidates_path=path, notes=run.notes)
@@ -1042,9 +975,9 @@ def _finish(run: _Run, samples: list[SampleBattle]) -> None:
             for elapsed, label in [run.worker.slowest[kind]]
         ]
         t["time"].ok("; ".join(parts) or "no user call was made")
-    chars = run.capture.chars
+    chars = run.worker.runner.printed
     if chars > OUTPUT_WARN_CHARS:
-        first = run.capture.head.strip().splitlines()[:1]
+        first = run.worker.runner.output().strip().splitlines()[:1]
         t["output"].fail(
             f"user code wrote {chars / 1e6:.1f} MB to stdout/stderr"
             + (f" (first line: {_short(first[0], 60)})" if first else "")

@@ -13,22 +13,21 @@ evalue and a truncated traceback); what it prints is captured per call and sent 
 
 from __future__ import annotations
 
-import io
 import logging
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
+from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import Candidate, UserModel, load_candidates
 from edge.errors import EdgeError
 from edge.service.replica import ReplicaBattle
@@ -67,73 +66,14 @@ class UnknownModel(EdgeError):
     """The center asked for a model this edge's candidates.json does not list."""
 
 
-# -- capture of user output ---------------------------------------------------------------------
-
-
-class _CappedBuffer(io.StringIO):
-    """Keeps the first ``limit`` characters written and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-        self.dropped = 0
-
-    def write(self, text: str) -> int:
-        room = self.limit - self.tell()
-        if room > 0:
-            super().write(text[:room])
-        self.dropped += max(len(text) - max(room, 0), 0)
-        return len(text)
-
-    def text(self) -> str:
-        value = self.getvalue()
-        if self.dropped:
-            value += f"\n[... {self.dropped} more characters dropped]"
-        return value
-
-
-class _ThreadStream(io.TextIOBase):
-    """sys.stdout / sys.stderr stand-in: writes go to the calling thread's capture, if any."""
-
-    def __init__(self, fallback: TextIO, local: threading.local) -> None:
-        self._fallback = fallback
-        self._local = local
-
-    def write(self, text: str) -> int:
-        buffer: _CappedBuffer | None = getattr(self._local, "buffer", None)
-        if buffer is not None:
-            return buffer.write(text)
-        return self._fallback.write(text)
-
-    def flush(self) -> None:
-        if getattr(self._local, "buffer", None) is None:
-            self._fallback.flush()
-
-
-_local = threading.local()
-_installed = False
-_install_lock = threading.Lock()
-
-
-def install_output_capture() -> None:
-    """Route sys.stdout/sys.stderr through per-thread captures (once per process)."""
-    global _installed
-    with _install_lock:
-        if not _installed:
-            sys.stdout = _ThreadStream(sys.stdout, _local)
-            sys.stderr = _ThreadStream(sys.stderr, _local)
-            _installed = True
-
-
 @contextmanager
 def captured(context: CallContext) -> Iterator[None]:
     """Capture what the calling thread prints into ``context.output`` (kept on exceptions too)."""
-    buffer = _CappedBuffer(OUTPUT_LIMIT)
-    _local.buffer = buffer
+    buffer = CappedText(OUTPUT_LIMIT)
     try:
-        yield
+        with capturing(buffer):
+            yield
     finally:
-        _local.buffer = None
         context.output = buffer.text()
 
 
@@ -176,7 +116,7 @@ class EdgeService:
         self._models: dict[str, UserModel] = {}
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
-        install_output_capture()
+        install_capture()
 
     @property
     def model_ids(self) -> list[str]:
