@@ -44,6 +44,7 @@ from edge.checker.samples import (
 )
 from edge.checker.samples import load_sample_battles as load_sample_battles
 from edge.contract.agent import Agent
+from edge.contract.binding import BoundAgent
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner
 from edge.contract.user_module import (
@@ -310,6 +311,7 @@ def check_agent_constructs(model: UserModel, instance_config: Mapping[str, Any])
 
 def check_agent_methods(agent: Any) -> str:
     """``makeObs``/``deploy`` are callable with their arguments, and so are the optional hooks."""
+    agent = agent.user if isinstance(agent, BoundAgent) else agent  # the participant's own object
     name = type(agent).__name__
     methods = {"makeObs": 1, "action_mask": 1, "deploy": 2, "reset": 0, "onEpisodeEnd": 1}
     present: list[str] = []

@@ -56,19 +56,23 @@ class UserFailure:
     type: str
     message: str
     traceback: str = ""
+    #: the call that raised (``policy.step``, ``deploy`` …), when known
+    where: str = ""
 
     @classmethod
-    def of(cls, exc: BaseException) -> UserFailure:
+    def of(cls, exc: BaseException, where: str = "") -> UserFailure:
         """The failure describing ``exc`` (message and traceback truncated)."""
         formatted = "".join(traceback_module.format_exception(exc))
         if len(formatted) > _TRACEBACK_LIMIT:
             formatted = "[...]\n" + formatted[-_TRACEBACK_LIMIT:]
-        return cls(type(exc).__name__, str(exc)[:_MESSAGE_LIMIT], formatted)
+        return cls(type(exc).__name__, str(exc)[:_MESSAGE_LIMIT], formatted, where)
 
     def line(self) -> str:
         """``Type: message`` on one line, at most a few hundred characters."""
         first = self.message.strip().splitlines()[0] if self.message.strip() else ""
         text = f"{self.type}: {first}" if first else self.type
+        if self.where:
+            text += f" (in {self.where})"
         return text if len(text) <= _LINE_LIMIT else text[: _LINE_LIMIT - 3] + "..."
 
 

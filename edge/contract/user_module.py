@@ -39,6 +39,7 @@ from typing import Any, cast
 import numpy as np
 
 from edge.contract.agent import Agent
+from edge.contract.binding import bind_agent
 from edge.contract.policy import StandalonePolicy
 from edge.errors import CandidatesError, ContractError
 
@@ -491,7 +492,10 @@ class UserModel:
                 f"{self._what}: {cls.__name__}(modelConfig, instanceConfig) raised "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        return cast(Agent, agent)
+        try:
+            return bind_agent(agent)
+        except ContractError as exc:
+            raise ContractError(f"{self._what}: {exc}") from None
 
     def agent_full_name(
         self, policy: StandalonePolicy | None = None, agent_name: str | None = None
