@@ -1,4 +1,4 @@
-"""Exceptions raised by the center (Showdown management, environment, matches).
+"""Exceptions raised by the center (Showdown management, environment, isolation, matches).
 
 Exception tree::
 
@@ -7,21 +7,29 @@ Exception tree::
     │   ├── ShowdownNotInstalled   node, npm or the pinned install is missing (says which command fixes it)
     │   └── ShowdownStartError     the server did not come up or answer in time
     ├── EnvError                   misuse of PokemonEnv or a battle that cannot be set up
-    │   ├── ResetTimeout           no battle was established within RESET_TIMEOUT (C-3)
+    │   ├── ResetTimeout           no battle was established within RESET_TIMEOUT (also a TimeoutError)
     │   └── EnvClosedError         the environment was used after close()
     ├── ConfigError                a bad candidates.json / sep_config.json / command-line value
-    └── EdgeCallError              a call to an edge gave no usable reply
-        ├── EdgeUnavailable        no connection to the edge: nobody listening, connection lost, client
-        │   │                      closed (also a ConnectionError)
-        │   └── AuthenticationError   the CURVE handshake failed: wrong server key, client key not
-        │                          authorized, or only one side uses CURVE
-        ├── EdgeTimeout            the request was sent but no reply came before its deadline (also a
-        │                          TimeoutError)
-        ├── EdgeRemoteError        the edge answered status "error": carries ename, evalue, traceback
-        └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the protocol
-    SideError                      a call into one side's user code failed in a way the center books
-    ├── CallTimeout                the call did not answer by its deadline (also a TimeoutError)
-    └── SideDisconnected           the side's edge is gone (also a ConnectionError)
+    ├── ResultsError               battles.csv or run.json cannot be used (foreign header, LOG_DIR in
+    │   │                          use, unreadable)
+    │   └── RunConflictError       a rerun on a LOG_DIR does not match the run recorded there (also a
+    │                              ConfigError: a command-line value is wrong)
+    ├── InfrastructureError        a battle could not be played because of the center itself (Showdown
+    │                              died, no battle could be started): not recorded, a rerun replays it
+    ├── EdgeCallError              a call to an edge gave no usable reply
+    │   ├── EdgeUnavailable        no connection to the edge: nobody listening, connection lost,
+    │   │   │                      client closed (also a ConnectionError)
+    │   │   └── AuthenticationError   the CURVE handshake failed: wrong server key, client key not
+    │   │                          authorized, or only one side uses CURVE
+    │   ├── EdgeTimeout            the request was sent but no reply came before its deadline (also
+    │   │                          a TimeoutError)
+    │   ├── EdgeRemoteError        the edge answered status "error": carries ename, evalue, traceback
+    │   └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the
+    │                              protocol
+    └── SideError                  a call into one side's user code failed in a way the center books
+        ├── CallTimeout            the call did not answer by its deadline (also a TimeoutError)
+        ├── SideDisconnected       the side's edge is gone (also a ConnectionError)
+        └── RemoteUserError        user code on the edge raised: carries ename, evalue, traceback
 """
 
 from __future__ import annotations
@@ -57,6 +65,18 @@ class EnvClosedError(EnvError):
 
 class ConfigError(CenterError):
     """A configuration file or command-line value is invalid."""
+
+
+class ResultsError(CenterError):
+    """battles.csv or run.json cannot be used (foreign header, LOG_DIR in use, unreadable)."""
+
+
+class RunConflictError(ResultsError, ConfigError):
+    """A rerun on an existing LOG_DIR does not match the run recorded there."""
+
+
+class InfrastructureError(CenterError):
+    """A battle could not be played because of the center's own side (not recorded)."""
 
 
 class EdgeCallError(CenterError):
@@ -107,3 +127,11 @@ class CallTimeout(SideError, TimeoutError):
 
 class SideDisconnected(SideError, ConnectionError):
     """The side's edge is gone (raised by delegators)."""
+
+
+class RemoteUserError(SideError):
+    """User code on the edge raised; carries the edge's ename, evalue and traceback."""
+
+    def __init__(self, ename: str, evalue: str, traceback: str) -> None:
+        super().__init__(f"{ename}: {evalue}")
+        self.ename, self.evalue, self.traceback = ename, evalue, traceback

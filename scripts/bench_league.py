@@ -53,10 +53,12 @@ from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
 from center.env.env_player import unique_username
+from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, SideSource, run_battles
-from center.evaluation.results import BattleRecord, ResultsWriter, ScheduledBattle, schedule_match
+from center.evaluation.records import BattleRecord
+from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient
 from center.showdown.server import SHOWDOWN_VERSION, ShowdownServer
 

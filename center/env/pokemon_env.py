@@ -30,6 +30,7 @@ from poke_env.ps_client.server_configuration import (
 )
 
 from center.env.battle_session import BattleSession, SeatState
+from center.env.end_reason import EndReason
 from center.errors import EnvClosedError, EnvError
 from edge.contract.agent import Agent
 from edge.errors import InvalidActionError
@@ -136,7 +137,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._closed = False
         self._over = True
         self._last: tuple[dict[str, Any], ...] | None = None
-        self.end_reason: str | None = None
+        self.end_reason: EndReason | None = None
 
     # -- PettingZoo API -------------------------------------------------------------------------
 
@@ -168,7 +169,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         """Use other Agent objects (and teams) from the next ``reset`` on, keeping the connections."""
         if not self._over:
             logger.warning("set_agents() during an episode: abandoning it")
-            self.forfeit(self.possible_agents[0], reason="aborted")
+            self.forfeit(self.possible_agents[0], reason=EndReason.ABORTED)
         missing = set(self.possible_agents) - set(agents)
         if missing:
             raise EnvError(f"agents must be given for {sorted(missing)}")
@@ -186,12 +187,12 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         session.ensure_players()
         return {name: seat.player.username for name, seat in session.seats.items()}
 
-    def forfeit(self, agent: str, reason: str = "forfeit") -> None:
+    def forfeit(self, agent: str, reason: EndReason = EndReason.FORFEIT) -> None:
         """End the episode now with ``agent`` forfeiting on Showdown (the other player wins)."""
         if self._over:
             return
         self.session.abandon(forfeiter=agent)
-        self.end_reason = reason
+        self.end_reason = EndReason(reason)
         self._over = True
         self.agents = []
 
@@ -262,7 +263,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             outcome = session.await_round(self.step_timeout)
             if outcome == "disconnected":
                 logger.warning("lost the connection to Showdown: %s", session.disconnect_detail)
-                self._end("disconnect", truncated, rewards, self.rewards.loss)
+                self._end(EndReason.DISCONNECT, truncated, rewards, self.rewards.loss)
             elif outcome == "timeout":
                 warnings.warn(
                     f"no answer from Showdown within STEP_TIMEOUT={self.step_timeout:.0f}s; "
@@ -271,7 +272,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                     stacklevel=2,
                 )
                 session.abandon()
-                self._end("step_timeout", truncated, rewards, 0.0)
+                self._end(EndReason.STEP_TIMEOUT, truncated, rewards, 0.0)
             elif session.finished:
                 for name in self.agents:
                     battle = session.seats[name].battle
@@ -284,11 +285,12 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                         else self.rewards.tie
                     )
                     terminated[name] = True
-                self.end_reason = "win" if any(b.won for b in self._battles()) else "tie"
+                won = any(b.won for b in self._battles())
+                self.end_reason = EndReason.WIN if won else EndReason.TIE
                 self._over = True
             elif self.max_turns is not None and self._turn() > self.max_turns:
                 session.abandon()
-                self._end("max_turns", truncated, rewards, self.rewards.tie)
+                self._end(EndReason.MAX_TURNS, truncated, rewards, self.rewards.tie)
 
         observations = {p: self._observe(p) for p in self.agents}
         rewards32 = {p: np.float32(r) for p, r in rewards.items()}
@@ -307,7 +309,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         return observations, rewards32, terminated, truncated, infos
 
     def _end(
-        self, reason: str, truncated: dict[str, bool], rewards: dict[str, float], value: float
+        self,
+        reason: EndReason,
+        truncated: dict[str, bool],
+        rewards: dict[str, float],
+        value: float,
     ) -> None:
         self.end_reason = reason
         self._over = True

@@ -26,15 +26,10 @@ from typing import Any, Literal
 import click
 
 from center.errors import CenterError, ConfigError
+from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.match import MatchSettings, RunSummary, SideSource, run_battles
-from center.evaluation.results import (
-    BattleRecord,
-    ResultsWriter,
-    RunConfig,
-    load_records,
-    open_run,
-    pending,
-)
+from center.evaluation.records import BattleRecord
+from center.evaluation.run_info import RunConfig, open_run
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings import format_standings, write_standings
 from edge.errors import EdgeError

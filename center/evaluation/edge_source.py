@@ -10,15 +10,22 @@ import logging
 import time
 from pathlib import Path
 
-from center.errors import CallTimeout, ConfigError, EdgeCallError, SideDisconnected
+from center.errors import (
+    CallTimeout,
+    ConfigError,
+    EdgeCallError,
+    RemoteUserError,
+    SideDisconnected,
+)
 from center.evaluation.in_process import failed_side
-from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.records import SideStatus
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import (
     Budget,
     SideGuard,
     check_space_size,
 )
-from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator, RemoteUserError
+from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
 from edge.contract.user_module import Candidate, load_candidates
 from edge.wire.protocol import InstanceConfig

@@ -14,7 +14,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.records import SideStatus
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget, SideGuard, check_space_size
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy

@@ -26,23 +26,26 @@ from typing import Any, Protocol
 import numpy as np
 
 from center.env import frames
-from center.env.pokemon_env import PLAYERS, PokemonEnv
-from center.errors import CenterError
-from center.evaluation.results import (
-    BattleRecord,
-    ResultsWriter,
-    ScheduledBattle,
-    SideStatus,
-    log_relpath,
-    replay_relpath,
-    software_versions,
-    utc_now,
-)
+from center.env.end_reason import EndReason
+from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
+from center.errors import CenterError, InfrastructureError
+from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
+from center.evaluation.run_info import software_versions, utc_now
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 
 logger = logging.getLogger(__name__)
 
-SIDE_OF = {"player_0": "blue", "player_1": "red"}
+# The end reason of a battle forfeited by a side, by the side's fatal status (SideGuard makes only
+# these statuses fatal).
+_FORFEIT_REASON = {
+    SideStatus.ERROR: EndReason.ERROR,
+    SideStatus.TIMEOUT: EndReason.TIMEOUT,
+    SideStatus.DISCONNECT: EndReason.DISCONNECT,
+}
+# What ends a battle on the center's side: not recorded, the battle is replayed.
+_INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
 
 
 class SideSource(Protocol):
@@ -71,10 +74,6 @@ class SideSource(Protocol):
     def team(self, model_id: str) -> str | None:
         """The candidate's team text, for formats where teams are brought."""
         ...
-
-
-class InfrastructureError(CenterError):
-    """A battle could not be played because of the center's own side (not recorded)."""
 
 
 @dataclass(frozen=True)
@@ -125,10 +124,10 @@ def play_battle(
                 sides[p].stats.note(SideStatus.INVALID)
             elif p in actions:
                 retries[p] = 0
-    if forfeited is None and env.end_reason in ("disconnect", "step_timeout"):
+    if forfeited is None and env.end_reason in _INFRASTRUCTURE_REASONS:
         raise InfrastructureError(f"{scheduled.battle_id}: Showdown failed ({env.end_reason})")
     if forfeited is not None:
-        env.forfeit(forfeited, reason=sides[forfeited].stats.status.value.lower())
+        env.forfeit(forfeited, reason=_FORFEIT_REASON[sides[forfeited].stats.status])
     for p in PLAYERS:
         if forfeited is None:
             sides[p].finish(observations.get(p), float(rewards.get(p, 0.0)), infos.get(p, {}))
@@ -154,15 +153,19 @@ def _record(
 ) -> BattleRecord:
     blue_battle, red_battle = env.battle("player_0"), env.battle("player_1")
     assert blue_battle is not None and red_battle is not None
+    winner: Winner
+    end_reason: EndReason
     if forfeited is not None:
         both_failed = all(sides[p].fatal is not None for p in PLAYERS)
-        winner = "none" if both_failed else ("red" if forfeited == "player_0" else "blue")
-        end_reason = sides[forfeited].stats.status.value.lower()
-    elif env.end_reason == "win":
-        winner = "blue" if blue_battle.won else "red"
-        end_reason = "win"
+        winner = (
+            Winner.NONE if both_failed else Winner.RED if forfeited == "player_0" else Winner.BLUE
+        )
+        end_reason = _FORFEIT_REASON[sides[forfeited].stats.status]
+    elif env.end_reason == EndReason.WIN:
+        winner = Winner.BLUE if blue_battle.won else Winner.RED
+        end_reason = EndReason.WIN
     else:
-        winner, end_reason = "tie", env.end_reason or "tie"
+        winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)
     log = log_relpath(scheduled.battle_id)
     _write_replay(blue_battle, settings.log_dir / replay)
@@ -170,15 +173,15 @@ def _record(
     for p in PLAYERS:
         printed = sides[p].output()
         if printed:  # what the side's code printed, as captured (and capped) on its edge
-            out = (settings.log_dir / log).with_suffix(f".{SIDE_OF[p]}.out")
+            out = (settings.log_dir / log).with_suffix(f".{SIDES[p]}.out")
             out.write_text(printed, encoding="utf-8")
-    stats = {SIDE_OF[p]: sides[p].stats for p in PLAYERS}
+    stats = {SIDES[p]: sides[p].stats for p in PLAYERS}
     versions = software_versions(settings.showdown_version)
     return BattleRecord(
         battle_id=scheduled.battle_id,
         blue=scheduled.blue,
         red=scheduled.red,
-        winner=winner,  # type: ignore[arg-type]
+        winner=winner,
         end_reason=end_reason,
         turns=max(blue_battle.turn, red_battle.turn),
         duration_s=time.perf_counter() - start,
@@ -316,7 +319,7 @@ def _play_one(
         for p in PLAYERS:
             sides[p] = source.open_side(
                 names[p],
-                SIDE_OF[p],
+                SIDES[p],
                 scheduled,
                 settings.battle_format,
                 settings.budget,

@@ -29,7 +29,7 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from center.errors import CallTimeout, SideDisconnected
-from center.evaluation.results import SideStatus
+from center.evaluation.records import SideStatus
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.results import BattleRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, SideStatus, Winner
 
 __all__ = [
     "STANDINGS_COLUMNS",

@@ -30,6 +30,7 @@ from center.errors import (
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
+    RemoteUserError,
     SideDisconnected,
 )
 from center.isolation.edge_client import EdgeClient
@@ -54,14 +55,6 @@ logger = logging.getLogger(__name__)
 OPEN_TIMEOUT = 30.0  # opening a session may load a model's weights
 OUTPUT_KEEP = 64 * 1024
 _INVALID_ENAMES = {"InvalidActionError", "ValueError"}
-
-
-class RemoteUserError(CenterError):
-    """User code on the edge raised; carries the edge's ename, evalue and traceback."""
-
-    def __init__(self, ename: str, evalue: str, traceback: str) -> None:
-        super().__init__(f"{ename}: {evalue}")
-        self.ename, self.evalue, self.traceback = ename, evalue, traceback
 
 
 class EdgeSession:

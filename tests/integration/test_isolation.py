@@ -14,7 +14,8 @@ from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import AuthenticationError, EdgeCallError
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, play_battle
-from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.records import SideStatus
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget
 from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient

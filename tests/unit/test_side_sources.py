@@ -9,7 +9,8 @@ import gymnasium
 import pytest
 
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.results import ScheduledBattle, SideStatus
+from center.evaluation.records import SideStatus
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget, check_space_size
 
 MODULE = """

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.results import BattleRecord
+from center.evaluation.records import BattleRecord
 from center.evaluation.standings import (
     STANDINGS_COLUMNS,
     STANDINGS_CSV,

@@ -1,0 +1,154 @@
+"""BattleRecord: one finished battle, one row of battles.csv, and the enums of its columns.
+
+The columns (:data:`COLUMNS`) are a pinned interface: their names, order and values stay as they
+are. ``winner`` is a :class:`Winner`, ``blue_status`` and ``red_status`` are :class:`SideStatus`
+values, and the center writes ``end_reason`` as an :class:`~center.env.end_reason.EndReason`
+(a reader keeps whatever string a row holds). ``replay`` and ``log`` are paths relative to
+``LOG_DIR`` (see :func:`replay_relpath` and :func:`log_relpath`); empty when there is none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "COLUMNS",
+    "LOG_SUBDIR",
+    "PINNED_COLUMNS",
+    "REPLAY_SUBDIR",
+    "BattleRecord",
+    "SideStatus",
+    "Winner",
+    "log_relpath",
+    "replay_relpath",
+]
+
+REPLAY_SUBDIR = "replays"
+LOG_SUBDIR = "logs"
+
+
+class SideStatus(StrEnum):
+    """How a battle ended for one side: played cleanly, or the worst thing its code did."""
+
+    OK = "OK"
+    TIMEOUT = "TIMEOUT"
+    ERROR = "ERROR"
+    INVALID = "INVALID"
+    DISCONNECT = "DISCONNECT"
+
+
+class Winner(StrEnum):
+    """The ``winner`` column: a side, a tie, or ``none`` (no result: a crash, both sides failed)."""
+
+    BLUE = "blue"
+    RED = "red"
+    TIE = "tie"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class BattleRecord:
+    """One row of battles.csv: a finished battle. Field order is the column order."""
+
+    battle_id: str
+    blue: str
+    red: str
+    winner: Winner
+    end_reason: str
+    turns: int
+    duration_s: float
+    blue_status: SideStatus
+    red_status: SideStatus
+    seed: int
+    format: str
+    replay: str = ""
+    blue_decisions: int = 0
+    red_decisions: int = 0
+    blue_decision_ms_mean: float = 0.0
+    blue_decision_ms_max: float = 0.0
+    red_decision_ms_mean: float = 0.0
+    red_decision_ms_max: float = 0.0
+    blue_invalid: int = 0
+    red_invalid: int = 0
+    blue_timeouts: int = 0
+    red_timeouts: int = 0
+    started_at: str = ""
+    finished_at: str = ""
+    log: str = ""
+    version_sep: str = ""
+    version_poke_env: str = ""
+    version_showdown: str = ""
+
+    def __post_init__(self) -> None:
+        # Accept plain strings from callers and from CSV; a bad value raises ValueError here.
+        object.__setattr__(self, "winner", Winner(self.winner))
+        object.__setattr__(self, "blue_status", SideStatus(self.blue_status))
+        object.__setattr__(self, "red_status", SideStatus(self.red_status))
+        if not self.battle_id:
+            raise ValueError("battle_id must not be empty")
+
+    def to_row(self) -> list[str]:
+        """The CSV fields in :data:`COLUMNS` order (floats with 3 decimals, text on one line)."""
+        return [_format_value(getattr(self, name)) for name in COLUMNS]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, str]) -> BattleRecord:
+        """Build a record from a CSV row keyed by column name; missing optional columns default.
+
+        Raises ValueError when a pinned column is missing or a value does not parse.
+        """
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in row:
+                if f.name in PINNED_COLUMNS:
+                    raise ValueError(f"missing column {f.name!r}")
+                continue
+            kwargs[f.name] = _PARSERS[f.name](row[f.name])
+        return cls(**kwargs)
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(BattleRecord))
+"""The columns of battles.csv, in order."""
+
+PINNED_COLUMNS: tuple[str, ...] = COLUMNS[:12]
+"""The columns every battles.csv has (``battle_id`` to ``replay``); a file without them is not one."""
+
+
+def replay_relpath(battle_id: str) -> str:
+    """Where a battle's replay goes, relative to LOG_DIR (the ``replay`` column)."""
+    return f"{REPLAY_SUBDIR}/{battle_id}.html"
+
+
+def log_relpath(battle_id: str) -> str:
+    """Where a battle's raw protocol log goes, relative to LOG_DIR (the ``log`` column)."""
+    return f"{LOG_SUBDIR}/{battle_id}.log"
+
+
+def _parse_int(text: str) -> int:
+    return int(text) if text.strip() else 0
+
+
+def _parse_float(text: str) -> float:
+    return float(text) if text.strip() else 0.0
+
+
+def _build_parsers() -> dict[str, Callable[[str], Any]]:
+    parsers: dict[str, Callable[[str], Any]] = {}
+    for f in dataclasses.fields(BattleRecord):
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        parsers[f.name] = {"int": _parse_int, "float": _parse_float}.get(kind, str)
+    return parsers
+
+
+_PARSERS = _build_parsers()
+_CONTROL = {c: " " for c in range(32)} | {127: " "}
+
+
+def _format_value(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value).translate(_CONTROL)

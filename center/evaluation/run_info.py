@@ -1,0 +1,217 @@
+"""``LOG_DIR/run.json`` (a run's parameters), the software versions and the dates records carry.
+
+:func:`open_run` records the run's parameters (:class:`RunConfig`) so that a rerun with a different
+configuration is refused instead of mixing two runs in one LOG_DIR; a rerun of the same command
+resumes, and a larger N or more league candidates extend the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from center.errors import ResultsError, RunConflictError
+from center.evaluation.battles_csv import check_recorded, fsync_dir, load_records
+from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
+
+__all__ = [
+    "RUN_JSON",
+    "RunConfig",
+    "open_run",
+    "read_run_config",
+    "software_versions",
+    "utc_now",
+]
+
+logger = logging.getLogger(__name__)
+
+RUN_JSON = "run.json"
+_RUN_SCHEMA = 1
+
+
+def utc_now() -> str:
+    """The current time as ISO 8601 UTC with milliseconds, e.g. ``2025-01-31T12:00:00.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple[str, str]:
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return ""
+
+    return version("maple-sep"), version("poke-env")
+
+
+def software_versions(showdown: str = "") -> dict[str, str]:
+    """The ``version_*`` fields of a record: this package, poke-env and the given Showdown."""
+    sep, poke_env = _installed_versions()
+    return {"version_sep": sep, "version_poke_env": poke_env, "version_showdown": showdown}
+
+
+RunMode = Literal["match", "league"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The parameters of a run, as stored in run.json.
+
+    ``candidates`` is ``(blue, red)`` for a match and the league's ids (stored sorted) for a league.
+    ``seed`` None means "the stored one, or a fresh random one for a new LOG_DIR" (see
+    :func:`open_run`). ``extra`` holds anything else the command wants recorded (time budgets,
+    versions); it is informational, never compared, and the latest run's value is kept.
+    """
+
+    mode: RunMode
+    candidates: tuple[str, ...]
+    n: int
+    format: str
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("match", "league"):
+            raise ValueError(f"mode must be 'match' or 'league', got {self.mode!r}")
+        candidates = tuple(self.candidates)
+        if self.mode == "match" and len(candidates) != 2:
+            raise ValueError(f"a match has exactly 2 candidates, got {candidates}")
+        if self.mode == "league":
+            candidates = tuple(sorted(candidates))
+        object.__setattr__(self, "candidates", candidates)
+        if self.n < 1:
+            raise ValueError(f"n must be at least 1, got {self.n}")
+
+    def schedule(self) -> list[ScheduledBattle]:
+        """Every battle of the run, in playing order (the seed must be resolved)."""
+        if self.seed is None:
+            raise ValueError("the run's seed is not resolved yet; use open_run()")
+        if self.mode == "match":
+            return schedule_match(self.candidates[0], self.candidates[1], self.n, self.seed)
+        return schedule_league(self.candidates, self.n, self.seed)
+
+    def to_json(self) -> dict[str, Any]:
+        """The run.json document."""
+        return {
+            "schema": _RUN_SCHEMA,
+            "mode": self.mode,
+            "candidates": list(self.candidates),
+            "n": self.n,
+            "format": self.format,
+            "seed": self.seed,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RunConfig:
+        """Parse a run.json document; ValueError/KeyError/TypeError when it is not one."""
+        if doc.get("schema") != _RUN_SCHEMA:
+            raise ValueError(f"unknown run.json schema {doc.get('schema')!r}")
+        seed = doc["seed"]
+        return cls(
+            mode=doc["mode"],
+            candidates=tuple(str(c) for c in doc["candidates"]),
+            n=int(doc["n"]),
+            format=str(doc["format"]),
+            seed=None if seed is None else int(seed),
+            extra=dict(doc.get("extra") or {}),
+        )
+
+
+def read_run_config(log_dir: str | os.PathLike[str]) -> RunConfig | None:
+    """The run recorded in ``LOG_DIR/run.json``, or None if there is none."""
+    path = Path(log_dir) / RUN_JSON
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return RunConfig.from_json(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ResultsError(f"{path} is not a valid run.json ({exc}); use a new LOG_DIR") from exc
+
+
+def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
+    def conflict(what: str) -> RunConflictError:
+        return RunConflictError(
+            f"{log_dir} holds another run: {what}; rerun with the original parameters "
+            "or use a new LOG_DIR"
+        )
+
+    if new.mode != stored.mode:
+        raise conflict(f"it is a {stored.mode}, this command is a {new.mode}")
+    if new.format != stored.format:
+        raise conflict(f"its format is {stored.format}, not {new.format}")
+    if new.seed is not None and new.seed != stored.seed:
+        raise conflict(f"its seed is {stored.seed}, not {new.seed}")
+    if stored.mode == "match" and new.candidates != stored.candidates:
+        raise conflict(
+            f"it is {stored.candidates[0]} (blue) vs {stored.candidates[1]} (red), "
+            f"not {new.candidates[0]} vs {new.candidates[1]}"
+        )
+    missing = sorted(set(stored.candidates) - set(new.candidates))
+    if missing:
+        raise conflict(f"its league includes {', '.join(missing)}, missing from this command")
+    if new.n < stored.n:
+        raise conflict(
+            f"it has -n {stored.n}; a rerun may keep or raise -n, not lower it to {new.n}"
+        )
+    return dataclasses.replace(new, seed=stored.seed)
+
+
+def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
+    """Check ``config`` against what LOG_DIR already holds, record it in run.json, return it.
+
+    The returned config has its seed resolved. Rules for a rerun on a LOG_DIR with a run.json:
+
+    - mode (match or league) and format must be the same;
+    - the seed must be the same, or None (then the stored seed is used);
+    - a match must have the same blue and the same red;
+    - a league must include every stored candidate; it may add candidates (the new pairs are
+      appended, the existing battles keep their ids and seeds);
+    - ``n`` may stay or grow (the new battles are appended), never shrink.
+
+    Anything else raises :class:`RunConflictError` with one line saying what differs. A new
+    LOG_DIR with seed None gets a random 31-bit seed. In every case each row already in
+    battles.csv must belong to the resulting schedule with the same sides and seed (this also
+    guards a LOG_DIR whose run.json was lost) and be of the same format.
+    """
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stored = read_run_config(log_dir)
+    if stored is not None:
+        effective = _merge(stored, config, log_dir)
+    elif config.seed is None:
+        effective = dataclasses.replace(config, seed=secrets.randbits(31))
+    else:
+        effective = config
+    records = load_records(log_dir)
+    for r in records:
+        if r.format != effective.format:
+            raise RunConflictError(
+                f"{log_dir}: battle {r.battle_id} was played in {r.format}, not {effective.format}"
+            )
+    check_recorded(effective.schedule(), records)
+    path = log_dir / RUN_JSON
+    tmp = path.with_name(f".{RUN_JSON}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(effective.to_json(), f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(log_dir)
+    if stored is not None and effective != stored:
+        logger.info("%s: extending the run to %s", log_dir, effective)
+    return effective

@@ -1,0 +1,89 @@
+"""The battles of a match or a league, with their ids and seeds, computed deterministically.
+
+A rerun of the same command computes the same battle ids and seeds, which is what lets a run resume
+(:func:`center.evaluation.battles_csv.pending`) and grow (a larger N or more candidates only append
+battles).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["ScheduledBattle", "battle_seed", "schedule_league", "schedule_match"]
+
+
+@dataclass(frozen=True)
+class ScheduledBattle:
+    """One battle to play: its id, sides and seed, and its place (``index``) within its ``pair``."""
+
+    battle_id: str
+    blue: str
+    red: str
+    seed: int
+    pair: tuple[str, str]
+    index: int
+
+
+def battle_seed(base_seed: int, battle_id: str) -> int:
+    """A battle's seed: 31 bits of SHA-256 of ``"{base_seed}:{battle_id}"``, stable anywhere."""
+    digest = hashlib.sha256(f"{base_seed}:{battle_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFF_FFFF
+
+
+def _check_candidate_id(cid: str) -> None:
+    # Ids go into battle ids, and battle ids into file names.
+    if not cid or cid in {".", ".."} or any(c in cid for c in "/\\") or not cid.isprintable():
+        raise ValueError(f"candidate id {cid!r} cannot be used in battle ids and file names")
+
+
+def _battle(
+    blue: str, red: str, pair: tuple[str, str], index: int, base_seed: int
+) -> ScheduledBattle:
+    battle_id = f"{blue}-vs-{red}-{index:04d}"
+    return ScheduledBattle(battle_id, blue, red, battle_seed(base_seed, battle_id), pair, index)
+
+
+def schedule_match(blue: str, red: str, n: int, base_seed: int) -> list[ScheduledBattle]:
+    """The N battles of a match: ``blue`` is always blue; ids ``{blue}-vs-{red}-{index:04d}``.
+
+    ``blue == red`` (a mirror match) is allowed.
+    """
+    _check_candidate_id(blue)
+    _check_candidate_id(red)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    return [_battle(blue, red, (blue, red), k, base_seed) for k in range(n)]
+
+
+def schedule_league(ids: Iterable[str], n: int, base_seed: int) -> list[ScheduledBattle]:
+    """A round robin, N battles per pair, sides alternating.
+
+    Each unordered pair appears once as ``(A, B)`` with ``A < B`` in sorted order (the given order
+    does not matter, so ``--league X Y`` and ``--league Y X`` schedule the same battles). Battle
+    ``index`` k of a pair has A blue when k is even and B blue when k is odd; its id is
+    ``{blue}-vs-{red}-{k:04d}``. Battles come index-major (every pair's battle 0, then every
+    pair's battle 1, ...), so an interrupted league is balanced across pairs, and a larger N only
+    appends battles. Raises ValueError for fewer than 2 ids or a duplicate id.
+    """
+    names = list(ids)
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate candidate ids in {names}")
+    if len(names) < 2:
+        raise ValueError("a league needs at least 2 candidates")
+    for cid in names:
+        _check_candidate_id(cid)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    ordered = sorted(names)
+    pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+    schedule = [
+        _battle(a, b, (a, b), k, base_seed) if k % 2 == 0 else _battle(b, a, (a, b), k, base_seed)
+        for k in range(n)
+        for a, b in pairs
+    ]
+    if len({s.battle_id for s in schedule}) != len(schedule):
+        # Only possible with ids such as "x-vs-y" next to "x" and "y".
+        raise ValueError(f"candidate ids {names} give ambiguous battle ids")
+    return schedule
