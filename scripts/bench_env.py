@@ -26,7 +26,7 @@ from poke_env.ps_client import AccountConfiguration
 
 from center.env.env_player import unique_username
 from center.env.pokemon_env import PokemonEnv
-from center.showdown.server import ShowdownServer
+from center.showdown import ShowdownServer
 
 
 def run_baseline(server: ShowdownServer, battle_format: str, n: int) -> float:

@@ -60,7 +60,7 @@ from center.evaluation.match import MatchSettings, SideSource, run_battles
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient
-from center.showdown.server import SHOWDOWN_VERSION, ShowdownServer
+from center.showdown import SHOWDOWN_VERSION, ShowdownServer
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@
 # Env:   PYTHON=/path/to/python3.11    (optional: the interpreter used to create .venv)
 set -euo pipefail
 
-SHOWDOWN_VERSION="0.11.11"          # keep in sync with center/showdown.py SHOWDOWN_VERSION
+SHOWDOWN_VERSION="0.11.11"          # keep in sync with center/showdown/install.py SHOWDOWN_VERSION
 SOURCE_MAP_SUPPORT_VERSION="0.5.21" # needed by `pokemon-showdown validate-team`
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,6 +91,6 @@ else
 fi
 
 step "showdown: preparing config"
-"$VENV/bin/python" -c 'import sys; from pathlib import Path; from center.showdown.server import prepare_install; prepare_install(Path(sys.argv[1]))' "$SHOWDOWN_PKG"
+"$VENV/bin/python" -c 'import sys; from pathlib import Path; from center.showdown import prepare_install; prepare_install(Path(sys.argv[1]))' "$SHOWDOWN_PKG"
 
 step "done: Showdown $SHOWDOWN_VERSION in $SHOWDOWN_PKG, venv in $VENV"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from center.errors import ShowdownError
-from center.showdown.server import ShowdownServer, find_install
+from center.showdown import ShowdownServer, find_install
 
 if TYPE_CHECKING:
     from poke_env.ps_client.server_configuration import ServerConfiguration

@@ -47,7 +47,7 @@ def needs_teams(battle_format: str) -> bool:
 
 def validate_teams(teams: dict[str, str | None], battle_format: str) -> None:
     """Check every candidate's team with Showdown's own validator, before any battle."""
-    from center.showdown.server import validate_team
+    from center.showdown import validate_team
 
     if not needs_teams(battle_format):
         return
@@ -129,7 +129,7 @@ def run_command(
     make_source: Callable[[], SideSource],
 ) -> None:
     """What sep_main and sep_eval do once their sides are known."""
-    from center.showdown.server import SHOWDOWN_VERSION, ShowdownServer
+    from center.showdown import SHOWDOWN_VERSION, ShowdownServer
 
     league, battle_format, budget = opts.league, opts.battle_format, opts.budget
     if league:

@@ -12,7 +12,7 @@ from pettingzoo.test import parallel_api_test
 
 from center.env.pokemon_env import PokemonEnv, RewardConfig
 from center.errors import ResetTimeout
-from center.showdown.server import ShowdownServer
+from center.showdown import ShowdownServer
 from tests.integration.helpers import random_legal, team
 
 pytestmark = pytest.mark.showdown

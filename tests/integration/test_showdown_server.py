@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import ShowdownError, ShowdownNotInstalled
-from center.showdown.server import (
+from center.showdown import (
     SHOWDOWN_VERSION,
     ShowdownServer,
     find_install,
@@ -70,7 +70,7 @@ Adamant Nature
 OWNER_SCRIPT = textwrap.dedent(
     """
     import signal, time
-    from center.showdown.server import ShowdownServer
+    from center.showdown import ShowdownServer
     signal.signal(signal.SIGINT, signal.default_int_handler)
     server = ShowdownServer().start()
     print(server.pgid, server.port, flush=True)
