@@ -15,14 +15,10 @@ from poke_env.battle import Battle
 
 from edge.errors import EdgeError
 from edge.maple.battle_view import move_slots, opponent_bench, own_bench
-from edge.maple.state_observer import (
-    DEFAULT_SPEC_PATH,
-    TYPE_MATCHUP_LABELS,
-    StateObserver,
-    StateSpecError,
-    registered_extractors,
-    type_matchup_vec,
-)
+from edge.maple.features import registered_extractors
+from edge.maple.state_observer import StateObserver
+from edge.maple.state_spec import DEFAULT_SPEC_PATH, StateSpecError
+from edge.maple.type_chart import TYPE_MATCHUP_LABELS, type_matchup_vec
 from tests.fixtures.replay import all_recordings, replay_frames
 from tests.fixtures.synthetic_battle import Mon, build_battle
 

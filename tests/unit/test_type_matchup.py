@@ -1,4 +1,4 @@
-"""type_matchup_vec: the 18 log2 type-matchup values of seeds/001 §4."""
+"""type_matchup_vec: the 18 log2 type-matchup values of the observation (docs/observation.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from poke_env.battle import MoveCategory, PokemonType
 from poke_env.data import GenData
 
 from edge.maple.battle_view import move_slots, opponent_bench, own_bench
-from edge.maple.state_observer import (
+from edge.maple.type_chart import (
     TYPE_MATCHUP_IMMUNE,
     TYPE_MATCHUP_LABELS,
     damage_multiplier,
