@@ -67,7 +67,7 @@ def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
         if not url.endswith("/showdown/websocket"):
             url += "/showdown/websocket"
         return ServerConfiguration(url, LocalhostServerConfiguration.authentication_url), None
-    from center.showdown.server import ShowdownServer
+    from center.showdown import ShowdownServer
 
     if server is None:
         started = ShowdownServer.find_or_start()
