@@ -168,7 +168,7 @@ def _record(
         winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)
     log = log_relpath(scheduled.battle_id)
-    _write_replay(blue_battle, settings.log_dir / replay)
+    _write_replay(blue_battle, settings.log_dir / replay, scheduled, sides)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
     for p in PLAYERS:
         printed = sides[p].output()
@@ -211,11 +211,51 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else 0.0
 
 
-def _write_replay(battle: Any, path: Path) -> None:
+#: Beside a replay ``replays/ID.html``: who played each side (``replays/ID.players.json``).
+PLAYERS_SUFFIX = ".players.json"
+
+
+def _write_replay(
+    battle: Any, path: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard]
+) -> None:
+    """Showdown's HTML replay of ``battle`` at ``path``, naming the players by their candidates.
+
+    Showdown knows the players by anonymous usernames (``sep0 c8178229``); the replay says
+    ``logName (side)`` instead. Beside it, :data:`PLAYERS_SUFFIX` records for each side the
+    candidate id, its logName, its Showdown username and its decision times in ms, so that pages
+    built later from the raw log can name the players too.
+    """
+    usernames = {"blue": battle.player_username or "", "red": battle.opponent_username or ""}
+    ids = {"blue": scheduled.blue, "red": scheduled.red}
+    players: dict[str, dict[str, Any]] = {}
+    for p in PLAYERS:
+        side = SIDES[p]
+        log_name = sides[p].agent_full_name.split(":")[0] or ids[side]
+        players[side] = {
+            "id": ids[side],
+            "logName": log_name,
+            "username": usernames[side],
+            "decision_ms": [round(ms, 3) for ms in sides[p].stats.decision_ms],
+        }
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"battle_id": scheduled.battle_id, **players}
+        path.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
         battle.save_replay(path)
+        text = path.read_text(encoding="utf-8")
+        # Longest first, so that no username is replaced inside another one.
+        for side in sorted(players, key=lambda s: -len(usernames[s])):
+            if usernames[side]:
+                text = text.replace(usernames[side], _replay_name(players[side]["logName"], side))
+        path.write_text(text, encoding="utf-8")
     except Exception as exc:  # a replay is a convenience; never lose the result over it
         logger.warning("could not write replay %s: %r", path, exc)
+
+
+def _replay_name(log_name: str, side: str) -> str:
+    # The name lands in HTML and in Showdown's protocol lines: keep it to harmless characters.
+    safe = "".join(c for c in log_name if c.isprintable() and c not in "|<>&\"'")
+    return f"{safe.strip() or side} ({side})"
 
 
 def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
