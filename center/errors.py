@@ -23,7 +23,7 @@ Exception tree::
     │   │                          authorized, or only one side uses CURVE
     │   ├── EdgeTimeout            the request was sent but no reply came before its deadline (also
     │   │                          a TimeoutError)
-    │   ├── EdgeRemoteError        the edge answered status "error": carries ename, evalue, traceback
+    │   ├── EdgeRemoteError        the edge answered status "error": carries code, ename, evalue, …
     │   └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the
     │                              protocol
     └── SideError                  a call into one side's user code failed in a way the center books
@@ -101,16 +101,21 @@ class EdgeTimeout(EdgeCallError, TimeoutError):
 class EdgeRemoteError(EdgeCallError):
     """The edge answered with status ``error``: an exception in a handler or in user code.
 
-    ``ename``, ``evalue`` and ``traceback`` (truncated) describe the remote exception; ``output``
-    is what user code printed during the call (truncated), possibly empty.
+    ``code`` says what kind of error it is (an ``edge.wire.messages.ErrorCode`` value, ``""`` from
+    an edge older than protocol 1.2): programs match on it. ``ename``, ``evalue`` and
+    ``traceback`` (truncated) describe the remote exception for humans; ``output`` is what user
+    code printed during the call (truncated), possibly empty.
     """
 
-    def __init__(self, ename: str, evalue: str, traceback: str = "", output: str = "") -> None:
+    def __init__(
+        self, ename: str, evalue: str, traceback: str = "", output: str = "", *, code: str = ""
+    ) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
         self.ename = ename
         self.evalue = evalue
         self.traceback = traceback
         self.output = output
+        self.code = code
 
 
 class EdgeProtocolError(EdgeCallError):

@@ -55,7 +55,7 @@ from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import UserModel, load_candidates
 from edge.service.replica import ReplicaBattle
-from edge.wire.protocol import InstanceConfig
+from edge.wire.messages import InstanceConfig
 
 logger = logging.getLogger(__name__)
 

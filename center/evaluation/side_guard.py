@@ -35,7 +35,7 @@ from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner
 from edge.errors import InvalidActionError, UserCallTimeout
 from edge.maple.action_helper import team_order, team_size
-from edge.wire.protocol import space_from_wire, space_to_wire
+from edge.wire.spaces import space_from_wire, space_to_wire
 
 logger = logging.getLogger(__name__)
 

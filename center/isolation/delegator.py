@@ -37,16 +37,16 @@ from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
 from edge.errors import InvalidActionError
-from edge.wire.protocol import (
+from edge.wire.messages import (
     CloseSessionRequest,
     DeployRequest,
     EpisodeEndRequest,
     ErrorBody,
+    ErrorCode,
     InstanceConfig,
     MakeObsRequest,
     OpenSessionRequest,
     PolicyStepRequest,
-    RequestType,
     ResetRequest,
 )
 
@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = 30.0  # opening a session may load a model's weights
 OUTPUT_KEEP = 64 * 1024
-_INVALID_ENAMES = {"InvalidActionError", "ValueError"}
 
 
 class EdgeSession:
@@ -80,27 +79,25 @@ class EdgeSession:
         #: the action of the last policy step and what the edge's deploy made of it (1.1)
         self.speculative: tuple[Any, str | None, ErrorBody | None] | None = None
         self.username = username
-        reply = self.call(
-            RequestType.OPEN_SESSION,
-            OpenSessionRequest(model_id, instance_config, username),
-            timeout=timeout,
-        )
+        reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout=timeout)
         self.observation_space: gymnasium.Space[Any] = reply.observation_space
         self.action_space: gymnasium.Space[Any] = reply.action_space
         self.agent_full_name: str = reply.agent_full_name
 
-    def call(self, msg_type: str, body: Any, timeout: float | None = None) -> Any:
-        """One request of this session, its errors mapped to the side's vocabulary."""
+    def call(self, body: Any, timeout: float | None = None) -> Any:
+        """One request of this session (its type is the body's), its errors mapped to the side's
+        vocabulary."""
         wait = self.call_timeout if timeout is None else timeout
         try:
-            reply = self.client.call(msg_type, body, session=self.session_id, timeout=wait)
+            reply = self.client.call(body, session=self.session_id, timeout=wait)
         except EdgeRemoteError as exc:
             self._keep_output(exc.output)
-            if exc.ename == "UnknownSession":  # the edge restarted: it lost this battle's state
+            if exc.code == ErrorCode.UNKNOWN_SESSION:  # the edge restarted: it lost this battle
                 raise SideDisconnected(
                     f"the edge at {self.client.address} lost the session"
                 ) from exc
-            self.raise_remote(msg_type, ErrorBody(exc.ename, exc.evalue, exc.traceback), exc)
+            error = ErrorBody(exc.ename, exc.evalue, exc.traceback, exc.code)
+            self.raise_remote(error, deploying=isinstance(body, DeployRequest), cause=exc)
         except EdgeTimeout as exc:
             if not self.client.connected:
                 raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
@@ -113,10 +110,11 @@ class EdgeSession:
         return reply.body
 
     def raise_remote(
-        self, msg_type: str, error: ErrorBody, cause: BaseException | None = None
+        self, error: ErrorBody, *, deploying: bool, cause: BaseException | None = None
     ) -> NoReturn:
-        """Raise what user code on the edge raised: an illegal action, or a RemoteUserError."""
-        if error.ename in _INVALID_ENAMES and msg_type == RequestType.DEPLOY:
+        """Raise what user code on the edge raised: an illegal action (only deploy judges
+        actions), or a RemoteUserError."""
+        if deploying and error.code == ErrorCode.INVALID_ACTION:
             raise InvalidActionError(error.evalue) from cause
         raise RemoteUserError(error.ename, error.evalue, error.traceback) from cause
 
@@ -141,12 +139,7 @@ class EdgeSession:
     def close(self) -> None:
         """Forget the session on the edge (best effort, short deadline)."""
         try:
-            self.client.call(
-                RequestType.CLOSE_SESSION,
-                CloseSessionRequest(),
-                session=self.session_id,
-                timeout=2.0,
-            )
+            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=2.0)
         except EdgeCallError as exc:
             logger.debug("closing session %s: %r", self.session_id, exc)
 
@@ -175,9 +168,7 @@ class AgentDelegator(Agent):
         # makeObs and action_mask are one round trip: the edge returns both. A new observation
         # starts a new decision: an order deployed for an earlier one must never be reused.
         self.session.speculative = None
-        reply = self.session.call(
-            RequestType.MAKE_OBS, MakeObsRequest(self.session.new_frames(battle))
-        )
+        reply = self.session.call(MakeObsRequest(self.session.new_frames(battle)))
         self._mask, self._mask_battle = reply.action_mask, id(battle)
         return reply.observation
 
@@ -191,10 +182,10 @@ class AgentDelegator(Agent):
         if speculative is not None and not frames and _same_action(speculative[0], action):
             _, order, error = speculative
             if error is not None:  # raise what the edge's deploy raised, as the call would have
-                session.raise_remote(RequestType.DEPLOY, error)
+                session.raise_remote(error, deploying=True)
             if order is not None:
                 return order
-        reply = session.call(RequestType.DEPLOY, DeployRequest(frames, _plain(action)))
+        reply = session.call(DeployRequest(frames, _plain(action)))
         deployed: str = reply.order
         return deployed
 
@@ -202,12 +193,10 @@ class AgentDelegator(Agent):
         self._seed = seed
 
     def reset(self) -> None:
-        self.session.call(RequestType.RESET, ResetRequest("agent", self._seed))
+        self.session.call(ResetRequest("agent", self._seed))
 
     def onEpisodeEnd(self, battle: AbstractBattle) -> None:
-        self.session.call(
-            RequestType.EPISODE_END, EpisodeEndRequest(self.session.new_frames(battle))
-        )
+        self.session.call(EpisodeEndRequest(self.session.new_frames(battle)))
 
 
 class PolicyDelegator(StandalonePolicy):
@@ -225,7 +214,7 @@ class PolicyDelegator(StandalonePolicy):
         self.session.call_timeout = value
 
     def reset(self) -> None:
-        self.session.call(RequestType.RESET, ResetRequest("policy"))
+        self.session.call(ResetRequest("policy"))
 
     def step(
         self,
@@ -241,7 +230,7 @@ class PolicyDelegator(StandalonePolicy):
         body = PolicyStepRequest(
             _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
         )
-        reply = self.session.call(RequestType.POLICY_STEP, body)
+        reply = self.session.call(body)
         self.session.speculative = None if done else (reply.action, reply.order, reply.deploy_error)
         return reply.action
 

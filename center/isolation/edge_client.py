@@ -15,7 +15,8 @@ Failures are told apart, because they mean different statuses for a battle side:
   peer within a few seconds;
 - :class:`~center.errors.AuthenticationError`: no connection because the CURVE handshake failed,
   with what is probably wrong;
-- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error.
+- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error (its ``code`` says
+  what kind, see :class:`~edge.wire.messages.ErrorCode`).
 """
 
 from __future__ import annotations
@@ -43,20 +44,17 @@ from center.errors import (
     EdgeUnavailable,
 )
 from edge.errors import ProtocolError, ProtocolVersionError
+from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
 from edge.wire.keys import KeyPair, check_z85_key
-from edge.wire.protocol import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    MESSAGES,
+from edge.wire.messages import (
     PROTOCOL_VERSION,
     ErrorBody,
+    ErrorCode,
     HelloReply,
     HelloRequest,
     Reply,
     Request,
-    RequestType,
-    decode_reply,
-    encode_request,
-    peek_header,
+    spec_for_body,
     versions_compatible,
 )
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
@@ -178,25 +176,23 @@ class EdgeClient:
         """Whether a connection to the edge is established right now (handshake done)."""
         return self._connected
 
-    def request(
-        self, msg_type: str, body: Any, session: str = "", timeout: float | None = None
-    ) -> Any:
+    def request(self, body: Any, session: str = "", timeout: float | None = None) -> Any:
         """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
 
-        ``msg_type`` is a request type (``RequestType``), ``body`` its request body. Raises
-        EdgeRemoteError (error reply), EdgeTimeout, EdgeUnavailable, AuthenticationError,
+        ``body`` is a request body (e.g. ``MakeObsRequest``); its class says the request type.
+        Raises EdgeRemoteError (error reply), EdgeTimeout, EdgeUnavailable, AuthenticationError,
         EdgeProtocolError.
         """
-        return self.call(msg_type, body, session, timeout).body
+        return self.call(body, session, timeout).body
 
-    def call(
-        self, msg_type: str, body: Any, session: str = "", timeout: float | None = None
-    ) -> Reply:
+    def call(self, body: Any, session: str = "", timeout: float | None = None) -> Reply:
         """Like :meth:`request`, but return the whole reply (``output`` included)."""
         wait = self._default_timeout if timeout is None else timeout
-        spec = MESSAGES.get(msg_type)
-        if spec is None:
-            raise EdgeProtocolError(f"unknown request type {msg_type!r}")
+        try:
+            spec = spec_for_body(body)
+        except ProtocolError as exc:
+            raise EdgeProtocolError(f"cannot send: {exc}") from exc
+        msg_type = spec.request_type
         msg_id = f"{self._prefix}-{next(self._ids)}"
         try:
             raw = encode_request(
@@ -225,9 +221,11 @@ class EdgeClient:
         assert reply is not None
         if not reply.ok:
             error: ErrorBody = reply.body
-            if error.ename == "ProtocolVersionError":
+            if error.code == ErrorCode.VERSION:
                 raise EdgeProtocolError(f"the edge at {self._address} refused: {error.evalue}")
-            raise EdgeRemoteError(error.ename, error.evalue, error.traceback, reply.output)
+            raise EdgeRemoteError(
+                error.ename, error.evalue, error.traceback, reply.output, code=error.code
+            )
         return reply
 
     def hello(self, timeout: float | None = None) -> HelloReply:
@@ -236,9 +234,7 @@ class EdgeClient:
         Raises AuthenticationError when the CURVE handshake fails, EdgeUnavailable when nobody
         answers, EdgeProtocolError when the edge speaks another protocol version.
         """
-        body: HelloReply = self.request(
-            RequestType.HELLO, HelloRequest(client=self._name), timeout=timeout
-        )
+        body: HelloReply = self.request(HelloRequest(client=self._name), timeout=timeout)
         if not versions_compatible(body.protocol_version):
             raise EdgeProtocolError(
                 f"the edge at {self._address} speaks protocol {body.protocol_version}, "

@@ -10,8 +10,9 @@ even when every worker is busy. Workers are daemon threads: user code that never
 keep the process alive after :meth:`EdgeServer.stop`.
 
 A request the server cannot decode gets an error reply when its id can be read, and is dropped
-with a log line otherwise; a handler that raises gives an error reply with ``ename``, ``evalue``
-and a truncated traceback. Nothing a peer sends stops the server.
+with a log line otherwise; a handler that raises gives an error reply with an error code (see
+:func:`~edge.wire.messages.error_code_for`), ``ename``, ``evalue`` and a truncated traceback.
+Nothing a peer sends stops the server.
 """
 
 from __future__ import annotations
@@ -36,21 +37,20 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
+from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_request, encode_reply, peek_header
 from edge.wire.keys import CurveConfig
-from edge.wire.protocol import (
-    DEFAULT_MAX_MESSAGE_SIZE,
+from edge.wire.messages import (
     EVALUE_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
     ErrorBody,
+    ErrorCode,
     HelloReply,
     Reply,
     Request,
     RequestType,
-    decode_request,
-    encode_reply,
     error_body,
-    peek_header,
+    error_code_for,
     reply_type_for,
     truncate_text,
 )
@@ -338,7 +338,9 @@ class EdgeServer:
                     header.session,
                     header.type,
                     ErrorBody(
-                        type(exc).__name__, truncate_text(str(exc), EVALUE_LIMIT, keep="head")
+                        type(exc).__name__,
+                        truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
+                        code=error_code_for(exc),
                     ),
                 ),
             )
@@ -349,14 +351,20 @@ class EdgeServer:
             return
         handler = self._handlers.get(request.type)
         if handler is None:
-            error = ErrorBody("NotImplementedError", f"this edge does not handle {request.type}")
+            error = ErrorBody(
+                "NotImplementedError",
+                f"this edge does not handle {request.type}",
+                code=ErrorCode.UNSUPPORTED,
+            )
             self._send(
                 routing_id, self._error_reply(request.id, request.session, request.type, error)
             )
             return
         if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
             error = ErrorBody(
-                "EdgeBusy", f"session {request.session!r} already has too many requests waiting"
+                "EdgeBusy",
+                f"session {request.session!r} already has too many requests waiting",
+                code=ErrorCode.BUSY,
             )
             self._send(
                 routing_id, self._error_reply(request.id, request.session, request.type, error)
@@ -381,7 +389,11 @@ class EdgeServer:
                 exc_info=logger.isEnabledFor(logging.DEBUG),
             )
             raw = self._error_reply(
-                request.id, request.session, request.type, error_body(exc), context.output
+                request.id,
+                request.session,
+                request.type,
+                error_body(exc, request.type),
+                context.output,
             )
         if self._stop_requested:
             return
@@ -420,7 +432,8 @@ class EdgeServer:
         try:
             return encode_reply(reply, max_size=self._max_size)
         except ProtocolError:  # only with an absurdly small max_message_size
-            bare = Reply(reply.type, reply.id, parent, "error", ErrorBody(error.ename, ""), session)
+            bare_error = ErrorBody(error.ename, "", code=error.code)
+            bare = Reply(reply.type, reply.id, parent, "error", bare_error, session)
             return encode_reply(bare, max_size=self._max_size)
 
     def _next_id(self) -> str:

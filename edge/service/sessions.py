@@ -7,8 +7,9 @@ loader imports once per process), and a :class:`ReplicaBattle` fed with the fram
 forwards. The service only loads models listed in its own candidates.json: the center names the
 model, the edge resolves it.
 
-Whatever user code raises becomes an error reply (the transport turns the exception into ename,
-evalue and a truncated traceback); what it prints is captured per call and sent back, capped.
+Whatever user code raises becomes an error reply (the transport turns the exception into an error
+code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
+capped. The session logic's own refusals name their code (``error_code``).
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import Candidate, UserModel, load_candidates
-from edge.errors import EdgeError
+from edge.errors import ContractError, EdgeError
 from edge.service.replica import ReplicaBattle
 from edge.service.server import CallContext, Handler
-from edge.wire.protocol import (
-    OUTPUT_LIMIT,
+from edge.wire.codec import OUTPUT_LIMIT
+from edge.wire.messages import (
     CloseSessionReply,
     CloseSessionRequest,
     DeployReply,
     DeployRequest,
     EpisodeEndReply,
     EpisodeEndRequest,
+    ErrorCode,
     MakeObsReply,
     MakeObsRequest,
     OpenSessionReply,
@@ -61,9 +63,13 @@ MAX_SESSIONS = 256
 class UnknownSession(EdgeError):
     """A request names a session this edge does not have (never opened, closed or expired)."""
 
+    error_code = ErrorCode.UNKNOWN_SESSION
+
 
 class UnknownModel(EdgeError):
     """The center asked for a model this edge's candidates.json does not list."""
+
+    error_code = ErrorCode.UNKNOWN_MODEL
 
 
 @contextmanager
@@ -82,7 +88,9 @@ def _order_text(order: Any) -> str:
     if isinstance(order, BattleOrder):
         order = order.message
     if not isinstance(order, str):
-        raise EdgeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
+        raise ContractError(
+            f"deploy returned {type(order).__name__}, not a BattleOrder or a string"
+        )
     return order
 
 
@@ -209,7 +217,7 @@ class EdgeService:
             try:
                 order = _order_text(agent.deploy(session.replica.battle, action))
             except Exception as exc:
-                return PolicyStepReply(action, deploy_error=error_body(exc))
+                return PolicyStepReply(action, deploy_error=error_body(exc, RequestType.DEPLOY))
         return PolicyStepReply(action, order=order)
 
     def deploy(self, context: CallContext, body: DeployRequest) -> DeployReply:
@@ -220,7 +228,7 @@ class EdgeService:
         if isinstance(order, BattleOrder):
             order = order.message
         if not isinstance(order, str):
-            raise EdgeError(
+            raise ContractError(
                 f"deploy returned {type(order).__name__}, not a BattleOrder or a string"
             )
         return DeployReply(order)

@@ -1,3 +1,4 @@
-"""The wire between center and edge: message bodies and codec, spaces, endpoints, keys, sep_config.
+"""The wire between center and edge: messages (table, bodies, error codes), codec, spaces, endpoints,
+keys, sep_config.
 
 Imports only ``edge.errors`` and third-party packages (msgpack, zmq, numpy, gymnasium)."""

@@ -22,7 +22,7 @@ from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent
 from edge.maple.maple_agent import MapleAgent
 from edge.wire.keys import generate_curve_config, generate_keypair
-from edge.wire.protocol import InstanceConfig
+from edge.wire.messages import InstanceConfig
 from tests.integration.edges import AGENTS, SEP_EDGE, EdgeProcess, write_config
 
 pytestmark = pytest.mark.showdown
@@ -265,14 +265,8 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import msgpack
     import zmq
 
-    from edge.wire.protocol import (
-        PROTOCOL_VERSION,
-        HelloRequest,
-        MakeObsRequest,
-        Request,
-        decode_reply,
-        encode_request,
-    )
+    from edge.wire.codec import decode_reply, encode_request
+    from edge.wire.messages import PROTOCOL_VERSION, HelloRequest, MakeObsRequest, Request
 
     config = write_config(tmp_path / "sep_config.json")
     edge = EdgeProcess("blue", config, AGENTS / "candidates.json", tmp_path / "blue.log").start()

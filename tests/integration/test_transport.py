@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import msgpack
 import numpy as np
 import pytest
@@ -33,10 +34,15 @@ from center.errors import (
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
+    RemoteUserError,
+    SideDisconnected,
 )
+from center.isolation.delegator import EdgeSession
 from center.isolation.edge_client import EdgeClient
-from edge.errors import CurveKeyError, InsecureBindError, TransportError
+from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, TransportError
 from edge.service.server import CallContext, EdgeServer
+from edge.service.sessions import UnknownSession
+from edge.wire.codec import decode_reply
 from edge.wire.keys import (
     CurveConfig,
     KeyPair,
@@ -48,17 +54,21 @@ from edge.wire.keys import (
     load_public_key,
     write_keypair,
 )
-from edge.wire.protocol import (
+from edge.wire.messages import (
     PROTOCOL_VERSION,
     DeployReply,
+    DeployRequest,
+    ErrorCode,
+    InstanceConfig,
     MakeObsReply,
     MakeObsRequest,
+    OpenSessionReply,
+    OpenSessionRequest,
     PolicyStepReply,
     PolicyStepRequest,
     RequestType,
     ResetReply,
     ResetRequest,
-    decode_reply,
 )
 from edge.wire.transport import tcp_endpoint
 
@@ -81,9 +91,15 @@ class FakeSession:
 
     def handlers(self) -> dict[str, Callable[[CallContext, Any], Any]]:
         return {
+            RequestType.OPEN_SESSION: self.open_session,
             RequestType.MAKE_OBS: self.make_obs,
             RequestType.POLICY_STEP: self.policy_step,
+            RequestType.DEPLOY: self.deploy,
         }
+
+    def open_session(self, ctx: CallContext, body: OpenSessionRequest) -> OpenSessionReply:
+        space = gymnasium.spaces.Discrete(3)
+        return OpenSessionReply(space, space, f"Fake:{body.model_id}:Fake")
 
     def make_obs(self, ctx: CallContext, body: MakeObsRequest) -> MakeObsReply:
         with self.lock:
@@ -94,6 +110,8 @@ class FakeSession:
             if body.frames[:1] == ["block"]:
                 self.entered.set()
                 self.gate.wait(60)
+            if body.frames[:1] == ["gone"]:
+                raise UnknownSession(f"no session {ctx.session!r} on this edge")
             with self.lock:
                 self.seen.setdefault(ctx.session, []).extend(len(f) for f in body.frames[:1])
             return MakeObsReply(
@@ -119,6 +137,15 @@ class FakeSession:
             return PolicyStepReply(action=np.zeros(200_000, dtype=np.float64))
         ctx.output = f"step {what}\n"
         return PolicyStepReply(action=what)
+
+    def deploy(self, ctx: CallContext, body: DeployRequest) -> DeployReply:
+        if body.action == "illegal":
+            raise InvalidActionError("move 9 is not legal now")
+        if body.action == "not a number":
+            raise ValueError("invalid literal for int()")
+        if body.action == "crash":
+            raise KeyError("the user's deploy is broken")
+        return DeployReply(order=f"/choose {body.action}")
 
 
 @pytest.fixture
@@ -237,26 +264,27 @@ def test_hello_tells_side_version_and_models(client: EdgeClient, server: EdgeSer
 
 
 def test_a_request_gets_its_reply_body_and_the_user_output(client: EdgeClient):
-    reply = client.call(RequestType.POLICY_STEP, PolicyStepRequest([1, 2], 0.0, False), "s1", WAIT)
+    reply = client.call(PolicyStepRequest([1, 2], 0.0, False), "s1", WAIT)
     assert reply.body == PolicyStepReply(action=[1, 2])
     assert reply.output == "step [1, 2]\n"
-    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["|turn|1"]), "s1", WAIT)
+    body = client.request(MakeObsRequest(["|turn|1"]), "s1", WAIT)
     assert body.observation == {"frames": ["|turn|1"], "session": "s1"}
     np.testing.assert_array_equal(body.action_mask, np.ones(3, dtype=np.int8))
 
 
 def test_a_handler_that_raises_gives_an_error_reply_and_the_server_goes_on(client: EdgeClient):
     with pytest.raises(EdgeRemoteError) as caught:
-        client.request(RequestType.POLICY_STEP, PolicyStepRequest("raise", 0.0, False), "s", WAIT)
+        client.request(PolicyStepRequest("raise", 0.0, False), "s", WAIT)
     error = caught.value
     assert error.ename == "ValueError"
+    assert error.code == ErrorCode.USER_ERROR
     assert error.evalue == "the user's policy is broken"
     assert "in policy_step" in error.traceback
     assert "_run_job" not in error.traceback  # the trace starts at the handler
     assert error.output == "about to fail\n"
     with pytest.raises(EdgeRemoteError, match="SystemExit"):
-        client.request(RequestType.POLICY_STEP, PolicyStepRequest("exit", 0.0, False), "s", WAIT)
-    assert client.request(RequestType.POLICY_STEP, PolicyStepRequest(1, 0.0, False), "s", WAIT)
+        client.request(PolicyStepRequest("exit", 0.0, False), "s", WAIT)
+    assert client.request(PolicyStepRequest(1, 0.0, False), "s", WAIT)
 
 
 @pytest.mark.parametrize(
@@ -276,26 +304,91 @@ def test_a_reply_that_breaks_the_protocol_becomes_an_error_reply(
     server = make_server(max_message_size=64 * 1024)
     client = make_client(server.endpoint, max_message_size=64 * 1024)
     with pytest.raises(EdgeRemoteError) as caught:
-        client.request(
-            RequestType.POLICY_STEP, PolicyStepRequest(observation, 0.0, False), "s", WAIT
-        )
+        client.request(PolicyStepRequest(observation, 0.0, False), "s", WAIT)
     assert caught.value.ename == ename
-    assert client.request(RequestType.POLICY_STEP, PolicyStepRequest(2, 0.0, False), "s", WAIT)
+    assert caught.value.code == ErrorCode.PROTOCOL
+    assert client.request(PolicyStepRequest(2, 0.0, False), "s", WAIT)
 
 
 def test_a_request_type_without_handler_is_an_error_reply(client: EdgeClient):
     with pytest.raises(EdgeRemoteError) as caught:
-        client.request(RequestType.RESET, ResetRequest(), "s", WAIT)
+        client.request(ResetRequest(), "s", WAIT)
     assert caught.value.ename == "NotImplementedError"
+    assert caught.value.code == ErrorCode.UNSUPPORTED
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "ename"),
+    [
+        (PolicyStepRequest("raise", 0.0, False), ErrorCode.USER_ERROR, "ValueError"),
+        (PolicyStepRequest("exit", 0.0, False), ErrorCode.USER_ERROR, "SystemExit"),
+        (MakeObsRequest(["gone"]), ErrorCode.UNKNOWN_SESSION, "UnknownSession"),
+        (DeployRequest([], "illegal"), ErrorCode.INVALID_ACTION, "InvalidActionError"),
+        (DeployRequest([], "not a number"), ErrorCode.INVALID_ACTION, "ValueError"),
+        (DeployRequest([], "crash"), ErrorCode.USER_ERROR, "KeyError"),
+        (ResetRequest(), ErrorCode.UNSUPPORTED, "NotImplementedError"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+def test_error_replies_carry_the_code_of_what_went_wrong(
+    client: EdgeClient, body: Any, code: ErrorCode, ename: str
+):
+    with pytest.raises(EdgeRemoteError) as caught:
+        client.request(body, "s", WAIT)
+    assert (caught.value.code, caught.value.ename) == (code, ename)
+
+
+def test_a_session_with_too_many_waiting_requests_is_busy(
+    make_server: Callable[..., EdgeServer], fake: FakeSession
+):
+    server = make_server(max_pending_per_session=1)
+    context = zmq.Context()
+    sock = context.socket(zmq.DEALER)
+    sock.linger = 0
+    try:
+        sock.connect(server.endpoint)
+        sock.send(raw_request("make_obs_request", "running", {"frames": ["block"]}))
+        assert fake.entered.wait(WAIT)
+        # One connection: the edge reads these two in order, the first fills the session's lane.
+        sock.send(raw_request("make_obs_request", "waiting", {"frames": ["next"]}))
+        sock.send(raw_request("make_obs_request", "refused", {"frames": ["next"]}))
+        refused = decode_reply(receive(sock))
+        assert refused.parent == "refused" and not refused.ok
+        assert (refused.body.code, refused.body.ename) == (ErrorCode.BUSY, "EdgeBusy")
+        fake.gate.set()
+        replies = [decode_reply(receive(sock)) for _ in range(2)]
+        assert [(r.parent, r.ok) for r in replies] == [("running", True), ("waiting", True)]
+    finally:
+        sock.close(linger=0)
+        context.destroy(linger=0)
+
+
+def test_the_delegator_matches_error_codes_not_names(client: EdgeClient):
+    config = InstanceConfig("blue", "player_0", "gen9randombattle")
+    session = EdgeSession(client, "Random", config, "blue-1", timeout=WAIT)
+    assert session.agent_full_name == "Fake:Random:Fake"
+    with pytest.raises(InvalidActionError, match="not legal"):
+        session.call(DeployRequest([], "illegal"))
+    with pytest.raises(InvalidActionError):
+        session.call(DeployRequest([], "not a number"))
+    with pytest.raises(RemoteUserError, match="KeyError"):
+        session.call(DeployRequest([], "crash"))
+    with pytest.raises(RemoteUserError, match="ValueError"):  # only deploy judges actions
+        session.call(PolicyStepRequest("raise", 0.0, False))
+    with pytest.raises(SideDisconnected, match="lost the session"):
+        session.call(MakeObsRequest(["gone"]))
+    assert session.call(DeployRequest([], "move 1")).order == "/choose move 1"
 
 
 def test_the_client_refuses_to_send_what_breaks_the_protocol(client: EdgeClient):
     with pytest.raises(EdgeProtocolError):
-        client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * 9_000_000]), "s", WAIT)
-    with pytest.raises(EdgeProtocolError):
-        client.request(RequestType.MAKE_OBS, PolicyStepRequest(1, 0.0, False), "s", WAIT)
-    with pytest.raises(EdgeProtocolError):
-        client.request("teleport_request", MakeObsRequest([]), "s", WAIT)
+        client.request(MakeObsRequest(["x" * 9_000_000]), "s", WAIT)
+    with pytest.raises(EdgeProtocolError, match="not a request body"):
+        client.request(DeployReply(order="/choose move 1"), "s", WAIT)
+    with pytest.raises(EdgeProtocolError, match="not a request body"):
+        client.request({"type": "make_obs_request", "frames": []}, "s", WAIT)
+    with pytest.raises(EdgeProtocolError, match="session"):
+        client.request(MakeObsRequest([]), "", WAIT)
 
 
 def test_unknown_handler_types_are_refused_at_construction(fake: FakeSession):
@@ -322,10 +415,13 @@ def test_server_survives_malformed_and_hostile_messages(
     replies = [decode_reply(receive(raw_dealer)) for _ in range(4)]
     assert [r.parent for r in replies] == ["v2", "tp", "bad", "h"]  # nothing for the first three
     assert replies[0].body.ename == "ProtocolVersionError"
+    assert replies[0].body.code == ErrorCode.VERSION
     assert replies[1].body.ename == "ProtocolError"
+    assert replies[1].body.code == ErrorCode.PROTOCOL
     assert "teleport_request" in replies[1].body.evalue
     assert replies[1].type == "error_reply"
     assert replies[2].body.ename == "ProtocolError"
+    assert replies[2].body.code == ErrorCode.PROTOCOL
     assert replies[3].ok and replies[3].body.side == "blue"
     assert client.hello(WAIT).side == "blue"
 
@@ -338,9 +434,9 @@ def test_an_oversized_message_is_refused_by_the_socket(
     # refuses it by dropping the connection, and the in-flight request fails at once.
     client = make_client(server.endpoint, max_message_size=1024 * 1024)
     with pytest.raises(EdgeUnavailable, match="lost"):
-        client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * 100_000]), "s", WAIT)
+        client.request(MakeObsRequest(["x" * 100_000]), "s", WAIT)
     assert client.hello(WAIT).side == "blue"  # reconnected
-    assert client.request(RequestType.MAKE_OBS, MakeObsRequest(["ok"]), "s", WAIT)
+    assert client.request(MakeObsRequest(["ok"]), "s", WAIT)
 
 
 # -- a client that survives a hostile edge ---------------------------------------------------
@@ -373,8 +469,9 @@ def reply_to(parent: str, **changes: Any) -> bytes:
     return msgpack.packb(envelope)
 
 
-def error(ename: str) -> dict[str, Any]:
-    return {"status": "error", "body": {"ename": ename, "evalue": "bad", "traceback": ""}}
+def error(ename: str, code: str = "") -> dict[str, Any]:
+    body = {"ename": ename, "evalue": "bad", "traceback": "", "code": code}
+    return {"status": "error", "body": body}
 
 
 @pytest.mark.parametrize(
@@ -385,7 +482,13 @@ def error(ename: str) -> dict[str, Any]:
         ({"type": "make_obs_reply", "body": {}}, EdgeProtocolError, "bad reply"),
         ({"body": {"x": {"y": [1] * 3}}, "output": 7}, EdgeProtocolError, "bad reply"),
         (error("KeyError"), EdgeRemoteError, "KeyError"),
-        (error("ProtocolVersionError"), EdgeProtocolError, "refused"),
+        (error("KeyError", "a code from the future"), EdgeRemoteError, "KeyError"),
+        (error("ProtocolVersionError", "version"), EdgeProtocolError, "refused"),
+        (
+            error("ProtocolVersionError"),
+            EdgeRemoteError,
+            "ProtocolVersionError",
+        ),  # codes, not names
         ({}, None, ""),
     ],
 )
@@ -397,7 +500,7 @@ def test_the_client_survives_bad_replies_from_a_hostile_edge(
     text: str,
 ):
     client = make_client(hostile_edge.getsockopt(zmq.LAST_ENDPOINT).decode())
-    results = in_thread(lambda: client.request(RequestType.RESET, ResetRequest(), "s", WAIT))
+    results = in_thread(lambda: client.request(ResetRequest(), "s", WAIT))
     routing_id, raw = receive_frames(hostile_edge)
     parent = msgpack.unpackb(raw)["id"]
     hostile_edge.send_multipart([routing_id, b"\xc1 garbage"])  # dropped
@@ -419,10 +522,10 @@ def test_a_deadline_raises_edge_timeout_and_the_late_reply_is_dropped(
     client: EdgeClient, fake: FakeSession
 ):
     with pytest.raises(EdgeTimeout):
-        client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s1", SHORT)
+        client.request(MakeObsRequest(["block"]), "s1", SHORT)
     fake.gate.set()
     # Same session: runs after the late one, whose reply reaches the client first and is dropped.
-    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["next"]), "s1", WAIT)
+    body = client.request(MakeObsRequest(["next"]), "s1", WAIT)
     assert body.observation["frames"] == ["next"]
 
 
@@ -433,11 +536,9 @@ def test_a_slow_session_does_not_block_other_sessions_or_hello(
 ):
     server = make_server(max_workers=2)
     client = make_client(server.endpoint)
-    blocked = in_thread(
-        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "slow", WAIT * 3)
-    )
+    blocked = in_thread(lambda: client.request(MakeObsRequest(["block"]), "slow", WAIT * 3))
     assert fake.entered.wait(WAIT)
-    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["fast"]), "other", WAIT)
+    body = client.request(MakeObsRequest(["fast"]), "other", WAIT)
     assert body.observation["session"] == "other"
     assert client.hello(WAIT).side == "blue"
     fake.gate.set()
@@ -452,7 +553,7 @@ def test_hello_is_answered_when_every_worker_is_busy(
 ):
     server = make_server(max_workers=1)
     client = make_client(server.endpoint)
-    in_thread(lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "a", WAIT))
+    in_thread(lambda: client.request(MakeObsRequest(["block"]), "a", WAIT))
     assert fake.entered.wait(WAIT)
     assert client.hello(WAIT).side == "blue"
 
@@ -462,7 +563,7 @@ def test_one_shared_client_serves_many_threads_and_sessions(client: EdgeClient, 
         problems = []
         for i in range(40):
             frame = f"battle {n} call {i}"
-            body = client.request(RequestType.MAKE_OBS, MakeObsRequest([frame]), f"s{n}", WAIT)
+            body = client.request(MakeObsRequest([frame]), f"s{n}", WAIT)
             if body.observation != {"frames": [frame], "session": f"s{n}"}:
                 problems.append(f"{frame}: got {body.observation}")
         return problems
@@ -477,10 +578,7 @@ def test_one_shared_client_serves_many_threads_and_sessions(client: EdgeClient, 
 def test_requests_of_one_session_run_one_at_a_time_in_order(client: EdgeClient, fake: FakeSession):
     sizes = list(range(1, 30))
     pending = [
-        in_thread(
-            lambda n=n: client.request(RequestType.MAKE_OBS, MakeObsRequest(["x" * n]), "one", WAIT)
-        )
-        for n in sizes
+        in_thread(lambda n=n: client.request(MakeObsRequest(["x" * n]), "one", WAIT)) for n in sizes
     ]
     for run in pending:
         assert outcome(run)[0] == "ok"
@@ -510,12 +608,12 @@ def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
     finally:
         first.close()
     with pytest.raises(EdgeUnavailable):
-        client.request(RequestType.MAKE_OBS, MakeObsRequest(["down"]), "s", 1.0)
+        client.request(MakeObsRequest(["down"]), "s", 1.0)
     second = EdgeServer("blue", "127.0.0.1", port, fake.handlers())
     second.start()
     try:
         assert client.hello(WAIT).instance != old
-        body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["up"]), "s", WAIT)
+        body = client.request(MakeObsRequest(["up"]), "s", WAIT)
         assert body.observation["frames"] == ["up"]
     finally:
         second.close()
@@ -527,9 +625,7 @@ def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
     server = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
     server.start()
     client = make_client(server.endpoint)
-    waiting = in_thread(
-        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s", 60)
-    )
+    waiting = in_thread(lambda: client.request(MakeObsRequest(["block"]), "s", 60))
     assert fake.entered.wait(WAIT)
     server.close()
     status, error = outcome(waiting)
@@ -538,9 +634,7 @@ def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
 
 
 def test_closing_the_client_fails_waiting_requests(client: EdgeClient, fake: FakeSession):
-    waiting = in_thread(
-        lambda: client.request(RequestType.MAKE_OBS, MakeObsRequest(["block"]), "s", 60)
-    )
+    waiting = in_thread(lambda: client.request(MakeObsRequest(["block"]), "s", 60))
     assert fake.entered.wait(WAIT)
     client.close()
     status, error = outcome(waiting)
@@ -570,7 +664,7 @@ def test_curve_with_the_right_keys_connects(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
     )
     assert client.hello(WAIT).side == "blue"
-    body = client.request(RequestType.MAKE_OBS, MakeObsRequest(["secret"]), "s", WAIT)
+    body = client.request(MakeObsRequest(["secret"]), "s", WAIT)
     assert body.observation["frames"] == ["secret"]
 
 

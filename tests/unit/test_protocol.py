@@ -18,11 +18,33 @@ from gymnasium import spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge.errors import MessageTooLarge, ProtocolError, ProtocolVersionError
-from edge.wire import protocol
-from edge.wire.protocol import (
+from edge.errors import (
+    ContractError,
+    EdgeError,
+    InvalidActionError,
+    MessageTooLarge,
+    ProtocolError,
+    ProtocolVersionError,
+    ReplicaError,
+)
+from edge.wire.codec import (
+    EXT_NDARRAY,
+    EXT_NUMPY_SCALAR,
+    MAX_NESTING_DEPTH,
+    OUTPUT_LIMIT,
+    decode_reply,
+    decode_request,
+    decode_value,
+    encode_reply,
+    encode_request,
+    encode_value,
+    peek_header,
+)
+from edge.wire.messages import (
+    EVALUE_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
+    TRACEBACK_LIMIT,
     CloseSessionReply,
     CloseSessionRequest,
     DeployReply,
@@ -30,6 +52,7 @@ from edge.wire.protocol import (
     EpisodeEndReply,
     EpisodeEndRequest,
     ErrorBody,
+    ErrorCode,
     HelloReply,
     HelloRequest,
     InstanceConfig,
@@ -44,14 +67,11 @@ from edge.wire.protocol import (
     RequestType,
     ResetReply,
     ResetRequest,
-    decode_reply,
-    decode_request,
-    decode_value,
-    encode_reply,
-    encode_request,
-    encode_value,
-    peek_header,
+    error_body,
+    error_code_for,
+    spec_for_body,
 )
+from edge.wire.spaces import space_from_wire, space_to_wire
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 
@@ -177,6 +197,32 @@ def test_document_message_table_matches_the_code():
                 assert bool(star) == optional, f"{request_type}: {f.name} optional marker"
 
 
+def documented_section(title: str) -> str:
+    """The text of the ``### title`` section of docs/protocol.md, up to the next heading."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(f"\n### {title}\n")
+    end = text.find("\n#", start + 1)
+    return text[start : end if end >= 0 else None]
+
+
+def test_document_error_codes_match_the_code():
+    rows = {}
+    for line in documented_section("Error codes").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.fullmatch(r"`[a-z_]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells
+    assert list(rows) == [code.value for code in ErrorCode]
+    assert all(meaning and raised for _, meaning, raised in rows.values())
+
+
+def test_document_error_body_fields_match_the_code():
+    section = documented_section("Error replies")
+    match = re.search(r"An \*\*error body\*\* is `\{([^}]*)\}`", section)
+    assert match is not None, "docs/protocol.md must spell the error body as `{field: type, ...}`"
+    documented = [part.split(":")[0].strip() for part in match.group(1).split(",")]
+    assert documented == [f.name for f in dataclasses.fields(ErrorBody)]
+
+
 def test_every_message_type_has_a_sample():
     assert set(SAMPLES) == set(MESSAGES)
 
@@ -207,10 +253,63 @@ def test_reply_body_round_trips(msg_type):
 
 
 def test_error_reply_round_trips():
-    reply = Reply("make_obs_reply", "e-2", "c-2", "error", ErrorBody("KeyError", "'x'", "tb"), "s")
+    body = ErrorBody("KeyError", "'x'", "tb", ErrorCode.USER_ERROR)
+    reply = Reply("make_obs_reply", "e-2", "c-2", "error", body, "s")
     decoded = decode_reply(encode_reply(reply))
     assert not decoded.ok
-    assert decoded.body == ErrorBody("KeyError", "'x'", "tb")
+    assert decoded.body == ErrorBody("KeyError", "'x'", "tb", "user_error")
+    assert decoded.body.code == ErrorCode.USER_ERROR
+
+
+def test_error_bodies_without_a_code_or_with_an_unknown_one_are_accepted():
+    old = {
+        "v": "1.1", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "status": "error", "body": {"ename": "KeyError", "evalue": "'x'"},
+    }  # fmt: skip
+    assert decode_reply(msgpack.packb(old)).body == ErrorBody("KeyError", "'x'", "", "")
+    future = {**old, "body": {"ename": "E", "evalue": "", "code": "quota_exceeded"}}
+    assert decode_reply(msgpack.packb(future)).body.code == "quota_exceeded"
+    with pytest.raises(ProtocolError):
+        decode_reply(msgpack.packb({**old, "body": {"ename": "E", "evalue": "", "code": 3}}))
+
+
+class _Refusal(EdgeError):
+    error_code = ErrorCode.UNKNOWN_MODEL
+
+
+@pytest.mark.parametrize(
+    ("exc", "request_type", "code"),
+    [
+        (ProtocolVersionError("2.0"), None, ErrorCode.VERSION),
+        (ProtocolError("bad"), RequestType.DEPLOY, ErrorCode.PROTOCOL),
+        (MessageTooLarge("big"), None, ErrorCode.PROTOCOL),
+        (_Refusal("no such model"), RequestType.OPEN_SESSION, ErrorCode.UNKNOWN_MODEL),
+        (InvalidActionError("move 9"), RequestType.DEPLOY, ErrorCode.INVALID_ACTION),
+        (ValueError("bad literal"), RequestType.DEPLOY, ErrorCode.INVALID_ACTION),
+        (ValueError("bad literal"), RequestType.MAKE_OBS, ErrorCode.USER_ERROR),
+        (InvalidActionError("move 9"), RequestType.POLICY_STEP, ErrorCode.USER_ERROR),
+        (ContractError("no makeObs"), RequestType.OPEN_SESSION, ErrorCode.USER_ERROR),
+        (KeyError("x"), RequestType.DEPLOY, ErrorCode.USER_ERROR),
+        (SystemExit(3), None, ErrorCode.USER_ERROR),
+        (EdgeError("no battle frames received yet"), RequestType.MAKE_OBS, ErrorCode.INTERNAL),
+        (ReplicaError("cannot apply a frame"), RequestType.MAKE_OBS, ErrorCode.INTERNAL),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else None,
+)
+def test_the_error_code_of_an_exception(
+    exc: BaseException, request_type: str | None, code: ErrorCode
+):
+    assert error_code_for(exc, request_type) == code
+    assert error_body(exc, request_type).code == code
+
+
+def test_the_request_type_is_the_class_of_the_body():
+    for request_type, (request_body, reply_body) in SAMPLES.items():
+        assert spec_for_body(request_body).request_type == request_type
+        with pytest.raises(ProtocolError, match="not a request body"):
+            spec_for_body(reply_body)
+    with pytest.raises(ProtocolError):
+        spec_for_body({"frames": []})
 
 
 def test_instance_config_gives_the_agent_a_plain_dict():
@@ -311,7 +410,7 @@ def test_non_numeric_arrays_are_refused(array):
 
 def array_ext(dtype: Any, shape: Any, data: Any) -> bytes:
     payload = msgpack.packb([dtype, shape, data])
-    return msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, payload))
+    return msgpack.packb(msgpack.ExtType(EXT_NDARRAY, payload))
 
 
 @pytest.mark.parametrize(
@@ -330,9 +429,9 @@ def array_ext(dtype: Any, shape: Any, data: Any) -> bytes:
         array_ext("<f8", [True], b"\0" * 8),
         array_ext("<f8", [1], "text"),
         array_ext(8, [1], b"\0" * 8),
-        msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, b"\xc1")),
-        msgpack.packb(msgpack.ExtType(protocol.EXT_NDARRAY, msgpack.packb(["<f8", [1]]))),
-        msgpack.packb(msgpack.ExtType(protocol.EXT_NUMPY_SCALAR, msgpack.packb(["<f8", b"1"]))),
+        msgpack.packb(msgpack.ExtType(EXT_NDARRAY, b"\xc1")),
+        msgpack.packb(msgpack.ExtType(EXT_NDARRAY, msgpack.packb(["<f8", [1]]))),
+        msgpack.packb(msgpack.ExtType(EXT_NUMPY_SCALAR, msgpack.packb(["<f8", b"1"]))),
         msgpack.packb(msgpack.ExtType(77, b"")),
     ],
 )
@@ -384,7 +483,7 @@ def test_spaces_round_trip_to_equal_spaces(space):
 
 def test_unsupported_spaces_are_refused():
     with pytest.raises(ProtocolError, match="unsupported space"):
-        protocol.space_to_wire(spaces.Text(5))
+        space_to_wire(spaces.Text(5))
 
 
 @pytest.mark.parametrize(
@@ -416,7 +515,7 @@ def test_unsupported_spaces_are_refused():
 )
 def test_bad_space_descriptions_are_protocol_errors(wire):
     with pytest.raises(ProtocolError):
-        protocol.space_from_wire(wire)
+        space_from_wire(wire)
 
 
 # -- envelopes and validation --------------------------------------------------------------
@@ -523,25 +622,25 @@ def test_error_body_truncates_the_traceback_and_keeps_its_end():
     try:
         recurse(200)
     except RuntimeError as exc:
-        body = protocol.error_body(exc)
+        body = error_body(exc)
     assert body.ename == "RuntimeError"
-    assert len(body.evalue) < protocol.EVALUE_LIMIT + 100
-    assert len(body.traceback) < protocol.TRACEBACK_LIMIT + 100
+    assert len(body.evalue) < EVALUE_LIMIT + 100
+    assert len(body.traceback) < TRACEBACK_LIMIT + 100
     assert body.traceback.startswith("[... ")
     assert body.traceback.rstrip().endswith("x" * 50)
 
 
 def test_reply_output_is_truncated_to_its_tail():
-    output = "a" * protocol.OUTPUT_LIMIT + "THE END"
+    output = "a" * OUTPUT_LIMIT + "THE END"
     decoded = decode_reply(encode_reply(ok_reply("reset_request", ResetReply(), output)))
     assert decoded.output.endswith("THE END")
-    assert len(decoded.output) < protocol.OUTPUT_LIMIT + 100
+    assert len(decoded.output) < OUTPUT_LIMIT + 100
 
 
 def test_peek_header_salvages_the_id_of_a_bad_request():
     header = peek_header(msgpack.packb(envelope(v="9.0", id="c-77", session="s-1")))
     assert (header.id, header.session, header.type) == ("c-77", "s-1", "make_obs_request")
-    bad_array = msgpack.ExtType(protocol.EXT_NDARRAY, b"junk")
+    bad_array = msgpack.ExtType(EXT_NDARRAY, b"junk")
     assert peek_header(msgpack.packb(envelope(body={"frames": bad_array}))).id == "c-9"
     assert peek_header(b"\xc1").id is None
     assert peek_header(msgpack.packb(envelope(id=["c"]))).id is None
@@ -571,18 +670,18 @@ def nested(depth: int) -> Any:
 
 
 def test_nesting_up_to_the_limit_is_fine_and_beyond_is_refused():
-    deepest = nested(protocol.MAX_NESTING_DEPTH)
+    deepest = nested(MAX_NESTING_DEPTH)
     assert decode_value(encode_value(deepest)) == deepest
     with pytest.raises(ProtocolError, match="nested"):
-        encode_value(nested(protocol.MAX_NESTING_DEPTH + 1))
+        encode_value(nested(MAX_NESTING_DEPTH + 1))
     with pytest.raises(ProtocolError, match="nested"):
-        decode_value(b"\x91" * (protocol.MAX_NESTING_DEPTH + 1) + b"\x00")
+        decode_value(b"\x91" * (MAX_NESTING_DEPTH + 1) + b"\x00")
     with pytest.raises(ProtocolError):
         decode_value(b"\x91" * 5000 + b"\x00")
 
 
 def test_observation_nesting_counts_from_the_envelope():
-    body = MakeObsReply(observation=nested(protocol.MAX_NESTING_DEPTH))
+    body = MakeObsReply(observation=nested(MAX_NESTING_DEPTH))
     with pytest.raises(ProtocolError, match="nested"):
         encode_reply(ok_reply("make_obs_request", body))
 
@@ -622,7 +721,7 @@ msgpack_leaves = (
     | st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=40))
     | st.builds(
         lambda code, parts: msgpack.ExtType(code, msgpack.packb(parts)),
-        st.sampled_from([protocol.EXT_NDARRAY, protocol.EXT_NUMPY_SCALAR]),
+        st.sampled_from([EXT_NDARRAY, EXT_NUMPY_SCALAR]),
         st.lists(
             st.sampled_from(["<f8", "|b1", "<i4", "|O8", "<U3"])
             | st.lists(st.integers(-2, 4), max_size=3)
@@ -670,7 +769,7 @@ def test_fuzz_arbitrary_msgpack_only_raises_protocol_error(value):
     st.dictionaries(
         st.sampled_from(
             ["frames", "observation", "reward", "done", "info", "action", "order", "model_id",
-             "instance_config", "username", "target", "seed", "ename", "evalue", "traceback",
+             "instance_config", "username", "target", "seed", "ename", "evalue", "traceback", "code",
              "observation_space", "action_space", "agent_full_name", "space", "n", "spaces",
              "side", "models", "instance", "protocol_version", "action_mask"]
         ),

@@ -1,0 +1,454 @@
+"""The messages between the center and an edge: the version, the message table, the typed bodies,
+the envelopes, and the error codes of error replies.
+
+This module is the single source of truth of what the messages mean; :mod:`edge.wire.codec` turns
+them into bytes and back. ``docs/protocol.md`` describes the same thing for humans; a test keeps
+the two in agreement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import traceback as traceback_module
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+import gymnasium
+import numpy as np
+
+from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaError
+
+__all__ = [
+    "EVALUE_LIMIT",
+    "MESSAGES",
+    "PROTOCOL_VERSION",
+    "TRACEBACK_LIMIT",
+    "CloseSessionReply",
+    "CloseSessionRequest",
+    "DeployReply",
+    "DeployRequest",
+    "EpisodeEndReply",
+    "EpisodeEndRequest",
+    "ErrorBody",
+    "ErrorCode",
+    "HelloReply",
+    "HelloRequest",
+    "InstanceConfig",
+    "MakeObsReply",
+    "MakeObsRequest",
+    "MessageHeader",
+    "MessageSpec",
+    "OpenSessionReply",
+    "OpenSessionRequest",
+    "PolicyStepReply",
+    "PolicyStepRequest",
+    "Reply",
+    "Request",
+    "RequestType",
+    "ResetReply",
+    "ResetRequest",
+    "error_body",
+    "error_code_for",
+    "reply_spec_for",
+    "reply_type_for",
+    "spec_for",
+    "spec_for_body",
+    "truncate_text",
+    "versions_compatible",
+]
+
+PROTOCOL_VERSION: Final = "1.2"
+"""``major.minor``. Peers with the same major version interoperate; a minor bump only adds
+optional fields, message types or error codes (unknown body fields are ignored)."""
+
+TRACEBACK_LIMIT: Final = 4096
+"""An error reply keeps the last this-many characters of the remote traceback."""
+
+EVALUE_LIMIT: Final = 1024
+"""An error reply keeps the first this-many characters of the exception message."""
+
+_VERSION_RE: Final = re.compile(r"(\d{1,4})\.(\d{1,4})")
+
+
+# --------------------------------------------------------------------------------------------
+# Message bodies. Field types are part of the protocol: the codec checks them in both directions.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HelloRequest:
+    """Liveness and version check; ``client`` names the caller in the edge's log."""
+
+    client: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HelloReply:
+    """Who answers: the edge's side, its protocol version, the model ids it serves.
+
+    ``instance`` is random per edge process: a change means the edge restarted and lost its
+    sessions.
+    """
+
+    side: str
+    protocol_version: str
+    models: list[str]
+    instance: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceConfig:
+    """The Agent's ``instanceConfig`` (user-module contract)."""
+
+    side: str
+    player: str
+    battle_format: str
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain dict passed to ``AgentClass(modelConfig, instanceConfig)``."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenSessionRequest:
+    """Create the Agent, the Policy and the replica battle of one battle and side."""
+
+    model_id: str
+    instance_config: InstanceConfig
+    username: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenSessionReply:
+    """The Agent's spaces and the ``agentName:modelName:policyName`` of the session."""
+
+    observation_space: gymnasium.Space[Any]
+    action_space: gymnasium.Space[Any]
+    agent_full_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class MakeObsRequest:
+    """Apply the player's protocol frames received since the last call, then ``makeObs``."""
+
+    frames: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class MakeObsReply:
+    """The observation and the Agent's action mask (None when it gives none)."""
+
+    observation: Any
+    action_mask: np.ndarray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStepRequest:
+    """Arguments of ``StandalonePolicy.step``; the spaces and name are the session's.
+
+    ``deploy`` (1.1) asks the edge to also run ``deploy(battle, action)`` right after, on the
+    battle as it stands, and to return the order with the action: the center then needs no
+    deploy round trip when it accepts that action unchanged and no new frames arrived.
+    """
+
+    observation: Any
+    reward: float
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+    deploy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStepReply:
+    """The Policy's action; with ``deploy`` asked (1.1), the order, or what deploy raised."""
+
+    action: Any
+    order: str | None = None
+    deploy_error: ErrorBody | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeployRequest:
+    """Apply new frames (if any), then ``deploy(battle, action)``."""
+
+    frames: list[str]
+    action: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DeployReply:
+    """The order as a Showdown choice string (``/choose …``, ``/team …``)."""
+
+    order: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResetRequest:
+    """Reset the Agent or the Policy of the session, re-seeding the Agent first when ``seed``."""
+
+    target: Literal["agent", "policy"] = "agent"
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResetReply:
+    """Empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeEndRequest:
+    """Apply the last frames of the battle, then ``onEpisodeEnd``."""
+
+    frames: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeEndReply:
+    """Empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSessionRequest:
+    """Forget the session (Agent, Policy, replica)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSessionReply:
+    """Empty."""
+
+
+class ErrorCode(StrEnum):
+    """What went wrong, in the ``code`` of an error body (1.2): what a receiver matches on.
+
+    A receiver treats a code it does not know, or none (a 1.1 peer), like ``user_error``.
+    """
+
+    PROTOCOL = "protocol"
+    """The request or its reply breaks the protocol (undecodable, malformed, too large)."""
+    VERSION = "version"
+    """The request speaks another major protocol version."""
+    UNSUPPORTED = "unsupported"
+    """This edge has no handler for the request's type."""
+    BUSY = "busy"
+    """The session already has too many requests waiting."""
+    UNKNOWN_SESSION = "unknown_session"
+    """The edge has no such session (never opened, closed, expired, or the edge restarted)."""
+    UNKNOWN_MODEL = "unknown_model"
+    """The edge's candidates.json does not list the model asked for."""
+    INVALID_ACTION = "invalid_action"
+    """``deploy`` refused the action: it is not legal now (a ValueError of the user's code)."""
+    USER_ERROR = "user_error"
+    """The user's code raised, or broke the user-module contract."""
+    INTERNAL = "internal"
+    """The edge's own session logic failed (no battle frames yet, a frame the replica cannot
+    apply, too many open sessions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorBody:
+    """Body of every reply with status ``error``: the exception's type name, message, traceback
+    (for humans) and the :class:`ErrorCode` (for programs; ``""`` from a 1.1 peer)."""
+
+    ename: str
+    evalue: str
+    traceback: str = ""
+    code: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# The message table.
+# --------------------------------------------------------------------------------------------
+
+
+class RequestType(StrEnum):
+    """Every request type, as it appears in the envelope's ``type``."""
+
+    HELLO = "hello_request"
+    OPEN_SESSION = "open_session_request"
+    MAKE_OBS = "make_obs_request"
+    POLICY_STEP = "policy_step_request"
+    DEPLOY = "deploy_request"
+    RESET = "reset_request"
+    EPISODE_END = "episode_end_request"
+    CLOSE_SESSION = "close_session_request"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSpec:
+    """One row of the message table: a request type, its bodies, whether it needs a session."""
+
+    request_type: RequestType
+    request_body: type
+    reply_body: type
+    needs_session: bool
+
+    @property
+    def reply_type(self) -> str:
+        """``<action>_reply`` for ``<action>_request``."""
+        return self.request_type.removesuffix("_request") + "_reply"
+
+
+MESSAGES: Final[Mapping[str, MessageSpec]] = {
+    spec.request_type: spec
+    for spec in (
+        MessageSpec(RequestType.HELLO, HelloRequest, HelloReply, needs_session=False),
+        MessageSpec(
+            RequestType.OPEN_SESSION, OpenSessionRequest, OpenSessionReply, needs_session=True
+        ),
+        MessageSpec(RequestType.MAKE_OBS, MakeObsRequest, MakeObsReply, needs_session=True),
+        MessageSpec(
+            RequestType.POLICY_STEP, PolicyStepRequest, PolicyStepReply, needs_session=True
+        ),
+        MessageSpec(RequestType.DEPLOY, DeployRequest, DeployReply, needs_session=True),
+        MessageSpec(RequestType.RESET, ResetRequest, ResetReply, needs_session=True),
+        MessageSpec(
+            RequestType.EPISODE_END, EpisodeEndRequest, EpisodeEndReply, needs_session=True
+        ),
+        MessageSpec(
+            RequestType.CLOSE_SESSION, CloseSessionRequest, CloseSessionReply, needs_session=True
+        ),
+    )
+}
+"""The message table, keyed by request type (in code and in ``docs/protocol.md``)."""
+
+_BY_REPLY_TYPE: Final[Mapping[str, MessageSpec]] = {s.reply_type: s for s in MESSAGES.values()}
+_BY_REQUEST_BODY: Final[Mapping[type, MessageSpec]] = {s.request_body: s for s in MESSAGES.values()}
+
+
+def spec_for(request_type: str) -> MessageSpec:
+    """The table row of ``request_type``; ProtocolError when the type is unknown."""
+    try:
+        return MESSAGES[request_type]
+    except KeyError:
+        raise ProtocolError(f"unknown message type {request_type!r}") from None
+
+
+def spec_for_body(body: object) -> MessageSpec:
+    """The table row whose request body ``body`` is; ProtocolError when it is none."""
+    try:
+        return _BY_REQUEST_BODY[type(body)]
+    except KeyError:
+        raise ProtocolError(f"a {type(body).__name__} is not a request body") from None
+
+
+def reply_spec_for(reply_type: str) -> MessageSpec | None:
+    """The table row answered by ``reply_type``; None when no request is answered by it."""
+    return _BY_REPLY_TYPE.get(reply_type)
+
+
+def reply_type_for(request_type: object) -> str:
+    """The reply type answering ``request_type``; ``error_reply`` for an unknown request type."""
+    if isinstance(request_type, str) and request_type in MESSAGES:
+        return MESSAGES[request_type].reply_type
+    return "error_reply"
+
+
+@functools.lru_cache(maxsize=64)
+def versions_compatible(version: str) -> bool:
+    """Whether a peer speaking ``version`` understands this side (same major version)."""
+    match = _VERSION_RE.fullmatch(version)
+    ours = _VERSION_RE.fullmatch(PROTOCOL_VERSION)
+    assert ours is not None
+    return match is not None and int(match.group(1)) == int(ours.group(1))
+
+
+# --------------------------------------------------------------------------------------------
+# Envelopes.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``."""
+
+    type: str
+    id: str
+    body: Any
+    session: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A reply envelope: ``parent`` is the request's id; ``body`` is an ErrorBody on error.
+
+    ``output`` is what user code wrote to stdout/stderr during the call (truncated), for ok and
+    error replies alike.
+    """
+
+    type: str
+    id: str
+    parent: str
+    status: Literal["ok", "error"]
+    body: Any
+    session: str = ""
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether ``status`` is ``ok``."""
+        return self.status == "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHeader:
+    """What could be read of a message that failed to decode (see :func:`peek_header`)."""
+
+    id: str | None
+    parent: str | None
+    session: str
+    type: str | None
+
+
+def truncate_text(text: str, limit: int, *, keep: Literal["head", "tail"] = "tail") -> str:
+    """``text`` cut to ``limit`` characters (plus a marker saying how much was cut)."""
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    if keep == "tail":
+        return f"[... {cut} characters truncated ...]\n" + text[-limit:]
+    return text[:limit] + f"\n[... {cut} characters truncated ...]"
+
+
+# --------------------------------------------------------------------------------------------
+# Error bodies.
+# --------------------------------------------------------------------------------------------
+
+
+def error_code_for(exc: BaseException, request_type: str | None = None) -> ErrorCode:
+    """The code of an error reply to a ``request_type`` request whose handling raised ``exc``.
+
+    An exception class may name its code in an ``error_code`` class attribute (the session
+    logic's refusals do: unknown session, unknown model).
+    """
+    if isinstance(exc, ProtocolVersionError):
+        return ErrorCode.VERSION
+    if isinstance(exc, ProtocolError):
+        return ErrorCode.PROTOCOL
+    named = getattr(type(exc), "error_code", None)
+    if isinstance(named, ErrorCode):
+        return named
+    # deploy judges the action: its ValueErrors (InvalidActionError is one) refuse the action.
+    if request_type == RequestType.DEPLOY and isinstance(exc, ValueError):
+        return ErrorCode.INVALID_ACTION
+    # The edge's own code raises the root class itself; its subclasses (contract, actions, state
+    # specs) are raised on behalf of user code.
+    if type(exc) is EdgeError or isinstance(exc, ReplicaError):
+        return ErrorCode.INTERNAL
+    return ErrorCode.USER_ERROR
+
+
+def error_body(exc: BaseException, request_type: str | None = None) -> ErrorBody:
+    """The ErrorBody describing ``exc``: type name, message (truncated), traceback (truncated)
+    and the code of :func:`error_code_for`."""
+    formatted = "".join(traceback_module.format_exception(exc))
+    return ErrorBody(
+        ename=type(exc).__name__,
+        evalue=truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
+        traceback=truncate_text(formatted, TRACEBACK_LIMIT),
+        code=error_code_for(exc, request_type),
+    )
