@@ -18,6 +18,22 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# The edges must be ours: refuse to run against whatever already listens on their ports.
+$PY - <<'PY'
+import socket, sys
+from edge.wire.sep_config import load_sep_config
+config = load_sep_config("sep_config.json")
+for side in ("blue", "red"):
+    host, port = config.address(side)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no conflict
+        try:
+            s.bind((host, port))
+        except OSError:
+            sys.exit(f"demo: port {port} of the {side} edge ({host}) is already in use; stop what "
+                     "listens there (an earlier sep_edge?) or change sep_config.json")
+PY
+
 for side in blue red; do
   .venv/bin/sep_edge "$side" --config sep_config.json --candidates candidates.json \
     >"$LOG_DIR/edge-$side.log" 2>&1 &
@@ -37,4 +53,7 @@ for side in ("blue", "red"):
                 sys.exit(f"the {side} edge did not start; see its log in runs/demo/edge-{side}.log")
 print("edges ready: blue and red on loopback", file=sys.stderr)
 PY
+for pid in "${pids[@]}"; do
+  kill -0 "$pid" 2>/dev/null || { echo "demo: an edge exited at start; see $LOG_DIR/edge-*.log" >&2; exit 1; }
+done
 .venv/bin/sep_main --league -n 6 -l "$LOG_DIR" --config sep_config.json --candidates candidates.json "$@"

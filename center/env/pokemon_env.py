@@ -33,6 +33,7 @@ from center.env.battle_session import BattleSession, SeatState
 from center.env.end_reason import EndReason
 from center.errors import EnvClosedError, EnvError
 from edge.contract.agent import Agent
+from edge.contract.binding import bind_agent
 from edge.errors import InvalidActionError
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.orders import canonical_order
@@ -102,7 +103,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         max_turns: int | None = None,
         render_mode: str | None = None,
         username_prefix: str = "maple",
-        opponent: Player | None = None,
+        opponent: Player | type[Player] | None = None,
     ) -> None:
         self.battle_format = battle_format
         self.rewards = rewards or RewardConfig()
@@ -115,6 +116,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self.opponent = opponent
         self.possible_agents = list(PLAYERS if opponent is None else PLAYERS[:1])
         self.agents: list[str] = []
+        if agents is not None:  # plain duck-typed Agents work: optional hooks resolved once
+            agents = {p: bind_agent(a) for p, a in agents.items()}
         self.agent_objects: dict[str, Agent] = agents or {
             p: MapleAgent(
                 {}, {"side": SIDES[p], "player": p, "battle_format": battle_format, "seed": None}
@@ -155,13 +158,40 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             config, self._owned_server = resolve_server(self._server_arg)
             self._session = BattleSession(
                 self.possible_agents,
-                opponent=self.opponent,
+                opponent=self._outside_opponent(config),
                 battle_format=self.battle_format,
                 server_configuration=config,
                 teams=self._teams,
                 username_prefix=self._username_prefix,
             )
         return self._session
+
+    def _outside_opponent(self, config: ServerConfiguration) -> Player | None:
+        """The outside opponent Player on this env's server: built here when given as a class."""
+        opponent = self.opponent
+        if isinstance(opponent, type):
+            opponent = opponent(
+                battle_format=self.battle_format,
+                server_configuration=config,
+                max_concurrent_battles=1,
+            )
+            self.opponent = opponent
+        if opponent is None:
+            return None
+        theirs = opponent.ps_client.server_configuration.websocket_url
+        if theirs != config.websocket_url:
+            raise EnvError(
+                f"the opponent {type(opponent).__name__} connects to {theirs}, but this "
+                f"environment plays on {config.websocket_url}: pass the class "
+                f"(opponent={type(opponent).__name__}) or build it with "
+                "server_configuration=env.server_configuration"
+            )
+        if opponent.format != self.battle_format:
+            raise EnvError(
+                f"the opponent {type(opponent).__name__} plays {opponent.format}, but this "
+                f"environment plays {self.battle_format}"
+            )
+        return opponent
 
     def set_agents(
         self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None
@@ -173,7 +203,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         missing = set(self.possible_agents) - set(agents)
         if missing:
             raise EnvError(f"agents must be given for {sorted(missing)}")
-        self.agent_objects = dict(agents)
+        agents = {p: bind_agent(a) for p, a in agents.items()}
+        self.agent_objects = agents
         self.observation_spaces = {p: agents[p].observation_space for p in self.possible_agents}
         self.action_spaces = {p: agents[p].action_space for p in self.possible_agents}
         if teams is not None:
@@ -285,8 +316,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                         else self.rewards.tie
                     )
                     terminated[name] = True
-                won = any(b.won for b in self._battles())
-                self.end_reason = EndReason.WIN if won else EndReason.TIE
+                # With an outside opponent only the learner's battle is here: a loss is decided too.
+                decided = any(b.won or b.lost for b in self._battles())
+                self.end_reason = EndReason.WIN if decided else EndReason.TIE
                 self._over = True
             elif self.max_turns is not None and self._turn() > self.max_turns:
                 session.abandon()

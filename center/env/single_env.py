@@ -1,11 +1,13 @@
 """SinglizedEnv: a Gymnasium environment for one player whose opponent is played inside it.
 
-seeds/000 asks for a ``gymnasium.Env``; seeds/003 §2.5.1.2 calls this a "SinglizedEnv". The learner is
-``player_0`` of a :class:`PokemonEnv`. The opponent is either
+A single-agent ``gymnasium.Env`` over the multi-agent environment (ASRCAISim1 calls this a
+"SinglizedEnv"). The learner is ``player_0`` of a :class:`PokemonEnv`. The opponent is either
 
 - a :class:`StandalonePolicy` (default: uniformly random legal actions) acting through its own Agent
   (default: MapleAgent), stepped by this environment whenever it has a decision; or
-- a poke-env ``Player`` (e.g. ``RandomPlayer``) that plays on its own on the same server.
+- a poke-env ``Player`` that plays on its own on the same server: give its class
+  (``opponent=RandomPlayer``) and the environment builds it on its server and in its format, or an
+  instance built with ``server_configuration=`` that server.
 
 Showdown draws teams, damage rolls and move order on the server, so an episode is not reproducible
 from ``reset(seed)`` alone: only the agent-side randomness is (the registration says
@@ -67,7 +69,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         self,
         battle_format: str = "gen9bssfactory",
         *,
-        opponent: StandalonePolicy | Player | None = None,
+        opponent: StandalonePolicy | Player | type[Player] | None = None,
         agent: Agent | None = None,
         opponent_agent: Agent | None = None,
         server: Any = None,
@@ -79,7 +81,11 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         render_mode: str | None = None,
     ) -> None:
         self.render_mode = render_mode
-        self._player_opponent = opponent if isinstance(opponent, Player) else None
+        outside = isinstance(opponent, Player) or (
+            isinstance(opponent, type) and issubclass(opponent, Player)
+        )
+        # A Player class is built by the environment, on its own server and in its format.
+        self._player_opponent: Player | type[Player] | None = opponent if outside else None  # type: ignore[assignment]
         self._policy: StandalonePolicy | None = None
         if self._player_opponent is None:
             self._policy = (

@@ -28,38 +28,59 @@ import click
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.match import MatchSettings, RunSummary, SideSource, run_battles
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, SideStatus
 from center.evaluation.run_info import RunConfig, open_run
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings import format_standings, write_standings
+from center.showdown.formats import ShowdownFormat
 from edge.errors import EdgeError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
-RANDOM_TEAM_MARKERS = ("random", "factory", "challengecup", "hackmons")
 
 
-def needs_teams(battle_format: str) -> bool:
-    """Whether players must bring a team in ``battle_format`` (random and factory formats don't)."""
-    return not any(marker in battle_format for marker in RANDOM_TEAM_MARKERS)
-
-
-def validate_teams(teams: dict[str, str | None], battle_format: str) -> None:
+def validate_teams(teams: dict[str, str | None], battle_format: ShowdownFormat) -> None:
     """Check every candidate's team with Showdown's own validator, before any battle."""
     from center.showdown import validate_team
 
-    if not needs_teams(battle_format):
+    if not battle_format.teams_brought:
         return
     for model_id, team in teams.items():
         if not team:
-            raise ConfigError(f"candidate {model_id!r} has no team, and {battle_format} needs one")
-        problems = validate_team(team, battle_format)
+            raise ConfigError(
+                f"candidate {model_id!r} has no team, and {battle_format.id} needs one "
+                '(add "team": "path/to/team.txt" to its entry in candidates.json)'
+            )
+        problems = validate_team(team, battle_format.id)
         if problems:
             raise ConfigError(
-                f"candidate {model_id!r}: Showdown rejects its team for {battle_format}: "
+                f"candidate {model_id!r}: Showdown rejects its team for {battle_format.id}: "
                 + " ".join(problems)
             )
+
+
+def check_models(
+    source: SideSource, sides: dict[str, list[str]], battle_format: str, budget: Budget
+) -> dict[str, str]:
+    """Open (and close) each model on each side it will play, as a battle does: model -> problem.
+
+    A model that cannot load is found here, in seconds, instead of in its first battle.
+    """
+    problems: dict[str, str] = {}
+    for side, model_ids in sides.items():
+        for model_id in model_ids:
+            if model_id in problems:
+                continue
+            probe = ScheduledBattle(f"preflight-{model_id}", model_id, model_id, 0, ("", ""), 0)
+            guard = source.open_side(model_id, side, probe, battle_format, budget, "sep-preflight")
+            try:
+                if guard.fatal is not None:
+                    problems[model_id] = guard.stats.error_line or guard.stats.detail
+            finally:
+                source.close_side(guard)
+    return problems
 
 
 def default_log_dir(league: bool, ids: tuple[str, ...], battle_format: str) -> Path:
@@ -113,6 +134,7 @@ class RunOptions:
     call_cap: float
     max_turns: int
     server_url: str | None
+    strict: bool
     quiet: bool
     verbose: int
 
@@ -126,12 +148,17 @@ def run_command(
     *,
     all_ids: list[str],
     teams: dict[str, str | None],
-    make_source: Callable[[], SideSource],
+    make_source: Callable[[dict[str, list[str]]], SideSource],
 ) -> None:
-    """What sep_main and sep_eval do once their sides are known."""
-    from center.showdown import SHOWDOWN_VERSION, ShowdownServer
+    """What sep_main and sep_eval do once their sides are known.
 
-    league, battle_format, budget = opts.league, opts.battle_format, opts.budget
+    ``make_source(sides)`` builds the side source for the models each side will play (for
+    ``sep_main``: connects to the edges and checks that they serve them).
+    """
+    from center.showdown import SHOWDOWN_VERSION, ShowdownServer
+    from center.showdown.formats import check_format
+
+    league, budget = opts.league, opts.budget
     if league:
         chosen = tuple(opts.ids) or tuple(all_ids)
         if len(chosen) < 2:
@@ -143,7 +170,27 @@ def run_command(
     unknown = [i for i in chosen if i not in all_ids]
     if unknown:
         raise ConfigError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(all_ids)}")
-    validate_teams({i: teams.get(i) for i in chosen}, battle_format)
+    # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
+    showdown_format = check_format(opts.battle_format)
+    battle_format = showdown_format.id
+    validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
+    sides = (
+        {"blue": list(chosen), "red": list(chosen)}
+        if league
+        else {
+            "blue": [chosen[0]],
+            "red": [chosen[1]],
+        }
+    )
+    source = make_source(sides)
+    for model_id, problem in check_models(source, sides, battle_format, budget).items():
+        if opts.strict:
+            raise ConfigError(f"model {model_id!r} cannot be played: {problem}")
+        click.echo(
+            f"warning: model {model_id!r} cannot be played ({problem}); its battles are recorded "
+            "as ERROR (--strict stops instead)",
+            err=True,
+        )
     log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format)
     mode: Literal["match", "league"] = "league" if league else "match"
     with ResultsWriter(log_dir) as writer:
@@ -184,7 +231,7 @@ def run_command(
                 )
                 summary = run_battles(
                     todo,
-                    make_source(),
+                    source,
                     settings,
                     writer,
                     server=server,
@@ -202,10 +249,38 @@ def run_command(
         f"{Path(log_dir) / 'standings.csv'}; replays and raw logs in {Path(log_dir) / 'replays'} "
         f"and {Path(log_dir) / 'logs'}"
     )
+    for line in failure_summary(records):
+        click.echo(line, err=True)
     if summary.failed:
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
         raise SystemExit(1)
+
+
+def failure_summary(records: list[BattleRecord]) -> list[str]:
+    """One line per candidate whose side was not OK in some battle: counts and first error line."""
+    counts: dict[str, dict[str, int]] = {}
+    first: dict[str, tuple[str, str]] = {}
+    for record in records:
+        for model, status, error in (
+            (record.blue, record.blue_status, record.blue_error),
+            (record.red, record.red_status, record.red_error),
+        ):
+            if status == SideStatus.OK:
+                continue
+            tally = counts.setdefault(model, {})
+            tally[status.value] = tally.get(status.value, 0) + 1
+            if model not in first and error:
+                first[model] = (record.battle_id, error)
+    lines = []
+    for model in sorted(counts):
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(counts[model].items()))
+        line = f"{model}: {statuses}"
+        if model in first:
+            battle_id, error = first[model]
+            line += f"; first: {error} [{battle_id}]"
+        lines.append(line)
+    return (["sides that did not play cleanly:"] + [f"  {x}" for x in lines]) if lines else []
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -285,6 +360,12 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="URL of a running Showdown server (default: find or start the local one).",
         ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Stop before the first battle when a model cannot load (default: its battles "
+            "are played and recorded as ERROR).",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
     ]
@@ -343,7 +424,7 @@ def sep_eval(opts: RunOptions) -> None:
             opts,
             all_ids=list(source.candidates),
             teams={i: c.team for i, c in source.candidates.items()},
-            make_source=lambda: source,
+            make_source=lambda sides: source,
         )
 
     guarded(run)
@@ -373,7 +454,7 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
     league, sides alternate, so both edges must serve every candidate of the league.
     """
     setup_logging(opts.verbose)
-    ids, league, candidates = opts.ids, opts.league, opts.candidates
+    candidates = opts.candidates
 
     def run() -> None:
         from center.evaluation.edge_source import EdgeSource
@@ -383,10 +464,10 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
         from edge.wire.sep_config import SIDES, load_sep_config
 
         known = load_candidates(candidates)  # data only: ids and teams, no import
+        config = load_sep_config(config_path)
         sources: list[EdgeSource] = []
 
-        def make_source() -> SideSource:
-            config = load_sep_config(config_path)
+        def make_source(sides: dict[str, list[str]]) -> SideSource:
             clients = {}
             for side in SIDES:
                 curve = center_curve_from_config(config.data, side, config.base_dir)
@@ -397,11 +478,7 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
                 )
             source = EdgeSource(clients, candidates, edge_wait=edge_wait)
             sources.append(source)
-            if league:
-                everyone = list(ids) or list(known)
-                source.check_edges({"blue": everyone, "red": everyone})
-            else:
-                source.check_edges({"blue": [ids[0]], "red": [ids[1]]})
+            source.check_edges(sides)
             return source
 
         try:

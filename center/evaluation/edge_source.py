@@ -27,6 +27,7 @@ from center.evaluation.side_guard import (
 )
 from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
+from edge.contract.runner import UserFailure
 from edge.contract.user_module import Candidate, load_candidates
 from edge.wire.messages import InstanceConfig
 
@@ -96,8 +97,9 @@ class EdgeSource:
                 session = EdgeSession(client, model_id, config, username)
         except (SideDisconnected, CallTimeout) as exc:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
-        except RemoteUserError as exc:
-            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+        except RemoteUserError as exc:  # the model cannot load or construct on its edge
+            failure = UserFailure(exc.ename, exc.evalue, exc.traceback, "opening the session")
+            return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
         try:
             check_space_size(session.observation_space, "observation_space")
             check_space_size(session.action_space, "action_space")

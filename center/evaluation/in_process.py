@@ -19,6 +19,7 @@ from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget, SideGuard, check_space_size
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
+from edge.contract.runner import UserFailure
 from edge.contract.user_module import Candidate, UserModel, load_candidates
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ class InProcessSource:
             name = model.agent_full_name(policy)
             return SideGuard(agent, policy, name, budget, in_process=True)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
-            return failed_side(model_id, budget, SideStatus.ERROR, f"{type(exc).__name__}: {exc}")
+            failure = UserFailure.of(exc, "loading the model")
+            return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
 
     def close_side(self, guard: SideGuard) -> None:
         guard.close()
@@ -88,10 +90,16 @@ class _NoAgent(Agent):
         return "/choose default"
 
 
-def failed_side(model_id: str, budget: Budget, status: SideStatus, detail: str) -> SideGuard:
+def failed_side(
+    model_id: str,
+    budget: Budget,
+    status: SideStatus,
+    detail: str,
+    failure: UserFailure | None = None,
+) -> SideGuard:
     """A side that has already failed (so the battle is recorded as its forfeit)."""
     guard = SideGuard(
         _NoAgent(), StandalonePolicy(), f"{model_id}:{model_id}:none", budget, in_process=True
     )
-    guard.fail(status, f"setting up {model_id}: {detail}")
+    guard.fail(status, f"setting up {model_id}: {detail}", failure)
     return guard

@@ -171,10 +171,7 @@ def _record(
     _write_replay(blue_battle, settings.log_dir / replay, scheduled, sides)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
     for p in PLAYERS:
-        printed = sides[p].output()
-        if printed:  # what the side's code printed, as captured (and capped) on its edge
-            out = (settings.log_dir / log).with_suffix(f".{SIDES[p]}.out")
-            out.write_text(printed, encoding="utf-8")
+        _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
     stats = {SIDES[p]: sides[p].stats for p in PLAYERS}
     versions = software_versions(settings.showdown_version)
     return BattleRecord(
@@ -190,6 +187,8 @@ def _record(
         seed=scheduled.seed,
         format=settings.battle_format,
         replay=replay,
+        blue_error=stats["blue"].error_line,
+        red_error=stats["red"].error_line,
         blue_decisions=stats["blue"].decisions,
         red_decisions=stats["red"].decisions,
         blue_decision_ms_mean=_mean(stats["blue"].decision_ms),
@@ -205,6 +204,21 @@ def _record(
         log=log,
         **versions,
     )
+
+
+def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
+    """Next to the battle's log: what the side's code printed (``.out``) and why it failed (``.err``)."""
+    printed = guard.output()
+    if printed:  # as captured (and capped) in-process or on its edge
+        log.with_suffix(f".{side}.out").write_text(printed, encoding="utf-8")
+    failure = guard.stats.failure
+    if failure is not None and guard.stats.status != SideStatus.OK:
+        text = f"{guard.stats.status.value}: {failure.line()}\n"
+        if guard.stats.detail and not guard.stats.detail.endswith(failure.line()):
+            text += f"{guard.stats.detail}\n"
+        if failure.traceback:
+            text += f"\n{failure.traceback.rstrip()}\n"
+        log.with_suffix(f".{side}.err").write_text(text, encoding="utf-8")
 
 
 def _mean(values: list[float]) -> float:

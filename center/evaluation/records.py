@@ -5,6 +5,8 @@ are. ``winner`` is a :class:`Winner`, ``blue_status`` and ``red_status`` are :cl
 values, and the center writes ``end_reason`` as an :class:`~center.env.end_reason.EndReason`
 (a reader keeps whatever string a row holds). ``replay`` and ``log`` are paths relative to
 ``LOG_DIR`` (see :func:`replay_relpath` and :func:`log_relpath`); empty when there is none.
+``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's status is
+not OK; empty when it is.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class BattleRecord:
     seed: int
     format: str
     replay: str = ""
+    blue_error: str = ""
+    red_error: str = ""
     blue_decisions: int = 0
     red_decisions: int = 0
     blue_decision_ms_mean: float = 0.0

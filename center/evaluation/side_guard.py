@@ -32,9 +32,10 @@ from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.records import SideStatus
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
-from edge.contract.runner import UserCodeRunner
+from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
 from edge.maple.action_helper import team_order, team_size
+from edge.maple.orders import canonical_order
 from edge.wire.spaces import space_from_wire, space_to_wire
 
 logger = logging.getLogger(__name__)
@@ -87,14 +88,23 @@ class SideStats:
     fatal: SideStatus | None = None
     detail: str = ""
     worst: SideStatus = SideStatus.OK
+    #: why the status is not OK: the cause of a forfeit, else the first problem noted
+    failure: UserFailure | None = None
 
-    def note(self, status: SideStatus) -> None:
+    def note(self, status: SideStatus, why: UserFailure | None = None) -> None:
         if _SEVERITY[status] > _SEVERITY[self.worst]:
             self.worst = status
+        if why is not None and self.failure is None:
+            self.failure = why
 
     @property
     def status(self) -> SideStatus:
         return self.fatal or self.worst
+
+    @property
+    def error_line(self) -> str:
+        """``Type: message`` of :attr:`failure` ('' when the side is OK)."""
+        return self.failure.line() if self.failure is not None and self.status != "OK" else ""
 
 
 class SideGuard:
@@ -152,19 +162,20 @@ class SideGuard:
             # Only our own deadline (the runner's, or a delegator's mapped EdgeTimeout) is a
             # timeout: a TimeoutError raised by user code is an error, as it is on an edge.
             self.stats.timeouts += 1
-            self.stats.note(SideStatus.TIMEOUT)
+            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", str(exc), where=what))
             raise CallTimeout(f"{what}: {exc}") from exc
         finally:
             self._used += time.perf_counter() - start
 
-    def fail(self, status: SideStatus, detail: str) -> None:
+    def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""
-        self._fail(status, detail)
+        self._fail(status, detail, failure)
 
-    def _fail(self, status: SideStatus, detail: str) -> None:
+    def _fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         if self.stats.fatal is None:
             self.stats.fatal = status
             self.stats.detail = detail[:2000]
+            self.stats.failure = failure or UserFailure(_FAILURE_TYPE[status], detail)
             logger.info("%s: %s (%s)", self.agent_full_name, status.value, detail[:200])
         self.stats.note(status)
 
@@ -176,7 +187,8 @@ class SideGuard:
             self._must_default = True
             self._end_decision()
         else:
-            self._fail(self._classify(exc), f"{what}: {type(exc).__name__}: {exc}")
+            failure = _failure_of(exc, what)
+            self._fail(self._classify(exc), f"{what}: {failure.line()}", failure)
 
     def _end_decision(self) -> None:
         if self._used <= 0.0:
@@ -186,7 +198,11 @@ class SideGuard:
         if over > 0:
             self.bank -= over
             if self.bank <= 0:
-                self._fail(SideStatus.TIMEOUT, f"time bank of {self.budget.bank:.1f}s exhausted")
+                self._fail(
+                    SideStatus.TIMEOUT,
+                    f"time bank of {self.budget.bank:.1f}s exhausted",
+                    UserFailure("TimeBankExhausted", f"{self.budget.bank:.1f}s bank used up"),
+                )
         self._used = 0.0
 
     def close(self) -> None:
@@ -285,7 +301,12 @@ class _GuardedAgent(Agent):
         self._mask = (id(battle), mask)
         if not _contains(self.observation_space, observation):
             guard.stats.invalid += 1
-            guard.stats.note(SideStatus.INVALID)
+            guard.stats.note(
+                SideStatus.INVALID,
+                UserFailure(
+                    "InvalidObservation", "makeObs returned a value outside observation_space"
+                ),
+            )
             guard._must_default = True
             return self._safe_observation()
         return observation
@@ -319,6 +340,10 @@ class _GuardedAgent(Agent):
     def deploy(self, battle: AbstractBattle, action: Any) -> Order:
         guard = self.guard
         if isinstance(action, str) and action == INVALID_ACTION:
+            guard.stats.note(
+                SideStatus.INVALID,
+                UserFailure("InvalidAction", "policy.step returned an action outside action_space"),
+            )
             raise InvalidActionError("action outside the action space")
         if (isinstance(action, str) and action == DEFAULT_ACTION) or guard.fatal is not None:
             guard._must_default = False
@@ -331,12 +356,18 @@ class _GuardedAgent(Agent):
                 "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
             )
         except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
+            guard.stats.note(SideStatus.INVALID, UserFailure.of(exc, "deploy"))
             raise InvalidActionError(str(exc)) from exc
         except Exception as exc:
             guard._handle("deploy", exc)
             guard._must_default = False
             return default_order(battle)
         guard._end_decision()
+        try:  # the environment refuses an illegal order too; here its reason is kept for the side
+            canonical_order(battle, order)
+        except InvalidActionError as exc:
+            guard.stats.note(SideStatus.INVALID, UserFailure.of(exc, "deploy"))
+            raise
         return order
 
     def reset(self) -> None:
@@ -363,6 +394,24 @@ class _GuardedAgent(Agent):
             guard._call("onEpisodeEnd", lambda: guard.inner_agent.onEpisodeEnd(battle))
         except Exception as exc:
             logger.info("%s: onEpisodeEnd failed: %r", guard.agent_full_name, exc)
+
+
+_FAILURE_TYPE = {
+    SideStatus.TIMEOUT: "Timeout",
+    SideStatus.ERROR: "Error",
+    SideStatus.INVALID: "Invalid",
+    SideStatus.DISCONNECT: "SideDisconnected",
+    SideStatus.OK: "",
+}
+
+
+def _failure_of(exc: BaseException, what: str) -> UserFailure:
+    """What user code raised in ``what``, as data (remote exceptions keep the edge's traceback)."""
+    ename = getattr(exc, "ename", None)
+    if isinstance(ename, str):  # raised on an edge: type, message and traceback came back as data
+        evalue = str(getattr(exc, "evalue", ""))
+        return UserFailure(ename, evalue, str(getattr(exc, "traceback", "")), what)
+    return UserFailure.of(exc, what)
 
 
 MAX_SPACE_ELEMENTS = 1 << 20

@@ -12,6 +12,7 @@ from poke_env.ps_client import AccountConfiguration
 import center
 from center.env.env_player import unique_username
 from center.env.single_env import SinglizedEnv
+from center.errors import EnvError
 
 pytestmark = pytest.mark.showdown
 
@@ -67,5 +68,33 @@ def test_episode_against_a_poke_env_random_player(showdown):
                 truncated,
                 total,
             )
+    finally:
+        env.close()
+
+
+def test_a_poke_env_player_class_is_built_on_the_envs_server_and_losses_are_decided(showdown):
+    # The README's example: the class is enough, the environment builds it on its own server.
+    env = SinglizedEnv("gen9randombattle", server=showdown, opponent=RandomPlayer)
+    try:
+        outcomes = []
+        for seed in range(20):
+            total, terminated, truncated = _play(env, seed)
+            assert terminated and not truncated
+            outcomes.append(total)
+            # A decided battle has end_reason "win" whoever won it; "tie" only for a real tie.
+            assert env.env.end_reason == ("tie" if total == 0.0 else "win"), (total, seed)
+            if -1.0 in outcomes:
+                break
+        assert -1.0 in outcomes, f"the learner never lost in {len(outcomes)} random battles"
+    finally:
+        env.close()
+
+
+def test_a_player_on_another_server_is_refused_at_once(showdown):
+    stray = RandomPlayer(battle_format="gen9randombattle", start_listening=False)  # port 8000
+    env = SinglizedEnv("gen9randombattle", server=showdown, opponent=stray)
+    try:
+        with pytest.raises(EnvError, match="connects to ws://localhost:8000"):
+            env.reset(seed=0)
     finally:
         env.close()

@@ -71,6 +71,7 @@ def test_columns_start_with_the_pinned_minimum_in_order() -> None:
     )  # fmt: skip
     assert COLUMNS[:12] == PINNED_COLUMNS
     assert COLUMNS[12:] == (
+        "blue_error", "red_error",
         "blue_decisions", "red_decisions",
         "blue_decision_ms_mean", "blue_decision_ms_max",
         "red_decision_ms_mean", "red_decision_ms_max",

@@ -1,0 +1,92 @@
+"""The battle formats of the pinned Showdown, read from its own format list.
+
+Runs and environments check their format here first, so that a typo costs a second and names the
+close matches, instead of a battle that never starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from center.errors import ConfigError, ShowdownError
+from center.showdown.install import find_install
+
+__all__ = ["ShowdownFormat", "check_format", "showdown_formats"]
+
+# Prints every format as {id, name, gameType, team}; an id is Showdown's toID of the name.
+_LIST_FORMATS = """
+const F = require('./dist/config/formats.js').Formats;
+const toID = s => ('' + s).toLowerCase().replace(/[^a-z0-9]+/g, '');
+console.log(JSON.stringify(F.filter(f => f.name).map(f => ({
+  id: toID(f.name), name: f.name, gameType: f.gameType || 'singles', team: f.team || ''
+}))));
+"""
+
+
+@dataclass(frozen=True)
+class ShowdownFormat:
+    """One format of the pinned Showdown."""
+
+    id: str
+    name: str
+    game_type: str
+    team: str
+    """How teams are made: ``random`` (or another generator) when Showdown makes them, '' when
+    players bring them."""
+
+    @property
+    def teams_brought(self) -> bool:
+        """Whether players must bring a team (no generator)."""
+        return not self.team
+
+
+@functools.cache
+def _formats(package: Path) -> dict[str, ShowdownFormat]:
+    node = shutil.which("node") or "node"
+    try:
+        done = subprocess.run(
+            [node, "-e", _LIST_FORMATS],
+            cwd=package,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ShowdownError(f"could not list Showdown's formats with {node}: {exc}") from exc
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise ShowdownError(f"could not list Showdown's formats: {tail[0]}")
+    return {
+        entry["id"]: ShowdownFormat(entry["id"], entry["name"], entry["gameType"], entry["team"])
+        for entry in json.loads(done.stdout)
+    }
+
+
+def showdown_formats(install_dir: Path | None = None) -> dict[str, ShowdownFormat]:
+    """Every format of the pinned Showdown, by id (read once per process)."""
+    return _formats(find_install(install_dir))
+
+
+def check_format(battle_format: str, install_dir: Path | None = None) -> ShowdownFormat:
+    """The format ``battle_format`` names; ConfigError (one line) if it is unknown or not singles."""
+    formats = showdown_formats(install_dir)
+    wanted = re.sub(r"[^a-z0-9]+", "", battle_format.lower())
+    found = formats.get(wanted)
+    if found is None:
+        close = difflib.get_close_matches(wanted, list(formats), n=3, cutoff=0.75)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise ConfigError(f"unknown format {battle_format!r} in Showdown{hint}")
+    if found.game_type != "singles":
+        raise ConfigError(
+            f"format {battle_format!r} is a {found.game_type} format; only singles formats "
+            "can be played"
+        )
+    return found
