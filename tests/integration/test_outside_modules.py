@@ -1,0 +1,192 @@
+"""Modules written from docs/contract.md alone play like the team's own, in sep_main and sep_eval.
+
+``contract_example``, ``plain_no_hooks`` and ``plain_raises_third`` (tests/agents) are plain classes
+that import nothing from this project and define no optional hook. Real Showdown, real sep_edge
+processes, the real CLIs.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.edges import AGENTS
+
+pytestmark = pytest.mark.showdown
+
+SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+PLAIN = ["contract_example", "plain_no_hooks", "plain_raises_third"]
+
+
+def _rows(log_dir: Path) -> list[dict[str, str]]:
+    with (log_dir / "battles.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _check_plain_league(rows: list[dict[str, str]], log_dir: Path) -> None:
+    assert len(rows) == 3 * 2
+    for row in rows:
+        for side in ("blue", "red"):
+            model, status, error = row[side], row[f"{side}_status"], row[f"{side}_error"]
+            if model == "plain_raises_third":
+                assert status == "ERROR"
+                assert error == (
+                    "RuntimeError: third decision: this policy gives up (in policy.step)"
+                )
+                err = (log_dir / row["log"]).with_suffix(f".{side}.err").read_text()
+                assert "RuntimeError: third decision" in err
+            else:  # the well-behaved plain modules play every battle cleanly
+                assert (status, error) == ("OK", ""), row
+    clean = [r for r in rows if "plain_raises_third" not in (r["blue"], r["red"])]
+    assert all(r["winner"] in ("blue", "red", "tie") and int(r["turns"]) > 0 for r in clean)
+    failed = [r for r in rows if r not in clean]
+    # the raiser forfeits: its opponent wins
+    assert all(
+        r["winner"] == ("red" if r["blue"] == "plain_raises_third" else "blue") for r in failed
+    )
+
+
+def test_plain_modules_through_real_edges(showdown, start_edges, tmp_path):
+    edges = start_edges()
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        [
+            *SEP_MAIN,
+            "--league",
+            *PLAIN,
+            "-n",
+            "2",
+            "--seed",
+            "3",
+            "-l",
+            str(log_dir),
+            "--config",
+            str(edges["blue"].config),
+            "--candidates",
+            str(edges["blue"].candidates),
+            "--server",
+            showdown.url,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    _check_plain_league(_rows(log_dir), log_dir)
+    # the end-of-run summary names the failing candidate with its first error line
+    assert "plain_raises_third: 4 ERROR; first: RuntimeError: third decision" in run.stderr
+
+
+def test_plain_modules_in_process(showdown, tmp_path):
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        [
+            *SEP_EVAL,
+            "--league",
+            *PLAIN,
+            "-n",
+            "2",
+            "--seed",
+            "3",
+            "-l",
+            str(log_dir),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+            "--server",
+            showdown.url,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    _check_plain_league(_rows(log_dir), log_dir)
+
+
+@pytest.mark.parametrize("command", ["sep_main", "sep_eval"])
+def test_an_unknown_format_exits_2_in_seconds_without_a_log_dir(command, tmp_path):
+    log_dir = tmp_path / "never"
+    cli = SEP_MAIN if command == "sep_main" else SEP_EVAL
+    start = time.monotonic()
+    run = subprocess.run(
+        [
+            *cli,
+            "contract_example",
+            "plain_no_hooks",
+            "--format",
+            "gen9randombatle",
+            "-l",
+            str(log_dir),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert lines == [
+        "error: unknown format 'gen9randombatle' in Showdown; did you mean gen9randombattle "
+        "or gen8randombattle or gen7randombattle?"
+    ]
+    assert not log_dir.exists()
+    assert time.monotonic() - start < 60  # a bound against a hang, not a benchmark
+
+
+def test_a_model_that_cannot_load_is_named_before_the_first_battle(showdown, tmp_path):
+    log_dir = tmp_path / "strict"
+    run = subprocess.run(
+        [
+            *SEP_EVAL,
+            "missing_functions",
+            "contract_example",
+            "--strict",
+            "-l",
+            str(log_dir),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+            "--server",
+            showdown.url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: model 'missing_functions' cannot be played: ContractError")
+    assert "getUserPolicy" in run.stderr
+    assert not log_dir.exists()
+
+
+def test_a_malformed_sep_config_is_refused_before_the_log_dir(tmp_path):
+    config = tmp_path / "sep_config.json"
+    config.write_text('{"blue": {"host": "127.0.0.1", "port": 51000}, "red": ')
+    log_dir = tmp_path / "never"
+    run = subprocess.run(
+        [
+            *SEP_MAIN,
+            "contract_example",
+            "plain_no_hooks",
+            "-l",
+            str(log_dir),
+            "--config",
+            str(config),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "sep_config" in run.stderr
+    assert not log_dir.exists()
