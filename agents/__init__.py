@@ -1,6 +1,6 @@
 """Sample user modules, written exactly as a participant would write theirs.
 
-Each sub-package follows the user-module contract (DESIGN.md, "The user-module contract"):
+Each sub-package follows the user-module contract (``docs/contract.md``):
 ``getUserAgentClass(args)``, ``getUserPolicy(args)`` and optionally ``getUserAgentModelConfig(args)``
 and ``isUserAgentSingleAsset(args)``. They are listed in the top-level ``candidates.json``.
 

@@ -1,4 +1,4 @@
-"""StandalonePolicy: the decision-making half of a user module (ASRCAISim1 seeds/003 §2.6)."""
+"""StandalonePolicy: the decision-making half of a user module (ASRCAISim1's StandalonePolicy; see ``docs/contract.md``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Loading the pinned user-module contract: ``candidates.json`` entries and the modules they name.
 
-``candidates.json`` maps each model id to an entry (DESIGN.md "Configuration files")::
+``candidates.json`` maps each model id to an entry (see ``docs/contract.md``)::
 
     {"userModelID": {"userModuleID": "agents.random_agent", "args": {}, "logName": "Random",
                      "team": "teams/example.txt"}}
@@ -500,7 +500,7 @@ class UserModel:
     def agent_full_name(
         self, policy: StandalonePolicy | None = None, agent_name: str | None = None
     ) -> str:
-        """``agentName:modelName:policyName`` (seeds/003 §2.5.2) for ``StandalonePolicy.step``.
+        """``agentName:modelName:policyName`` (ASRCAISim1's naming) for ``StandalonePolicy.step``.
 
         agentName is ``agent_name`` (default: logName), modelName the model id, and policyName the
         class name of ``policy`` (default: the shared policy's).

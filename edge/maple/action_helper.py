@@ -1,4 +1,4 @@
-"""ActionHelper: the Discrete(11) action layout of seeds/001 §5, its legality mask and its orders.
+"""ActionHelper: the Maple Discrete(11) action layout, its legality mask and its orders.
 
 | index | meaning |
 | ----- | ------- |
@@ -124,7 +124,7 @@ class ActionHelper:
     def action_index_to_order(self, player: Any, battle: AbstractBattle, idx: Any) -> BattleOrder:
         """Return the order for action ``idx``; raise ``InvalidActionError`` (a ValueError) if illegal.
 
-        ``player`` is accepted for compatibility with the seeds/001 signature and is not used.
+        ``player`` is accepted for compatibility with the Maple specification's signature and is not used.
         """
         index = _as_index(idx)
         _, mapping = self.get_available_actions(battle)

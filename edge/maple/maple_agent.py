@@ -16,7 +16,7 @@ from edge.maple.state_observer import StateObserver
 
 
 class MapleAgent(Agent):
-    """Box observations from ``config/state_spec.yml`` and Discrete(11) actions (seeds/001 §5).
+    """Box observations from ``config/state_spec.yml`` and Discrete(11) actions (four moves, four terastallized moves, two switches, Struggle).
 
     ``modelConfig`` may set ``state_spec`` (path of another feature spec). At team preview
     ``deploy`` accepts a team choice (``"/team 213"`` or a list of 0-based indices); anything else
