@@ -93,4 +93,16 @@ fi
 step "showdown: preparing config"
 "$VENV/bin/python" -c 'import sys; from pathlib import Path; from center.showdown import prepare_install; prepare_install(Path(sys.argv[1]))' "$SHOWDOWN_PKG"
 
+# --- Chromium, for the report's browser tests (Debian's package; never a downloaded browser) ----
+CHROMIUM="${SEP_CHROMIUM:-/usr/bin/chromium}"
+if [[ -x "$CHROMIUM" ]]; then
+    step "chromium: $CHROMIUM present"
+elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == "0" ]]; then
+    step "chromium: apt-get install chromium chromium-driver (for the report's browser tests)"
+    quietly env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    quietly env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+else
+    step "chromium: missing; the report's browser tests need it (e.g. sudo apt-get install -y chromium chromium-driver)"
+fi
+
 step "done: Showdown $SHOWDOWN_VERSION in $SHOWDOWN_PKG, venv in $VENV"

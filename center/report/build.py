@@ -1,0 +1,115 @@
+"""Writing a LOG_DIR's report: ``report.html`` and an offline replay page per recorded battle.
+
+Replay pages (``replays/ID.offline.html``, beside Showdown's ``replays/ID.html``) are rebuilt only
+when missing or older than what they are made of, so that writing the report of a long run stays
+quick. Every file is written to a temporary name and renamed, so a browser (or a second writer)
+never sees half a page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+from center.evaluation.match import PLAYERS_SUFFIX
+from center.evaluation.records import BattleRecord
+from center.report.pages import render_replay, render_report
+from center.report.protocol import read_battle
+from center.report.sources import SIDES, LogDir, read_log_dir
+
+logger = logging.getLogger(__name__)
+
+REPORT_HTML = "report.html"
+OFFLINE_SUFFIX = ".offline.html"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _package_mtime() -> float:
+    """When the templates or this package last changed: older pages are rebuilt."""
+    root = resources.files("center.report")
+    newest = 0.0
+    for folder in ("templates", "static"):
+        for item in root.joinpath(folder).iterdir():
+            newest = max(newest, _mtime(Path(str(item))))
+    return max(newest, *(_mtime(Path(str(root / m))) for m in ("pages.py", "protocol.py")))
+
+
+def _relative(path: Path, start: Path) -> str:
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def _replay_page(
+    data: LogDir, record: BattleRecord, page: Path, force: bool, newest: float
+) -> None:
+    log_dir = data.path
+    log = log_dir / data.log_path(record)
+    showdown = log_dir / data.replay_path(record)
+    sources = [log, showdown.with_suffix(PLAYERS_SUFFIX)]
+    if not force and _mtime(page) > max(newest, *(_mtime(p) for p in sources)):
+        return
+    players = data.players.get(record.battle_id, {})
+    who = {
+        side: {
+            "id": getattr(record, side),
+            "label": players[side].log_name
+            if side in players
+            else data.name(getattr(record, side)),
+        }
+        for side in SIDES
+    }
+    links = {
+        "report": _relative(log_dir / REPORT_HTML, page.parent),
+        "showdown": _relative(showdown, page.parent) if showdown.exists() else None,
+        "log": _relative(log, page.parent) if log.exists() else None,
+    }
+    _write_atomically(page, render_replay(record, read_battle(log), who, links))
+
+
+def offline_replay_path(data: LogDir, record: BattleRecord) -> Path:
+    """Where a battle's offline replay page goes: beside Showdown's replay."""
+    return (data.path / data.replay_path(record)).with_suffix(OFFLINE_SUFFIX)
+
+
+def write_report(
+    log_dir: str | Path, *, candidates: Path | None = None, force: bool = False
+) -> Path:
+    """Write ``LOG_DIR/report.html`` and the battles' offline replay pages; return the report.
+
+    ``candidates`` (a candidates.json) gives logNames to battles recorded before replays named
+    their players; ``force`` rebuilds every replay page. Works while a run is writing LOG_DIR.
+    """
+    data = read_log_dir(log_dir, candidates=candidates)
+    newest = _package_mtime()
+    links: dict[str, Mapping[str, str | None]] = {}
+    for record in data.records:
+        page = offline_replay_path(data, record)
+        try:
+            _replay_page(data, record, page, force, newest)
+        except Exception:  # one odd log must not cost the whole report
+            logger.exception("%s: could not write the replay page", record.battle_id)
+        showdown = data.replay_path(record)
+        log = data.log_path(record)
+        links[record.battle_id] = {
+            "offline": _relative(page, data.path) if page.exists() else None,
+            "showdown": showdown if (data.path / showdown).exists() else None,
+            "log": log if (data.path / log).exists() else None,
+        }
+    report = data.path / REPORT_HTML
+    _write_atomically(report, render_report(data, links))
+    return report

@@ -1,0 +1,42 @@
+"""``sep_report LOG_DIR``: write the report of a run, finished or still going."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from center.errors import CenterError
+from center.report.build import write_report
+
+DEFAULT_CANDIDATES = Path("candidates.json")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--candidates",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="candidates.json giving logNames to battles recorded without them "
+    "[default: ./candidates.json when it exists].",
+)
+@click.option("--force", is_flag=True, help="Rebuild every replay page, even up-to-date ones.")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def sep_report(log_dir: Path, candidates: Path | None, force: bool, verbose: int) -> None:
+    """Write LOG_DIR/report.html and an offline replay page per battle, from what LOG_DIR holds.
+
+    Safe while a run is writing LOG_DIR: the report shows the battles finished so far. The pages
+    are self-contained (no network needed); open report.html in a browser.
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if candidates is None and DEFAULT_CANDIDATES.is_file():
+        candidates = DEFAULT_CANDIDATES
+    try:
+        report = write_report(log_dir, candidates=candidates, force=force)
+    except CenterError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(str(report))
