@@ -22,7 +22,12 @@ from typing import Any, Literal
 
 from center.errors import ResultsError, RunConflictError
 from center.evaluation.battles_csv import check_recorded, fsync_dir, load_records
-from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
+from center.evaluation.schedule import (
+    ScheduledBattle,
+    check_paired_n,
+    schedule_league,
+    schedule_match,
+)
 
 __all__ = [
     "RUN_JSON",
@@ -72,6 +77,8 @@ class RunConfig:
     ``seed`` None means "the stored one, or a fresh random one for a new LOG_DIR" (see
     :func:`open_run`). ``extra`` holds anything else the command wants recorded (time budgets,
     versions); it is informational, never compared, and the latest run's value is kept.
+    ``paired`` plays each seed twice with the sides swapped (N even; see
+    :mod:`center.evaluation.schedule`).
     """
 
     mode: RunMode
@@ -80,6 +87,7 @@ class RunConfig:
     format: str
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    paired: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league"):
@@ -92,14 +100,17 @@ class RunConfig:
         object.__setattr__(self, "candidates", candidates)
         if self.n < 1:
             raise ValueError(f"n must be at least 1, got {self.n}")
+        if self.paired:
+            check_paired_n(self.n)
 
     def schedule(self) -> list[ScheduledBattle]:
         """Every battle of the run, in playing order (the seed must be resolved)."""
         if self.seed is None:
             raise ValueError("the run's seed is not resolved yet; use open_run()")
         if self.mode == "match":
-            return schedule_match(self.candidates[0], self.candidates[1], self.n, self.seed)
-        return schedule_league(self.candidates, self.n, self.seed)
+            blue, red = self.candidates
+            return schedule_match(blue, red, self.n, self.seed, paired=self.paired)
+        return schedule_league(self.candidates, self.n, self.seed, paired=self.paired)
 
     def to_json(self) -> dict[str, Any]:
         """The run.json document."""
@@ -110,6 +121,7 @@ class RunConfig:
             "n": self.n,
             "format": self.format,
             "seed": self.seed,
+            "paired": self.paired,
             "extra": dict(self.extra),
         }
 
@@ -126,6 +138,7 @@ class RunConfig:
             format=str(doc["format"]),
             seed=None if seed is None else int(seed),
             extra=dict(doc.get("extra") or {}),
+            paired=bool(doc.get("paired", False)),  # absent from runs older than pairing
         )
 
 
@@ -142,6 +155,10 @@ def read_run_config(log_dir: str | os.PathLike[str]) -> RunConfig | None:
         raise ResultsError(f"{path} is not a valid run.json ({exc}); use a new LOG_DIR") from exc
 
 
+def _pairing(config: RunConfig) -> str:
+    return "paired (--paired)" if config.paired else "unpaired"
+
+
 def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
     def conflict(what: str) -> RunConflictError:
         return RunConflictError(
@@ -155,6 +172,8 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(f"its format is {stored.format}, not {new.format}")
     if new.seed is not None and new.seed != stored.seed:
         raise conflict(f"its seed is {stored.seed}, not {new.seed}")
+    if new.paired != stored.paired:
+        raise conflict(f"its battles are {_pairing(stored)}, not {_pairing(new)}")
     if stored.mode == "match" and new.candidates != stored.candidates:
         raise conflict(
             f"it is {stored.candidates[0]} (blue) vs {stored.candidates[1]} (red), "
@@ -177,6 +196,7 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
 
     - mode (match or league) and format must be the same;
     - the seed must be the same, or None (then the stored seed is used);
+    - paired or not, as stored;
     - a match must have the same blue and the same red;
     - a league must include every stored candidate; it may add candidates (the new pairs are
       appended, the existing battles keep their ids and seeds);

@@ -3,6 +3,12 @@
 A rerun of the same command computes the same battle ids and seeds, which is what lets a run resume
 (:func:`center.evaluation.battles_csv.pending`) and grow (a larger N or more candidates only append
 battles).
+
+A *paired* schedule plays each seed twice with the candidates swapped between sides: battle ``2p``
+of a pairing is scheduled as usual, battle ``2p + 1`` has the other candidate blue and the seed of
+battle ``2p``. A backend that draws each side's team from the battle's seed then gives each
+candidate each team draw once, which cancels the luck of the draw (as chess engine testers do by
+playing each opening with both colours).
 """
 
 from __future__ import annotations
@@ -11,12 +17,16 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ScheduledBattle", "battle_seed", "schedule_league", "schedule_match"]
+__all__ = ["ScheduledBattle", "battle_seed", "check_paired_n", "schedule_league", "schedule_match"]
 
 
 @dataclass(frozen=True)
 class ScheduledBattle:
-    """One battle to play: its id, sides and seed, and its place (``index``) within its ``pair``."""
+    """One battle to play: its id, sides and seed, and its place (``index``) within its ``pair``.
+
+    ``pair`` is the pairing of candidates the battle belongs to, as scheduled (not sides). In a
+    paired schedule, battles ``2p`` and ``2p + 1`` of a pairing are twins: same seed, sides swapped.
+    """
 
     battle_id: str
     blue: str
@@ -38,26 +48,53 @@ def _check_candidate_id(cid: str) -> None:
         raise ValueError(f"candidate id {cid!r} cannot be used in battle ids and file names")
 
 
+def check_paired_n(n: int) -> None:
+    """A paired schedule plays whole pairs: ValueError unless ``n`` is even."""
+    if n % 2:
+        raise ValueError(f"paired battles come two by two: -n must be even, got {n}")
+
+
 def _battle(
-    blue: str, red: str, pair: tuple[str, str], index: int, base_seed: int
+    blue: str, red: str, pair: tuple[str, str], index: int, base_seed: int, paired: bool = False
 ) -> ScheduledBattle:
     battle_id = f"{blue}-vs-{red}-{index:04d}"
-    return ScheduledBattle(battle_id, blue, red, battle_seed(base_seed, battle_id), pair, index)
+    if paired and index % 2:
+        # The twin of battle index - 1: the same seed, so the same draws, with sides swapped.
+        seed = battle_seed(base_seed, f"{red}-vs-{blue}-{index - 1:04d}")
+    else:
+        seed = battle_seed(base_seed, battle_id)
+    return ScheduledBattle(battle_id, blue, red, seed, pair, index)
 
 
-def schedule_match(blue: str, red: str, n: int, base_seed: int) -> list[ScheduledBattle]:
+def schedule_match(
+    blue: str, red: str, n: int, base_seed: int, *, paired: bool = False
+) -> list[ScheduledBattle]:
     """The N battles of a match: ``blue`` is always blue; ids ``{blue}-vs-{red}-{index:04d}``.
 
-    ``blue == red`` (a mirror match) is allowed.
+    ``blue == red`` (a mirror match) is allowed. With ``paired`` (N even), the odd battles swap
+    sides and repeat the previous battle's seed: ``A-vs-B-0000``, ``B-vs-A-0001`` (same seed),
+    ``A-vs-B-0002``, ...; the even battles keep the ids and seeds of the unpaired match.
     """
     _check_candidate_id(blue)
     _check_candidate_id(red)
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    return [_battle(blue, red, (blue, red), k, base_seed) for k in range(n)]
+    if not paired:
+        return [_battle(blue, red, (blue, red), k, base_seed) for k in range(n)]
+    check_paired_n(n)
+    return [_alternating(blue, red, k, base_seed, paired=True) for k in range(n)]
 
 
-def schedule_league(ids: Iterable[str], n: int, base_seed: int) -> list[ScheduledBattle]:
+def _alternating(a: str, b: str, k: int, base_seed: int, *, paired: bool) -> ScheduledBattle:
+    # ``a`` is blue in the even battles, ``b`` in the odd ones.
+    if k % 2 == 0:
+        return _battle(a, b, (a, b), k, base_seed, paired)
+    return _battle(b, a, (a, b), k, base_seed, paired)
+
+
+def schedule_league(
+    ids: Iterable[str], n: int, base_seed: int, *, paired: bool = False
+) -> list[ScheduledBattle]:
     """A round robin, N battles per pair, sides alternating.
 
     Each unordered pair appears once as ``(A, B)`` with ``A < B`` in sorted order (the given order
@@ -65,7 +102,9 @@ def schedule_league(ids: Iterable[str], n: int, base_seed: int) -> list[Schedule
     ``index`` k of a pair has A blue when k is even and B blue when k is odd; its id is
     ``{blue}-vs-{red}-{k:04d}``. Battles come index-major (every pair's battle 0, then every
     pair's battle 1, ...), so an interrupted league is balanced across pairs, and a larger N only
-    appends battles. Raises ValueError for fewer than 2 ids or a duplicate id.
+    appends battles. With ``paired`` (N even), battle k odd also takes the seed of battle k - 1,
+    its twin; ids and sides are those of the unpaired league. Raises ValueError for fewer than 2
+    ids or a duplicate id.
     """
     names = list(ids)
     if len(set(names)) != len(names):
@@ -76,13 +115,11 @@ def schedule_league(ids: Iterable[str], n: int, base_seed: int) -> list[Schedule
         _check_candidate_id(cid)
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    if paired:
+        check_paired_n(n)
     ordered = sorted(names)
     pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
-    schedule = [
-        _battle(a, b, (a, b), k, base_seed) if k % 2 == 0 else _battle(b, a, (a, b), k, base_seed)
-        for k in range(n)
-        for a, b in pairs
-    ]
+    schedule = [_alternating(a, b, k, base_seed, paired=paired) for k in range(n) for a, b in pairs]
     if len({s.battle_id for s in schedule}) != len(schedule):
         # Only possible with ids such as "x-vs-y" next to "x" and "y".
         raise ValueError(f"candidate ids {names} give ambiguous battle ids")

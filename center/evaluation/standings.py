@@ -16,6 +16,20 @@ How battles count:
 - The rating's 95% interval is the 2.5–97.5 percentile of the same fit on ``bootstrap``
   resamples of the decided battles (with replacement), with a fixed RNG seed. Battles are sorted
   by ``battle_id`` first, so the same battles give the same files in whatever order they finished.
+
+Paired runs (each seed played twice with the sides swapped, ``paired=True``):
+
+- Two decided battles of the same two candidates with the same seed and swapped sides form a
+  *pair*. A candidate scores 0, ½, 1, 1½ or 2 points in a pair; the five counts are its
+  *pentanomial* (as fastchess reports for game pairs), per candidate and per head to head. A battle
+  whose twin is not recorded yet, or ended without result, counts as an unpaired battle.
+- Wins, losses, ties and the win rate count battles as above. The win rate's interval respects
+  the pairing: the variance of the rate is estimated from each pair's total (each lone battle its
+  own cluster), as in the pentanomial model, plus one virtual pair of independent battles that
+  keeps the estimate away from 0 on a few identical pairs. That variance gives an effective
+  number of battles ``n_eff = p(1-p) / var``, and the interval is Wilson's at ``n_eff``. A pairing
+  that cancels the team draw makes ``n_eff`` larger than the number of battles.
+- The rating's bootstrap resamples pairs (and lone battles) instead of battles.
 """
 
 from __future__ import annotations
@@ -36,6 +50,8 @@ from numpy.typing import NDArray
 from center.evaluation.records import BattleRecord, SideStatus, Winner
 
 __all__ = [
+    "PAIRED_COLUMNS",
+    "PENTANOMIAL_POINTS",
     "STANDINGS_COLUMNS",
     "STANDINGS_CSV",
     "STANDINGS_JSON",
@@ -46,6 +62,7 @@ __all__ = [
     "compute_standings",
     "elo_ratings",
     "format_standings",
+    "paired_interval",
     "wilson_interval",
     "write_standings",
 ]
@@ -54,6 +71,11 @@ STANDINGS_CSV = "standings.csv"
 STANDINGS_JSON = "standings.json"
 Z_95 = 1.959963984540054
 _FAILURES = tuple(s for s in SideStatus if s is not SideStatus.OK)
+PENTANOMIAL_POINTS = (0.0, 0.5, 1.0, 1.5, 2.0)
+"""What a candidate can score in a pair, in the order of a pentanomial count."""
+
+Pentanomial = tuple[int, int, int, int, int]
+_NO_PAIRS: Pentanomial = (0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -75,11 +97,18 @@ class CandidateStanding:
     no_result: int
     statuses: dict[str, int] = field(default_factory=dict)
     """Battles that ended with each non-OK status for this candidate's side (all 4 keys)."""
+    pairs: int = 0
+    """Paired runs: complete pairs played (both battles decided)."""
+    pentanomial: Pentanomial = _NO_PAIRS
+    """Paired runs: pairs in which this candidate scored 0, ½, 1, 1½, 2 points."""
 
 
 @dataclass(frozen=True)
 class PairResult:
-    """Head to head of ``a`` and ``b`` (``a < b``): wins of each, ties, battles without result."""
+    """Head to head of ``a`` and ``b`` (``a < b``): wins of each, ties, battles without result.
+
+    Paired runs also count complete pairs, by what ``a`` scored in them (0, ½, 1, 1½, 2 points).
+    """
 
     a: str
     b: str
@@ -87,13 +116,16 @@ class PairResult:
     b_wins: int
     ties: int
     no_result: int
+    pairs: int = 0
+    pentanomial: Pentanomial = _NO_PAIRS
 
 
 @dataclass(frozen=True)
 class Standings:
     """The standings (best first), the pairwise table, and how they were computed.
 
-    ``battles`` counts every non-mirror record, ``no_result`` those with winner ``none``.
+    ``battles`` counts every non-mirror record, ``no_result`` those with winner ``none``;
+    ``pairs`` the complete pairs of a ``paired`` run.
     """
 
     candidates: list[CandidateStanding]
@@ -103,25 +135,46 @@ class Standings:
     bootstrap: int
     seed: int
     prior_games: float
+    paired: bool = False
+    pairs: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """The standings.json document (NaN becomes null)."""
-        return _nan_to_none(
-            {
-                "candidates": [asdict(c) for c in self.candidates],
-                "pairwise": [asdict(p) for p in self.pairwise],
-                "battles": self.battles,
-                "no_result": self.no_result,
-                "method": {
-                    "win_rate": "(wins + ties/2) / (wins + losses + ties); 95% Wilson interval",
-                    "rating": "Bradley-Terry (MM), ties half a win, 1500 + 400*log10(strength), "
-                    "mean-centred; 95% percentile bootstrap over battles",
-                    "bootstrap": self.bootstrap,
-                    "seed": self.seed,
-                    "prior_games": self.prior_games,
-                },
-            }
-        )
+        """The standings.json document (NaN becomes null); pair fields only for paired runs."""
+        candidates = [asdict(c) for c in self.candidates]
+        pairwise = [asdict(p) for p in self.pairwise]
+        if self.paired:
+            for row in candidates + pairwise:
+                row["pentanomial"] = list(row["pentanomial"])
+            win_rate = (
+                "(wins + ties/2) / (wins + losses + ties); 95% Wilson interval at the effective "
+                "number of battles, from the variance of pair totals (pentanomial)"
+            )
+            resampled = "pairs"
+        else:
+            for row in candidates + pairwise:
+                del row["pairs"], row["pentanomial"]
+            win_rate = "(wins + ties/2) / (wins + losses + ties); 95% Wilson interval"
+            resampled = "battles"
+        doc: dict[str, Any] = {
+            "candidates": candidates,
+            "pairwise": pairwise,
+            "battles": self.battles,
+            "no_result": self.no_result,
+        }
+        if self.paired:
+            doc["pairs"] = self.pairs
+        doc["method"] = {
+            "win_rate": win_rate,
+            "rating": "Bradley-Terry (MM), ties half a win, 1500 + 400*log10(strength), "
+            f"mean-centred; 95% percentile bootstrap over {resampled}",
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
+            "prior_games": self.prior_games,
+        }
+        if self.paired:
+            doc["method"]["paired"] = True
+            doc["method"]["pentanomial_points"] = list(PENTANOMIAL_POINTS)
+        return _nan_to_none(doc)
 
 
 def _nan_to_none(value: Any) -> Any:
@@ -148,6 +201,32 @@ def wilson_interval(successes: float, n: float, z: float = Z_95) -> tuple[float,
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def paired_interval(
+    totals: Sequence[float], sizes: Sequence[int], z: float = Z_95
+) -> tuple[float, float]:
+    """95% interval of a win rate measured in clusters of battles (pairs and lone battles).
+
+    ``totals[c]`` is what the candidate scored in cluster c (wins + ties/2), ``sizes[c]`` its
+    battles (1 or 2). The rate is ``sum(totals) / sum(sizes)``; its variance is estimated from the
+    clusters, ``sum((total - size*p)^2) / N^2``, with one more virtual pair of independent battles
+    (``2p(1-p)``) in the sum so that a few identical pairs do not give a zero-width interval. The
+    result is Wilson's interval at the effective number of battles ``p(1-p) / variance``; when
+    ``p`` is 0 or 1 the variance says nothing and Wilson's interval on the N battles is used.
+    Returns (nan, nan) without battles.
+    """
+    n = float(sum(sizes))
+    if n <= 0:
+        return (math.nan, math.nan)
+    total = float(sum(totals))
+    p = total / n
+    binomial = p * (1 - p)
+    if binomial <= 0:
+        return wilson_interval(total, n, z)
+    spread = sum((t - m * p) ** 2 for t, m in zip(totals, sizes, strict=True)) + 2 * binomial
+    n_eff = binomial * n * n / spread
+    return wilson_interval(p * n_eff, n_eff, z)
 
 
 def bradley_terry(
@@ -208,7 +287,11 @@ def _pair_matrices(
 
 @dataclass
 class _Tally:
-    """Counts per candidate (indexed like the sorted ids) and the decided battles as arrays."""
+    """Counts per candidate (indexed like the sorted ids) and the decided battles as arrays.
+
+    ``cluster[i]`` numbers the pair that decided battle i belongs to, or gives it a cluster of its
+    own (every battle of an unpaired run); clusters are numbered 0..C-1 in battle order.
+    """
 
     wins: NDArray[np.int64]
     losses: NDArray[np.int64]
@@ -219,9 +302,32 @@ class _Tally:
     blue: NDArray[np.intp]
     red: NDArray[np.intp]
     blue_score: NDArray[np.float64]
+    cluster: NDArray[np.intp]
 
 
-def _tally(records: Sequence[BattleRecord], ids: Sequence[str]) -> _Tally:
+def _blue_score(r: BattleRecord) -> float:
+    return {Winner.BLUE: 1.0, Winner.RED: 0.0}.get(r.winner, 0.5)
+
+
+def _twins(decided: Sequence[BattleRecord]) -> dict[str, str]:
+    """Battle id -> battle id of its twin, for the decided battles that form complete pairs.
+
+    Twins: the same two candidates, the same seed, swapped sides. Should two pairs of the same
+    candidates share a seed, their battles are matched in battle-id order.
+    """
+    groups: dict[tuple[str, str, int], tuple[list[str], list[str]]] = {}
+    for r in decided:
+        a, b = min(r.blue, r.red), max(r.blue, r.red)
+        group = groups.setdefault((a, b, r.seed), ([], []))
+        group[0 if r.blue == a else 1].append(r.battle_id)
+    twin: dict[str, str] = {}
+    for a_blue, b_blue in groups.values():
+        for x, y in zip(a_blue, b_blue, strict=False):
+            twin[x], twin[y] = y, x
+    return twin
+
+
+def _tally(records: Sequence[BattleRecord], ids: Sequence[str], paired: bool) -> _Tally:
     index = {cid: n for n, cid in enumerate(ids)}
     k = len(ids)
     wins, losses, ties, no_result = (np.zeros(k, dtype=np.int64) for _ in range(4))
@@ -230,6 +336,10 @@ def _tally(records: Sequence[BattleRecord], ids: Sequence[str]) -> _Tally:
     blue: list[int] = []
     red: list[int] = []
     blue_score: list[float] = []
+    decided = [r for r in records if r.winner is not Winner.NONE]
+    twin = _twins(decided) if paired else {}
+    clusters: dict[str, int] = {}
+    cluster: list[int] = []
     for r in records:
         b, d = index[r.blue], index[r.red]
         for cid, status in ((r.blue, r.blue_status), (r.red, r.red_status)):
@@ -243,16 +353,18 @@ def _tally(records: Sequence[BattleRecord], ids: Sequence[str]) -> _Tally:
         if r.winner is Winner.TIE:
             ties[[b, d]] += 1
             pair[2] += 1
-            score = 0.5
         else:
             blue_won = r.winner is Winner.BLUE
             wins[b if blue_won else d] += 1
             losses[d if blue_won else b] += 1
             pair[0 if blue_won == (r.blue < r.red) else 1] += 1
-            score = 1.0 if blue_won else 0.0
         blue.append(b)
         red.append(d)
-        blue_score.append(score)
+        blue_score.append(_blue_score(r))
+        # A pair's second battle joins the cluster its twin opened.
+        mine = clusters.get(twin.get(r.battle_id, ""), len(clusters))
+        clusters[r.battle_id] = mine
+        cluster.append(mine)
     return _Tally(
         wins,
         losses,
@@ -263,7 +375,35 @@ def _tally(records: Sequence[BattleRecord], ids: Sequence[str]) -> _Tally:
         np.asarray(blue, dtype=np.intp),
         np.asarray(red, dtype=np.intp),
         np.asarray(blue_score, dtype=np.float64),
+        _renumber(cluster),
     )
+
+
+def _renumber(cluster: list[int]) -> NDArray[np.intp]:
+    # Cluster numbers skip the ids taken by second battles; make them 0..C-1 in battle order.
+    _, dense = np.unique(np.asarray(cluster, dtype=np.intp), return_inverse=True)
+    return np.asarray(dense, dtype=np.intp).reshape(-1)
+
+
+def _members(cluster: NDArray[np.intp]) -> NDArray[np.intp] | None:
+    """The battles of each cluster as rows of 2 (-1 pads a lone battle); None when all are alone."""
+    count = int(cluster.max()) + 1
+    if count == len(cluster):
+        return None
+    members = np.full((count, 2), -1, dtype=np.intp)
+    for i, c in enumerate(cluster):
+        members[c, 0 if members[c, 0] < 0 else 1] = i
+    return members
+
+
+def _resample(
+    m: int, members: NDArray[np.intp] | None, rng: np.random.Generator
+) -> NDArray[np.intp]:
+    """Indices of the battles of as many clusters as there are, drawn with replacement."""
+    if members is None:  # one battle per cluster: draw battles, as an unpaired run always did
+        return rng.integers(0, m, size=m)
+    picked = members[rng.integers(0, len(members), size=len(members))].reshape(-1)
+    return picked[picked >= 0]
 
 
 def _ratings(
@@ -280,8 +420,9 @@ def _ratings(
         rng = np.random.default_rng(seed)
         stack_s = np.empty((bootstrap, k, k))
         stack_g = np.empty((bootstrap, k, k))
+        members = _members(t.cluster)
         for rep in range(bootstrap):
-            pick = rng.integers(0, m, size=m)
+            pick = _resample(m, members, rng)
             stack_s[rep], stack_g[rep] = _pair_matrices(
                 t.blue[pick], t.red[pick], t.blue_score[pick], k
             )
@@ -291,6 +432,50 @@ def _ratings(
     for values in (rating, lo, hi):
         values[~rated] = np.nan
     return rating, lo, hi
+
+
+@dataclass
+class _Clusters:
+    """Per candidate: what it scored in each of its clusters, their sizes, its pentanomial."""
+
+    totals: list[list[float]]
+    sizes: list[list[int]]
+    pentanomial: list[list[int]]
+    head_to_head: dict[tuple[str, str], list[int]]  # (a, b) -> a's pentanomial
+
+
+def _clusters(t: _Tally, ids: Sequence[str]) -> _Clusters:
+    k = len(ids)
+    count = int(t.cluster.max()) + 1 if len(t.cluster) else 0
+    # Per cluster: its two candidates (as indices), the first one's points, its battles.
+    first = np.full(count, -1, dtype=np.intp)
+    second = np.full(count, -1, dtype=np.intp)
+    points = np.zeros(count)
+    size = np.zeros(count, dtype=np.intp)
+    for i, c in enumerate(t.cluster):
+        if first[c] < 0:
+            first[c], second[c] = t.blue[i], t.red[i]
+        points[c] += t.blue_score[i] if t.blue[i] == first[c] else 1.0 - t.blue_score[i]
+        size[c] += 1
+    out = _Clusters([[] for _ in range(k)], [[] for _ in range(k)], [[0] * 5 for _ in range(k)], {})
+    for c in range(count):
+        x, y, m = int(first[c]), int(second[c]), int(size[c])
+        for who, got in ((x, float(points[c])), (y, m - float(points[c]))):
+            out.totals[who].append(got)
+            out.sizes[who].append(m)
+        if m == 2:
+            slot = round(2 * points[c])  # x's points in half-point steps: 0..4
+            out.pentanomial[x][slot] += 1
+            out.pentanomial[y][4 - slot] += 1
+            a, b = sorted((ids[x], ids[y]))
+            row = out.head_to_head.setdefault((a, b), [0] * 5)
+            row[slot if ids[x] == a else 4 - slot] += 1
+    return out
+
+
+def _pentanomial(counts: Sequence[int]) -> Pentanomial:
+    c0, c1, c2, c3, c4 = (int(n) for n in counts)
+    return (c0, c1, c2, c3, c4)
 
 
 def _rank_key(c: CandidateStanding) -> tuple[float, float, str]:
@@ -307,22 +492,32 @@ def compute_standings(
     bootstrap: int = 200,
     seed: int = 0,
     prior_games: float = 1.0,
+    paired: bool = False,
 ) -> Standings:
     """Standings from finished battles (see the module docstring for how battles count).
 
     ``candidates`` adds ids that have no battle yet; ``bootstrap`` 0 gives NaN rating intervals.
+    ``paired`` says the run played each seed twice with the sides swapped: pairs are counted and
+    the intervals computed from them.
     """
     kept = sorted((r for r in records if r.blue != r.red), key=lambda r: r.battle_id)
     ids = sorted({*candidates, *(r.blue for r in kept), *(r.red for r in kept)})
-    t = _tally(kept, ids)
+    t = _tally(kept, ids, paired)
     decided = t.wins + t.losses + t.ties
     rating, rating_lo, rating_hi = _ratings(t, len(ids), decided > 0, bootstrap, seed, prior_games)
+    clusters = _clusters(t, ids) if paired else None
 
     rows = []
     for n, cid in enumerate(ids):
         battles = int(decided[n])
         score = float(t.wins[n] + t.ties[n] / 2)
-        lo, hi = wilson_interval(score, battles)
+        pairs, pentanomial = 0, _NO_PAIRS
+        if clusters is None:
+            lo, hi = wilson_interval(score, battles)
+        else:
+            lo, hi = paired_interval(clusters.totals[n], clusters.sizes[n])
+            pentanomial = _pentanomial(clusters.pentanomial[n])
+            pairs = sum(pentanomial)
 
         rows.append(
             CandidateStanding(
@@ -340,17 +535,26 @@ def compute_standings(
                 rating_hi=float(rating_hi[n]),
                 no_result=int(t.no_result[n]),
                 statuses=t.statuses[cid],
+                pairs=pairs,
+                pentanomial=pentanomial,
             )
         )
     ranked = [replace(c, rank=n) for n, c in enumerate(sorted(rows, key=_rank_key), start=1)]
+    pairwise = []
+    for (a, b), counts in sorted(t.pairs.items()):
+        head = _pentanomial(clusters.head_to_head.get((a, b), _NO_PAIRS)) if clusters else _NO_PAIRS
+        a_wins, b_wins, ties, no_result = counts
+        pairwise.append(PairResult(a, b, a_wins, b_wins, ties, no_result, sum(head), head))
     return Standings(
         candidates=ranked,
-        pairwise=[PairResult(a, b, *counts) for (a, b), counts in sorted(t.pairs.items())],
+        pairwise=pairwise,
         battles=len(kept),
         no_result=sum(1 for r in kept if r.winner is Winner.NONE),
         bootstrap=bootstrap,
         seed=seed,
         prior_games=prior_games,
+        paired=paired,
+        pairs=sum(sum(row) for row in clusters.head_to_head.values()) if clusters else 0,
     )
 
 
@@ -372,6 +576,13 @@ STANDINGS_COLUMNS: tuple[str, ...] = (
 )
 """The columns of standings.csv, in order."""
 
+PAIRED_COLUMNS: tuple[str, ...] = (
+    *STANDINGS_COLUMNS,
+    "pairs",
+    *(f"pairs_{points:g}" for points in PENTANOMIAL_POINTS),
+)
+"""The columns of standings.csv for a paired run: ``pairs_X`` counts the pairs scored X of 2."""
+
 
 def _fmt(value: float, digits: int) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}f}"
@@ -380,8 +591,9 @@ def _fmt(value: float, digits: int) -> str:
 def _csv_text(standings: Standings) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(STANDINGS_COLUMNS)
+    writer.writerow(PAIRED_COLUMNS if standings.paired else STANDINGS_COLUMNS)
     for c in standings.candidates:
+        paired = [c.pairs, *c.pentanomial] if standings.paired else []
         writer.writerow(
             [
                 c.rank,
@@ -398,6 +610,7 @@ def _csv_text(standings: Standings) -> str:
                 _fmt(c.rating_hi, 1),
                 c.no_result,
                 *(c.statuses[s.value] for s in _FAILURES),
+                *paired,
             ]
         )
     return buf.getvalue()
@@ -420,13 +633,20 @@ def write_standings(
     bootstrap: int = 200,
     seed: int = 0,
     prior_games: float = 1.0,
+    paired: bool = False,
 ) -> Standings:
     """Compute the standings and (re)write ``standings.csv`` and ``standings.json`` in LOG_DIR.
 
-    Each file is replaced atomically, so a reader never sees half of one.
+    Each file is replaced atomically, so a reader never sees half of one. A ``paired`` run's files
+    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too.
     """
     standings = compute_standings(
-        records, candidates=candidates, bootstrap=bootstrap, seed=seed, prior_games=prior_games
+        records,
+        candidates=candidates,
+        bootstrap=bootstrap,
+        seed=seed,
+        prior_games=prior_games,
+        paired=paired,
     )
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -437,13 +657,16 @@ def write_standings(
 
 
 def format_standings(standings: Standings) -> str:
-    """A fixed-width table of the standings for the terminal."""
+    """A fixed-width table of the standings for the terminal (with pair counts when paired)."""
     width = max([len("candidate"), *(len(c.id) for c in standings.candidates)])
+    ptnml = {c.id: " ".join(str(n) for n in c.pentanomial) for c in standings.candidates}
     head = (
         f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
         f"{'win%':>6}  {'95% CI':<15}  {'rating':>6}  {'95% CI':<15}  "
         f"{'none':>4} {'TO':>4} {'ERR':>4} {'INV':>4} {'DC':>4}"
     )
+    if standings.paired:
+        head += "  pairs 0-½-1-1½-2"
     lines = [head, "-" * len(head)]
 
     def pct(x: float) -> str:
@@ -460,10 +683,15 @@ def format_standings(standings: Standings) -> str:
             f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
             f"{pct(c.win_rate):>6}  {rate_ci:<15}  {elo(c.rating):>6}  {rating_ci:<15}  "
             f"{c.no_result:>4} {s['TIMEOUT']:>4} {s['ERROR']:>4} {s['INVALID']:>4} "
-            f"{s['DISCONNECT']:>4}"
+            f"{s['DISCONNECT']:>4}" + (f"  {ptnml[c.id]}" if standings.paired else "")
         )
     lines.append(
         f"{standings.battles} battles, {standings.no_result} without result; ties count half; "
         f"rating: Bradley-Terry on an Elo scale, {standings.bootstrap} bootstrap resamples"
     )
+    if standings.paired:
+        lines.append(
+            f"paired: {standings.pairs} complete pairs, counted by the points scored in them "
+            "(0 to 2); the 95% CIs come from pair totals"
+        )
     return "\n".join(lines)
