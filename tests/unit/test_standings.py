@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import random
@@ -11,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.standings import (
+    PAIRED_COLUMNS,
     STANDINGS_COLUMNS,
     STANDINGS_CSV,
     STANDINGS_JSON,
@@ -21,6 +23,7 @@ from center.evaluation.standings import (
     bradley_terry,
     compute_standings,
     format_standings,
+    paired_interval,
     wilson_interval,
     write_standings,
 )
@@ -254,3 +257,141 @@ def test_format_standings_is_a_fixed_width_table() -> None:
     body = lines[2:5]
     assert [line.split()[1] for line in body] == ["b", "alpha", "newcomer"]
     assert len({len(line) for line in lines[:5]}) == 1
+
+
+# --- paired runs ---------------------------------------------------------------------------------
+
+
+def pair(
+    a: str, b: str, first: str, second: str, p: int, seed: int | None = None
+) -> list[BattleRecord]:
+    """Pair p of a and b: battle 2p with a blue, battle 2p+1 with b blue, one seed for both."""
+    one, two = battle(a, b, first, 2 * p), battle(b, a, second, 2 * p + 1)
+    s = 1000 + p if seed is None else seed
+    return [dataclasses.replace(one, seed=s), dataclasses.replace(two, seed=s)]
+
+
+def test_pair_outcomes_are_counted_like_a_pentanomial_report() -> None:
+    records = [
+        *pair("a", "b", "blue", "red", 0),  # a 2 - 0
+        *pair("a", "b", "blue", "blue", 1),  # 1 - 1
+        *pair("a", "b", "red", "blue", 2),  # 0 - 2
+        *pair("a", "b", "tie", "red", 3),  # 1.5 - 0.5
+        *pair("a", "b", "blue", "red", 4),  # 2 - 0
+        *pair("b", "c", "blue", "tie", 5),  # b 1.5 - c 0.5
+    ]
+    standings = compute_standings(records, paired=True, bootstrap=0)
+    rows = by_id(standings)
+    assert rows["a"].pentanomial == (1, 0, 1, 1, 2) and rows["a"].pairs == 5
+    assert rows["b"].pentanomial == (2, 1, 1, 1, 1) and rows["b"].pairs == 6
+    assert rows["c"].pentanomial == (0, 1, 0, 0, 0) and rows["c"].pairs == 1
+    heads = {(p.a, p.b): p for p in standings.pairwise}
+    assert heads["a", "b"].pentanomial == (1, 0, 1, 1, 2) and heads["a", "b"].pairs == 5
+    assert heads["b", "c"].pentanomial == (0, 0, 0, 1, 0)
+    assert standings.pairs == 6
+    # Battles still count one by one.
+    assert (rows["a"].wins, rows["a"].losses, rows["a"].ties) == (6, 3, 1)
+    assert rows["a"].win_rate == pytest.approx(6.5 / 10)
+
+
+def test_a_pair_with_a_missing_half_counts_as_unpaired_battles() -> None:
+    whole = pair("a", "b", "blue", "red", 0) + pair("a", "b", "blue", "blue", 1)
+    first_half = whole[:3]
+    voided = [*whole[:3], dataclasses.replace(whole[3], winner=Winner.NONE)]
+    for records in (first_half, voided):
+        a = by_id(compute_standings(records, paired=True, bootstrap=0))["a"]
+        assert a.pairs == 1 and a.pentanomial == (0, 0, 0, 0, 1)
+        assert a.battles == 3 and a.wins == 3
+        assert (a.win_rate_lo, a.win_rate_hi) == paired_interval([2, 1], [2, 1])
+    a = by_id(compute_standings(whole, paired=True, bootstrap=0))["a"]
+    assert a.pairs == 2 and a.pentanomial == (0, 0, 1, 0, 1)
+
+
+def test_twins_need_the_same_seed_and_swapped_sides() -> None:
+    other_seed = (
+        pair("a", "b", "blue", "red", 0, seed=1)[:1] + pair("a", "b", "blue", "red", 0, seed=2)[1:]
+    )
+    same_side = [
+        battle("a", "b", "blue", 0),
+        dataclasses.replace(battle("a", "b", "blue", 1), seed=0),
+    ]
+    for records in (other_seed, same_side):
+        assert by_id(compute_standings(records, paired=True, bootstrap=0))["a"].pairs == 0
+
+
+def test_paired_interval_is_wilson_at_the_effective_number_of_battles() -> None:
+    totals, sizes = [2.0, 2.0, 1.0, 0.0, 1.5], [2, 2, 2, 2, 2]
+    p = 6.5 / 10
+    spread = sum((t - 2 * p) ** 2 for t in totals) + 2 * p * (1 - p)
+    n_eff = p * (1 - p) * 10**2 / spread
+    assert paired_interval(totals, sizes) == pytest.approx(wilson_interval(p * n_eff, n_eff))
+
+
+def test_pairs_that_cancel_the_draw_give_a_narrower_interval_than_independent_battles() -> None:
+    split = [1.0] * 20  # every pair 1 - 1: the draw decided each battle
+    lo, hi = paired_interval(split, [2] * 20)
+    wlo, whi = wilson_interval(20, 40)
+    assert 0 < hi - lo < (whi - wlo) / 2
+    assert lo < 0.5 < hi
+
+
+def test_pairs_that_agree_give_a_wider_interval_than_independent_battles() -> None:
+    both = [2.0, 0.0] * 10  # each pair won or lost whole: the halves are not independent
+    lo, hi = paired_interval(both, [2] * 20)
+    wlo, whi = wilson_interval(20, 40)
+    assert hi - lo > whi - wlo
+
+
+def test_paired_interval_edge_cases() -> None:
+    assert all(math.isnan(x) for x in paired_interval([], []))
+    assert paired_interval([2.0] * 5, [2] * 5) == wilson_interval(10, 10)
+    assert paired_interval([0.0, 0.0], [2, 1]) == wilson_interval(0, 3)
+
+
+def test_paired_rating_bootstrap_resamples_pairs() -> None:
+    rng = np.random.default_rng(4)
+    records: list[BattleRecord] = []
+    for p in range(30):
+        outcome = ("blue", "red") if rng.random() < 0.5 else ("blue", "blue")
+        records += pair("a", "b", *outcome, p)
+    standings = compute_standings(records, paired=True)
+    assert standings == compute_standings(list(reversed(records)), paired=True)
+    for c in standings.candidates:
+        assert c.rating_lo <= c.rating <= c.rating_hi
+    # The same battles resampled one by one give another interval.
+    plain = compute_standings(records)
+    assert by_id(plain)["a"].rating_lo != by_id(standings)["a"].rating_lo
+
+
+def test_paired_files_add_the_pair_columns(tmp_path: Path) -> None:
+    records = pair("a", "b", "blue", "red", 0) + pair("a", "b", "tie", "blue", 1)
+    write_standings(records, tmp_path / "paired", paired=True)
+    with open(tmp_path / "paired" / STANDINGS_CSV, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == PAIRED_COLUMNS
+    assert PAIRED_COLUMNS[: len(STANDINGS_COLUMNS)] == STANDINGS_COLUMNS
+    a = next(r for r in rows if r["id"] == "a")
+    assert (a["pairs"], a["pairs_0"], a["pairs_0.5"], a["pairs_1"], a["pairs_1.5"]) == (
+        "2", "0", "1", "0", "0",
+    )  # fmt: skip
+    assert a["pairs_2"] == "1"
+    doc = json.loads((tmp_path / "paired" / STANDINGS_JSON).read_text(encoding="utf-8"))
+    assert doc["method"]["paired"] is True and doc["pairs"] == 2
+    assert doc["candidates"][0]["pentanomial"] in ([0, 1, 0, 0, 1], [1, 0, 0, 1, 0])
+    assert doc["pairwise"][0]["pentanomial"] == [0, 1, 0, 0, 1]
+    # The same battles in an unpaired run: the pinned files, nothing about pairs.
+    write_standings(records, tmp_path / "plain")
+    with open(tmp_path / "plain" / STANDINGS_CSV, newline="", encoding="utf-8") as f:
+        assert tuple(next(csv.reader(f))) == STANDINGS_COLUMNS
+    plain = json.loads((tmp_path / "plain" / STANDINGS_JSON).read_text(encoding="utf-8"))
+    assert "pairs" not in plain and "paired" not in plain["method"]
+    assert "pentanomial" not in plain["candidates"][0] and "pairs" not in plain["pairwise"][0]
+
+
+def test_format_standings_shows_pairs_when_paired() -> None:
+    records = pair("a", "b", "blue", "red", 0) + pair("a", "b", "blue", "blue", 1)
+    text = format_standings(compute_standings(records, paired=True, bootstrap=0))
+    lines = text.splitlines()
+    assert lines[0].endswith("pairs 0-½-1-1½-2")
+    assert lines[2].endswith("0 0 1 0 1") and "2 complete pairs" in lines[-1]
+    assert "pairs" not in format_standings(compute_standings(records, bootstrap=0))
