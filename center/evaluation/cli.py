@@ -127,6 +127,7 @@ class RunOptions:
     log_dir: Path | None
     battle_format: str
     seed: int | None
+    paired: bool
     concurrency: int
     candidates: Path
     decision_time: float
@@ -159,6 +160,8 @@ def run_command(
     from center.showdown.formats import check_format
 
     league, budget = opts.league, opts.budget
+    if opts.paired and opts.n % 2:
+        raise ConfigError(f"--paired plays battles two by two: -n must be even, got {opts.n}")
     if league:
         chosen = tuple(opts.ids) or tuple(all_ids)
         if len(chosen) < 2:
@@ -207,6 +210,7 @@ def run_command(
                     "bank": budget.bank,
                     "max_turns": opts.max_turns,
                 },
+                paired=opts.paired,
             ),
         )
         schedule = run.schedule()
@@ -242,7 +246,7 @@ def run_command(
                 progress.close()
                 server.stop()
     records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
-    standings = write_standings(records, log_dir, candidates=chosen)
+    standings = write_standings(records, log_dir, candidates=chosen, paired=run.paired)
     click.echo(format_standings(standings))
     click.echo(
         f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
@@ -317,6 +321,12 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             type=int,
             default=None,
             help="Base seed of the schedule (default: random, kept in run.json).",
+        ),
+        click.option(
+            "--paired",
+            is_flag=True,
+            help="Play each seed twice with the candidates swapped between sides, so that each "
+            "plays each team draw once (-n even); standings count the pairs.",
         ),
         click.option(
             "--concurrency",
