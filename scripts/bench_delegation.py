@@ -54,7 +54,7 @@ from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import UserModel, load_candidates
-from edge.service.replica import ReplicaBattle
+from edge.maple.replica import ReplicaBattle
 from edge.wire.messages import InstanceConfig
 
 logger = logging.getLogger(__name__)

@@ -1,3 +1,4 @@
-"""Reference building blocks for agents: StateObserver, ActionHelper, MapleAgent, order checks.
+"""Reference building blocks for agents: StateObserver, ActionHelper, MapleAgent, order checks,
+ReplicaBattle.
 
 Imports only ``edge.errors``, ``edge.contract`` (the Agent base) and third-party packages."""

@@ -31,7 +31,7 @@ from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import Candidate, UserModel, load_candidates
 from edge.errors import ContractError, EdgeError
-from edge.service.replica import ReplicaBattle
+from edge.maple.replica import ReplicaBattle
 from edge.service.server import CallContext, Handler
 from edge.wire.codec import OUTPUT_LIMIT
 from edge.wire.messages import (

@@ -3,7 +3,7 @@
 Each ``*.json.gz`` file here is one player's side of a battle recorded on a real Showdown server
 (``{"format", "battle_tag", "frames": {username: [raw frames…]}}``, the format of the test
 recordings; ``scripts/make_checker_samples.py`` extracts them). :func:`decision_points` replays a
-sample through a :class:`~edge.service.replica.ReplicaBattle`, exactly as an edge rebuilds a battle, and
+sample through a :class:`~edge.maple.replica.ReplicaBattle`, exactly as an edge rebuilds a battle, and
 stops at every request that asks the player for a decision: team previews, forced switches and
 ordinary move requests.
 """
@@ -20,7 +20,7 @@ from poke_env.battle import Battle
 
 from edge.errors import ReplicaError
 from edge.maple.action_helper import decision_required
-from edge.service.replica import ReplicaBattle
+from edge.maple.replica import ReplicaBattle
 
 __all__ = [
     "SAMPLES_DIR",

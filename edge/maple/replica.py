@@ -1,9 +1,10 @@
-"""ReplicaBattle: the player's poke-env Battle, rebuilt on the edge from the frames it received.
+"""ReplicaBattle: a player's poke-env Battle, built from the raw protocol frames that player received.
 
-The center forwards, for one battle and one side, the raw Showdown messages that player received,
-in order, as deltas since the last call. Feeding them here applies them exactly as poke-env's
-``Player._handle_battle_message`` does on the center, so the user's Agent reads the same ``Battle``
-as it would in-process, and nothing of the opponent's hidden information is ever needed.
+Feeding frames applies them exactly as poke-env's ``Player._handle_battle_message`` does, so the
+Battle is the one a poke-env Player would hold. The edge rebuilds each side's battle from the frames
+the center forwards (as deltas since the last call), so the user's Agent reads the same ``Battle``
+as in-process and never needs the opponent's hidden information; the center's simulator backend
+builds its players' battles the same way from the frames it formats.
 """
 
 from __future__ import annotations
