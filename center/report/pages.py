@@ -31,12 +31,14 @@ def _static(name: str) -> str:
     return (resources.files("center.report") / "static" / name).read_text(encoding="utf-8")
 
 
+# Rates and ratings are shown to the precision standings.csv has (4 and 1 decimals), so that the
+# page and the file say the same numbers.
 def _percent(value: float) -> str:
-    return "–" if math.isnan(value) else f"{100 * value:.1f}%"
+    return "–" if math.isnan(value) else f"{100 * value:.2f}%"
 
 
 def _rating(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.0f}"
+    return "–" if math.isnan(value) else f"{value:.1f}"
 
 
 def _ms(value: float | None) -> str:
@@ -167,6 +169,7 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
     free_ms = None
     if data.run is not None and "decision_time" in data.run.extra:
         free_ms = 1000 * float(data.run.extra["decision_time"])
+    per_decision = all(s.per_decision for s in data.candidates)
     ordered = sorted(data.records, key=lambda r: (r.finished_at, r.battle_id))
     battles = [
         _BattleRow(
@@ -204,9 +207,9 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
                 data.names,
                 ranked,
                 free_ms,
-                all(s.per_decision for s in data.candidates),
+                per_decision,
             ),
-            per_decision=all(s.per_decision for s in data.candidates),
+            per_decision=per_decision,
             summaries=summaries,
             battles=battles,
             run_info=_run_info(data),

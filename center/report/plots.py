@@ -167,13 +167,15 @@ def decision_times(
     per_decision: bool,
 ) -> Markup | None:
     """Box plot of each candidate's decision times (ms, log scale), with the free time marked."""
-    shown = [cid for cid in order if samples.get(cid)]
+    # Times of zero (a side that failed before timing anything) have no place on a log scale.
+    positive = {cid: [t for t in samples.get(cid, ()) if t > 0] for cid in order}
+    shown = [cid for cid in order if positive[cid]]
     if not shown:
         return None
     with _style("decision-times"):
         fig = Figure(figsize=(6.6, 0.42 * len(shown) + 1.2))
         ax = fig.add_subplot()
-        data = [np.maximum(np.asarray(samples[cid], dtype=float), 1e-3) for cid in shown]
+        data = [np.asarray(positive[cid], dtype=float) for cid in shown]
         ax.boxplot(
             data[::-1],
             orientation="horizontal",

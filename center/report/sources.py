@@ -11,14 +11,20 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from center.errors import ResultsError
 from center.evaluation.battles_csv import BATTLES_CSV, load_records
 from center.evaluation.match import PLAYERS_SUFFIX
-from center.evaluation.records import BattleRecord, SideStatus, log_relpath, replay_relpath
+from center.evaluation.records import (
+    REPLAY_SUBDIR,
+    BattleRecord,
+    SideStatus,
+    log_relpath,
+    replay_relpath,
+)
 from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
 from center.evaluation.standings import Standings, compute_standings
 
@@ -116,6 +122,24 @@ def _players(log_dir: Path, records: Sequence[BattleRecord]) -> dict[str, dict[s
     return found
 
 
+def _names_from_replays(log_dir: Path, ids: Iterable[str]) -> dict[str, str]:
+    """The logName each candidate of ``ids`` played under, from every replay's players file
+    (a battle still running has one already; the latest file wins)."""
+    wanted, names = set(ids), {}
+    files = sorted(
+        (log_dir / REPLAY_SUBDIR).glob(f"*{PLAYERS_SUFFIX}"), key=lambda p: (p.stat().st_mtime, p)
+    )
+    for path in files:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            for side in SIDES:
+                if doc[side]["id"] in wanted and doc[side].get("logName"):
+                    names[str(doc[side]["id"])] = str(doc[side]["logName"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.debug("%s: no names (%s)", path, exc)
+    return names
+
+
 def _names_from_candidates(path: Path | None) -> dict[str, str]:
     if path is None or not path.is_file():
         return {}
@@ -153,6 +177,7 @@ def _summaries(
 ) -> list[CandidateSummary]:
     summaries = {cid: CandidateSummary(cid, names.get(cid, cid)) for cid in ids}
     means: dict[str, list[float]] = {cid: [] for cid in ids}
+    timed: set[str] = set()  # candidates with per-decision times (from players files)
     for r in sorted(records, key=lambda r: (r.finished_at, r.battle_id)):
         for side in SIDES:
             cid = getattr(r, side)
@@ -166,13 +191,14 @@ def _summaries(
             player = players.get(r.battle_id, {}).get(side)
             if player is not None:
                 summary.decision_ms.extend(player.decision_ms)
+                timed.add(cid)
             if status is not SideStatus.OK and summary.first_error is None:
                 line = _error_line(log_dir, r, side)
                 summary.first_error = FirstError(
                     r.battle_id, status.value, line, r.log or log_relpath(r.battle_id)
                 )
     for cid, summary in summaries.items():
-        if not summary.decision_ms and means[cid]:
+        if cid not in timed and means[cid]:
             summary.decision_ms, summary.per_decision = means[cid], False
     return list(summaries.values())
 
@@ -201,10 +227,7 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
     players = _players(path, records)
     names = {cid: cid for cid in ids}
     names.update({k: v for k, v in _names_from_candidates(candidates).items() if k in names})
-    for r in sorted(records, key=lambda r: (r.finished_at, r.battle_id)):
-        for player in players.get(r.battle_id, {}).values():
-            if player.id in names:
-                names[player.id] = player.log_name
+    names.update(_names_from_replays(path, names))
     standings = compute_standings(records, candidates=ids)
     summaries = _summaries(path, ids, records, players, names)
     for summary, standing in zip(
