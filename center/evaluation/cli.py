@@ -479,10 +479,11 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
         from edge.wire.sep_config import SIDES, load_sep_config
 
         known = load_candidates(candidates)  # data only: ids and teams, no import
-        config = load_sep_config(config_path)
         sources: list[EdgeSource] = []
 
         def make_source(sides: dict[str, list[str]]) -> SideSource:
+            # After the format and the teams are checked, before LOG_DIR exists.
+            config = load_sep_config(config_path)
             clients = {}
             for side in SIDES:
                 curve = center_curve_from_config(config.data, side, config.base_dir)
