@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -28,7 +29,7 @@ OFFLINE_SUFFIX = ".offline.html"
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers race
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 

@@ -120,8 +120,7 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
         size = max(3.2, 0.95 * k + 1.6)
         fig = Figure(figsize=(size + 1.3, size))
         ax = fig.add_subplot()
-        cmap = mpl.colormaps["RdBu"].copy()
-        cmap.set_bad("#f3f4f6")
+        cmap = mpl.colormaps["RdBu"].with_extremes(bad="#f3f4f6")
         edges = np.arange(k + 1) - 0.5
         # A mesh of rectangles stays vector in the SVG (an image would be an embedded bitmap).
         image = ax.pcolormesh(
