@@ -20,7 +20,7 @@ def _setup_logging(verbose: int) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("side", type=click.Choice(["blue", "red"]))
+@click.argument("side", type=click.Choice(["blue", "red"]), required=False)
 @click.option(
     "--config",
     "config_path",
@@ -49,29 +49,57 @@ def _setup_logging(verbose: int) -> None:
     "check_model",
     metavar="MODEL_ID",
     default=None,
-    help="Run the conformance checker on one model and exit (nothing is served).",
+    help="Run the conformance checker on one model and exit (nothing is served; no SIDE needed).",
+)
+@click.option(
+    "--battles",
+    type=click.IntRange(0),
+    default=None,
+    help="With --check: also play N real battles against a random opponent on a local Showdown.",
+)
+@click.option(
+    "--format",
+    "battle_format",
+    default=None,
+    help="With --check --battles: the format of the real battles (default gen9bssfactory).",
 )
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
-    side: str,
+    side: str | None,
     config_path: Path,
     candidates: Path,
     host: str | None,
     port: int | None,
     insecure: bool,
     check_model: str | None,
+    battles: int | None,
+    battle_format: str | None,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
 
     Each battle and side gets its own session (its own Agent, Policy and replica battle). The
     edge keeps serving whatever user code does; SIGINT/SIGTERM stop it cleanly.
+
+    With --check MODEL_ID it serves nothing: it checks the model and exits (0 when every check
+    passed, 1 when one failed, 2 for an unknown model).
     """
     _setup_logging(verbose)
     if check_model is not None:
-        from edge.checker.checker import main as check_main
+        from edge.checker.__main__ import main as check_main
 
-        raise SystemExit(check_main([check_model, "--candidates", str(candidates)]))
+        argv = [check_model, "--candidates", str(candidates)]
+        if battles:
+            argv += ["--battles", str(battles)]
+        if battle_format is not None:
+            argv += ["--format", battle_format]
+        raise SystemExit(check_main(argv))
+    if battles is not None or battle_format is not None:
+        click.echo("error: --battles and --format go with --check MODEL_ID", err=True)
+        raise SystemExit(2)
+    if side is None:
+        click.echo("error: give the SIDE to serve (blue or red), or --check MODEL_ID", err=True)
+        raise SystemExit(2)
     try:
         from edge.service.server import EdgeServer
         from edge.service.sessions import EdgeService

@@ -1,3 +1,7 @@
 """The conformance checker: a user module run through recorded decisions and real battles.
 
-The top of the edge: may import every other ``edge`` package; nothing else in ``edge`` imports it."""
+``checks`` (the pure checks and the CHECKS table), ``report`` (the report types), ``run`` (the
+recorded battles through the edge's own session handlers), ``battles`` (real battles through real
+``sep_edge`` and ``sep_main`` processes), ``samples`` (the recorded battles shipped), and the command
+line ``python -m edge.checker``. The top of the edge: may import every other ``edge`` package;
+nothing else in ``edge`` imports it (``edge.cli`` only when ``--check`` is given)."""

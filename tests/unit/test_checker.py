@@ -13,18 +13,17 @@ import gymnasium
 import numpy as np
 import pytest
 
-from edge.checker.checker import (
+from edge.checker.__main__ import main
+from edge.checker.checks import (
     CHECKS,
-    CheckReport,
-    Status,
     check_action,
     check_action_mask,
     check_observation,
     check_order,
     check_spaces,
-    check_user_module,
-    main,
 )
+from edge.checker.report import CheckReport, Status
+from edge.checker.run import RECORDED_CHECKS, check_user_module
 from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.errors import ContractError
 from edge.maple.maple_agent import MapleAgent
@@ -70,7 +69,7 @@ def test_the_shipped_samples_cover_every_kind_of_decision_and_both_formats() -> 
 def test_a_good_module_passes_every_check(reports: dict[str, CheckReport], model_id: str) -> None:
     report = report_of(reports, model_id)
     assert report.ok, report.format()
-    assert [r.name for r in report.results] == list(CHECKS)
+    assert [r.name for r in report.results] == list(RECORDED_CHECKS)
     for name in BATTLE_CHECKS:
         assert report.result(name).status is Status.PASS, report.format()
     assert "All 17 checks passed" in report.format()
@@ -273,8 +272,17 @@ def test_illegal_actions_without_a_mask_are_only_a_warning(tmp_module: tuple[Pat
         from edge.maple.maple_agent import MapleAgent
         from edge.contract.policy import StandalonePolicy
 
-        class NoMask(MapleAgent):
-            action_mask = None
+        class NoMask:  # a plain class without action_mask: every action counts as legal
+            def __init__(self, modelConfig, instanceConfig):
+                self.inner = MapleAgent(modelConfig, instanceConfig)
+                self.observation_space = self.inner.observation_space
+                self.action_space = self.inner.action_space
+
+            def makeObs(self, battle):
+                return self.inner.makeObs(battle)
+
+            def deploy(self, battle, action):
+                return self.inner.deploy(battle, action)
 
         class Cycle(StandalonePolicy):
             def __init__(self):
@@ -297,6 +305,33 @@ def test_illegal_actions_without_a_mask_are_only_a_warning(tmp_module: tuple[Pat
     assert "give the Agent an action_mask" in report.result("legal_actions").message
     assert report.result("deploy").status is Status.PASS
     assert report.result("action_mask").status is Status.SKIP
+
+
+def test_an_agent_subclass_whose_action_mask_is_none_fails_as_in_a_battle(
+    tmp_module: tuple[Path, str],
+) -> None:
+    # The session calls the hooks an Agent subclass has; None is not callable there.
+    path, name = tmp_module
+    write_module(
+        path,
+        name,
+        """
+        from edge.maple.maple_agent import MapleAgent
+        from edge.contract.policy import StandalonePolicy
+
+        class NoneMask(MapleAgent):
+            action_mask = None
+
+        def getUserAgentClass(args):
+            return NoneMask
+
+        def getUserPolicy(args):
+            return StandalonePolicy()
+        """,
+    )
+    report = check_user_module(path, "m")
+    assert failed(report) == {"action_mask"}, report.format()
+    assert "action_mask raised TypeError" in report.result("action_mask").message
 
 
 # -- the check functions --------------------------------------------------------------------------
@@ -419,7 +454,7 @@ def test_main_refuses_an_unreadable_battle_file(
 
 def test_the_checker_runs_as_a_module() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "edge.checker.checker", "good_random", "--candidates", str(AGENTS)],
+        [sys.executable, "-m", "edge.checker", "good_random", "--candidates", str(AGENTS)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,0 +1,499 @@
+"""The recorded battles through the edge's own session handlers, as a battle drives them.
+
+For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` drives the handlers
+of :class:`~edge.service.sessions.EdgeService`: ``open_session`` → ``reset`` (the Agent, with a
+seed; the policy) → at every recorded decision point ``make_obs`` with the frames since the last
+call, ``policy_step`` with the info a battle gives and ``deploy=True`` (and ``deploy`` when the
+action had to change) → at the end ``make_obs`` on the finished battle, ``episode_end`` and the last
+``policy_step`` with ``done=True`` → ``close_session``. Requests and replies cross the wire codec,
+so a reply that could not reach the center fails here, not in a battle. A failure is attributed to
+the user call that raised (``makeObs``, ``action_mask``, ``policy.step``, ``deploy``, the hooks)
+and to the check of what it returned; orders are judged on the session's own replica battle.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import logging
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from poke_env.battle import AbstractBattle
+
+from edge.checker.calls import Stuck, Worker, describe, describe_body, printed_chars
+from edge.checker.checks import (
+    check_action,
+    check_action_mask,
+    check_observation,
+    check_order,
+    check_wire,
+    short_repr,
+)
+from edge.checker.report import Tally
+from edge.checker.samples import DecisionPoint, SampleBattle, decision_points
+from edge.contract.binding import OPTIONAL_AGENT_HOOKS, BoundAgent
+from edge.contract.user_module import UserModel
+from edge.errors import ContractError, ReplicaError, UserCallTimeout
+from edge.service.server import CallContext, Handler
+from edge.service.sessions import EdgeService
+from edge.wire.codec import decode_request, encode_request
+from edge.wire.messages import (
+    MESSAGES,
+    CloseSessionRequest,
+    DeployRequest,
+    EpisodeEndRequest,
+    ErrorBody,
+    ErrorCode,
+    InstanceConfig,
+    MakeObsReply,
+    MakeObsRequest,
+    OpenSessionRequest,
+    PolicyStepRequest,
+    Request,
+    RequestType,
+    ResetRequest,
+    error_body,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["RecordedBattles"]
+
+#: The user call a handler made when it raised (the frame under the handler's) -> its label.
+USER_CALLS = {
+    "makeObs": "makeObs",
+    "action_mask": "action_mask",
+    "step": "policy.step",
+    "deploy": "deploy",
+    "seed": "agent.seed",
+    "onEpisodeEnd": "agent.onEpisodeEnd",
+    "make_agent": "AgentClass(modelConfig, instanceConfig)",
+    "new_policy": "getUserPolicy(args)",
+}
+
+
+class _SampleProblem(Exception):
+    """The recorded battle itself cannot be replayed (a frame the replica cannot apply)."""
+
+
+@dataclass
+class _HandlerFailure(Exception):
+    """A session handler raised: ``exc``, from the user call ``called`` (a function name)."""
+
+    exc: BaseException
+    called: str
+
+
+def _user_call(exc: BaseException, handler: Any) -> str:
+    """The name of the function ``handler`` called when ``exc`` arose ('' if raised by itself).
+
+    A call of something that is no Python function (``None``, a builtin) leaves no frame of its
+    own: the handler's own source line then says which user call it was.
+    """
+    code = getattr(handler, "__func__", handler).__code__
+    entries = list(traceback.walk_tb(exc.__traceback__))
+    for i, (frame, line) in enumerate(entries):
+        if frame.f_code is not code:
+            continue
+        if i + 1 < len(entries):
+            return entries[i + 1][0].f_code.co_name
+        text = linecache.getline(code.co_filename, line)
+        return next((name for name in USER_CALLS if f".{name}(" in text), "")
+    return ""
+
+
+def _through_codec(request_type: RequestType, body: Any, session: str) -> Any:
+    """``body`` as the edge's handler receives it: encoded and decoded as a request."""
+    request = Request(str(request_type), "checker", body, session=session)
+    return decode_request(encode_request(request)).body
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python scalars, as the center sends them."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _reply_type(request_type: RequestType) -> str:
+    return MESSAGES[request_type].reply_type
+
+
+@dataclass
+class _Session:
+    """One recorded battle played in one session of the service."""
+
+    service: EdgeService
+    session_id: str
+    sample: SampleBattle
+    #: the spaces as the center receives them (decoded from open_session's reply)
+    observation_space: Any = None
+    action_space: Any = None
+    #: whether the user's Agent defines action_mask (a missing one is no failure)
+    defines_mask: bool = True
+
+    def battle(self) -> AbstractBattle:
+        """The session's own replica battle: orders are judged on the battle deploy saw."""
+        context = CallContext(RequestType.DEPLOY, "checker", self.session_id)
+        battle = self.service._session(context).replica.battle
+        if battle is None:
+            raise _SampleProblem("no battle frames were applied")
+        return battle
+
+
+class RecordedBattles:
+    """Plays recorded battles through the service's handlers; records each check's trials.
+
+    ``tallies`` are the run's, keyed by check name; ``worker`` runs every handler call under
+    ``call_limit`` seconds (``load_limit`` for ``open_session``). What was played is counted in
+    :attr:`decisions` (per kind of request) and :attr:`sessions`; what was seen in :attr:`notes`.
+    """
+
+    def __init__(
+        self,
+        worker: Worker,
+        tallies: dict[str, Tally],
+        *,
+        call_limit: float,
+        load_limit: float,
+        user_folder: Path | None,
+    ) -> None:
+        self.worker = worker
+        self.tallies = tallies
+        self.call_limit = call_limit
+        self.load_limit = load_limit
+        self.user_folder = user_folder
+        self.notes: list[str] = []
+        self.decisions: dict[str, int] = {}
+        self.sessions = 0
+        #: the optional Agent hooks the user's Agent lacks (no failure: a battle skips them)
+        self.missing_hooks: set[str] = set()
+        #: what the last policy.step (done=True) raised, per battle end (a battle only logs it)
+        self.final_step_failures: list[str] = []
+        #: characters user code printed inside the handlers, and the first of it
+        self.printed = 0
+        self.first_printed = ""
+        self._ids = itertools.count(1)
+
+    def handle(
+        self,
+        session: _Session,
+        request_type: RequestType,
+        body: Any,
+        *,
+        label: str,
+        where: str,
+        load: bool = False,
+    ) -> Any:
+        """One request served by the session's handler, as the edge serves it; the reply body.
+
+        Raises _HandlerFailure when the handler raised, UserCallTimeout (the run is then stuck)
+        or Stuck.
+        """
+        handler: Handler = session.service.handlers()[request_type]
+        body = _through_codec(request_type, body, session.session_id)
+        context = CallContext(str(request_type), f"c{next(self._ids)}", session.session_id)
+        limit, kind = (self.load_limit, "load") if load else (self.call_limit, "decision")
+        try:
+            return self.worker.call(
+                f"{label} at {where}", handler, context, body, limit=limit, kind=kind
+            )
+        except UserCallTimeout as exc:
+            self.tallies["time"].fail(str(exc))
+            raise
+        except (Stuck, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            called = _user_call(exc, handler)
+            if isinstance(exc, ReplicaError) or called == "battle":
+                raise _SampleProblem(str(exc)) from exc
+            raise _HandlerFailure(exc, called) from exc
+        finally:
+            if context.output:
+                self.printed += printed_chars(context.output)
+                self.first_printed = self.first_printed or context.output.strip()
+
+    def failure_message(self, failure: _HandlerFailure, where: str, label: str = "") -> str:
+        """What user call raised what, where in the user's code, at which decision point.
+
+        ``label`` names the call when the frame under the handler's does not say it.
+        """
+        described = describe(failure.exc, self.user_folder)
+        if isinstance(failure.exc, ContractError):
+            return f"{described} at {where}"
+        label = label or USER_CALLS.get(failure.called, failure.called or "the handler")
+        return f"{label} raised {described} at {where}"
+
+    def hook(self, session: _Session, body: ResetRequest | EpisodeEndRequest, where: str) -> None:
+        """A reset or an episode end: its failure fails the ``hooks`` check."""
+        if isinstance(body, ResetRequest):
+            request_type, label = RequestType.RESET, f"{body.target} reset"
+        else:
+            request_type, label = RequestType.EPISODE_END, "episode end"
+        try:
+            self.handle(session, request_type, body, label=label, where=where)
+            self.tallies["hooks"].ok()
+        except _HandlerFailure as failure:
+            name = ""
+            if failure.called == "reset":  # the Agent's reset or the policy's: the body says
+                name = (
+                    "policy.reset"
+                    if isinstance(body, ResetRequest) and body.target == "policy"
+                    else "agent.reset"
+                )
+            self.tallies["hooks"].fail(self.failure_message(failure, where, name))
+
+    # -- the recorded battles ---------------------------------------------------------------------
+
+    def play_all(self, model: UserModel, agents: list[tuple[SampleBattle, Any]]) -> None:
+        """Every recorded sample, each in a session of its own, as a battle plays it."""
+        service = EdgeService("blue", model.candidate.source)
+        for i, (sample, agent) in enumerate(agents):
+            session = _Session(service, f"checker-{i}", sample)
+            if isinstance(agent, BoundAgent):
+                session.defines_mask = "action_mask" in agent.hooks
+                self.missing_hooks |= set(OPTIONAL_AGENT_HOOKS) - set(agent.hooks)
+            try:
+                if not self.open(model, session, seed=i):
+                    continue
+                self.sessions += 1
+                try:
+                    self.play(session, seed=i)
+                finally:
+                    self.close(session)
+            except _SampleProblem as exc:
+                self.notes.append(f"sample {sample.name} could not be replayed: {exc}")
+            except (UserCallTimeout, Stuck):
+                return
+
+    def open(self, model: UserModel, session: _Session, seed: int) -> bool:
+        """open_session; whether it succeeded (its failure fails agent_init, policy or spaces)."""
+        sample, where = session.sample, f"{session.sample.name}, open"
+        config = InstanceConfig("blue", "player_0", sample.battle_format, seed)
+        request = OpenSessionRequest(model.model_id, config, sample.username)
+        try:
+            reply = self.handle(
+                session,
+                RequestType.OPEN_SESSION,
+                request,
+                label="open_session",
+                where=where,
+                load=True,
+            )
+        except _HandlerFailure as failure:
+            name = "policy" if failure.called == "new_policy" else "agent_init"
+            self.tallies[name].fail(self.failure_message(failure, where))
+            return False
+        try:
+            reply = check_wire(_reply_type(RequestType.OPEN_SESSION), reply)
+        except ContractError as exc:
+            self.tallies["spaces"].fail(f"the Agent's spaces {exc} at {where}")
+            return False
+        session.observation_space = reply.observation_space
+        session.action_space = reply.action_space
+        return True
+
+    def close(self, session: _Session) -> None:
+        if self.worker.stuck:
+            return
+        try:
+            self.handle(
+                session,
+                RequestType.CLOSE_SESSION,
+                CloseSessionRequest(),
+                label="close_session",
+                where=session.sample.name,
+            )
+        except (_HandlerFailure, _SampleProblem) as exc:
+            logger.debug("closing session %s: %r", session.session_id, exc)
+
+    def play(self, session: _Session, seed: int) -> None:
+        """The session's resets, every decision point, then the battle's end."""
+        sample = session.sample
+        start = f"{sample.name}, start"
+        self.hook(session, ResetRequest("agent", seed), start)
+        self.hook(session, ResetRequest("policy"), start)
+        last = -1
+        try:
+            for point in decision_points(sample):
+                frames = list(sample.frames[last + 1 : point.index + 1])
+                last = point.index
+                kind = point.kind
+                self.decide(session, point, frames)
+                self.decisions[kind] = self.decisions.get(kind, 0) + 1
+        except ReplicaError as exc:
+            raise _SampleProblem(str(exc)) from exc
+        self.end(session, list(sample.frames[last + 1 :]))
+
+    def observe(self, session: _Session, frames: list[str], where: str) -> MakeObsReply | None:
+        """make_obs: the reply as the center receives it, or None after a failure."""
+        t = self.tallies
+        try:
+            reply = self.handle(
+                session,
+                RequestType.MAKE_OBS,
+                MakeObsRequest(frames),
+                label="makeObs + action_mask",
+                where=where,
+            )
+        except _HandlerFailure as failure:
+            name = "action_mask" if failure.called == "action_mask" else "observation"
+            t[name].fail(self.failure_message(failure, where))
+            return None
+        reply_type = _reply_type(RequestType.MAKE_OBS)
+        try:
+            check_wire(reply_type, MakeObsReply(reply.observation))
+        except ContractError as exc:
+            t["observation"].fail(
+                f"makeObs returned {short_repr(reply.observation)}, which {exc} at {where}"
+            )
+            return None
+        try:
+            decoded: MakeObsReply = check_wire(reply_type, reply)
+        except ContractError as exc:
+            t["action_mask"].fail(
+                f"action_mask returned {short_repr(reply.action_mask)}, which {exc} at {where}"
+            )
+            return None
+        try:
+            check_observation(decoded.observation, session.observation_space)
+            t["observation"].ok()
+        except ContractError as exc:
+            t["observation"].fail(f"{exc} at {where}")
+        return decoded
+
+    def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
+        """One decision, as a battle makes it: make_obs, policy_step (deploying), deploy."""
+        t = self.tallies
+        where = point.where
+        reply = self.observe(session, frames, where)
+        if reply is None:
+            return  # a battle stops here too: the policy needs an observation
+        space = session.action_space
+        mask: np.ndarray | None = None
+        try:
+            mask = check_action_mask(reply.action_mask, space)
+            if session.defines_mask:
+                t["action_mask"].ok(
+                    "a legal action at every decision point"
+                    if mask is not None
+                    else "None (no mask)"
+                )
+        except ContractError as exc:
+            t["action_mask"].fail(f"{exc} at {where}")
+        battle = session.battle()
+        team_preview = bool(battle.teampreview)
+        info_mask = mask
+        if info_mask is None and isinstance(space, spaces.Discrete):
+            info_mask = np.ones(int(space.n), dtype=np.int8)  # as PokemonEnv does
+        info = {
+            "needs_action": True,
+            "team_preview": team_preview,
+            "action_mask": info_mask,
+            "invalid_action": False,
+            "turn": battle.turn,
+            "battle_tag": battle.battle_tag,
+            "end_reason": None,
+        }
+        request = PolicyStepRequest(reply.observation, 0.0, False, info, deploy=True)
+        try:
+            step = self.handle(
+                session, RequestType.POLICY_STEP, request, label="policy.step + deploy", where=where
+            )
+        except _HandlerFailure as failure:
+            t["policy_step"].fail(self.failure_message(failure, where, "policy.step"))
+            return
+        try:
+            step = check_wire(_reply_type(RequestType.POLICY_STEP), step)
+        except ContractError as exc:
+            t["policy_step"].fail(
+                f"policy.step returned {short_repr(step.action)}, which {exc} at {where}"
+            )
+            return
+        action, order, deploy_error = step.action, step.order, step.deploy_error
+        try:
+            check_action(action, space, team_preview=team_preview)
+            t["policy_step"].ok()
+        except ContractError as exc:
+            t["policy_step"].fail(f"{exc} at {where}")
+            return
+
+        if mask is not None and not team_preview and isinstance(space, spaces.Discrete):
+            if mask[int(action)]:
+                t["legal_actions"].ok("every action the policy chose was legal by the mask")
+            else:
+                legal = [int(i) for i in np.flatnonzero(mask)]
+                t["legal_actions"].fail(
+                    f"policy.step chose action {int(action)}, which action_mask marks illegal "
+                    f"(legal: {legal}) at {where}; deploy was checked with action {legal[0]}"
+                )
+                action, order, deploy_error = legal[0], None, None
+        if order is None and deploy_error is None:
+            order, deploy_error = self.deploy(session, action, where)
+        if deploy_error is not None:
+            if mask is None and deploy_error.code == ErrorCode.INVALID_ACTION:
+                # Without a mask the policy cannot know; a battle penalizes this, it is no crash.
+                t["legal_actions"].fail(
+                    f"deploy refused action {short_repr(action)} as illegal at {where}; give the "
+                    f"Agent an action_mask(battle) so that policies can avoid illegal actions"
+                )
+            elif deploy_error.ename == "ContractError":
+                t["deploy"].fail(f"{deploy_error.evalue} at {where}")
+            else:
+                t["deploy"].fail(
+                    f"deploy raised {describe_body(deploy_error, self.user_folder)} at {where}"
+                )
+            return
+        try:
+            check_order(battle, order)
+            t["deploy"].ok("every order was legal for its request")
+        except ContractError as exc:
+            t["deploy"].fail(f"{exc} at {where}")
+
+    def deploy(
+        self, session: _Session, action: Any, where: str
+    ) -> tuple[str | None, ErrorBody | None]:
+        """A deploy request (no new frames): ``(order, None)`` or ``(None, what it raised)``."""
+        request = DeployRequest([], _plain(action))
+        try:
+            reply = self.handle(session, RequestType.DEPLOY, request, label="deploy", where=where)
+        except _HandlerFailure as failure:
+            return None, error_body(failure.exc, RequestType.DEPLOY)
+        order: str = check_wire(_reply_type(RequestType.DEPLOY), reply).order
+        return order, None
+
+    def end(self, session: _Session, frames: list[str]) -> None:
+        """The battle's end: the last observation, episode_end, the policy's step with done."""
+        where = f"{session.sample.name}, end"
+        reply = self.observe(session, frames, where)
+        self.hook(session, EpisodeEndRequest([]), where)
+        if reply is None:
+            return  # a battle has no last observation for the policy either
+        battle = session.battle()
+        reward = 1.0 if battle.won else -1.0 if battle.lost else 0.0
+        space = session.action_space
+        info = {
+            "needs_action": False,
+            "team_preview": False,
+            "action_mask": np.zeros(int(space.n), dtype=np.int8)
+            if isinstance(space, spaces.Discrete)
+            else None,
+            "invalid_action": False,
+            "turn": battle.turn,
+            "battle_tag": battle.battle_tag,
+            "end_reason": "win" if battle.won or battle.lost else "tie",
+        }
+        request = PolicyStepRequest(reply.observation, reward, True, info, deploy=False)
+        # A battle ignores what this last step returns, and only logs what it raises.
+        try:
+            step = self.handle(
+                session, RequestType.POLICY_STEP, request, label="policy.step (done)", where=where
+            )
+            check_wire(_reply_type(RequestType.POLICY_STEP), step)
+        except _HandlerFailure as failure:
+            self.final_step_failures.append(self.failure_message(failure, where, "policy.step"))
+        except ContractError as exc:
+            self.final_step_failures.append(f"policy.step returned a value which {exc} at {where}")
