@@ -21,9 +21,10 @@ import numpy as np
 from markupsafe import Markup
 
 from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.evaluation.standings import CandidateStanding
 from center.report import plots
 from center.report.protocol import Battle, Mon, Narrator, Team, move_names, pokedex, to_id
-from center.report.sources import FAILURES, SIDES, CandidateSummary, LogDir
+from center.report.sources import FAILURES, SIDES, CandidateSummary, FirstError, LogDir
 
 
 @cache
@@ -76,7 +77,7 @@ def environment() -> jinja2.Environment:
 
 @dataclass(frozen=True)
 class _StandingRow:
-    c: Any  # CandidateStanding
+    c: CandidateStanding
     name: str
 
 
@@ -85,7 +86,7 @@ class _Summary:
     id: str
     log_name: str
     statuses: dict[str, int]
-    first_error: Any
+    first_error: FirstError | None
     decisions: int
     median: float | None
     p95: float | None
@@ -183,9 +184,13 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
         for n, r in enumerate(ordered, start=1)
     ]
     run = data.run
-    title = f"{'League' if run is None or run.mode == 'league' else 'Match'}: " + (
-        " vs ".join(data.name(c) for c in run.candidates) if run else data.path.name
-    )
+    kind = "League" if run is None or run.mode == "league" else "Match"
+    if run is None:
+        title = f"{kind}: {data.path.name}"
+    elif len(run.candidates) <= 4:
+        title = f"{kind}: " + " vs ".join(data.name(c) for c in run.candidates)
+    else:
+        title = f"{kind} of {len(run.candidates)} candidates"
     return (
         environment()
         .get_template("report.html.j2")

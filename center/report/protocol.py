@@ -17,11 +17,11 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-SIDES = ("blue", "red")
 _IDENT = re.compile(r"^(p\d)[a-z]?:\s*(.*)$")
 _STATUS_NAMES = {
     "brn": "burned",
@@ -70,6 +70,9 @@ _SILENT = frozenset(
         "upkeep",
         "turn",
         "rated",
+        "deinit",
+        "noinit",
+        "expire",
     ]
 )
 
@@ -542,6 +545,7 @@ def _replace_username(text: str, username_id: str, label: str) -> str:
     return text
 
 
+@cache
 def move_names(gen: int) -> Mapping[str, str]:
     """Move id -> display name for ``gen`` (poke-env's data; empty when it is not available)."""
     try:
@@ -556,6 +560,7 @@ def move_names(gen: int) -> Mapping[str, str]:
         return {}
 
 
+@cache
 def pokedex(gen: int) -> Mapping[str, tuple[list[str], list[str]]]:
     """Species id -> (types, ability names) for ``gen`` (empty when poke-env's data is missing)."""
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,8 +244,3 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
         candidates=summaries,
         read_at=utc_now(),
     )
-
-
-def finite(value: float) -> bool:
-    """Whether a rate or rating was measured (NaN means no decided battle)."""
-    return not math.isnan(value)

@@ -131,6 +131,7 @@ class Visit:
 
 def _screenshot(page: Any, tmp_path: Path, name: str) -> None:
     shot = tmp_path / name
+    page.evaluate("document.activeElement && document.activeElement.blur()")
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     if os.environ.get("SEP_UPDATE_SCREENSHOTS"):
