@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -90,6 +91,112 @@ def test_a_module_checked_on_chosen_battles(tmp_path: Path) -> None:
     report = check_user_module(AGENTS, "good_random", battles=randombattle)
     assert report.ok
     assert "team preview" not in report.notes[0]
+
+
+# -- every test module -------------------------------------------------------------------------
+
+#: The verdict each model of tests/agents/candidates.json deserves: the checks it must fail
+#: (none: it passes) and the checks that only warn.
+VERDICTS: dict[str, tuple[set[str], set[str]]] = {
+    "good_random": (set(), set()),
+    "good_random_2": (set(), set()),
+    "good_team_choice": (set(), set()),
+    "slow_first": (set(), set()),
+    "contract_example": (set(), set()),
+    "plain_no_hooks": (set(), set()),
+    "prints_megabytes": (set(), {"output"}),
+    "plain_raises_third": ({"policy_step"}, set()),
+    "raises_in_makeobs": ({"observation"}, set()),
+    "raises_in_step": ({"policy_step"}, set()),
+    "raises_in_deploy": ({"deploy"}, set()),
+    "nan_observation": ({"observation"}, set()),
+    "wrong_shape_observation": ({"observation"}, set()),
+    "action_outside_space": ({"policy_step"}, set()),
+    "illegal_order": ({"deploy"}, set()),
+    "sleeps_in_step": ({"time"}, set()),
+    "missing_functions": ({"functions", "policy"}, set()),
+    "bad_agent_class": ({"agent_class"}, set()),
+}
+
+
+def test_every_test_module_has_a_verdict() -> None:
+    listed = json.loads(AGENTS.read_text())
+    assert set(VERDICTS) == set(listed)
+    folders = {p.parent.name for p in AGENTS.parent.glob("*/__init__.py")}
+    assert folders == {entry["userModuleID"] for entry in listed.values()}
+
+
+@pytest.mark.parametrize("model_id", sorted(VERDICTS))
+def test_every_test_module_gets_the_verdict_it_deserves(
+    reports: dict[str, CheckReport], model_id: str
+) -> None:
+    report = report_of(reports, model_id)
+    fails, warns = VERDICTS[model_id]
+    assert failed(report) == fails, report.format()
+    assert {r.name for r in report.warnings} == warns, report.format()
+    assert report.ok == (not fails)
+
+
+def test_a_plain_module_without_optional_hooks_passes_and_says_so(
+    reports: dict[str, CheckReport],
+) -> None:
+    report = report_of(reports, "plain_no_hooks")
+    assert report.result("hooks").status is Status.PASS
+    assert "has no onEpisodeEnd, reset, seed" in report.result("hooks").message
+    assert report.result("action_mask").message == "the Agent has no action_mask"
+    assert report.result("agent_methods").message == "methods: makeObs, deploy"
+
+
+def test_a_policy_raising_on_its_third_decision_is_caught_at_each_sample(
+    reports: dict[str, CheckReport],
+) -> None:
+    message = report_of(reports, "plain_raises_third").result("policy_step").message
+    assert "RuntimeError: third decision: this policy gives up" in message
+    assert "plain_raises_third/__init__.py:" in message
+    samples = len(shipped_sample_battles())
+    assert f"[{samples} of " in message
+
+
+def test_an_observation_that_cannot_cross_the_wire_fails_the_observation_check(
+    tmp_module: tuple[Path, str],
+) -> None:
+    path, name = tmp_module
+    write_module(
+        path,
+        name,
+        """
+        import gymnasium as gym
+
+        class Agent:
+            def __init__(self, modelConfig, instanceConfig):
+                self.observation_space = gym.spaces.Discrete(3)
+                self.action_space = gym.spaces.Discrete(3)
+
+            def makeObs(self, battle):
+                return object()
+
+            def deploy(self, battle, action):
+                return "/choose default"
+
+        class Policy:
+            def reset(self):
+                pass
+
+            def step(self, observation, reward, done, info, name, obs_space, act_space):
+                return 0
+
+        def getUserAgentClass(args):
+            return Agent
+
+        def getUserPolicy(args):
+            return Policy()
+        """,
+    )
+    report = check_user_module(path, "m")
+    assert failed(report) == {"observation"}, report.format()
+    message = report.result("observation").message
+    assert "makeObs returned <object object" in message
+    assert "cannot be sent to the center" in message
 
 
 # -- broken modules -----------------------------------------------------------------------------

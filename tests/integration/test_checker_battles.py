@@ -1,0 +1,75 @@
+"""``sep_edge --check`` as a participant runs it: a real subprocess, real battles with --battles."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.edges import AGENTS, SEP_EDGE
+
+CANDIDATES = AGENTS / "candidates.json"
+BATTLE_LINE = re.compile(r"^\s+\S+-vs-random_opponent-\d{4}: (\w+), winner (\S+)", re.MULTILINE)
+
+
+def check(tmp_path: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``sep_edge --check …`` with its temporary folders under ``tmp_path``."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    return subprocess.run(
+        [*SEP_EDGE, "--check", *args, "--candidates", str(CANDIDATES)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+
+
+def test_an_unknown_model_exits_2_with_one_line_naming_the_known_ones(tmp_path: Path) -> None:
+    result = check(tmp_path, "no_such_model", timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no model 'no_such_model'" in lines[0]
+    assert "contract_example" in lines[0] and "good_random" in lines[0]
+    assert result.stdout == ""
+
+
+def test_the_side_is_required_only_without_check() -> None:
+    result = subprocess.run([*SEP_EDGE], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: give the SIDE to serve (blue or red), or --check MODEL_ID"
+    ]
+
+
+@pytest.mark.showdown
+def test_the_contract_example_passes_and_plays_two_ok_battles(
+    tmp_path: Path, showdown_install: Path
+) -> None:
+    result = check(tmp_path, "contract_example", "--battles", "2", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  battles" in result.stdout, result.stdout
+    battles = BATTLE_LINE.findall(result.stdout)
+    assert len(battles) == 2, result.stdout
+    assert all(status == "OK" for status, _ in battles), result.stdout
+    assert all(w in ("contract_example", "random_opponent", "tie") for _, w in battles)
+    assert "All 18 checks passed" in result.stdout
+    assert not list(tmp_path.glob("sep-check-*")), "the temporary folder is removed on success"
+
+
+@pytest.mark.showdown
+def test_a_battle_that_errors_fails_the_check_with_its_error_line(
+    tmp_path: Path, showdown_install: Path
+) -> None:
+    result = check(tmp_path, "plain_raises_third", "--battles", "1", timeout=600)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  battles" in result.stdout
+    battles = BATTLE_LINE.findall(result.stdout)
+    assert [status for status, _ in battles] == ["ERROR"], result.stdout
+    assert "RuntimeError: third decision: this policy gives up" in result.stdout
+    kept = list(tmp_path.glob("sep-check-*"))
+    assert len(kept) == 1 and (kept[0] / "run" / "battles.csv").is_file()
+    assert f"(logs in {kept[0]})" in result.stdout
