@@ -256,5 +256,13 @@ def _plain(value: Any) -> Any:
 
 def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
     """What the policy may see of ``info``: the mask and the flags, nothing of the center's."""
-    keep = ("team_preview", "action_mask", "turn", "invalid_action", "needs_action", "end_reason")
+    keep = (
+        "team_preview",
+        "action_mask",
+        "turn",
+        "battle_tag",
+        "invalid_action",
+        "needs_action",
+        "end_reason",
+    )
     return {k: _plain(info[k]) for k in keep if k in info}

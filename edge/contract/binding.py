@@ -78,10 +78,13 @@ class BoundAgent(Agent):
 
 
 def bind_agent(user: Any) -> Agent:
-    """``user`` as an :class:`Agent`: subclasses as they are (the base has every hook), else bound.
+    """``user`` as an :class:`Agent`: a subclass whose hooks are all callable as it is, else bound
+    (a hook set to None, or absent from a plain class, becomes a no-op).
 
     Raises :class:`~edge.errors.ContractError` naming a missing required member.
     """
-    if isinstance(user, Agent):
+    if isinstance(user, Agent) and all(
+        callable(getattr(user, h, None)) for h in OPTIONAL_AGENT_HOOKS
+    ):
         return user
     return BoundAgent(user)
