@@ -2,7 +2,8 @@
 
 Showdown server management, the Maple ``PokemonEnv`` (multi-agent, PettingZoo) and ``SinglizedEnv``
 (single-agent, Gymnasium), the delegators standing in for remote agents, matches, leagues and their
-results. Importing ``center`` registers ``MaplePokemon-v0`` with Gymnasium, so
+results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
+``MaplePokemonSim-v0`` (on the seeded simulator) with Gymnasium, so
 ``gymnasium.make("center:MaplePokemon-v0")`` works; the heavy modules load on first use.
 """
 
@@ -26,6 +27,7 @@ _LAZY = {
 }
 
 SINGLE_ENV_ID = "MaplePokemon-v0"
+SIM_SINGLE_ENV_ID = "MaplePokemonSim-v0"
 
 if SINGLE_ENV_ID not in gymnasium.registry:
     # Showdown decides teams, damage rolls and speed ties on the server: reset(seed) only fixes the
@@ -34,6 +36,15 @@ if SINGLE_ENV_ID not in gymnasium.registry:
         id=SINGLE_ENV_ID,
         entry_point="center.env.single_env:SinglizedEnv",
         nondeterministic=True,
+    )
+if SIM_SINGLE_ENV_ID not in gymnasium.registry:
+    # On the seeded simulator reset(seed) fixes the battle too: the same seed and actions give the
+    # same episode, which gymnasium's checker verifies.
+    gymnasium.register(
+        id=SIM_SINGLE_ENV_ID,
+        entry_point="center.env.single_env:SinglizedEnv",
+        kwargs={"backend": "sim"},
+        nondeterministic=False,
     )
 
 

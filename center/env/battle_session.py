@@ -10,36 +10,27 @@ it rejects a choice, in which case only the rejected side is asked again.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import queue
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
+from center.env.backend import RoundOutcome, SeatState
 from center.env.env_player import EnvPlayer, SeatEvent
 from center.errors import EnvError, ResetTimeout
 
+__all__ = ["ABANDON_TIMEOUT", "BattleSession", "RoundOutcome", "Seat", "SeatState"]
+
 logger = logging.getLogger(__name__)
 
-RoundOutcome = Literal["ok", "timeout", "disconnected"]
 ABANDON_TIMEOUT = 5.0
-
-
-class SeatState(enum.Enum):
-    """Where a seat stands in the current round."""
-
-    IDLE = "idle"  # no battle yet
-    NEEDS_ACTION = "needs_action"  # Showdown awaits this seat's choice
-    SUBMITTED = "submitted"  # choice sent, Showdown has not answered
-    WAITING = "waiting"  # Showdown told this seat to wait for the other side
-    FINISHED = "finished"
 
 
 @dataclass
@@ -127,6 +118,11 @@ class BattleSession:
     def players(self) -> list[EnvPlayer]:
         return [seat.player for seat in self.seats.values()]
 
+    def usernames(self) -> dict[str, str]:
+        """The Showdown username of each seat's player (logging them in if needed)."""
+        self.ensure_players()
+        return {name: seat.player.username for name, seat in self.seats.items()}
+
     # -- events ---------------------------------------------------------------------------------
 
     def _apply(self, event: SeatEvent) -> None:
@@ -174,8 +170,11 @@ class BattleSession:
 
     # -- battle lifecycle -----------------------------------------------------------------------
 
-    def start_battle(self, timeout: float) -> None:
-        """Start a new battle and wait until every seat has its first request (C-2, C-3)."""
+    def start_battle(self, timeout: float, seed: int | None = None) -> None:
+        """Start a new battle and wait until every seat has its first request.
+
+        ``seed`` is ignored: the server draws teams and rolls itself.
+        """
         self.abandon()
         self.ensure_players()
         self.drain()

@@ -1,10 +1,15 @@
-"""PokemonEnv: the Maple multi-agent environment (PettingZoo parallel API) on a real Showdown server.
+"""PokemonEnv: the Maple multi-agent environment (PettingZoo parallel API) on Pokémon Showdown.
 
 Agents are ``player_0`` and ``player_1``. Observations and orders go through one Agent object per
 player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.MapleAgent`), so an
 ``AgentDelegator`` can stand in for a remote agent without the environment noticing.
 
-Episode flow (seeds/001 §3): ``reset`` starts a battle and returns the first request of each player
+Battles run on a backend (``center.env.backend``): ``backend="server"`` (the default, as the
+environment's specification requires) plays on the local Showdown server over WebSocket;
+``backend="sim"`` plays in Showdown's own simulator, seeded, so that ``reset(seed)`` makes the whole
+episode reproducible for deterministic agents (teams, damage rolls and speed ties included).
+
+Episode flow: ``reset`` starts a battle and returns the first request of each player
 (the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
 A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
@@ -29,7 +34,8 @@ from poke_env.ps_client.server_configuration import (
     ServerConfiguration,
 )
 
-from center.env.battle_session import BattleSession, SeatState
+from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
+from center.env.battle_session import BattleSession
 from center.env.end_reason import EndReason
 from center.errors import EnvClosedError, EnvError
 from edge.contract.agent import Agent
@@ -78,6 +84,24 @@ def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
     raise EnvError(f"unsupported server argument {server!r}")
 
 
+def resolve_simulator(server: Any) -> tuple[Any, Any]:
+    """Turn ``server`` (None or a SimHost) into the simulator host to play on.
+
+    Returns the host and, when this call started it, that host again (to stop later).
+    """
+    from center.showdown.sim_host import SimHost
+
+    if server is None:
+        started = SimHost().start()
+        return started, started
+    if isinstance(server, SimHost):
+        return server, None
+    raise EnvError(
+        f'backend="sim" plays on a SimHost (or starts its own), not on {server!r}; '
+        'use backend="server" for a Showdown server'
+    )
+
+
 class PokemonEnv(ParallelEnv[str, Any, Any]):
     """Two players battle on Showdown; each step takes one decision from each player that has one."""
 
@@ -94,6 +118,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self,
         battle_format: str = "gen9bssfactory",
         *,
+        backend: Backend = "server",
         server: Any = None,
         agents: dict[str, Agent] | None = None,
         teams: dict[str, str | None] | None = None,
@@ -105,6 +130,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         username_prefix: str = "maple",
         opponent: Player | type[Player] | None = None,
     ) -> None:
+        if backend not in BACKENDS:
+            raise EnvError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "sim" and opponent is not None:
+            raise EnvError('an outside poke-env Player plays on a server: use backend="server"')
+        self.backend: Backend = backend
         self.battle_format = battle_format
         self.rewards = rewards or RewardConfig()
         self.reset_timeout = reset_timeout if reset_timeout is not None else self.RESET_TIMEOUT
@@ -135,7 +165,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._owned_server: Any = None
         self._teams = teams
         self._username_prefix = username_prefix
-        self._session: BattleSession | None = None
+        self._session: BattleBackend | None = None
         self._np_random = np.random.default_rng()
         self._closed = False
         self._over = True
@@ -151,12 +181,26 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         return self.action_spaces[agent]
 
     @property
-    def session(self) -> BattleSession:
+    def session(self) -> BattleBackend:
         if self._closed:
             raise EnvClosedError("the environment is closed")
-        if self._session is None:
+        if self._session is not None:
+            return self._session
+        session: BattleBackend
+        if self.backend == "sim":
+            from center.env.sim_session import SimSession
+
+            host, self._owned_server = resolve_simulator(self._server_arg)
+            session = SimSession(
+                self.possible_agents,
+                battle_format=self.battle_format,
+                host=host,
+                teams=self._teams,
+                username_prefix=self._username_prefix,
+            )
+        else:
             config, self._owned_server = resolve_server(self._server_arg)
-            self._session = BattleSession(
+            session = BattleSession(
                 self.possible_agents,
                 opponent=self._outside_opponent(config),
                 battle_format=self.battle_format,
@@ -164,7 +208,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 teams=self._teams,
                 username_prefix=self._username_prefix,
             )
-        return self._session
+        self._session = session
+        return session
 
     def _outside_opponent(self, config: ServerConfiguration) -> Player | None:
         """The outside opponent Player on this env's server: built here when given as a class."""
@@ -214,9 +259,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
 
     def usernames(self) -> dict[str, str]:
         """The Showdown username of each controlled player (logging them in if needed)."""
-        session = self.session
-        session.ensure_players()
-        return {name: seat.player.username for name, seat in session.seats.items()}
+        return self.session.usernames()
 
     def forfeit(self, agent: str, reason: EndReason = EndReason.FORFEIT) -> None:
         """End the episode now with ``agent`` forfeiting on Showdown (the other player wins)."""
@@ -227,6 +270,16 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._over = True
         self.agents = []
 
+    def input_log(self) -> list[str] | None:
+        """Every line written to the simulator for the last battle, once it has ended (waiting a
+        little for the simulator's word); None on the server backend, which keeps no input log."""
+        from center.env.sim_session import SimSession
+
+        session = self._session
+        if not isinstance(session, SimSession):
+            return None
+        return session.input_log()
+
     def battle(self, agent: str) -> AbstractBattle | None:
         """The poke-env Battle of ``agent`` in the current episode (its own view)."""
         return self.session.battle(agent)
@@ -234,7 +287,12 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """Start a new battle; return each player's first observation and info (C-2, C-3, E-4)."""
+        """Start a new battle; return each player's first observation and info.
+
+        ``reset`` raises ``ResetTimeout`` when no battle starts within ``reset_timeout``. On the
+        ``sim`` backend the battle's seed is ``seed`` (or, without one, drawn from the generator a
+        previous ``reset(seed)`` seeded), so the whole episode is reproducible.
+        """
         session = self.session
         if seed is not None:
             self._np_random = np.random.default_rng(seed)
@@ -242,11 +300,14 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             agent = self.agent_objects[agent_name]
             agent.seed(int(self._np_random.integers(2**63 - 1)))
             agent.reset()
+        battle_seed = None
+        if self.backend == "sim":
+            battle_seed = seed if seed is not None else int(self._np_random.integers(2**31))
         self.end_reason = None
         self._over = False
         self.agents = list(self.possible_agents)
         try:
-            session.start_battle(self.reset_timeout)
+            session.start_battle(self.reset_timeout, seed=battle_seed)
         except Exception:
             self.agents = []
             self._over = True
@@ -426,7 +487,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         return text
 
     def close(self) -> None:
-        """Forfeit a running battle, disconnect the players and stop a server this env started."""
+        """Forfeit a running battle, disconnect the players and stop a server (or simulator host)
+        this env started."""
         if self._closed:
             return
         try:

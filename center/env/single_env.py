@@ -9,9 +9,11 @@ A single-agent ``gymnasium.Env`` over the multi-agent environment (ASRCAISim1 ca
   (``opponent=RandomPlayer``) and the environment builds it on its server and in its format, or an
   instance built with ``server_configuration=`` that server.
 
-Showdown draws teams, damage rolls and move order on the server, so an episode is not reproducible
-from ``reset(seed)`` alone: only the agent-side randomness is (the registration says
-``nondeterministic=True``).
+On the server (``backend="server"``, the default) Showdown draws teams, damage rolls and move order,
+so an episode is not reproducible from ``reset(seed)`` alone: only the agent-side randomness is
+(``MaplePokemon-v0`` is registered with ``nondeterministic=True``). On the simulator
+(``backend="sim"``, registered as ``MaplePokemonSim-v0``) the battle is seeded too, and the same
+``reset(seed)`` and actions give the same episode; a poke-env ``Player`` opponent needs the server.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import gymnasium
 import numpy as np
 from poke_env.player import Player
 
+from center.env.backend import Backend
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv, RewardConfig
 from center.errors import EnvError
 from edge.contract.agent import Agent
@@ -72,6 +75,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         opponent: StandalonePolicy | Player | type[Player] | None = None,
         agent: Agent | None = None,
         opponent_agent: Agent | None = None,
+        backend: Backend = "server",
         server: Any = None,
         teams: dict[str, str | None] | None = None,
         rewards: RewardConfig | None = None,
@@ -106,6 +110,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
             agents[PLAYERS[1]] = opponent_agent or maple(PLAYERS[1])
         self.env = PokemonEnv(
             battle_format,
+            backend=backend,
             server=server,
             agents=agents,
             teams=teams,

@@ -1,0 +1,118 @@
+"""Where an environment's battles run, and what PokemonEnv needs of a backend's session.
+
+Two backends play the same battles behind one interface (:class:`BattleBackend`):
+
+- ``"server"``: the local Showdown server over WebSocket, through poke-env players
+  (:class:`~center.env.battle_session.BattleSession`). Showdown draws teams and rolls on the server.
+- ``"sim"``: Showdown's own simulator in a managed node process
+  (:class:`~center.env.sim_session.SimSession`), seeded: the same seed gives the same battle.
+
+Either way each player's protocol frames feed that player's poke-env ``Battle`` and are registered
+in :mod:`center.env.frames`, so agents, delegators and edges cannot tell the backends apart.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Literal, Protocol
+
+from poke_env.battle import AbstractBattle
+
+__all__ = ["BACKENDS", "Backend", "BattleBackend", "RoundOutcome", "SeatState", "SessionSeat"]
+
+Backend = Literal["server", "sim"]
+BACKENDS: tuple[Backend, ...] = ("server", "sim")
+
+RoundOutcome = Literal["ok", "timeout", "disconnected"]
+
+
+class SeatState(enum.Enum):
+    """Where a seat stands in the current round."""
+
+    IDLE = "idle"  # no battle yet
+    NEEDS_ACTION = "needs_action"  # Showdown awaits this seat's choice
+    SUBMITTED = "submitted"  # choice sent, Showdown has not answered
+    WAITING = "waiting"  # Showdown told this seat to wait for the other side
+    FINISHED = "finished"
+
+
+class SessionSeat(Protocol):
+    """One controlled side of the current battle, as PokemonEnv reads it."""
+
+    @property
+    def state(self) -> SeatState: ...
+
+    @property
+    def battle(self) -> AbstractBattle | None: ...
+
+    @property
+    def retry(self) -> bool:
+        """Showdown refused this seat's last choice and asks again."""
+        ...
+
+
+class BattleBackend(Protocol):
+    """One battle at a time between the seats, driven from the caller's thread, with deadlines.
+
+    After a round of choices (:meth:`submit` for each seat that needs one, then
+    :meth:`await_round`) Showdown has answered every seat: a request, a wait, or the end; or only
+    the seat whose choice it rejected, which is asked again (``retry``).
+    """
+
+    @property
+    def seats(self) -> Mapping[str, SessionSeat]: ...
+
+    @property
+    def finished(self) -> bool:
+        """Every seat has seen the end of the battle."""
+        ...
+
+    @property
+    def live(self) -> bool:
+        """A battle has started and is not over."""
+        ...
+
+    @property
+    def disconnect_detail(self) -> str:
+        """Why the backend was lost, after a round that ended ``"disconnected"``."""
+        ...
+
+    def usernames(self) -> dict[str, str]:
+        """The Showdown name of each seat's player."""
+        ...
+
+    def start_battle(self, timeout: float, seed: int | None = None) -> None:
+        """Start a battle (seeded where the backend can be) and wait for every seat's first request.
+
+        Raises ``ResetTimeout`` when that takes longer than ``timeout``.
+        """
+        ...
+
+    def submit(self, seat_name: str, message: str) -> None:
+        """Send ``message`` (an order rebuilt by ``canonical_order``) as the seat's choice."""
+        ...
+
+    def await_round(self, timeout: float) -> RoundOutcome:
+        """Wait until Showdown has answered every seat after the choices just submitted."""
+        ...
+
+    def drain(self) -> None:
+        """Apply what has already arrived, without waiting."""
+        ...
+
+    def abandon(self, forfeiter: str | None = None) -> None:
+        """End the current battle now: ``forfeiter`` loses (or, without one, as the backend can)."""
+        ...
+
+    def battle(self, seat_name: str) -> AbstractBattle | None:
+        """The seat's battle in the current (or last) episode."""
+        ...
+
+    def set_teams(self, teams: dict[str, str | None]) -> None:
+        """Teams for the next battles (formats where teams are brought)."""
+        ...
+
+    def close(self) -> None:
+        """Abandon any battle and release the session's connections."""
+        ...

@@ -1,0 +1,309 @@
+"""SimSession: the simulator backend of PokemonEnv, one seeded battle at a time on a SimHost.
+
+Each seat's frames (formatted as the server would send them, see ``center.showdown.sim_battle``)
+feed a :class:`~edge.maple.replica.ReplicaBattle` for that seat, the same code that rebuilds a
+battle on an edge, and are registered in :mod:`center.env.frames` for the delegators and the logs.
+The simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
+orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
+
+A battle's seed, its players' team seeds and its tag all derive from the integer given to
+:meth:`SimSession.start_battle`, and the players' names from the seats, so the same seed and the
+same choices give the same battle, frame for frame (apart from the ``|t:|`` timestamps).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import orjson
+from poke_env.battle import AbstractBattle
+
+from center.env import frames as frame_registry
+from center.env.backend import RoundOutcome, SeatState
+from center.errors import EnvError, ResetTimeout, ShowdownError
+from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart, derive_seeds
+from center.showdown.sim_host import SimHost
+from edge.errors import ReplicaError
+from edge.maple.replica import ReplicaBattle
+
+__all__ = ["SimSeat", "SimSession", "battle_tag", "sim_username"]
+
+logger = logging.getLogger(__name__)
+
+ABANDON_TIMEOUT = 5.0
+
+
+def sim_username(prefix: str, slot: str) -> str:
+    """A seat's Showdown name on the simulator: fixed by the prefix and the slot (``maple p1``)."""
+    return f"{prefix.strip()[:12] or 'maple'} {slot}"
+
+
+def battle_tag(battle_format: str, seed: int) -> str:
+    """The room the players see, as the server names rooms: ``battle-FORMAT-SEED``."""
+    return f"battle-{battle_format}-{seed}"
+
+
+@dataclass
+class SimSeat:
+    """One controlled side: its player's replica battle and where it stands in the round."""
+
+    name: str
+    slot: str
+    username: str
+    replica: ReplicaBattle | None = None
+    frames: list[str] = field(default_factory=list)
+    state: SeatState = SeatState.IDLE
+    retry: bool = False
+    fresh: bool = False  # heard from the simulator since the last round was submitted
+    retry_next: bool = False  # a choice was refused: the next request asks again
+
+    @property
+    def battle(self) -> AbstractBattle | None:
+        return self.replica.battle if self.replica is not None else None
+
+
+class SimSession:
+    """Runs seeded battles between two seats on a :class:`SimHost`."""
+
+    def __init__(
+        self,
+        seat_names: Sequence[str],
+        *,
+        battle_format: str,
+        host: SimHost,
+        teams: dict[str, str | None] | None = None,
+        username_prefix: str = "maple",
+    ) -> None:
+        if len(seat_names) != 2:
+            raise EnvError(
+                "the simulator backend plays two seats; an outside poke-env Player needs "
+                'backend="server"'
+            )
+        self.seat_names = list(seat_names)
+        self.battle_format = battle_format
+        self.host = host
+        self.teams = dict(teams or {})
+        self.seats: dict[str, SimSeat] = {
+            name: SimSeat(name, slot, sim_username(username_prefix, slot))
+            for name, slot in zip(self.seat_names, SLOTS, strict=True)
+        }
+        self._by_slot = {seat.slot: seat for seat in self.seats.values()}
+        self.sim: SimBattle | None = None
+        self.seed: int | None = None
+        self.disconnected = False
+        self.disconnect_detail = ""
+        self._start_error = ""
+
+    # -- the BattleBackend interface ------------------------------------------------------------
+
+    def usernames(self) -> dict[str, str]:
+        return {name: seat.username for name, seat in self.seats.items()}
+
+    @property
+    def battle_tag(self) -> str | None:
+        return self.sim.tag if self.sim is not None else None
+
+    def input_log(self, timeout: float = ABANDON_TIMEOUT) -> list[str]:
+        """Every line written to the simulator for the last battle, once it has ended.
+
+        Waits (up to ``timeout``) for the simulator's word that the battle is over, which follows
+        the last frames; empty when the battle did not end.
+        """
+        sim = self.sim
+        if sim is None or not sim.wait_done(timeout):
+            return []
+        return list(sim.input_log)
+
+    def battle(self, seat_name: str) -> AbstractBattle | None:
+        seat = self.seats.get(seat_name)
+        return seat.battle if seat is not None else None
+
+    @property
+    def finished(self) -> bool:
+        return all(seat.state is SeatState.FINISHED for seat in self.seats.values())
+
+    @property
+    def live(self) -> bool:
+        return self.sim is not None and not self.finished and not self.disconnected
+
+    def set_teams(self, teams: dict[str, str | None]) -> None:
+        self.teams = dict(teams)
+
+    def start_battle(self, timeout: float, seed: int | None = None) -> None:
+        """Start the battle of ``seed`` (a random one when None) and wait for the first requests."""
+        self.abandon()
+        self._release()
+        self.seed = secrets.randbits(31) if seed is None else int(seed)
+        battle_seed, *team_seeds = derive_seeds(self.seed)
+        players = {}
+        for seat, team_seed in zip(self.seats.values(), team_seeds, strict=True):
+            team = self.teams.get(seat.name) or None
+            players[seat.slot] = SimPlayer(seat.username, team, None if team else team_seed)
+            seat.replica = ReplicaBattle(seat.username, self.battle_format, team)
+            seat.frames = []
+            seat.state, seat.retry, seat.fresh, seat.retry_next = (
+                SeatState.IDLE,
+                False,
+                False,
+                False,
+            )
+        self.disconnected, self.disconnect_detail, self._start_error = False, "", ""
+        start = SimStart(
+            self.battle_format, battle_seed, players, battle_tag(self.battle_format, self.seed)
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            self.sim = self.host.open_battle(start, timeout)
+        except ShowdownError as exc:
+            raise EnvError(f"could not start a battle on the simulator: {exc}") from exc
+        while any(seat.state is SeatState.IDLE for seat in self.seats.values()):
+            if self.disconnected:
+                raise EnvError(f"lost the simulator while starting: {self.disconnect_detail}")
+            if self._start_error:
+                self._release()
+                raise EnvError(
+                    f"the simulator refused the battle ({self.battle_format}): {self._start_error}"
+                )
+            if not self._next_event(deadline):
+                self._release()
+                raise ResetTimeout(
+                    f"no battle was established within {timeout:.0f}s on the simulator "
+                    f"(format {self.battle_format})"
+                )
+
+    def submit(self, seat_name: str, message: str) -> None:
+        seat = self.seats[seat_name]
+        if seat.state is not SeatState.NEEDS_ACTION or self.sim is None:
+            raise EnvError(f"{seat_name} has no pending request")
+        try:
+            self.sim.choose(seat.slot, message)
+        except ValueError as exc:  # only canonical orders may reach the stream
+            raise EnvError(f"refusing to send {message!r} to the simulator: {exc}") from exc
+        seat.state = SeatState.SUBMITTED
+
+    def await_round(self, timeout: float) -> RoundOutcome:
+        for seat in self.seats.values():
+            if seat.state is not SeatState.FINISHED:
+                seat.fresh = False
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.disconnected:
+                return "disconnected"
+            seats = self.seats.values()
+            if all(seat.fresh or seat.state is SeatState.FINISHED for seat in seats):
+                return "ok"
+            if any(s.fresh and s.retry and s.state is SeatState.NEEDS_ACTION for s in seats):
+                return "ok"
+            if not self._next_event(deadline):
+                return "disconnected" if self.disconnected else "timeout"
+
+    def drain(self) -> None:
+        sim = self.sim
+        if sim is None:
+            return
+        while True:
+            try:
+                self._apply(sim.events.get_nowait())
+            except queue.Empty:
+                return
+
+    def abandon(self, forfeiter: str | None = None) -> None:
+        """End the battle now: ``forfeiter`` loses (``>forcelose``), or a tie without one."""
+        sim = self.sim
+        if sim is None or not self.live:
+            return
+        if forfeiter is not None:
+            sim.forfeit(self.seats[forfeiter].slot)
+        else:
+            sim.tie()
+        deadline = time.monotonic() + ABANDON_TIMEOUT
+        while not self.finished and not self.disconnected and self._next_event(deadline):
+            pass
+        if not self.finished:
+            logger.warning("battle %s did not end cleanly; dropping it", sim.tag)
+            sim.destroy()
+
+    def close(self) -> None:
+        try:
+            self.abandon()
+        finally:
+            self._release()
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _release(self) -> None:
+        """Forget a battle that did not end (the host drops it)."""
+        if self.sim is not None and not self.sim.ended:
+            self.sim.destroy()
+
+    def _next_event(self, deadline: float) -> bool:
+        sim = self.sim
+        remaining = deadline - time.monotonic()
+        if sim is None or remaining <= 0:
+            return False
+        try:
+            self._apply(sim.events.get(timeout=remaining))
+        except queue.Empty:
+            return False
+        return True
+
+    def _apply(self, event: SimEvent) -> None:
+        if event.kind == "frame":
+            self._frame(self._by_slot[event.slot], event.frame)
+        elif event.kind == "end":
+            for seat in self.seats.values():
+                if seat.state is not SeatState.FINISHED:
+                    seat.state, seat.fresh = SeatState.FINISHED, True
+        elif event.kind == "crash":
+            self.disconnected = True
+            self.disconnect_detail = event.message
+        elif event.kind == "error":
+            if any(seat.state is SeatState.IDLE for seat in self.seats.values()):
+                self._start_error = event.message
+            else:
+                logger.warning("simulator: %s", event.message)
+
+    def _frame(self, seat: SimSeat, frame: str) -> None:
+        assert seat.replica is not None
+        seat.frames.append(frame)
+        try:
+            seat.replica.feed([frame])
+        except ReplicaError as exc:  # poke-env cannot follow the battle: not the agents' fault
+            logger.error("%s: %s", seat.name, exc)
+            self.disconnected = True
+            self.disconnect_detail = f"poke-env could not apply a frame: {exc}"
+            return
+        battle = seat.replica.battle
+        if battle is not None and frame_registry.frames_of(battle) is None:
+            frame_registry.register(battle, seat.frames)
+        for line in frame.split("\n")[1:]:
+            if line.startswith("|request|"):
+                request = orjson.loads(line[len("|request|") :] or "{}")
+                if request.get("wait"):
+                    seat.state = SeatState.WAITING
+                else:
+                    seat.state, seat.retry = SeatState.NEEDS_ACTION, seat.retry_next
+                    seat.retry_next = False
+                seat.fresh = True
+            elif line.startswith("|error|"):
+                self._error(seat, line)
+            elif line.startswith("|win|") or line == "|tie" or line.startswith("|tie|"):
+                seat.state, seat.fresh = SeatState.FINISHED, True
+
+    def _error(self, seat: SimSeat, line: str) -> None:
+        # As the server's players see it: an [Invalid choice] leaves the same request open, an
+        # [Unavailable choice] is followed by a corrected request; either way the seat is asked
+        # again and the other side, whose choice is in, hears nothing until it answers.
+        logger.debug("%s: %s", seat.name, line)
+        if "[Invalid choice]" in line and "Can't do anything" not in line:
+            if seat.state is not SeatState.FINISHED:
+                seat.state, seat.retry, seat.fresh = SeatState.NEEDS_ACTION, True, True
+        elif "[Unavailable choice]" in line:
+            seat.retry_next = True
+        else:
+            logger.warning("%s: the simulator said %s", seat.name, line)
