@@ -25,9 +25,16 @@ from typing import Any, Literal
 
 import click
 
+from center.env.backend import BACKENDS, Backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.match import MatchSettings, RunSummary, SideSource, run_battles
+from center.evaluation.match import (
+    MatchSettings,
+    RunSummary,
+    SideSource,
+    run_battles,
+    start_backend,
+)
 from center.evaluation.records import BattleRecord, SideStatus
 from center.evaluation.run_info import RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle
@@ -134,6 +141,7 @@ class RunOptions:
     bank: float
     call_cap: float
     max_turns: int
+    backend: Backend
     server_url: str | None
     strict: bool
     quiet: bool
@@ -156,7 +164,7 @@ def run_command(
     ``make_source(sides)`` builds the side source for the models each side will play (for
     ``sep_main``: connects to the edges and checks that they serve them).
     """
-    from center.showdown import SHOWDOWN_VERSION, ShowdownServer
+    from center.showdown import SHOWDOWN_VERSION
     from center.showdown.formats import check_format
 
     league, budget = opts.league, opts.budget
@@ -211,6 +219,7 @@ def run_command(
                     "max_turns": opts.max_turns,
                 },
                 paired=opts.paired,
+                backend=opts.backend,
             ),
         )
         schedule = run.schedule()
@@ -223,7 +232,7 @@ def run_command(
             )
         summary = RunSummary([], [])
         if todo:
-            server = ShowdownServer.find_or_start(opts.server_url)
+            server = start_backend(opts.backend, opts.server_url)
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             try:
                 settings = MatchSettings(
@@ -232,6 +241,7 @@ def run_command(
                     budget,
                     opts.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
+                    backend=opts.backend,
                 )
                 summary = run_battles(
                     todo,
@@ -368,6 +378,14 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=300,
             show_default=True,
             help="A battle past this many turns ends as a tie.",
+        ),
+        click.option(
+            "--backend",
+            type=click.Choice(BACKENDS),
+            default="sim",
+            show_default=True,
+            help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
+            "gives the same battles, and sep_replay re-plays any of them) or the Showdown server.",
         ),
         click.option(
             "--server",

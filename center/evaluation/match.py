@@ -7,8 +7,12 @@ reused from battle to battle), appending each record to battles.csv as it finish
 
 Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
 or delegators talking to edges (``sep_main``). A battle that fails because of the center's own
-infrastructure (Showdown died, no battle could be started) is not recorded, so a rerun replays it;
-what a side does wrong is always recorded, with its status.
+infrastructure (Showdown or the simulator host died, no battle could be started) is not recorded, so
+a rerun replays it; what a side does wrong is always recorded, with its status.
+
+Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
+seed fixes everything but the agents' choices and each battle's simulator input log is kept
+(``logs/ID.input.log``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown server.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from center.env import frames
+from center.env.backend import Backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
-from center.errors import CenterError, InfrastructureError
+from center.errors import CenterError, ConfigError, InfrastructureError
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
@@ -85,6 +90,8 @@ class MatchSettings:
     budget: Budget = field(default_factory=Budget)
     max_turns: int = 300
     showdown_version: str = ""
+    #: where battles run: the seeded simulator ("sim") or the Showdown server ("server")
+    backend: Backend = "server"
 
 
 def play_battle(
@@ -168,6 +175,15 @@ def _record(
         winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)
     log = log_relpath(scheduled.battle_id)
+    input_log = env.input_log()
+    if input_log is not None:  # the simulator: what replays the battle, or the battle is void
+        if not input_log:
+            raise InfrastructureError(
+                f"{scheduled.battle_id}: the simulator did not report the end of the battle"
+            )
+        path = settings.log_dir / input_log_relpath(scheduled.battle_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(input_log) + "\n", encoding="utf-8")
     _write_replay(blue_battle, settings.log_dir / replay, scheduled, sides)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
     for p in PLAYERS:
@@ -272,6 +288,11 @@ def _replay_name(log_name: str, side: str) -> str:
     return f"{safe.strip() or side} ({side})"
 
 
+def input_log_relpath(battle_id: str) -> str:
+    """Where a battle's simulator input log goes, relative to LOG_DIR (``logs/ID.input.log``)."""
+    return str(Path(log_relpath(battle_id)).with_suffix(".input.log"))
+
+
 def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
     """Every raw frame each side received, in order, as JSON lines {side, i, frame}."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +303,19 @@ def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
 
 
 # -- many battles ---------------------------------------------------------------------------------
+
+
+def start_backend(backend: Backend, server_url: str | None = None) -> Any:
+    """Start what a run plays on, for the caller to ``stop()``: a simulator host (``sim``), or the
+    Showdown server at ``server_url`` (default: found or started, ``server``)."""
+    from center.showdown import ShowdownServer
+    from center.showdown.sim_host import SimHost
+
+    if backend == "sim":
+        if server_url:
+            raise ConfigError("--server names a Showdown server: it needs --backend server")
+        return SimHost().start()
+    return ShowdownServer.find_or_start(server_url)
 
 
 @dataclass
@@ -303,7 +337,11 @@ def run_battles(
     on_done: Callable[[BattleRecord | None], None] | None = None,
     retries: int = 1,
 ) -> RunSummary:
-    """Play ``schedule`` K at a time, appending each record to ``writer`` as it finishes."""
+    """Play ``schedule`` K at a time, appending each record to ``writer`` as it finishes.
+
+    ``server`` is what the battles run on: what :func:`start_backend` started for
+    ``settings.backend`` (a ShowdownServer, or a SimHost shared by every worker).
+    """
     jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
     for scheduled in schedule:
         jobs.put((scheduled, 0))
@@ -315,9 +353,11 @@ def run_battles(
     def worker(index: int) -> None:
         env = PokemonEnv(
             settings.battle_format,
+            backend=settings.backend,
             server=server,
             max_turns=settings.max_turns,
-            username_prefix=f"sep{index}",
+            # On the simulator the names are part of the reproducible battle: the same everywhere.
+            username_prefix="sep" if settings.backend == "sim" else f"sep{index}",
         )
         try:
             while not stop.is_set():

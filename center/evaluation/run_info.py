@@ -78,7 +78,9 @@ class RunConfig:
     :func:`open_run`). ``extra`` holds anything else the command wants recorded (time budgets,
     versions); it is informational, never compared, and the latest run's value is kept.
     ``paired`` plays each seed twice with the sides swapped (N even; see
-    :mod:`center.evaluation.schedule`).
+    :mod:`center.evaluation.schedule`). ``backend`` is where the battles run: ``sim`` (the seeded
+    simulator, reproducible) or ``server`` (the Showdown server; a run.json without a backend is
+    older than backends and ran there).
     """
 
     mode: RunMode
@@ -88,6 +90,7 @@ class RunConfig:
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     paired: bool = False
+    backend: str = "server"
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league"):
@@ -102,6 +105,8 @@ class RunConfig:
             raise ValueError(f"n must be at least 1, got {self.n}")
         if self.paired:
             check_paired_n(self.n)
+        if self.backend not in ("sim", "server"):
+            raise ValueError(f"backend must be 'sim' or 'server', got {self.backend!r}")
 
     def schedule(self) -> list[ScheduledBattle]:
         """Every battle of the run, in playing order (the seed must be resolved)."""
@@ -122,6 +127,7 @@ class RunConfig:
             "format": self.format,
             "seed": self.seed,
             "paired": self.paired,
+            "backend": self.backend,
             "extra": dict(self.extra),
         }
 
@@ -139,6 +145,7 @@ class RunConfig:
             seed=None if seed is None else int(seed),
             extra=dict(doc.get("extra") or {}),
             paired=bool(doc.get("paired", False)),  # absent from runs older than pairing
+            backend=str(doc.get("backend", "server")),  # runs older than backends: the server
         )
 
 
@@ -174,6 +181,8 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(f"its seed is {stored.seed}, not {new.seed}")
     if new.paired != stored.paired:
         raise conflict(f"its battles are {_pairing(stored)}, not {_pairing(new)}")
+    if new.backend != stored.backend:
+        raise conflict(f"its battles ran on --backend {stored.backend}, not {new.backend}")
     if stored.mode == "match" and new.candidates != stored.candidates:
         raise conflict(
             f"it is {stored.candidates[0]} (blue) vs {stored.candidates[1]} (red), "
@@ -197,6 +206,7 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
     - mode (match or league) and format must be the same;
     - the seed must be the same, or None (then the stored seed is used);
     - paired or not, as stored;
+    - on the same backend (a run mixes no reproducible battles with server ones);
     - a match must have the same blue and the same red;
     - a league must include every stored candidate; it may add candidates (the new pairs are
       appended, the existing battles keep their ids and seeds);

@@ -1,0 +1,196 @@
+"""``sep_replay LOG_DIR BATTLE_ID``: re-simulate a recorded battle and check that it ends as recorded.
+
+A battle played on the simulator backend keeps its input log (``logs/ID.input.log``): everything
+the center wrote to the simulator, choices included. Replaying it on a fresh simulator host, with
+no agents and no edges, must give every frame each player was sent (apart from the ``|t:|``
+timestamps), the same number of turns and the same winner as battles.csv and the protocol log say.
+Exit 0 when it does, 1 with the first difference when it does not (a tampered input log is one),
+2 when the battle cannot be replayed at all (not in LOG_DIR, played on the server backend).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from center.errors import CenterError, ConfigError
+from center.evaluation.battles_csv import load_records
+from center.evaluation.match import input_log_relpath
+from center.evaluation.records import BattleRecord, Winner, log_relpath
+from center.evaluation.run_info import read_run_config
+from center.showdown.sim_host import SimHost
+from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
+
+__all__ = ["ReplayReport", "replay_battle", "sep_replay"]
+
+logger = logging.getLogger(__name__)
+
+SIDE_SLOTS = {"blue": "p1", "red": "p2"}
+
+
+@dataclass
+class ReplayReport:
+    """What a replay found: the differences from the record (none means it ended as recorded)."""
+
+    battle_id: str
+    differences: list[str]
+    turns: int = 0
+    winner: str = ""
+    frames: int = 0
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+
+def _without_timestamps(frame: str) -> str:
+    return "\n".join(line for line in frame.split("\n") if not line.startswith("|t:|"))
+
+
+def _read_protocol_log(path: Path) -> dict[str, list[str]]:
+    frames: dict[str, list[str]] = {side: [] for side in SIDE_SLOTS}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the protocol log {path}: {exc}") from exc
+    for number, line in enumerate(lines, start=1):
+        try:
+            entry = json.loads(line)
+            frames[entry["side"]].append(entry["frame"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}:{number}: not a protocol log line ({exc!r})") from exc
+    return frames
+
+
+def _turns(frames: list[str]) -> int:
+    turns = 0
+    for frame in frames:
+        for line in frame.split("\n"):
+            if line.startswith("|turn|"):
+                turns = max(turns, int(line[len("|turn|") :] or 0))
+    return turns
+
+
+def _first_frame_difference(side: str, recorded: list[str], replayed: list[str]) -> str | None:
+    for i, (want, got) in enumerate(zip(recorded, replayed, strict=False)):
+        want, got = _without_timestamps(want), _without_timestamps(got)
+        if want != got:
+            want_lines, got_lines = want.split("\n"), got.split("\n")
+            for j, (a, b) in enumerate(zip(want_lines, got_lines, strict=False)):
+                if a != b:
+                    return f"{side} frame {i}, line {j}: recorded {a[:200]!r}, replayed {b[:200]!r}"
+            return f"{side} frame {i}: recorded {len(want_lines)} lines, replayed {len(got_lines)}"
+    if len(recorded) != len(replayed):
+        return f"{side}: recorded {len(recorded)} frames, replayed {len(replayed)}"
+    return None
+
+
+def _winner_of(record: BattleRecord, log: InputLog) -> str | None:
+    """The simulator's winner name the record implies (None when it says nothing about it)."""
+    if record.winner == Winner.BLUE:
+        return log.start.players["p1"].name
+    if record.winner == Winner.RED:
+        return log.start.players["p2"].name
+    if record.winner == Winner.TIE:
+        return ""
+    return None  # no result recorded (both sides failed): the simulator's own end is not booked
+
+
+def compare(
+    record: BattleRecord, log: InputLog, recorded: dict[str, list[str]], result: Resimulated
+) -> list[str]:
+    """Every way ``result`` differs from what was recorded, most telling first."""
+    differences: list[str] = []
+    for side, slot in SIDE_SLOTS.items():
+        difference = _first_frame_difference(side, recorded[side], result.frames[slot])
+        if difference:
+            differences.append(difference)
+    if not result.ended:
+        differences.append("the replayed battle did not end")
+    turns = max(_turns(result.frames["p1"]), _turns(result.frames["p2"]))
+    if turns != record.turns:
+        differences.append(f"turns: recorded {record.turns}, replayed {turns}")
+    expected = _winner_of(record, log)
+    if result.ended and expected is not None and result.winner != expected:
+        differences.append(
+            f"winner: recorded {record.winner.value} ({expected or 'tie'}), "
+            f"replayed {result.winner or 'tie'}"
+        )
+    differences.extend(f"the simulator refused: {message}" for message in result.errors)
+    return differences
+
+
+def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) -> ReplayReport:
+    """Re-simulate ``battle_id`` of ``log_dir`` (on ``host``, or a host started for the call).
+
+    Raises ConfigError when the battle cannot be replayed (unknown, no input log, server backend).
+    """
+    log_dir = Path(log_dir)
+    record = next((r for r in load_records(log_dir) if r.battle_id == battle_id), None)
+    if record is None:
+        raise ConfigError(f"no battle {battle_id!r} in {log_dir / 'battles.csv'}")
+    run = read_run_config(log_dir)
+    if run is not None and run.backend != "sim":
+        raise ConfigError(
+            f"{log_dir} ran on --backend {run.backend}: only simulator battles keep an input log"
+        )
+    input_path = log_dir / input_log_relpath(battle_id)
+    try:
+        input_lines = input_path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"no input log for {battle_id}: {exc}") from exc
+    recorded = _read_protocol_log(log_dir / (record.log or log_relpath(battle_id)))
+    if not recorded["blue"]:
+        raise ConfigError(f"the protocol log of {battle_id} is empty")
+    tag = recorded["blue"][0].split("\n", 1)[0].removeprefix(">")
+    try:
+        log = parse_input_log(input_lines, tag)
+    except ValueError as exc:
+        return ReplayReport(battle_id, [f"{input_path.name}: {exc}"])
+    owned = host is None
+    host = host or SimHost().start()
+    try:
+        result = resimulate(host, log)
+    finally:
+        if owned:
+            host.stop()
+    return ReplayReport(
+        battle_id,
+        compare(record, log, recorded, result),
+        turns=max(_turns(result.frames["p1"]), _turns(result.frames["p2"])),
+        winner=result.winner,
+        frames=sum(len(f) for f in result.frames.values()),
+    )
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("battle_id")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
+    """Re-simulate BATTLE_ID of LOG_DIR from its input log, without agents or edges.
+
+    Exits 0 when it ends exactly as recorded (winner, turns, every frame each player was sent,
+    apart from timestamps), 1 with the first difference otherwise, 2 when it cannot be replayed.
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        report = replay_battle(log_dir, battle_id)
+    except CenterError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    if report.same:
+        click.echo(
+            f"same: {battle_id} ends as recorded ({report.turns} turns, winner "
+            f"{report.winner or 'none (tie)'}, {report.frames} frames)"
+        )
+        return
+    click.echo(f"different: {battle_id}: {report.differences[0]}")
+    for more in report.differences[1:]:
+        click.echo(f"  also: {more}")
+    raise SystemExit(1)
