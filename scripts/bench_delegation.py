@@ -52,8 +52,9 @@ from center.errors import EdgeCallError
 from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent
+from edge.contract.candidates import load_candidates
 from edge.contract.policy import StandalonePolicy
-from edge.contract.user_module import UserModel, load_candidates
+from edge.contract.user_module import UserModel
 from edge.maple.replica import ReplicaBattle
 from edge.wire.messages import InstanceConfig
 

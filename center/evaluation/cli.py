@@ -492,7 +492,7 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
     def run() -> None:
         from center.evaluation.edge_source import EdgeSource
         from center.isolation.edge_client import EdgeClient
-        from edge.contract.user_module import load_candidates
+        from edge.contract.candidates import load_candidates
         from edge.wire.keys import center_curve_from_config
         from edge.wire.sep_config import SIDES, load_sep_config
 

@@ -27,8 +27,8 @@ from center.evaluation.side_guard import (
 )
 from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
+from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
-from edge.contract.user_module import Candidate, load_candidates
 from edge.wire.messages import InstanceConfig
 
 logger = logging.getLogger(__name__)

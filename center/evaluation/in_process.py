@@ -18,9 +18,10 @@ from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget, SideGuard, check_space_size
 from edge.contract.agent import Agent
+from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserFailure
-from edge.contract.user_module import Candidate, UserModel, load_candidates
+from edge.contract.user_module import UserModel
 
 logger = logging.getLogger(__name__)
 

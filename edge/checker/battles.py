@@ -29,7 +29,7 @@ from typing import Any
 
 from edge.checker.checks import CHECKS
 from edge.checker.report import BattleLine, CheckResult, Status
-from edge.contract.user_module import Candidate, load_candidates
+from edge.contract.candidates import Candidate, load_candidates
 
 logger = logging.getLogger(__name__)
 

@@ -1,14 +1,4 @@
-"""Loading the pinned user-module contract: ``candidates.json`` entries and the modules they name.
-
-``candidates.json`` maps each model id to an entry (see ``docs/contract.md``)::
-
-    {"userModelID": {"userModuleID": "agents.random_agent", "args": {}, "logName": "Random",
-                     "team": "teams/example.txt"}}
-
-``userModuleID`` is required; ``args`` (default ``{}``), ``logName`` (default: the model id) and
-``team`` are optional. ``team`` is inline Showdown team text when it contains a newline or a ``|``
-(export or packed format), otherwise the path of a team file relative to the folder of
-``candidates.json``; either way :attr:`Candidate.team` holds the text.
+"""Loading a user module named by a ``candidates.json`` entry (:mod:`edge.contract.candidates`).
 
 A :class:`UserModel` imports the module with that folder on ``sys.path`` (only while importing and
 while calling the four contract functions) and calls the functions with ``args`` plus
@@ -26,12 +16,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
-import json
 import logging
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -40,6 +28,7 @@ import numpy as np
 
 from edge.contract.agent import Agent
 from edge.contract.binding import bind_agent
+from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.errors import CandidatesError, ContractError
 
@@ -48,74 +37,16 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "OPTIONAL_FUNCTIONS",
     "REQUIRED_FUNCTIONS",
-    "Candidate",
     "UserModel",
     "import_user_module",
-    "load_candidates",
     "load_user_model",
 ]
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
 OPTIONAL_FUNCTIONS = ("getUserAgentModelConfig", "isUserAgentSingleAsset")
-ENTRY_KEYS = ("userModuleID", "args", "logName", "team")
 
 # sys.path and sys.modules are process-wide: one import of a user module at a time.
 _IMPORT_LOCK = threading.RLock()
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One entry of ``candidates.json``, validated; ``team`` is the team text (or None)."""
-
-    model_id: str
-    module_id: str
-    args: dict[str, Any] = field(hash=False)
-    log_name: str
-    team: str | None
-    team_path: Path | None
-    source: Path
-
-    @property
-    def folder(self) -> Path:
-        """The folder of ``candidates.json``: put on ``sys.path`` to import ``module_id``."""
-        return self.source.parent
-
-    def user_args(self) -> dict[str, Any]:
-        """A fresh copy of ``args`` plus ``"userModelID"``, as the contract functions get it."""
-        args = copy.deepcopy(self.args)
-        args["userModelID"] = self.model_id
-        return args
-
-
-# -- candidates.json ------------------------------------------------------------------------------
-
-
-def load_candidates(path: str | Path) -> dict[str, Candidate]:
-    """Parse ``candidates.json``; raise :class:`CandidatesError` naming the file and the entry."""
-    source = Path(path).absolute()
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CandidatesError(
-            f"{source}: cannot read the candidates file ({exc.strerror})"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise CandidatesError(f"{source}: not UTF-8 text ({exc.reason})") from exc
-    try:
-        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise CandidatesError(
-            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from exc
-    except _DuplicateKey as exc:
-        raise CandidatesError(f"{source}: key {exc.key!r} appears twice in one object") from exc
-    if not isinstance(document, dict):
-        raise CandidatesError(
-            f"{source}: must be a JSON object mapping model ids to entries "
-            f'(e.g. {{"Random": {{"userModuleID": "agents.random_agent", "args": {{}}}}}}), '
-            f"got a {_json_type(document)}"
-        )
-    return {model_id: _parse_entry(source, model_id, entry) for model_id, entry in document.items()}
 
 
 def load_user_model(candidates_path: str | Path, model_id: str) -> UserModel:
@@ -127,112 +58,6 @@ def load_user_model(candidates_path: str | Path, model_id: str) -> UserModel:
             f"{Path(candidates_path).absolute()}: no model {model_id!r} (models: {known})"
         )
     return UserModel(candidates[model_id])
-
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
-    return names.get(
-        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__
-    )
-
-
-def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
-    where = f"{source}: entry {model_id!r}"
-    if not model_id.strip() or model_id != model_id.strip() or ":" in model_id:
-        raise CandidatesError(
-            f"{where}: a model id must be non-empty, without surrounding spaces and without ':'"
-        )
-    if not isinstance(entry, dict):
-        raise CandidatesError(
-            f'{where}: must be an object with at least "userModuleID", got a {_json_type(entry)}'
-        )
-    for key in entry:
-        if key not in ENTRY_KEYS:
-            near = [k for k in ENTRY_KEYS if k.lower() == key.lower()]
-            if near and near[0] not in entry:
-                raise CandidatesError(
-                    f"{where}: unknown key {key!r}; did you mean {near[0]!r}? "
-                    f"(keys are case-sensitive)"
-                )
-            logger.warning("%s: ignoring unknown key %r", where, key)
-
-    module_id = entry.get("userModuleID")
-    if module_id is None:
-        raise CandidatesError(f'{where}: missing "userModuleID" (the module to import)')
-    if not isinstance(module_id, str) or not all(p.isidentifier() for p in module_id.split(".")):
-        hint = "; use dots, not slashes" if isinstance(module_id, str) and "/" in module_id else ""
-        raise CandidatesError(
-            f'{where}: "userModuleID" must be a dotted module name such as '
-            f"'agents.random_agent', got {module_id!r}{hint}"
-        )
-
-    args = entry.get("args", {})
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        raise CandidatesError(f'{where}: "args" must be an object, got a {_json_type(args)}')
-    if args.get("userModelID", model_id) != model_id:
-        logger.warning("%s: args.userModelID is replaced by the model id %r", where, model_id)
-
-    log_name = entry.get("logName", model_id)
-    if not isinstance(log_name, str) or not log_name.strip() or ":" in log_name:
-        raise CandidatesError(
-            f"{where}: \"logName\" must be a non-empty string without ':', got {log_name!r}"
-        )
-
-    team, team_path = _read_team(where, source.parent, entry.get("team"))
-    return Candidate(
-        model_id=model_id,
-        module_id=module_id,
-        args=args,
-        log_name=log_name,
-        team=team,
-        team_path=team_path,
-        source=source,
-    )
-
-
-def _read_team(where: str, folder: Path, value: Any) -> tuple[str | None, Path | None]:
-    """``(team text, team file)`` of an entry's ``team``: inline text or a file by the json."""
-    if value is None:
-        return None, None
-    if not isinstance(value, str) or not value.strip():
-        raise CandidatesError(
-            f'{where}: "team" must be a team file path or Showdown team text, got {value!r}'
-        )
-    if "\n" in value or "|" in value:
-        return value, None
-    path = folder / value
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CandidatesError(
-            f'{where}: team file {path} cannot be read ({exc.strerror}); "team" is a path '
-            f"relative to the folder of candidates.json, or the team text itself"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise CandidatesError(f"{where}: team file {path} is not UTF-8 text") from exc
-    if not text.strip():
-        raise CandidatesError(f"{where}: team file {path} is empty")
-    return text, path
-
-
-# -- importing -------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager

@@ -27,9 +27,10 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from edge.contract.agent import Agent
+from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import CappedText, capturing, install_capture
-from edge.contract.user_module import Candidate, UserModel, load_candidates
+from edge.contract.user_module import UserModel
 from edge.errors import ContractError, EdgeError
 from edge.maple.replica import ReplicaBattle
 from edge.service.server import CallContext, Handler

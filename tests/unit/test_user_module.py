@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from edge.contract.user_module import Candidate, UserModel, load_candidates, load_user_model
+from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.user_module import UserModel, load_user_model
 from edge.errors import CandidatesError, ContractError
 from edge.maple.maple_agent import MapleAgent
 
