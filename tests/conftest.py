@@ -1,7 +1,7 @@
 """Shared fixtures: the real local Pokémon Showdown server, started once per test session.
 
-Request ``showdown`` (a started ``ShowdownServer``) or ``showdown_config`` (its poke-env
-``ServerConfiguration``) by name. With ``SEP_SHOWDOWN_URL`` set, the tests use the server running
+Request ``showdown`` (a started ``ShowdownServer``), ``showdown_config`` (its poke-env
+``ServerConfiguration``) or ``sim_host`` (a started simulator host, the ``sim`` backend) by name. With ``SEP_SHOWDOWN_URL`` set, the tests use the server running
 there instead of starting one. Tests that use these fixtures get the ``showdown`` marker, so
 ``pytest -m "not showdown"`` runs without node.
 """
@@ -17,11 +17,12 @@ import pytest
 
 from center.errors import ShowdownError
 from center.showdown import ShowdownServer, find_install
+from center.showdown.sim_host import SimHost
 
 if TYPE_CHECKING:
     from poke_env.ps_client.server_configuration import ServerConfiguration
 
-SHOWDOWN_FIXTURES = frozenset({"showdown", "showdown_config", "showdown_install"})
+SHOWDOWN_FIXTURES = frozenset({"showdown", "showdown_config", "showdown_install", "sim_host"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,3 +64,16 @@ def showdown() -> Iterator[ShowdownServer]:
 def showdown_config(showdown: ShowdownServer) -> ServerConfiguration:
     """The session server as a poke-env ``ServerConfiguration``."""
     return showdown.server_configuration()
+
+
+@pytest.fixture(scope="session")
+def sim_host() -> Iterator[SimHost]:
+    """A running simulator host (Showdown's own simulator in node) for the whole session."""
+    try:
+        host = SimHost().start()
+    except ShowdownError as exc:
+        _fail(exc)
+    try:
+        yield host
+    finally:
+        host.stop()

@@ -141,11 +141,16 @@ class RunOptions:
     bank: float
     call_cap: float
     max_turns: int
-    backend: Backend
+    backend_choice: Backend | None
     server_url: str | None
     strict: bool
     quiet: bool
     verbose: int
+
+    @property
+    def backend(self) -> Backend:
+        """``--backend``, else the server when ``--server`` names one, else the simulator."""
+        return self.backend_choice or ("server" if self.server_url else "sim")
 
     @property
     def budget(self) -> Budget:
@@ -381,17 +386,19 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--backend",
+            "backend_choice",
             type=click.Choice(BACKENDS),
-            default="sim",
-            show_default=True,
+            default=None,
             help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
-            "gives the same battles, and sep_replay re-plays any of them) or the Showdown server.",
+            "gives the same battles, and sep_replay re-plays any of them) or the Showdown server. "
+            "[default: sim; server when --server is given]",
         ),
         click.option(
             "--server",
             "server_url",
             default=None,
-            help="URL of a running Showdown server (default: find or start the local one).",
+            help="URL of a running Showdown server (implies --backend server; default: find or "
+            "start the local one).",
         ),
         click.option(
             "--strict",

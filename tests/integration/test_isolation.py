@@ -145,8 +145,9 @@ def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(sho
         source.close()
 
 
+@pytest.mark.parametrize("backend", ["server", "sim"])
 def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_after_restart(
-    showdown, start_edges, tmp_path
+    backend, request, start_edges, tmp_path
 ):
     edges = start_edges()
     clients = {side: EdgeClient(edge.endpoint) for side, edge in edges.items()}
@@ -155,9 +156,11 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
         "gen9randombattle",
         log_dir=tmp_path,
         budget=Budget(decision_time=2.0, bank=10.0, call_cap=5.0),
+        backend=backend,
     )
+    server = request.getfixturevalue("showdown" if backend == "server" else "sim_host")
     try:
-        with PokemonEnv("gen9randombattle", server=showdown, max_turns=300) as env:
+        with PokemonEnv("gen9randombattle", backend=backend, server=server, max_turns=300) as env:
 
             def battle(index: int):
                 scheduled = ScheduledBattle(

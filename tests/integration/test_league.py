@@ -297,7 +297,11 @@ def test_heuristic_beats_random_in_at_least_70_percent_of_40_battles_through_the
     assert wins >= 28, f"heuristic won {wins} of 40"
 
 
-def test_a_battle_past_max_turns_is_recorded_as_a_tie_with_end_reason_max_turns(showdown, tmp_path):
+@pytest.mark.parametrize("backend", ["server", "sim"])
+def test_a_battle_past_max_turns_is_recorded_as_a_tie_with_end_reason_max_turns(
+    backend, showdown, tmp_path
+):
+    where = ["--server", showdown.url] if backend == "server" else ["--backend", "sim"]
     run = subprocess.run(
         [
             *SEP_EVAL,
@@ -313,8 +317,7 @@ def test_a_battle_past_max_turns_is_recorded_as_a_tie_with_end_reason_max_turns(
             str(AGENTS / "candidates.json"),
             "-l",
             str(tmp_path / "run"),
-            "--server",
-            showdown.url,
+            *where,
             "-q",
         ],
         capture_output=True,
