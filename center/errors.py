@@ -15,7 +15,9 @@ Exception tree::
     │   └── RunConflictError       a rerun on a LOG_DIR does not match the run recorded there (also a
     │                              ConfigError: a command-line value is wrong)
     ├── InfrastructureError        a battle could not be played because of the center itself (Showdown
-    │                              died, no battle could be started): not recorded, a rerun replays it
+    │   │                          died, no battle could be started, an edge process was lost): not
+    │   │                          recorded, a rerun replays it
+    │   └── EdgeDown               an edge process stayed unreachable past --edge-wait: the run stops
     ├── EdgeCallError              a call to an edge gave no usable reply
     │   ├── EdgeUnavailable        no connection to the edge: nobody listening, connection lost,
     │   │   │                      client closed (also a ConnectionError)
@@ -77,6 +79,10 @@ class RunConflictError(ResultsError, ConfigError):
 
 class InfrastructureError(CenterError):
     """A battle could not be played because of the center's own side (not recorded)."""
+
+
+class EdgeDown(InfrastructureError):
+    """An edge process stayed unreachable past ``--edge-wait``: the run stops, nothing is booked."""
 
 
 class EdgeCallError(CenterError):

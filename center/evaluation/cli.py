@@ -163,6 +163,7 @@ def run_command(
     all_ids: list[str],
     teams: dict[str, str | None],
     make_source: Callable[[dict[str, list[str]]], SideSource],
+    edge_loss: Literal["void", "forfeit"] = "void",
 ) -> None:
     """What sep_main and sep_eval do once their sides are known.
 
@@ -246,6 +247,7 @@ def run_command(
                     budget,
                     opts.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
+                    edge_loss=edge_loss,
                     backend=opts.backend,
                 )
                 summary = run_battles(
@@ -275,6 +277,12 @@ def run_command(
         click.echo(f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time)")
     for line in failure_summary(records):
         click.echo(line, err=True)
+    if summary.stopped:
+        missing = len(todo) - len(summary.played)
+        click.echo(
+            f"error: {summary.stopped}; {missing} battles not played; rerun to resume", err=True
+        )
+        raise SystemExit(1)
     if summary.failed:
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
@@ -485,9 +493,19 @@ def sep_eval(opts: RunOptions) -> None:
     type=click.FloatRange(0.0),
     default=60.0,
     show_default=True,
-    help="Seconds to wait for an edge that is down before a battle, then forfeit (DISCONNECT).",
+    help="Seconds to wait for an edge process that is down before the run stops (or, with "
+    "--edge-loss forfeit, before the battle is forfeited).",
 )
-def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
+@click.option(
+    "--edge-loss",
+    type=click.Choice(["void", "forfeit"]),
+    default="void",
+    show_default=True,
+    help="A lost edge process: void the battle (replayed on resume; the run stops if the edge "
+    "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
+    "edges, so that nobody can void a losing battle by disconnecting).",
+)
+def sep_main(opts: RunOptions, config_path: Path, edge_wait: float, edge_loss: str) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
     The center imports no user module: it names the model, the edge of each side runs it. With a
@@ -528,6 +546,7 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float) -> None:
                 all_ids=list(known),
                 teams={i: c.team for i, c in known.items()},
                 make_source=make_source,
+                edge_loss="forfeit" if edge_loss == "forfeit" else "void",
             )
         finally:
             for source in sources:

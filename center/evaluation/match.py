@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from center.env import frames
 from center.env.backend import Backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
-from center.errors import CenterError, ConfigError, InfrastructureError
+from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
@@ -92,6 +92,9 @@ class MatchSettings:
     showdown_version: str = ""
     #: where battles run: the seeded simulator ("sim") or the Showdown server ("server")
     backend: Backend = "server"
+    #: a lost edge process: "void" the battle (not recorded, replayed on resume) or book it as the
+    #: side's DISCONNECT forfeit ("forfeit", for participants who host their own edges)
+    edge_loss: Literal["void", "forfeit"] = "void"
 
 
 def play_battle(
@@ -320,10 +323,11 @@ def start_backend(backend: Backend, server_url: str | None = None) -> Any:
 
 @dataclass
 class RunSummary:
-    """What :func:`run_battles` did."""
+    """What :func:`run_battles` did; ``stopped`` says why it stopped early (an edge down)."""
 
     played: list[BattleRecord]
     failed: list[tuple[ScheduledBattle, str]]
+    stopped: str = ""
 
 
 def run_battles(
@@ -349,6 +353,7 @@ def run_battles(
     failed: list[tuple[ScheduledBattle, str]] = []
     lock = threading.Lock()
     stop = threading.Event()
+    stopped: list[str] = []
 
     def worker(index: int) -> None:
         env = PokemonEnv(
@@ -371,6 +376,11 @@ def run_battles(
                     writer.write(record)
                     with lock:
                         played.append(record)
+                except EdgeDown as exc:  # nothing more can be played: stop, book nothing
+                    logger.warning("%s", exc)
+                    with lock:
+                        stopped.append(str(exc))
+                    stop.set()
                 except InfrastructureError as exc:
                     logger.warning("%s; attempt %d", exc, attempt + 1)
                     if attempt < retries:
@@ -400,7 +410,7 @@ def run_battles(
     except KeyboardInterrupt:
         stop.set()
         raise
-    return RunSummary(played, failed)
+    return RunSummary(played, failed, stopped[0] if stopped else "")
 
 
 def _play_one(
@@ -423,12 +433,24 @@ def _play_one(
             {p: sides[p].agent for p in PLAYERS},
             teams={p: source.team(names[p]) for p in PLAYERS},
         )
+        void = settings.edge_loss == "void"
+        for p in PLAYERS:
+            if void and sides[p].fatal == SideStatus.DISCONNECT:
+                # The edge stayed down through the source's wait: no battle against anyone.
+                raise EdgeDown(f"{SIDES[p]} edge down ({sides[p].stats.detail})")
         try:
-            return play_battle(env, scheduled, sides, settings)
+            record = play_battle(env, scheduled, sides, settings)
         except InfrastructureError:
             raise
         except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle
             raise InfrastructureError(f"{scheduled.battle_id}: {exc}") from exc
+        statuses = {"blue": record.blue_status, "red": record.red_status}
+        lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
+        if void and lost:  # the edge process went away mid-battle: void it, replay it later
+            raise InfrastructureError(
+                f"{scheduled.battle_id}: the {lost[0]} edge was lost mid-battle; voided"
+            )
+        return record
     finally:
         for guard in sides.values():
             try:

@@ -181,14 +181,32 @@ def test_sep_main_killed_mid_league_resumes_without_loss_or_duplicates(
     assert sum(int(s["battles"]) for s in standings) == 2 * 9
 
 
-def test_an_edge_killed_mid_league_is_a_disconnect_and_the_league_goes_on_after_restart(
-    showdown, start_edges, tmp_path
-):
-    edges = start_edges()
-    command = _sep_main(
+def _kill_red_edge_mid_league(edges, command, log_dir: Path, down_for: float | None):
+    """Run ``command``, kill -9 the red edge during the second battle, restart it after
+    ``down_for`` seconds (never when None); return the finished league's (returncode, stderr)."""
+    league = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(_rows(log_dir)) < 1 and time.monotonic() < deadline and league.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.0)  # well into the next battle: slow_first takes 50 ms per decision
+        assert league.poll() is None
+        edges["red"].kill()
+        if down_for is not None:
+            time.sleep(down_for)
+            edges["red"].start()
+        _, err = league.communicate(timeout=600)
+    finally:
+        if league.poll() is None:
+            league.kill()
+    return league.returncode, err
+
+
+def _league_of_two(edges, showdown, log_dir: Path, *extra: str) -> list[str]:
+    return _sep_main(
         edges,
         showdown,
-        tmp_path / "run",
+        log_dir,
         "--league",
         "slow_first",
         "good_random",
@@ -196,34 +214,67 @@ def test_an_edge_killed_mid_league_is_a_disconnect_and_the_league_goes_on_after_
         "4",
         "--concurrency",
         "1",
-        "--edge-wait",
-        "120",
+        *extra,
     )
-    league = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while (
-            len(_rows(tmp_path / "run")) < 1
-            and time.monotonic() < deadline
-            and league.poll() is None
-        ):
-            time.sleep(0.05)
-        time.sleep(1.0)  # well into the next battle: slow_first takes 50 ms per decision
-        assert league.poll() is None
-        edges["red"].kill()
-        time.sleep(2.0)
-        edges["red"].start()
-        _, err = league.communicate(timeout=600)
-    finally:
-        if league.poll() is None:
-            league.kill()
-    assert league.returncode == 0, err[-3000:]
-    rows = _rows(tmp_path / "run")
+
+
+def test_an_edge_killed_mid_league_voids_the_battle_and_replays_it_after_restart(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    log_dir = tmp_path / "run"
+    command = _league_of_two(edges, showdown, log_dir, "--edge-wait", "120")
+    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
+    assert returncode == 0, err[-3000:]
+    rows = _rows(log_dir)
+    # Infrastructure is not the agent's fault: no battle is booked against a candidate.
+    assert len(rows) == 4 and len({r["battle_id"] for r in rows}) == 4
+    assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows), [
+        (r["blue"], r["red"], r["blue_status"], r["red_status"]) for r in rows
+    ]
+
+
+def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    log_dir = tmp_path / "run"
+    command = _league_of_two(edges, showdown, log_dir, "--edge-wait", "3")
+    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=None)
+    assert returncode == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: red edge down") and last.endswith("; rerun to resume"), err
+    assert "battles not played" in last
+    done = _rows(log_dir)
+    assert len(done) < 4 and all(r["red_status"] == "OK" for r in done)
+    edges["red"].start()
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = _rows(log_dir)
+    assert len(rows) == 4 and len({r["battle_id"] for r in rows}) == 4
+    assert Counter((r["blue"], r["red"]) for r in rows) == Counter(
+        {("slow_first", "good_random"): 2, ("good_random", "slow_first"): 2}
+    )
+    assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+
+
+def test_with_edge_loss_forfeit_a_killed_edge_is_a_disconnect_and_the_league_goes_on(
+    showdown, start_edges, tmp_path
+):
+    edges = start_edges()
+    log_dir = tmp_path / "run"
+    command = _league_of_two(
+        edges, showdown, log_dir, "--edge-wait", "120", "--edge-loss", "forfeit"
+    )
+    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
+    assert returncode == 0, err[-3000:]
+    rows = _rows(log_dir)
     assert len(rows) == 4
     disconnects = [r for r in rows if r["red_status"] == "DISCONNECT"]
     assert len(disconnects) == 1 and disconnects[0]["winner"] == "blue", [
         (r["blue"], r["red"], r["blue_status"], r["red_status"], r["end_reason"]) for r in rows
     ]
+    assert disconnects[0]["red_error"].startswith("SideDisconnected")
     assert all(r["blue_status"] == "OK" for r in rows)
     assert all(r["red_status"] == "OK" for r in rows if r not in disconnects)
 
