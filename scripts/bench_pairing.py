@@ -1,5 +1,5 @@
-"""Measure what pairing buys: the 95% interval of the heuristic's win rate against random, paired
-and unpaired, for the same number of battles.
+"""Measure what pairing buys: the 95% interval of the heuristic's win rate against random (or of any
+two candidates), paired and unpaired, for the same number of battles.
 
 Each repeat runs ``sep_eval heuristic random -n N --seed S`` and ``sep_eval heuristic random -n N
 --paired --seed S`` (in-process sides, the sample agents of agents/, the repository's
@@ -12,11 +12,13 @@ cancels part of the luck).
 
 The seeded simulator backend (``--backend sim``) is used when this checkout's sep_eval has it: only
 there does a side's team follow the battle's seed, so that a pair plays each team draw from both
-sides. Without it the battles go through a Showdown server (``--server``, or one started here),
-which draws the teams itself: pairing then shares only the agents' seeds, and the script says so.
+sides. With ``--backend server``, or without the simulator backend, the battles go through a
+Showdown server (``--server``, or one started here), which draws the teams itself: pairing then
+shares only the agents' seeds, and the script says so.
 
     python scripts/bench_pairing.py --battles 100 --repeats 5
     python scripts/bench_pairing.py --quick        # a few battles, to see that it works
+    python scripts/bench_pairing.py --agents maxpower heuristic   # another pair of candidates
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
-HERO, FOE = "heuristic", "random"
+DEFAULT_AGENTS = ("heuristic", "random")
 MODES = ("unpaired", "paired")
 QUICK_BATTLES, QUICK_REPEATS = 8, 2
 
@@ -69,13 +71,18 @@ def has_sim_backend() -> bool:
 
 
 def run_once(
-    log_dir: Path, paired: bool, battles: int, seed: int, where: list[str], extra: list[str]
+    agents: tuple[str, str],
+    log_dir: Path,
+    paired: bool,
+    battles: int,
+    seed: int,
+    where: list[str],
+    extra: list[str],
 ) -> Measure:
-    """One sep_eval run on a fresh LOG_DIR; the hero's line of its standings.json."""
+    """One sep_eval run on a fresh LOG_DIR; the first agent's line of its standings.json."""
     command = [
         *SEP_EVAL,
-        HERO,
-        FOE,
+        *agents,
         "-n",
         str(battles),
         "--seed",
@@ -95,7 +102,7 @@ def run_once(
     if done.returncode != 0:
         sys.exit(f"sep_eval failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     doc: dict[str, Any] = json.loads((log_dir / "standings.json").read_text(encoding="utf-8"))
-    hero = next(c for c in doc["candidates"] if c["id"] == HERO)
+    hero = next(c for c in doc["candidates"] if c["id"] == agents[0])
     return Measure(
         win_rate=float(hero["win_rate"]),
         lo=float(hero["win_rate_lo"]),
@@ -137,7 +144,7 @@ def conditions() -> str:
     )
 
 
-def summary(results: dict[str, list[Measure]], battles: int) -> str:
+def summary(results: dict[str, list[Measure]], battles: int, hero: str) -> str:
     head = (
         f"{'mode':<9} {'battles':>7} {'repeats':>7}  {'win rate':>8} {'sd':>6}  "
         f"{'95% CI width: mean':>18} {'min':>6} {'max':>6}  {'s/run':>6}"
@@ -163,7 +170,7 @@ def summary(results: dict[str, list[Measure]], battles: int) -> str:
         )
     counts, var_ratio = pooled_variance_ratio(results["paired"])
     lines.append(
-        f"pooled pair outcomes of the heuristic (0, 1/2, 1, 3/2, 2 points): {counts}; "
+        f"pooled pair outcomes of {hero} (0, 1/2, 1, 3/2, 2 points): {counts}; "
         f"Var(pair total) / Var(2 independent battles) = {var_ratio:.2f}"
     )
     return "\n".join(lines)
@@ -178,6 +185,13 @@ def main() -> None:
         action="store_true",
         help=f"defaults of {QUICK_BATTLES} battles and {QUICK_REPEATS} repeats",
     )
+    parser.add_argument(
+        "--agents",
+        nargs=2,
+        default=DEFAULT_AGENTS,
+        metavar=("HERO", "FOE"),
+        help="the two candidates of candidates.json; the win rate is HERO's",
+    )
     parser.add_argument("--seed", type=int, default=1, help="base seed (repeat r uses seed + r)")
     parser.add_argument("--concurrency", type=int, default=2, help="battles at a time")
     parser.add_argument("--format", default="gen9bssfactory")
@@ -190,6 +204,7 @@ def main() -> None:
     parser.add_argument("--server", default=None, help="URL of a running Showdown server")
     parser.add_argument("--keep", type=Path, default=None, help="keep the LOG_DIRs here")
     args = parser.parse_args()
+    agents: tuple[str, str] = (args.agents[0], args.agents[1])
     battles = args.battles or (QUICK_BATTLES if args.quick else 100)
     repeats = args.repeats or (QUICK_REPEATS if args.quick else 5)
     if battles < 2 or battles % 2:
@@ -199,19 +214,21 @@ def main() -> None:
 
     backend = args.backend
     available = has_sim_backend()
-    if backend in ("auto", "sim"):
-        if backend == "sim" and not available:
-            parser.error("this checkout's sep_eval has no --backend sim")
+    if backend == "sim" and not available:
+        parser.error("this checkout's sep_eval has no --backend sim")
+    if backend == "auto":
         backend = "sim" if available else "server"
         if not available:
-            print(
-                "note: sep_eval has no simulator backend here; using a Showdown server, which "
-                "draws the teams itself, so pairing shares the agents' seeds but not the teams",
-                flush=True,
-            )
+            print("note: sep_eval has no simulator backend here", flush=True)
+    if backend == "server":
+        print(
+            "note: the Showdown server draws the teams itself, so a pair shares the agents' "
+            "seeds but not the teams",
+            flush=True,
+        )
     print(conditions(), flush=True)
     print(
-        f"{HERO} vs {FOE}, {args.format}, backend {backend}, {battles} battles per run, "
+        f"{agents[0]} vs {agents[1]}, {args.format}, backend {backend}, {battles} battles per run, "
         f"{repeats} repeats per mode, concurrency {args.concurrency}",
         flush=True,
     )
@@ -231,8 +248,9 @@ def main() -> None:
         for r in range(repeats):
             order = MODES if r % 2 == 0 else MODES[::-1]
             for mode in order:
+                folder = root / f"{mode}-{r}"
                 measure = run_once(
-                    root / f"{mode}-{r}", mode == "paired", battles, args.seed + r, where, extra
+                    agents, folder, mode == "paired", battles, args.seed + r, where, extra
                 )
                 results[mode].append(measure)
                 print(
@@ -242,7 +260,7 @@ def main() -> None:
                     flush=True,
                 )
     print()
-    print(summary(results, battles))
+    print(summary(results, battles, agents[0]))
     print(conditions().replace("conditions:", "at the end:"))
 
 
