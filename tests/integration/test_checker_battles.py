@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from edge.checker.run import check_user_module
 from tests.integration.edges import AGENTS, SEP_EDGE
 
 CANDIDATES = AGENTS / "candidates.json"
@@ -73,3 +77,50 @@ def test_a_battle_that_errors_fails_the_check_with_its_error_line(
     kept = list(tmp_path.glob("sep-check-*"))
     assert len(kept) == 1 and (kept[0] / "run" / "battles.csv").is_file()
     assert f"(logs in {kept[0]})" in result.stdout
+
+
+@pytest.mark.showdown
+def test_every_module_the_checker_passes_plays_battles_without_an_error(
+    tmp_path: Path, showdown_install: Path
+) -> None:
+    # The checker's promise: what it could have caught never shows up as an ERROR in a battle.
+    models = list(json.loads(CANDIDATES.read_text()))
+    passed = [m for m in models if check_user_module(CANDIDATES, m, call_limit=5.0).ok]
+    failed = sorted(set(models) - set(passed))
+    # The misbehaving modules are caught; the well-behaved and the plain ones pass.
+    assert {"contract_example", "plain_no_hooks", "good_random"} <= set(passed), failed
+    assert {"plain_raises_third", "raises_in_step", "missing_functions"} <= set(failed), passed
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from center.evaluation.cli import sep_eval; sep_eval()",
+            "--league",
+            *passed,
+            "-n",
+            "2",
+            "--seed",
+            "4",
+            "--candidates",
+            str(CANDIDATES),
+            "-l",
+            str(log_dir),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(passed) * (len(passed) - 1)
+    errors = [
+        (r[side], r[f"{side}_error"])
+        for r in rows
+        for side in ("blue", "red")
+        if r[f"{side}_status"] == "ERROR"
+    ]
+    assert errors == [], errors
