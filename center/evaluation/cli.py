@@ -36,7 +36,7 @@ from center.evaluation.match import (
     start_backend,
 )
 from center.evaluation.records import BattleRecord, SideStatus
-from center.evaluation.run_info import RunConfig, open_run
+from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings import format_standings, write_standings
@@ -148,13 +148,19 @@ class RunOptions:
     verbose: int
 
     @property
-    def backend(self) -> Backend:
-        """``--backend``, else the server when ``--server`` names one, else the simulator."""
-        return self.backend_choice or ("server" if self.server_url else "sim")
-
-    @property
     def budget(self) -> Budget:
         return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+
+
+def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
+    """``--backend``; else the server when ``--server`` names one; else, on a rerun, the backend
+    the run was started on; else the simulator."""
+    if choice:
+        return choice
+    if server_url:
+        return "server"
+    stored = read_run_config(log_dir)
+    return stored.backend if stored is not None else "sim"
 
 
 def run_command(
@@ -225,10 +231,11 @@ def run_command(
                     "max_turns": opts.max_turns,
                 },
                 paired=opts.paired,
-                backend=opts.backend,
+                backend=resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir)),
             ),
         )
         schedule = run.schedule()
+        backend = run.backend
         todo = pending(schedule, log_dir)
         if not opts.quiet:
             click.echo(
@@ -238,7 +245,7 @@ def run_command(
             )
         summary = RunSummary([], [])
         if todo:
-            server = start_backend(opts.backend, opts.server_url)
+            server = start_backend(backend, opts.server_url)
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             try:
                 settings = MatchSettings(
@@ -248,7 +255,7 @@ def run_command(
                     opts.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
                     edge_loss=edge_loss,
-                    backend=opts.backend,
+                    backend=backend,
                 )
                 summary = run_battles(
                     todo,
@@ -399,7 +406,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
             "gives the same battles, and sep_replay re-plays any of them) or the Showdown server. "
-            "[default: sim; server when --server is given]",
+            "[default: sim; server when --server is given; on a rerun, the run's own]",
         ),
         click.option(
             "--server",

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from center.env.backend import BACKENDS, Backend
 from center.errors import ResultsError, RunConflictError
 from center.evaluation.battles_csv import check_recorded, fsync_dir, load_records
 from center.evaluation.schedule import (
@@ -90,7 +91,7 @@ class RunConfig:
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     paired: bool = False
-    backend: str = "server"
+    backend: Backend = "server"
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league"):
@@ -105,7 +106,7 @@ class RunConfig:
             raise ValueError(f"n must be at least 1, got {self.n}")
         if self.paired:
             check_paired_n(self.n)
-        if self.backend not in ("sim", "server"):
+        if self.backend not in BACKENDS:
             raise ValueError(f"backend must be 'sim' or 'server', got {self.backend!r}")
 
     def schedule(self) -> list[ScheduledBattle]:
@@ -145,7 +146,7 @@ class RunConfig:
             seed=None if seed is None else int(seed),
             extra=dict(doc.get("extra") or {}),
             paired=bool(doc.get("paired", False)),  # absent from runs older than pairing
-            backend=str(doc.get("backend", "server")),  # runs older than backends: the server
+            backend=doc.get("backend", "server"),  # runs older than backends: the server
         )
 
 

@@ -11,6 +11,7 @@ import pytest
 from center.env.backend import SeatState
 from center.env.sim_session import SimSession
 from center.errors import EnvError, RunConflictError
+from center.evaluation.cli import resolve_backend
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.showdown.sim_battle import (
     SimBattle,
@@ -238,3 +239,14 @@ def test_the_backend_is_recorded_in_run_json_and_a_rerun_keeps_it(tmp_path) -> N
     assert RunConfig.from_json(doc).backend == "server"
     with pytest.raises(ValueError):
         RunConfig("match", ("a", "b"), 2, "gen9bssfactory", 1, backend="cloud")
+
+
+def test_the_commands_backend_is_asked_else_the_servers_else_the_runs_own_else_sim(
+    tmp_path,
+) -> None:
+    assert resolve_backend(None, None, tmp_path) == "sim"
+    assert resolve_backend(None, "http://127.0.0.1:8000", tmp_path) == "server"
+    assert resolve_backend("sim", None, tmp_path) == "sim"
+    open_run(tmp_path, RunConfig("match", ("a", "b"), 2, "gen9bssfactory", 1, backend="server"))
+    assert resolve_backend(None, None, tmp_path) == "server"  # a rerun resumes where it ran
+    assert resolve_backend("sim", None, tmp_path) == "sim"  # and open_run refuses the change
