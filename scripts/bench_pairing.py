@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 DEFAULT_AGENTS = ("heuristic", "random")
 MODES = ("unpaired", "paired")
 QUICK_BATTLES, QUICK_REPEATS = 8, 2

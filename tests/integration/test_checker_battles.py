@@ -95,7 +95,7 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
         [
             sys.executable,
             "-c",
-            "from center.evaluation.cli import sep_eval; sep_eval()",
+            "from center.commands.run import sep_eval; sep_eval()",
             "--league",
             *passed,
             "-n",

@@ -18,8 +18,8 @@ from tests.integration.edges import AGENTS, EdgeProcess
 
 pytestmark = pytest.mark.showdown
 
-SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 # Short enough that sleeps_in_step (30 s per call) forfeits fast, long enough for loaded CI machines.
 FAST_BUDGET = ["--decision-time", "1.5", "--bank", "4", "--call-cap", "1.5"]
 

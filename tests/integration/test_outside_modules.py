@@ -19,8 +19,8 @@ from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
 
-SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 PLAIN = ["contract_example", "plain_no_hooks", "plain_raises_third"]
 
 

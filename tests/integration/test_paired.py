@@ -16,7 +16,7 @@ from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
 
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 
 
 @cache

@@ -37,8 +37,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
-SEP_REPORT = [sys.executable, "-c", "from center.report.cli import sep_report; sep_report()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
+SEP_REPORT = [sys.executable, "-c", "from center.commands.report import sep_report; sep_report()"]
 # Sample modules named by their import path from the repository root (the subprocess's cwd).
 CANDIDATES = {
     "rabbit": {"userModuleID": "agents.random_agent", "args": {"seed": 3}, "logName": "Rabbit"},

@@ -26,6 +26,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import center  # registers the Gymnasium ids
+from center.commands.replay import replay_battle
 from center.env import frames
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.sim_session import SimSession
@@ -33,7 +34,6 @@ from center.errors import EnvError
 from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
-from center.evaluation.replay_cli import replay_battle
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import Budget
 from center.showdown.sim_battle import SimPlayer, SimStart, derive_seeds
@@ -43,12 +43,12 @@ from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
 
-SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
-SEP_EVAL = [sys.executable, "-c", "from center.evaluation.cli import sep_eval; sep_eval()"]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 SEP_REPLAY = [
     sys.executable,
     "-c",
-    "from center.evaluation.replay_cli import sep_replay; sep_replay()",
+    "from center.commands.replay import sep_replay; sep_replay()",
 ]
 OUTCOME = (
     "battle_id",

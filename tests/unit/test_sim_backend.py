@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from center.commands.run import resolve_backend
 from center.env.backend import SeatState
 from center.env.sim_session import SimSession
 from center.errors import EnvError, RunConflictError
-from center.evaluation.cli import resolve_backend
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.showdown.sim_battle import (
     SimBattle,
