@@ -12,8 +12,9 @@ Exception tree::
     ├── ConfigError                a bad candidates.json / sep_config.json / command-line value
     ├── ResultsError               battles.csv or run.json cannot be used (foreign header, LOG_DIR in
     │   │                          use, unreadable)
-    │   └── RunConflictError       a rerun on a LOG_DIR does not match the run recorded there (also a
-    │                              ConfigError: a command-line value is wrong)
+    │   ├── RunConflictError       a rerun on a LOG_DIR does not match the run recorded there (also a
+    │   │                          ConfigError: a command-line value is wrong)
+    │   └── NoRunError             the folder holds neither battles.csv nor run.json: nothing to report
     ├── InfrastructureError        a battle could not be played because of the center itself (Showdown
     │   │                          died, no battle could be started, an edge process was lost): not
     │   │                          recorded, a rerun replays it
@@ -75,6 +76,10 @@ class ResultsError(CenterError):
 
 class RunConflictError(ResultsError, ConfigError):
     """A rerun on an existing LOG_DIR does not match the run recorded there."""
+
+
+class NoRunError(ResultsError):
+    """The folder holds neither battles.csv nor run.json: there is nothing to report."""
 
 
 class InfrastructureError(CenterError):

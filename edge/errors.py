@@ -6,6 +6,8 @@ Exception tree::
     ├── ContractError          a user module breaks the pinned contract (missing function, bad type)
     ├── UserCallTimeout        a call into user code did not return by its deadline (also a TimeoutError)
     ├── CandidatesError        candidates.json is unreadable or an entry is malformed
+    ├── SepConfigError         sep_config.json is missing, not JSON, or lacks a side's host and port
+    ├── StateSpecError         the observation spec is unreadable or invalid (also a ValueError)
     ├── InvalidActionError     an action index or team choice that is not legal now (also a ValueError)
     ├── ProtocolError          a message that cannot be decoded or violates the wire protocol
     │   ├── MessageTooLarge    a message over the configured maximum size
@@ -33,6 +35,14 @@ class UserCallTimeout(EdgeError, TimeoutError):
 
 class CandidatesError(EdgeError):
     """``candidates.json`` cannot be read, or one of its entries is malformed (names file and entry)."""
+
+
+class SepConfigError(EdgeError):
+    """sep_config.json is missing, not JSON, or lacks a side's host and port."""
+
+
+class StateSpecError(EdgeError, ValueError):
+    """The observation spec is unreadable or invalid; the message names the bad entry."""
 
 
 class InvalidActionError(EdgeError, ValueError):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from center.errors import ResultsError
+from center.errors import NoRunError
 from center.evaluation.battles_csv import BATTLES_CSV, load_records
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import (
@@ -93,10 +93,6 @@ class LogDir:
 
     def log_path(self, record: BattleRecord) -> str:
         return record.log or log_relpath(record.battle_id)
-
-
-class NoRunError(ResultsError):
-    """The folder holds neither battles.csv nor run.json: there is nothing to report."""
 
 
 def _players(log_dir: Path, records: Sequence[BattleRecord]) -> dict[str, dict[str, Player]]:

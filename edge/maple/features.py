@@ -19,9 +19,9 @@ from poke_env.battle.side_condition import SideCondition
 from poke_env.battle.status import Status
 from poke_env.battle.weather import Weather
 
+from edge.errors import StateSpecError
 from edge.maple.battle_context import OWN_TARGETS, POKEMON_TARGETS, BattleContext
 from edge.maple.battle_view import MAX_MOVES
-from edge.maple.state_spec import StateSpecError
 from edge.maple.type_chart import (
     STANDARD_TYPES,
     TYPE_MATCHUP_LABELS,

@@ -18,23 +18,18 @@ from typing import Any
 
 import yaml
 
-from edge.errors import EdgeError
+from edge.errors import StateSpecError
 
 __all__ = [
     "DEFAULT_SPEC_PATH",
     "SPEC_VERSION",
     "FeatureSpec",
-    "StateSpecError",
     "load_state_spec",
     "parse_state_spec",
 ]
 
 DEFAULT_SPEC_PATH = Path(__file__).parent / "config" / "state_spec.yml"
 SPEC_VERSION = 1
-
-
-class StateSpecError(EdgeError, ValueError):
-    """The observation spec is unreadable or invalid; the message names the bad entry."""
 
 
 _REQUIRED_FIELDS = ("name", "extractor", "low", "high")

@@ -14,13 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edge.errors import EdgeError
+from edge.errors import SepConfigError
 
 SIDES = ("blue", "red")
-
-
-class SepConfigError(EdgeError):
-    """sep_config.json is missing, not JSON, or lacks a side's host and port."""
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ import pytest
 import yaml
 from poke_env.battle import Battle
 
-from edge.errors import EdgeError
+from edge.errors import EdgeError, StateSpecError
 from edge.maple.battle_view import move_slots, opponent_bench, own_bench
 from edge.maple.features import registered_extractors
 from edge.maple.state_observer import StateObserver
-from edge.maple.state_spec import DEFAULT_SPEC_PATH, StateSpecError
+from edge.maple.state_spec import DEFAULT_SPEC_PATH
 from edge.maple.type_chart import TYPE_MATCHUP_LABELS, type_matchup_vec
 from tests.fixtures.replay import all_recordings, replay_frames
 from tests.fixtures.synthetic_battle import Mon, build_battle
