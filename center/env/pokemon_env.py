@@ -14,7 +14,7 @@ Episode flow: ``reset`` starts a battle and returns the first request of each pl
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
 A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
 side): its action is ignored. An illegal action earns ``rewards.invalid`` at once and leaves the same
-request open (R-2); the order is never sent to Showdown.
+request open; the order is never sent to Showdown.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ SIDES = {"player_0": "blue", "player_1": "red"}
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Rewards of seats/000 R-1..R-2 (seeds/001 uses win=10, loss=-10)."""
+    """Rewards: win, loss and tie at the end; ``invalid`` at once for an illegal action (the Maple
+    specification's multi-agent variant uses win=10, loss=-10)."""
 
     win: float = 1.0
     loss: float = -1.0
@@ -475,7 +476,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     # -- render and close -----------------------------------------------------------------------
 
     def render(self, mode: str | None = None) -> str | None:
-        """Text view: the turn, both sides' HP, the active Pokémon's moves with PP (G-5)."""
+        """Text view: the turn, both sides' HP, the active Pokémon's moves with PP."""
         from center.env.render import render_battle
 
         mode = mode or self.render_mode or "human"

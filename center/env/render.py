@@ -1,4 +1,4 @@
-"""Text rendering of a battle from one player's view (G-5): turn, both sides' HP, active moves' PP."""
+"""Text rendering of a battle from one player's view: the turn, both sides' HP, active moves' PP."""
 
 from __future__ import annotations
 
