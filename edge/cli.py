@@ -63,6 +63,53 @@ def _setup_logging(verbose: int) -> None:
     default=None,
     help="With --check --battles: the format of the real battles (default gen9bssfactory).",
 )
+@click.option(
+    "--memory-limit",
+    default="4GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Address space of each worker process (e.g. 2GiB; 0: none).",
+)
+@click.option(
+    "--cpu-limit",
+    type=click.IntRange(0),
+    default=600,
+    show_default=True,
+    metavar="SECONDS",
+    help="CPU time of each worker process over its life (0: none).",
+)
+@click.option(
+    "--file-size-limit",
+    default="64MiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Largest file a worker may write, and its output in one call (0: none).",
+)
+@click.option(
+    "--open-files-limit",
+    type=click.IntRange(0),
+    default=256,
+    show_default=True,
+    metavar="N",
+    help="Open files of each worker process (0: the system's).",
+)
+@click.option(
+    "--max-workers",
+    type=click.IntRange(1),
+    default=64,
+    show_default=True,
+    help="Worker processes at most (sessions served at once).",
+)
+@click.option(
+    "--allow-network",
+    is_flag=True,
+    help="Let workers use the network (by default they have none where the host permits).",
+)
+@click.option(
+    "--no-drop-privileges",
+    is_flag=True,
+    help="Run workers as the edge's user even when it is root.",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -74,12 +121,21 @@ def sep_edge(
     check_model: str | None,
     battles: int | None,
     battle_format: str | None,
+    memory_limit: str,
+    cpu_limit: int,
+    file_size_limit: str,
+    open_files_limit: int,
+    max_workers: int,
+    allow_network: bool,
+    no_drop_privileges: bool,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
 
-    Each battle and side gets its own session (its own Agent, Policy and replica battle). The
-    edge keeps serving whatever user code does; SIGINT/SIGTERM stop it cleanly.
+    Each battle and side gets its own session (its own Agent, Policy and replica battle), served
+    by a sandboxed worker process of its model: the edge itself never imports user code, and
+    keeps serving whatever that code does (docs/sandbox.md). SIGINT/SIGTERM stop it cleanly,
+    workers and all they started included.
 
     With --check MODEL_ID it serves nothing: it checks the model and exits (0 when every check
     passed, 1 when one failed, 2 for an unknown model).
@@ -101,32 +157,48 @@ def sep_edge(
         click.echo("error: give the SIDE to serve (blue or red), or --check MODEL_ID", err=True)
         raise SystemExit(2)
     try:
-        from edge.service.server import EdgeServer
-        from edge.service.sessions import EdgeService
+        from edge.contract.candidates import load_candidates
+        from edge.service.sandbox import Limits, parse_size
+        from edge.service.supervisor import SandboxServer
         from edge.wire.keys import edge_curve_from_config
         from edge.wire.sep_config import load_sep_config
 
+        try:
+            limits = Limits(
+                memory=parse_size(memory_limit),
+                cpu_seconds=cpu_limit,
+                file_size=parse_size(file_size_limit),
+                open_files=open_files_limit,
+            )
+        except ValueError as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(2) from None
         config = load_sep_config(config_path)
         cfg_host, cfg_port = config.address(side)
         curve = edge_curve_from_config(config.data, side, config.base_dir)
-        service = EdgeService(side, candidates)
-        server = EdgeServer(
+        models = load_candidates(candidates)
+        server = SandboxServer(
             side,
             host or cfg_host,
             cfg_port if port is None else port,
-            service.handlers(),
+            models,
+            limits=limits,
+            drop_privileges=not no_drop_privileges,
+            isolate_network=not allow_network,
+            max_workers=max_workers,
             curve=curve,
             insecure=insecure,
-            models=service.model_ids,
         )
     except EdgeError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     click.echo(
         f"{side} edge listening on {server.endpoint} ({'CURVE' if curve else 'no encryption'}), "
-        f"serving {', '.join(service.model_ids)}",
+        f"serving {', '.join(models)}",
         err=True,
     )
+    for line in server.report_lines():
+        click.echo(f"  {line}", err=True)
     sys.stderr.flush()
     with server:
         server.serve_forever(handle_signals=True)

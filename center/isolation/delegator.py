@@ -8,14 +8,24 @@ edge's replica battle applies them). The center never trusts what comes back: a
 ``action_space``, and PokemonEnv rebuilds every order from the request before Showdown sees it.
 
 Errors map to the side's status: a lost or silent edge raises :class:`SideDisconnected`, a call past
-its deadline raises :class:`CallTimeout`, an illegal action reported by the edge raises
-``InvalidActionError``, anything else the user code raised is a :class:`RemoteUserError`.
+its deadline raises :class:`CallTimeout` (also when the edge stopped it: error code ``timeout``), an
+illegal action reported by the edge raises ``InvalidActionError``, anything else the user code
+raised, or the death of the worker running it, is a :class:`RemoteUserError`.
+
+A decision takes one round trip when the environment cooperates: before ``makeObs`` it tells the
+AgentDelegator, through :meth:`AgentDelegator.expect_step`, the reward and info the policy's step
+will get. ``makeObs`` then sends a ``decide_request``: the edge runs makeObs, the policy's step and
+deploy at once, and the step and deploy that follow here use the answers when their arguments are
+the expected ones (the mask, which the edge computes, included). Otherwise (no cooperation, or
+other arguments) they are ordinary calls: ``policy_step`` deploying speculatively (protocol 1.1),
+then ``deploy`` only when the order cannot be reused.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import gymnasium
@@ -39,6 +49,7 @@ from edge.contract.policy import StandalonePolicy
 from edge.errors import InvalidActionError
 from edge.wire.messages import (
     CloseSessionRequest,
+    DecideRequest,
     DeployRequest,
     EpisodeEndRequest,
     ErrorBody,
@@ -48,12 +59,26 @@ from edge.wire.messages import (
     OpenSessionRequest,
     PolicyStepRequest,
     ResetRequest,
+    policy_mask,
 )
 
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = 30.0  # opening a session may load a model's weights
 OUTPUT_KEEP = 64 * 1024
+
+
+@dataclass
+class _Decided:
+    """What the edge answered to a decide request: the step's expected arguments and results."""
+
+    observation: Any
+    reward: float
+    info: dict[str, Any]
+    action: Any
+    order: str | None
+    deploy_error: ErrorBody | None
+    step_error: ErrorBody | None
 
 
 class EdgeSession:
@@ -78,6 +103,10 @@ class EdgeSession:
         self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
         #: the action of the last policy step and what the edge's deploy made of it (1.1)
         self.speculative: tuple[Any, str | None, ErrorBody | None] | None = None
+        #: the reward and info the next policy step is expected to get (see expect_step)
+        self.expected_step: tuple[float, dict[str, Any]] | None = None
+        #: the policy step the edge took with the last makeObs (decide_request, 1.3)
+        self.decided: _Decided | None = None
         self.username = username
         reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout=timeout)
         self.observation_space: gymnasium.Space[Any] = reply.observation_space
@@ -96,6 +125,8 @@ class EdgeSession:
                 raise SideDisconnected(
                     f"the edge at {self.client.address} lost the session"
                 ) from exc
+            if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
+                raise CallTimeout(exc.evalue) from exc
             error = ErrorBody(exc.ename, exc.evalue, exc.traceback, exc.code)
             self.raise_remote(error, deploying=isinstance(body, DeployRequest), cause=exc)
         except EdgeTimeout as exc:
@@ -164,13 +195,39 @@ class AgentDelegator(Agent):
     def call_timeout(self, value: float) -> None:
         self.session.call_timeout = value
 
+    def expect_step(self, reward: float, info: dict[str, Any]) -> None:
+        """The environment's cooperation: the policy's next step, if the next ``makeObs`` leads
+        to one, gets ``reward`` and ``info`` (``info["action_mask"]`` aside, which comes from
+        makeObs). That ``makeObs`` then asks the edge for the whole decision at once."""
+        self.session.expected_step = (float(reward), _plain_info(info))
+
     def makeObs(self, battle: AbstractBattle) -> Any:
         # makeObs and action_mask are one round trip: the edge returns both. A new observation
         # starts a new decision: an order deployed for an earlier one must never be reused.
-        self.session.speculative = None
-        reply = self.session.call(MakeObsRequest(self.session.new_frames(battle)))
-        self._mask, self._mask_battle = reply.action_mask, id(battle)
-        return reply.observation
+        session = self.session
+        session.speculative = session.decided = None
+        expected, session.expected_step = session.expected_step, None
+        frames = session.new_frames(battle)
+        if expected is None or not expected[1].get("needs_action"):
+            reply = session.call(MakeObsRequest(frames))
+            self._mask, self._mask_battle = reply.action_mask, id(battle)
+            return reply.observation
+        reward, info = expected
+        info = {**info, "action_mask": None}  # the edge puts the Agent's mask there
+        decided = session.call(DecideRequest(frames, reward, info, deploy=True))
+        self._mask, self._mask_battle = decided.action_mask, id(battle)
+        if decided.stepped:
+            info["action_mask"] = policy_mask(decided.action_mask, self.action_space)
+            session.decided = _Decided(
+                decided.observation,
+                reward,
+                info,
+                decided.action,
+                decided.order,
+                decided.deploy_error,
+                decided.step_error,
+            )
+        return decided.observation
 
     def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
         return self._mask if self._mask_battle == id(battle) else None
@@ -226,6 +283,20 @@ class PolicyDelegator(StandalonePolicy):
         observation_space: gymnasium.Space[Any],
         action_space: gymnasium.Space[Any],
     ) -> Any:
+        session = self.session
+        decided, session.decided = session.decided, None
+        if decided is not None and not done:
+            if (
+                observation is decided.observation
+                and float(reward) == decided.reward
+                and _same_info(_plain_info(info), decided.info)
+            ):
+                if decided.step_error is not None:
+                    session.raise_remote(decided.step_error, deploying=False)
+                session.speculative = (decided.action, decided.order, decided.deploy_error)
+                return decided.action
+            # The edge stepped with other arguments than these: the policy steps again.
+            logger.info("%s: the edge's step of this decision had other arguments", session.model_id)
         # The edge's session knows its name and spaces; only what changes per call travels.
         body = PolicyStepRequest(
             _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
@@ -245,6 +316,25 @@ def _same_action(speculated: Any, action: Any) -> bool:
         )
     except Exception:
         return False
+
+
+def _same_info(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Whether two plain infos are equal (arrays by dtype, shape and values)."""
+    if actual.keys() != expected.keys():
+        return False
+    for key, value in expected.items():
+        other = actual[key]
+        if isinstance(value, np.ndarray) or isinstance(other, np.ndarray):
+            if not (
+                isinstance(value, np.ndarray)
+                and isinstance(other, np.ndarray)
+                and value.dtype == other.dtype
+                and np.array_equal(value, other)
+            ):
+                return False
+        elif type(value) is not type(other) or value != other:
+            return False
+    return True
 
 
 def _plain(value: Any) -> Any:

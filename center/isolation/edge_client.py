@@ -17,6 +17,9 @@ Failures are told apart, because they mean different statuses for a battle side:
   with what is probably wrong;
 - :class:`~center.errors.EdgeRemoteError`: the edge answered with an error (its ``code`` says
   what kind, see :class:`~edge.wire.messages.ErrorCode`).
+
+Every request carries its timeout (protocol 1.3), so that the edge can stop a call that runs past
+it instead of letting it hold a worker.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from edge.errors import ProtocolError, ProtocolVersionError
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
 from edge.wire.keys import KeyPair, check_z85_key
 from edge.wire.messages import (
+    MAX_CALL_TIMEOUT,
     PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
@@ -194,9 +198,12 @@ class EdgeClient:
             raise EdgeProtocolError(f"cannot send: {exc}") from exc
         msg_type = spec.request_type
         msg_id = f"{self._prefix}-{next(self._ids)}"
+        # The edge learns the deadline too (1.3): it stops a call the center no longer waits for.
+        deadline = min(wait, MAX_CALL_TIMEOUT) if wait > 0 else None
         try:
             raw = encode_request(
-                Request(spec.request_type, msg_id, body, session), max_size=self._max_size
+                Request(spec.request_type, msg_id, body, session, deadline),
+                max_size=self._max_size,
             )
         except ProtocolError as exc:
             raise EdgeProtocolError(f"cannot send {msg_type}: {exc}") from exc

@@ -37,7 +37,13 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_request, encode_reply, peek_header
+from edge.wire.codec import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    decode_request,
+    encode_reply,
+    peek_header,
+    peek_request,
+)
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     EVALUE_LIMIT,
@@ -242,13 +248,13 @@ class EdgeServer:
             if handle_signals:
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     previous[signum] = signal.signal(signum, self._on_signal)
-            self._lanes.start()
+            self._start_dispatch()
             self._running.set()
             self._loop()
         finally:
             for restored, handler in previous.items():
                 signal.signal(restored, handler)
-            self._lanes.stop()
+            self._stop_dispatch()
             self._release()
             logger.info("%s edge on %s stopped", self._side, self._endpoint)
 
@@ -294,6 +300,84 @@ class EdgeServer:
         logger.info("signal %d: stopping the %s edge", signum, self._side)
         self.stop()
 
+    # -- what a subclass serving requests elsewhere (the sandbox supervisor) overrides ---------
+
+    def _start_dispatch(self) -> None:
+        """Start what runs the handlers (here: the worker threads)."""
+        self._lanes.start()
+
+    def _stop_dispatch(self) -> None:
+        """Stop what runs the handlers; called once, when serving ends."""
+        self._lanes.stop()
+
+    def _before_poll(self, poller: zmq.Poller) -> int | None:
+        """Register more sources with ``poller``; return the poll timeout in ms (None: none)."""
+        return None
+
+    def _after_poll(self, events: dict[Any, int]) -> None:
+        """Handle the events of the sources registered by :meth:`_before_poll`."""
+
+    def _dispatch(self, routing_id: bytes, raw: bytes) -> None:
+        """Serve one request that is not a hello: decode it and queue it for its handler."""
+        try:
+            request = decode_request(raw, max_size=self._max_size)
+        except ProtocolError as exc:
+            self._refuse_undecodable(routing_id, raw, exc)
+            return
+        handler = self._handlers.get(request.type)
+        if handler is None:
+            error = ErrorBody(
+                "NotImplementedError",
+                f"this edge does not handle {request.type}",
+                code=ErrorCode.UNSUPPORTED,
+            )
+            self._send(
+                routing_id, self._error_reply(request.id, request.session, request.type, error)
+            )
+            return
+        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
+            self._refuse_busy(routing_id, request.id, request.session, request.type)
+
+    def _refuse_undecodable(self, routing_id: bytes, raw: bytes, exc: ProtocolError) -> None:
+        """An error reply to a request that cannot be decoded (dropped when it has no id)."""
+        header = peek_header(raw, max_size=self._max_size)
+        if header.id is None:
+            self._warn("undecodable", f"dropped an undecodable message ({exc})")
+            return
+        logger.warning("bad request %s: %s", header.id, exc)
+        self._send(
+            routing_id,
+            self._error_reply(
+                header.id,
+                header.session,
+                header.type,
+                ErrorBody(
+                    type(exc).__name__,
+                    truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
+                    code=error_code_for(exc),
+                ),
+            ),
+        )
+
+    def _refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None:
+        error = ErrorBody(
+            "EdgeBusy",
+            f"session {session!r} already has too many requests waiting",
+            code=ErrorCode.BUSY,
+        )
+        self._send(routing_id, self._error_reply(msg_id, session, msg_type, error))
+
+    def _answer_hello(self, routing_id: bytes, raw: bytes) -> None:
+        try:
+            request = decode_request(raw, max_size=self._max_size)
+        except ProtocolError as exc:
+            self._refuse_undecodable(routing_id, raw, exc)
+            return
+        body = HelloReply(self._side, PROTOCOL_VERSION, list(self._models), self._instance)
+        self._send(routing_id, self._ok_reply(request, body, ""))
+
+    # -- the I/O loop (continued) --------------------------------------------------------------
+
     def _loop(self) -> None:
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
@@ -302,7 +386,9 @@ class EdgeServer:
         if self._zap is not None:
             poller.register(self._zap, zmq.POLLIN)
         while not self._stop_requested:
-            events = dict(poller.poll())
+            timeout = self._before_poll(poller)
+            events = dict(poller.poll(timeout))
+            self._after_poll(events)
             if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
                 self._drain_wake()
             if self._zap is not None and self._zap in events:
@@ -324,51 +410,13 @@ class EdgeServer:
             return
         routing_id, raw = frames
         try:
-            request = decode_request(raw, max_size=self._max_size)
-        except ProtocolError as exc:
-            header = peek_header(raw, max_size=self._max_size)
-            if header.id is None:
-                self._warn("undecodable", f"dropped an undecodable message ({exc})")
-                return
-            logger.warning("bad request %s: %s", header.id, exc)
-            self._send(
-                routing_id,
-                self._error_reply(
-                    header.id,
-                    header.session,
-                    header.type,
-                    ErrorBody(
-                        type(exc).__name__,
-                        truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
-                        code=error_code_for(exc),
-                    ),
-                ),
-            )
-            return
-        if request.type == RequestType.HELLO:
-            body = HelloReply(self._side, PROTOCOL_VERSION, list(self._models), self._instance)
-            self._send(routing_id, self._ok_reply(request, body, ""))
-            return
-        handler = self._handlers.get(request.type)
-        if handler is None:
-            error = ErrorBody(
-                "NotImplementedError",
-                f"this edge does not handle {request.type}",
-                code=ErrorCode.UNSUPPORTED,
-            )
-            self._send(
-                routing_id, self._error_reply(request.id, request.session, request.type, error)
-            )
-            return
-        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
-            error = ErrorBody(
-                "EdgeBusy",
-                f"session {request.session!r} already has too many requests waiting",
-                code=ErrorCode.BUSY,
-            )
-            self._send(
-                routing_id, self._error_reply(request.id, request.session, request.type, error)
-            )
+            hello = peek_request(raw, max_size=self._max_size).type == RequestType.HELLO
+        except ProtocolError:
+            hello = False  # the full decoder says what is wrong, in the error reply
+        if hello:
+            self._answer_hello(routing_id, raw)
+        else:
+            self._dispatch(routing_id, raw)
 
     def _run_job(self, job: _Job) -> None:
         """Run one handler (worker thread) and queue its reply for the I/O thread."""

@@ -9,20 +9,25 @@ model, the edge resolves it.
 
 Whatever user code raises becomes an error reply (the transport turns the exception into an error
 code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
-capped. The session logic's own refusals name their code (``error_code``).
+capped. The session logic's own refusals name their code (``error_code``). In-process (the
+checker) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
+serves one session at a time, captures its file descriptors instead (``capture=False`` here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+import numpy as np
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
@@ -38,6 +43,8 @@ from edge.wire.codec import OUTPUT_LIMIT
 from edge.wire.messages import (
     CloseSessionReply,
     CloseSessionRequest,
+    DecideReply,
+    DecideRequest,
     DeployReply,
     DeployRequest,
     EpisodeEndReply,
@@ -53,6 +60,7 @@ from edge.wire.messages import (
     ResetReply,
     ResetRequest,
     error_body,
+    policy_mask,
 )
 
 logger = logging.getLogger(__name__)
@@ -95,6 +103,20 @@ def _order_text(order: Any) -> str:
     return order
 
 
+def _inside(space: gymnasium.Space[Any], observation: Any) -> bool:
+    """Whether the center will accept ``observation`` (inside the space, no NaN or infinity)."""
+    try:
+        if (
+            isinstance(observation, np.ndarray)
+            and observation.dtype.kind == "f"
+            and not np.all(np.isfinite(observation))
+        ):
+            return False
+        return bool(space.contains(observation))
+    except Exception:
+        return False
+
+
 # -- sessions -----------------------------------------------------------------------------------
 
 
@@ -117,15 +139,34 @@ class Session:
 
 
 class EdgeService:
-    """The handlers of one edge: sessions of the models in its candidates.json."""
+    """The handlers of one edge: sessions of the models in its candidates.json.
 
-    def __init__(self, side: str, candidates_path: str | Path) -> None:
+    ``candidates`` is the path of a candidates.json, or its entries already read. With
+    ``capture`` (the default) what user code prints is captured per calling thread; without it
+    the caller captures the output itself (a sandboxed worker, at the file-descriptor level).
+    """
+
+    def __init__(
+        self,
+        side: str,
+        candidates: str | Path | Mapping[str, Candidate],
+        *,
+        capture: bool = True,
+    ) -> None:
         self.side = side
-        self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
+        self.candidates: dict[str, Candidate] = (
+            dict(candidates) if isinstance(candidates, Mapping) else load_candidates(candidates)
+        )
         self._models: dict[str, UserModel] = {}
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
-        install_capture()
+        self._capture = capture
+        if capture:
+            install_capture()
+
+    def captured(self, context: CallContext) -> contextlib.AbstractContextManager[None]:
+        """Capture what the call prints into ``context.output`` (unless the caller does)."""
+        return captured(context) if self._capture else contextlib.nullcontext()
 
     @property
     def model_ids(self) -> list[str]:
@@ -138,6 +179,7 @@ class EdgeService:
             RequestType.MAKE_OBS: self.make_obs,
             RequestType.POLICY_STEP: self.policy_step,
             RequestType.DEPLOY: self.deploy,
+            RequestType.DECIDE: self.decide,
             RequestType.RESET: self.reset,
             RequestType.EPISODE_END: self.episode_end,
             RequestType.CLOSE_SESSION: self.close_session,
@@ -175,7 +217,7 @@ class EdgeService:
             raise EdgeError("open_session needs a session id")
         self._expire_idle()
         model = self.model(body.model_id)
-        with captured(context):
+        with self.captured(context):
             agent = model.make_agent(body.instance_config.to_dict())
             policy = model.new_policy()
         candidate = self.candidates[body.model_id]
@@ -193,7 +235,7 @@ class EdgeService:
     def make_obs(self, context: CallContext, body: MakeObsRequest) -> MakeObsReply:
         session = self._session(context)
         battle = session.battle(body.frames)
-        with captured(context):
+        with self.captured(context):
             observation = session.agent.makeObs(battle)
             mask = session.agent.action_mask(battle)
         return MakeObsReply(observation, mask)
@@ -201,7 +243,7 @@ class EdgeService:
     def policy_step(self, context: CallContext, body: PolicyStepRequest) -> PolicyStepReply:
         session = self._session(context)
         agent = session.agent
-        with captured(context):
+        with self.captured(context):
             action = session.policy.step(
                 body.observation,
                 body.reward,
@@ -217,6 +259,8 @@ class EdgeService:
             # travels back as data and becomes an error only if the center uses this order.
             try:
                 order = _order_text(agent.deploy(session.replica.battle, action))
+            except MemoryError:
+                raise
             except Exception as exc:
                 return PolicyStepReply(action, deploy_error=error_body(exc, RequestType.DEPLOY))
         return PolicyStepReply(action, order=order)
@@ -224,7 +268,7 @@ class EdgeService:
     def deploy(self, context: CallContext, body: DeployRequest) -> DeployReply:
         session = self._session(context)
         battle = session.battle(body.frames)
-        with captured(context):
+        with self.captured(context):
             order = session.agent.deploy(battle, body.action)
         if isinstance(order, BattleOrder):
             order = order.message
@@ -234,9 +278,59 @@ class EdgeService:
             )
         return DeployReply(order)
 
+    def decide(self, context: CallContext, body: DecideRequest) -> DecideReply:
+        """makeObs, action_mask, then (when the center will ask for it) policy.step and deploy:
+        a whole decision in one call. What the step or deploy raises travels back as data."""
+        session = self._session(context)
+        battle = session.battle(body.frames)
+        agent = session.agent
+        with self.captured(context):
+            observation = agent.makeObs(battle)
+            mask = agent.action_mask(battle)
+            if not body.info.get("needs_action") or not _inside(
+                agent.observation_space, observation
+            ):
+                return DecideReply(observation, mask)  # no step: the center will not take one
+            info = dict(body.info)
+            info["action_mask"] = policy_mask(mask, agent.action_space)
+            try:
+                action = session.policy.step(
+                    observation,
+                    body.reward,
+                    False,
+                    info,
+                    session.agent_full_name,
+                    agent.observation_space,
+                    agent.action_space,
+                )
+            except MemoryError:
+                raise  # not data: a worker out of memory ends
+            except BaseException as exc:  # SystemExit too: user code must not end the service
+                error = error_body(exc, RequestType.POLICY_STEP)
+                return DecideReply(observation, mask, stepped=True, step_error=error)
+            if not body.deploy:
+                return DecideReply(observation, mask, stepped=True, action=action)
+            try:
+                order = _order_text(agent.deploy(battle, action))
+            except MemoryError:
+                raise
+            except Exception as exc:
+                error = error_body(exc, RequestType.DEPLOY)
+                return DecideReply(observation, mask, True, action, deploy_error=error)
+        return DecideReply(observation, mask, True, action, order=order)
+
+    def feed(self, session_id: str, frames: list[str]) -> None:
+        """Apply frames to a session's replica without calling user code (restoring a session
+        on a fresh worker replays the frames of the calls it already served)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise UnknownSession(f"no session {session_id!r} on this edge")
+        session.replica.feed(frames)
+
     def reset(self, context: CallContext, body: ResetRequest) -> ResetReply:
         session = self._session(context)
-        with captured(context):
+        with self.captured(context):
             if body.target == "policy":
                 session.policy.reset()
             else:
@@ -248,7 +342,7 @@ class EdgeService:
     def episode_end(self, context: CallContext, body: EpisodeEndRequest) -> EpisodeEndReply:
         session = self._session(context)
         battle = session.battle(body.frames)
-        with captured(context):
+        with self.captured(context):
             session.agent.onEpisodeEnd(battle)
         return EpisodeEndReply()
 

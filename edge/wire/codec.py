@@ -10,6 +10,7 @@ use the format of :mod:`edge.wire.spaces`.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from collections.abc import Callable
 from typing import Any, Final, Literal, Union, cast, get_args, get_origin, get_type_hints
@@ -20,6 +21,7 @@ import numpy as np
 
 from edge.errors import MessageTooLarge, ProtocolError, ProtocolVersionError
 from edge.wire.messages import (
+    MAX_CALL_TIMEOUT,
     PROTOCOL_VERSION,
     ErrorBody,
     MessageHeader,
@@ -49,6 +51,8 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "MAX_TYPE_LENGTH",
     "OUTPUT_LIMIT",
+    "ReplyHeader",
+    "RequestHeader",
     "decode_reply",
     "decode_request",
     "decode_value",
@@ -56,6 +60,8 @@ __all__ = [
     "encode_request",
     "encode_value",
     "peek_header",
+    "peek_reply",
+    "peek_request",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 8 * 1024 * 1024
@@ -86,13 +92,15 @@ def encode_request(request: Request, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE
     _check_id(request.id, "id")
     _check_session(request.session, spec)
     body = _body_to_wire(spec.request_body, request.body, request.type)
-    envelope = {
+    envelope: dict[str, Any] = {
         "v": PROTOCOL_VERSION,
         "id": request.id,
         "session": request.session,
         "type": str(request.type),
-        "body": body,
     }
+    if request.timeout is not None:
+        envelope["timeout"] = _check_timeout(request.timeout)
+    envelope["body"] = body  # last: a reader that only wants the header stops before it
     return _pack(envelope, max_size)
 
 
@@ -138,8 +146,13 @@ def decode_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> R
     _check_id(msg_id, "id")
     session = required_field(envelope, "session", str)
     _check_session(session, spec)
+    timeout = envelope.get("timeout")
+    if timeout is not None:
+        timeout = _check_timeout(timeout)
     body = _body_from_wire(spec.request_body, required_field(envelope, "body", dict), msg_type)
-    return Request(type=spec.request_type, id=msg_id, body=body, session=session)
+    return Request(
+        type=spec.request_type, id=msg_id, body=body, session=session, timeout=timeout
+    )
 
 
 def decode_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Reply:
@@ -202,6 +215,125 @@ def peek_header(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Mess
         session=text("session", MAX_ID_LENGTH) or "",
         type=text("type", MAX_TYPE_LENGTH),
     )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """A request's envelope without its body (see :func:`peek_request`)."""
+
+    id: str
+    session: str
+    type: str
+    timeout: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplyHeader:
+    """A reply's envelope without its body, and an error reply's code (see :func:`peek_reply`)."""
+
+    parent: str
+    session: str
+    type: str
+    status: str
+    code: str
+
+
+_HEADER_KEYS: Final = frozenset({"v", "id", "parent", "session", "type", "status", "timeout"})
+
+
+def _unpacker(size: int) -> msgpack.Unpacker:
+    """A streaming unpacker for one message of ``size`` bytes, every length capped by it."""
+    return msgpack.Unpacker(
+        raw=False,
+        strict_map_key=True,
+        ext_hook=_opaque_ext,
+        max_buffer_size=max(size, 1),
+        max_str_len=size,
+        max_bin_len=size,
+        max_array_len=size,
+        max_map_len=size,
+        max_ext_len=size,
+    )
+
+
+def _peek_envelope(raw: bytes, max_size: int, *, reply: bool) -> dict[str, Any]:
+    """The envelope's small fields, read in C without building the body, which is skipped (a
+    reply's body is read unless ``status`` came first and is not ``error``: an error body's
+    ``code`` lands in ``code``); ProtocolError for anything unexpected."""
+    if not isinstance(raw, bytes):
+        raise ProtocolError(f"a message must be bytes, not {type(raw).__name__}")
+    if len(raw) > max_size:
+        raise MessageTooLarge(f"message of {len(raw)} bytes exceeds the maximum of {max_size}")
+    unpacker = _unpacker(len(raw))
+    found: dict[str, Any] = {}
+    seen: set[Any] = set()
+    try:
+        unpacker.feed(raw)
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key in seen:  # a full decoder keeps the last one: never read another value
+                raise ProtocolError(f"envelope field {key!r} appears twice")
+            seen.add(key)
+            if key == "body":
+                if not reply or found.get("status", "error") != "error":
+                    unpacker.skip()
+                    continue
+                body = unpacker.unpack()  # an error body (small)
+                found["code"] = body.get("code", "") if isinstance(body, dict) else ""
+            elif key in _HEADER_KEYS:
+                found[key] = unpacker.unpack()
+            else:
+                unpacker.skip()
+    except ProtocolError:
+        raise
+    except Exception as exc:  # msgpack's ValueError, TypeError, OutOfData, ...
+        raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
+    return found
+
+
+def peek_request(
+    raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> RequestHeader:
+    """The id, session, type and timeout of a request, without decoding its body.
+
+    What an edge's supervisor needs to route a request it forwards as bytes; ProtocolError when
+    those fields are missing or invalid (the worker that gets the request decodes it in full).
+    """
+    envelope = _peek_envelope(raw, max_size, reply=False)
+    version = required_field(envelope, "v", str)
+    if not versions_compatible(version):
+        raise ProtocolVersionError(
+            f"peer speaks protocol version {version[:16]!r}, this side speaks {PROTOCOL_VERSION}"
+        )
+    msg_type = required_field(envelope, "type", str)
+    spec = spec_for(msg_type)
+    msg_id = required_field(envelope, "id", str)
+    _check_id(msg_id, "id")
+    session = required_field(envelope, "session", str)
+    _check_session(session, spec)
+    timeout = envelope.get("timeout")
+    return RequestHeader(
+        msg_id, session, spec.request_type, None if timeout is None else _check_timeout(timeout)
+    )
+
+
+def peek_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> ReplyHeader:
+    """The parent, session, type, status and (error replies) code of a reply, without decoding
+    an ok reply's body; ProtocolError when they are missing or invalid."""
+    envelope = _peek_envelope(raw, max_size, reply=True)
+    parent = required_field(envelope, "parent", str)
+    _check_id(parent, "parent")
+    session = required_field(envelope, "session", str)
+    _check_text(session, "session", MAX_ID_LENGTH)
+    msg_type = required_field(envelope, "type", str)
+    _check_text(msg_type, "type", MAX_TYPE_LENGTH)
+    status = required_field(envelope, "status", str)
+    if status not in ("ok", "error"):
+        raise ProtocolError(f"reply status must be 'ok' or 'error', not {status!r}")
+    code = envelope.get("code", "") if status == "error" else ""
+    if not isinstance(code, str):
+        raise ProtocolError("an error body's code must be a str")
+    return ReplyHeader(parent, session, msg_type, status, code)
 
 
 def encode_value(value: Any, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:
@@ -367,6 +499,17 @@ def _check_id(value: object, what: str) -> None:
     _check_text(value, what, MAX_ID_LENGTH)
     if not value:
         raise ProtocolError(f"{what} must not be empty")
+
+
+def _check_timeout(value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_CALL_TIMEOUT
+    ):
+        raise ProtocolError(f"timeout must be a number of seconds in (0, {MAX_CALL_TIMEOUT:g}]")
+    return float(value)
 
 
 def _check_session(session: object, spec: MessageSpec) -> None:

@@ -29,6 +29,8 @@ __all__ = [
     "TRACEBACK_LIMIT",
     "CloseSessionReply",
     "CloseSessionRequest",
+    "DecideReply",
+    "DecideRequest",
     "DeployReply",
     "DeployRequest",
     "EpisodeEndReply",
@@ -53,6 +55,7 @@ __all__ = [
     "ResetRequest",
     "error_body",
     "error_code_for",
+    "policy_mask",
     "reply_spec_for",
     "reply_type_for",
     "spec_for",
@@ -61,7 +64,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.2"
+PROTOCOL_VERSION: Final = "1.3"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
@@ -70,6 +73,9 @@ TRACEBACK_LIMIT: Final = 4096
 
 EVALUE_LIMIT: Final = 1024
 """An error reply keeps the first this-many characters of the exception message."""
+
+MAX_CALL_TIMEOUT: Final = 86400.0
+"""Largest ``timeout`` a request may carry, in seconds (a day)."""
 
 _VERSION_RE: Final = re.compile(r"(\d{1,4})\.(\d{1,4})")
 
@@ -173,6 +179,38 @@ class PolicyStepReply:
 
 
 @dataclass(frozen=True, slots=True)
+class DecideRequest:
+    """A whole decision in one round trip (1.3): apply ``frames``, ``makeObs`` and
+    ``action_mask``, then ``policy.step`` and ``deploy`` on the battle as it stands.
+
+    ``reward`` and ``info`` are the step's arguments as the center will pass them (``done`` is
+    false); ``info`` has no ``action_mask``: the edge adds the mask the Agent just gave, as the
+    center presents it to a policy (see :func:`policy_mask`). The edge runs the step only when
+    ``info["needs_action"]`` is true and the observation lies in ``observation_space``.
+    """
+
+    frames: list[str]
+    reward: float
+    info: dict[str, Any] = field(default_factory=dict)
+    deploy: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DecideReply:
+    """``make_obs_reply``'s fields, then what the step gave when it ran (``stepped``): the
+    action and the order, or what ``policy.step`` (``step_error``) or ``deploy``
+    (``deploy_error``) raised, as data."""
+
+    observation: Any
+    action_mask: np.ndarray | None = None
+    stepped: bool = False
+    action: Any = None
+    order: str | None = None
+    deploy_error: ErrorBody | None = None
+    step_error: ErrorBody | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DeployRequest:
     """Apply new frames (if any), then ``deploy(battle, action)``."""
 
@@ -247,6 +285,12 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
     """The edge's own session logic failed (no battle frames yet, a frame the replica cannot
     apply, too many open sessions)."""
+    TIMEOUT = "timeout"
+    """The call did not return by its ``timeout`` (1.3): the edge killed the worker running it.
+    The center books a timeout."""
+    WORKER_DIED = "worker_died"
+    """The worker process serving the session died (an exit, a signal, a limit) (1.3); the
+    ``evalue`` says how. The center books an error of the user's code."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +317,7 @@ class RequestType(StrEnum):
     MAKE_OBS = "make_obs_request"
     POLICY_STEP = "policy_step_request"
     DEPLOY = "deploy_request"
+    DECIDE = "decide_request"
     RESET = "reset_request"
     EPISODE_END = "episode_end_request"
     CLOSE_SESSION = "close_session_request"
@@ -305,6 +350,7 @@ MESSAGES: Final[Mapping[str, MessageSpec]] = {
             RequestType.POLICY_STEP, PolicyStepRequest, PolicyStepReply, needs_session=True
         ),
         MessageSpec(RequestType.DEPLOY, DeployRequest, DeployReply, needs_session=True),
+        MessageSpec(RequestType.DECIDE, DecideRequest, DecideReply, needs_session=True),
         MessageSpec(RequestType.RESET, ResetRequest, ResetReply, needs_session=True),
         MessageSpec(
             RequestType.EPISODE_END, EpisodeEndRequest, EpisodeEndReply, needs_session=True
@@ -364,12 +410,14 @@ def versions_compatible(version: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``."""
+    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and (1.3) the
+    ``timeout`` in seconds after which the caller gives up, so that the edge can stop the call."""
 
     type: str
     id: str
     body: Any
     session: str = ""
+    timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,3 +500,30 @@ def error_body(exc: BaseException, request_type: str | None = None) -> ErrorBody
         traceback=truncate_text(formatted, TRACEBACK_LIMIT),
         code=error_code_for(exc, request_type),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The decide request's mask.
+# --------------------------------------------------------------------------------------------
+
+
+def policy_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarray | None:
+    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask`` (1.3).
+
+    The center does not trust a mask: one that is not an integer or boolean array (of ``n``
+    entries for a ``Discrete(n)`` space) is ignored, and without one every action is allowed
+    (``Discrete`` spaces; other spaces get None). A decide request's policy step sees the mask
+    this function gives, as the center would show it.
+    """
+    size = int(action_space.n) if isinstance(action_space, gymnasium.spaces.Discrete) else None
+    checked: np.ndarray | None = None
+    if mask is not None:
+        try:
+            array = np.asarray(mask)
+            if array.dtype.kind in "biu" and (size is None or array.shape == (size,)):
+                checked = array.astype(np.int8)
+        except Exception:  # e.g. a ragged list: ignored
+            checked = None
+    if checked is None and size:
+        checked = np.ones(size, dtype=np.int8)
+    return checked

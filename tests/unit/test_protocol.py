@@ -47,6 +47,8 @@ from edge.wire.messages import (
     TRACEBACK_LIMIT,
     CloseSessionReply,
     CloseSessionRequest,
+    DecideReply,
+    DecideRequest,
     DeployReply,
     DeployRequest,
     EpisodeEndReply,
@@ -111,6 +113,19 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     RequestType.DEPLOY: (
         DeployRequest(frames=[], action="/team 213"),
         DeployReply(order="/choose move 1 terastallize"),
+    ),
+    RequestType.DECIDE: (
+        DecideRequest(
+            frames=["|turn|2"], reward=-0.01, info={"needs_action": True, "action_mask": None}
+        ),
+        DecideReply(
+            observation=np.zeros(3, np.float32),
+            action_mask=np.ones(11, np.int8),
+            stepped=True,
+            action=4,
+            order="/choose move 1",
+            step_error=None,
+        ),
     ),
     RequestType.RESET: (ResetRequest(target="policy", seed=7), ResetReply()),
     RequestType.EPISODE_END: (EpisodeEndRequest(frames=["|win|blue-1"]), EpisodeEndReply()),

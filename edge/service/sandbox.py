@@ -1,0 +1,224 @@
+"""The sandbox of a worker process: its limits, the hardening the host allows, and the words for how
+a worker ended.
+
+Limits are rlimits (no cgroup controllers are assumed): address space, CPU time, file size, open
+files, processes (only with a user id of its own), no core dumps. Hardening, each on only where the
+host permits it (as root, on Linux):
+
+- an unprivileged user id per worker (no supplementary groups, ``no_new_privs``), so workers can
+  neither signal nor trace each other nor the edge;
+- a network namespace of its own (no interface but a down loopback): no network at all;
+- a PID namespace of its own, the worker being its init: when the worker dies, the kernel kills
+  everything it started, wherever it went (``setsid`` included).
+
+``docs/sandbox.md`` says what this does and does not protect against.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import os
+import re
+import resource
+import signal
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "EXIT_MEMORY",
+    "EXIT_SETUP",
+    "GiB",
+    "Hardening",
+    "Limits",
+    "MiB",
+    "describe_exit",
+    "format_size",
+    "libc_call",
+    "parse_size",
+    "readable_by_others",
+]
+
+MiB: Final = 1 << 20
+GiB: Final = 1 << 30
+
+EXIT_MEMORY: Final = 86
+"""A worker whose user code ran out of memory answers the call, then exits with this code."""
+EXIT_SETUP: Final = 87
+"""A worker that could not sandbox itself exits with this code."""
+
+CLONE_NEWNET: Final = 0x40000000
+CLONE_NEWPID: Final = 0x20000000
+PR_SET_PDEATHSIG: Final = 1
+PR_SET_NO_NEW_PRIVS: Final = 38
+
+_libc: ctypes.CDLL | None = None
+
+
+def libc_call(name: str, *args: int) -> None:
+    """Call a libc function that returns 0 or -1 with errno (``unshare``, ``setns``, ``prctl``);
+    OSError on failure. Python 3.11 has no ``os.unshare``."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    function = getattr(_libc, name)
+    if function(*(ctypes.c_ulong(a) for a in args)) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{name}: {os.strerror(errno)}")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-worker rlimits; 0 means no limit (cores are always off)."""
+
+    memory: int = 4 * GiB
+    """Address space (RLIMIT_AS), bytes: an allocation past it fails (MemoryError)."""
+    cpu_seconds: int = 600
+    """CPU time of a worker's life (RLIMIT_CPU); a worker past half of it is not reused."""
+    file_size: int = 64 * MiB
+    """Largest file the worker may write (RLIMIT_FSIZE), its captured output in one call too."""
+    open_files: int = 256
+    """Open file descriptors (RLIMIT_NOFILE)."""
+    processes: int = 256
+    """Processes and threads (RLIMIT_NPROC), applied only when the worker has a user id of its
+    own (the count is per user)."""
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+    def apply(self, *, own_user: bool) -> None:
+        """Set the rlimits of the calling process (a worker, before any user code)."""
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.memory:
+            resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
+        if self.cpu_seconds:
+            # SIGXCPU at the soft limit; the kernel's SIGKILL a little later if it is ignored.
+            resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
+        if self.file_size:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size, self.file_size))
+        if self.open_files:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
+        if own_user and self.processes:
+            resource.setrlimit(resource.RLIMIT_NPROC, (self.processes, self.processes))
+
+    def lines(self) -> list[str]:
+        """One line per limit, for the start-up report."""
+
+        def limited(value: int, text: str) -> str:
+            return text if value else "none"
+
+        return [
+            f"memory (address space): {limited(self.memory, format_size(self.memory))}",
+            f"CPU time: {limited(self.cpu_seconds, f'{self.cpu_seconds} s')} per worker",
+            f"file size: {limited(self.file_size, format_size(self.file_size))}",
+            f"open files: {limited(self.open_files, str(self.open_files))}",
+            "core dumps: off",
+        ]
+
+
+@dataclass(frozen=True)
+class Hardening:
+    """What the sandbox does beyond rlimits on this host, and why a part is off."""
+
+    user: bool = False
+    """Each worker runs as a user id of its own (``uid_base + slot``), group ``gid``."""
+    network: bool = False
+    """Each worker has a network namespace of its own (no network)."""
+    pid_namespace: bool = False
+    """Each worker is the init of a PID namespace of its own."""
+    uid_base: int = 100_000
+    gid: int = 65534
+    why_off: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Hardening:
+        return cls(**data)
+
+    def lines(self) -> list[str]:
+        """One line per measure, on or off (with why), for the start-up report."""
+
+        def state(name: str, on: bool, detail: str) -> str:
+            return f"on ({detail})" if on else f"off ({self.why_off.get(name, 'not asked')})"
+
+        return [
+            "unprivileged user: "
+            + state("user", self.user, f"uid {self.uid_base}+n per worker, gid {self.gid}"),
+            "no network: "
+            + state("network", self.network, "a network namespace of its own per worker"),
+            "process containment: "
+            + state(
+                "pid_namespace",
+                self.pid_namespace,
+                "a PID namespace per worker: what it starts dies with it",
+            ),
+        ]
+
+
+def format_size(size: int) -> str:
+    """``4 GiB``, ``64 MiB``, ``512 KiB`` or bytes."""
+    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    if size >= MiB:
+        return f"{size / GiB:.1f} GiB" if size >= GiB else f"{size / MiB:.1f} MiB"
+    return f"{size} bytes"
+
+
+_SIZE_RE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``4GiB``, ``4G``, ``512M``, ``1024`` (bytes) → bytes; ValueError otherwise."""
+    match = _SIZE_RE.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a size: {text!r} (e.g. 4GiB, 512MiB, 0 for no limit)")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    factor = {"": 1, "k": 1024, "m": MiB, "g": GiB, "t": 1 << 40}[unit]
+    return int(number * factor)
+
+
+def describe_exit(status: int, limits: Limits) -> str:
+    """How a worker ended, from its wait status: "worker exited with code 3", "killed by signal 11
+    (SIGSEGV)", "killed: memory limit 2 GiB", "killed by signal 24 (SIGXCPU): CPU time limit
+    600 s"."""
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        if code == EXIT_MEMORY:
+            return f"killed: memory limit {format_size(limits.memory)}"
+        if code == EXIT_SETUP:
+            return "the worker could not enter its sandbox"
+        return f"worker exited with code {code}"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unknown signal"
+        text = f"killed by signal {number} ({name})"
+        if number == signal.SIGXCPU:
+            text += f": CPU time limit {limits.cpu_seconds} s"
+        elif number == signal.SIGXFSZ:
+            text += f": file size limit {format_size(limits.file_size)}"
+        return text
+    return f"worker ended (wait status {status})"
+
+
+def readable_by_others(folder: Path) -> str | None:
+    """None when a user with no relation to the owner can read ``folder`` (its ancestors
+    searchable, itself readable and searchable); else the first path that stops it."""
+    path = folder.resolve()
+    for current in [*reversed(path.parents), path]:
+        try:
+            mode = current.stat().st_mode
+        except OSError:
+            return str(current)
+        need = stat.S_IXOTH | (stat.S_IROTH if current == path else 0)
+        if mode & need != need:
+            return str(current)
+    return None

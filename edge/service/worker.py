@@ -1,0 +1,448 @@
+"""A sandboxed worker: the process that runs one model's code for one session at a time.
+
+The template process (``edge.service.zygote``) forks it and calls :func:`run_worker`, which never
+returns. The worker first enters its sandbox (a session and process group of its own, a network
+and a PID namespace when the host allows, rlimits, an unprivileged user id, a private HOME and
+TMPDIR, the parent-death signal), then redirects its file descriptors 1 and 2 to an in-memory file,
+so that everything user code prints (``print``, ``os.write(1, …)``, C extensions, child processes)
+is captured; then it serves: one request at a time, read from its channel to the supervisor and
+answered there, each reply carrying what the call printed (capped). Only then does it import the
+user module (on the first ``open_session``), so the template stays clean.
+
+The worker decodes requests and encodes replies with the wire codec, exactly as an edge does; it
+never trusts the supervisor less than an edge trusts the center, and the supervisor never trusts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from edge.contract.candidates import Candidate
+from edge.errors import ProtocolError
+from edge.service.channel import Kind, recv_frame, send_frame
+from edge.service.sandbox import (
+    CLONE_NEWNET,
+    EXIT_MEMORY,
+    EXIT_SETUP,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    Hardening,
+    Limits,
+    format_size,
+    libc_call,
+)
+from edge.service.server import CallContext
+from edge.service.sessions import EdgeService
+from edge.wire.codec import OUTPUT_LIMIT, decode_request, encode_reply, peek_header
+from edge.wire.messages import (
+    EVALUE_LIMIT,
+    MESSAGES,
+    ErrorBody,
+    ErrorCode,
+    Reply,
+    RequestType,
+    error_body,
+    error_code_for,
+    reply_type_for,
+    truncate_text,
+)
+
+__all__ = ["WorkerSpec", "run_worker"]
+
+logger = logging.getLogger(__name__)
+
+#: Requests whose frames a restored session replays (without calling user code).
+_FRAME_REQUESTS = (
+    RequestType.MAKE_OBS,
+    RequestType.DECIDE,
+    RequestType.DEPLOY,
+    RequestType.EPISODE_END,
+)
+
+
+class WorkerSpec:
+    """What the supervisor tells the template about a worker to start (msgpack-safe fields)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.side: str = data["side"]
+        self.instance: str = data["instance"]
+        self.slot: int = int(data["slot"])
+        self.home: str = data["home"]
+        self.max_message_size: int = int(data["max_message_size"])
+        self.limits = Limits(**data["limits"])
+        self.hardening = Hardening.from_dict(data["hardening"])
+        entry = data["candidate"]
+        self.candidate = Candidate(
+            model_id=entry["model_id"],
+            module_id=entry["module_id"],
+            args=dict(entry["args"]),
+            log_name=entry["log_name"],
+            team=entry["team"],
+            team_path=Path(entry["team_path"]) if entry["team_path"] else None,
+            source=Path(entry["source"]),
+        )
+
+    @staticmethod
+    def build(
+        *,
+        side: str,
+        instance: str,
+        slot: int,
+        home: str,
+        max_message_size: int,
+        limits: Limits,
+        hardening: Hardening,
+        candidate: Candidate,
+    ) -> dict[str, Any]:
+        """The plain data of a spec (what travels to the template)."""
+        return {
+            "side": side,
+            "instance": instance,
+            "slot": slot,
+            "home": home,
+            "max_message_size": max_message_size,
+            "limits": limits.as_dict(),
+            "hardening": hardening.as_dict(),
+            "candidate": {
+                "model_id": candidate.model_id,
+                "module_id": candidate.module_id,
+                "args": candidate.args,
+                "log_name": candidate.log_name,
+                "team": candidate.team,
+                "team_path": str(candidate.team_path) if candidate.team_path else None,
+                "source": str(candidate.source),
+            },
+        }
+
+    @property
+    def uid(self) -> int:
+        return self.hardening.uid_base + self.slot
+
+
+def run_worker(
+    spec: WorkerSpec, channel: socket.socket, close_template: Callable[[], None]
+) -> NoReturn:
+    """The forked worker's life (see the module docstring); ends with ``os._exit``."""
+    try:
+        close_template()
+        _enter_sandbox(spec, channel.fileno())
+    except BaseException as exc:  # tell the supervisor why, then go
+        with contextlib.suppress(BaseException):
+            send_frame(channel, Kind.FAILED, f"sandbox setup failed: {exc!r}"[:2000].encode())
+        os._exit(EXIT_SETUP)
+    try:
+        code = _Worker(spec, channel).serve()
+    except BaseException:  # a bug of ours: the supervisor sees the worker die
+        code = 70
+    os._exit(code)
+
+
+# -- entering the sandbox ---------------------------------------------------------------------
+
+
+def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
+    for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_DFL)
+    os.setsid()  # a session and process group of its own: the supervisor kills the group
+    hardening = spec.hardening
+    if hardening.network:
+        libc_call("unshare", CLONE_NEWNET)
+    _make_home(spec)
+    spec.limits.apply(own_user=hardening.user)
+    if hardening.user:
+        os.setgroups([])
+        os.setgid(hardening.gid)
+        os.setuid(spec.uid)
+    libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no setuid binary gives privileges back
+    # After setuid, which clears it: the worker dies with the template, which dies with the edge.
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
+    _revive_poke_loop()
+    keep = {channel_fd, *_poke_loop_fds()}
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    output = os.memfd_create("sep-worker-output", os.MFD_CLOEXEC)
+    os.set_blocking(output, True)
+    os.dup2(output, 1)  # dup2 clears close-on-exec: child processes write here too
+    os.dup2(output, 2)
+    os.close(output)
+    _set_append(1)
+    _close_fds_except({0, 1, 2, *keep})
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+def _make_home(spec: WorkerSpec) -> None:
+    """A private, writable HOME and TMPDIR: Python and libraries may need one."""
+    home = Path(spec.home)
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(mode=0o700)
+    if spec.hardening.user:
+        os.chown(home, spec.uid, spec.hardening.gid)
+    for name in ("HOME", "TMPDIR", "TMP", "TEMP"):
+        os.environ[name] = str(home)
+    os.environ["USER"] = os.environ["LOGNAME"] = "sep-worker"
+
+
+def _set_append(fd: int) -> None:
+    import fcntl
+
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _revive_poke_loop() -> None:
+    """Give poke-env's background event loop a selector and a thread of this process.
+
+    poke-env runs an asyncio loop in a thread started at import; the template stops that thread
+    before forking (a forked process has only the forking thread), and the loop's selector and
+    wake-up socket are the template's. A user module that creates a poke-env ``Player`` needs
+    the loop: it gets its own here.
+    """
+    concurrency = sys.modules.get("poke_env.concurrency")
+    if concurrency is None:
+        return
+    loop: Any = concurrency.POKE_LOOP
+    if loop.is_closed() or loop.is_running():
+        return
+    old = loop._selector
+    loop._selector = selectors.DefaultSelector()
+    with contextlib.suppress(Exception):
+        old.close()
+    for sock in (loop._ssock, loop._csock):
+        with contextlib.suppress(Exception):
+            sock.close()
+    loop._internal_fds -= 1  # _make_self_pipe counts its socket again
+    loop._make_self_pipe()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, name="poke-env-loop", daemon=True)
+    thread.start()
+    module: Any = concurrency
+    module._t = thread
+
+
+def _poke_loop_fds() -> set[int]:
+    concurrency = sys.modules.get("poke_env.concurrency")
+    if concurrency is None:
+        return set()
+    loop: Any = concurrency.POKE_LOOP
+    fds: set[int] = set()
+    with contextlib.suppress(Exception):
+        fds.add(loop._selector.fileno())
+        fds.add(loop._ssock.fileno())
+        fds.add(loop._csock.fileno())
+    return fds
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+
+class _Worker:
+    """The serving loop of one worker."""
+
+    def __init__(self, spec: WorkerSpec, channel: socket.socket) -> None:
+        self.spec = spec
+        self.channel = channel
+        self.max_size = spec.max_message_size
+        self.service = EdgeService(
+            spec.side, {spec.candidate.model_id: spec.candidate}, capture=False
+        )
+        self.handlers = self.service.handlers()
+        self.ids = itertools.count(1)
+        self.id_prefix = f"{spec.instance[:12]}-w{spec.slot}"
+        self.history: list[bytes] = []
+
+    def serve(self) -> int:
+        send_frame(self.channel, Kind.READY)
+        while True:
+            received = recv_frame(self.channel, self.max_size)
+            if received is None:
+                return 0  # the supervisor closed the channel: this worker is retired
+            kind, payload = received
+            if kind is Kind.REQUEST:
+                reply, out_of_memory = self.handle(payload)
+                send_frame(self.channel, Kind.REPLY, reply)
+                if out_of_memory:
+                    return EXIT_MEMORY  # a process that hit its memory limit is not reused
+            elif kind is Kind.HISTORY:
+                self.history.append(payload)
+            elif kind is Kind.RESTORE:
+                history, self.history = self.history, []
+                problem = self.restore(history)
+                if problem is None:
+                    send_frame(self.channel, Kind.RESTORED)
+                else:
+                    send_frame(self.channel, Kind.FAILED, problem.encode("utf-8", "replace"))
+
+    def handle(self, raw: bytes) -> tuple[bytes, bool]:
+        """The encoded reply to one request, and whether user code ran out of memory."""
+        try:
+            request = decode_request(raw, max_size=self.max_size)
+        except ProtocolError as exc:
+            header = peek_header(raw, max_size=self.max_size)
+            error = ErrorBody(
+                type(exc).__name__,
+                truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
+                code=error_code_for(exc),
+            )
+            return self.error_reply(header.id or "?", header.session, header.type, error), False
+        handler = self.handlers.get(request.type)
+        if handler is None:
+            error = ErrorBody(
+                "NotImplementedError",
+                f"this edge does not handle {request.type}",
+                code=ErrorCode.UNSUPPORTED,
+            )
+            return self.error_reply(request.id, request.session, request.type, error), False
+        context = CallContext(request.type, request.id, request.session)
+        try:
+            body = handler(context, request.body)
+        except MemoryError as exc:
+            output = self.take_output()
+            limit = format_size(self.spec.limits.memory) if self.spec.limits.memory else "none"
+            error = ErrorBody(
+                "MemoryError",
+                truncate_text(f"killed: memory limit {limit} ({exc})", EVALUE_LIMIT, keep="head"),
+                error_body(exc, request.type).traceback,
+                ErrorCode.WORKER_DIED,
+            )
+            return self.error_reply(request.id, request.session, request.type, error, output), True
+        except BaseException as exc:  # user code may raise anything, SystemExit included
+            output = self.take_output()
+            error = error_body(exc, request.type)
+            return self.error_reply(request.id, request.session, request.type, error, output), False
+        output = self.take_output()
+        if request.type == RequestType.CLOSE_SESSION:
+            _end_stray_processes()
+        reply = Reply(
+            type=MESSAGES[request.type].reply_type,
+            id=self.next_id(),
+            parent=request.id,
+            status="ok",
+            body=body,
+            session=request.session,
+            output=output,
+        )
+        try:
+            return encode_reply(reply, max_size=self.max_size), False
+        except ProtocolError as exc:  # e.g. an object array in an observation
+            error = error_body(exc, request.type)
+            return self.error_reply(request.id, request.session, request.type, error, output), False
+
+    def restore(self, history: list[bytes]) -> str | None:
+        """Rebuild the session of ``history`` (the requests its killed worker served): a new
+        Agent and Policy, the replica fed every frame. None when it worked, else why not."""
+        where = "restoring the session"
+        try:
+            for raw in history:
+                request = decode_request(raw, max_size=self.max_size)
+                context = CallContext(request.type, request.id, request.session)
+                if request.type == RequestType.OPEN_SESSION:
+                    self.service.open_session(context, request.body)
+                elif request.type == RequestType.RESET:
+                    self.service.reset(context, request.body)
+                elif request.type in _FRAME_REQUESTS:
+                    self.service.feed(request.session, request.body.frames)
+        except BaseException as exc:
+            return f"{where} on a new worker failed: {type(exc).__name__}: {exc}"[:2000]
+        finally:
+            self.take_output()
+        return None
+
+    def error_reply(
+        self,
+        parent: str,
+        session: str,
+        request_type: str | None,
+        error: ErrorBody,
+        output: str = "",
+    ) -> bytes:
+        reply = Reply(
+            type=reply_type_for(request_type),
+            id=self.next_id(),
+            parent=parent,
+            status="error",
+            body=error,
+            session=session,
+            output=output,
+        )
+        try:
+            return encode_reply(reply, max_size=self.max_size)
+        except ProtocolError:
+            bare = Reply(
+                reply.type,
+                reply.id,
+                parent,
+                "error",
+                ErrorBody(error.ename, "", code=error.code),
+                session,
+            )
+            return encode_reply(bare, max_size=self.max_size)
+
+    def next_id(self) -> str:
+        return f"{self.id_prefix}-{next(self.ids)}"
+
+    @staticmethod
+    def take_output() -> str:
+        """What the call wrote to file descriptors 1 and 2 (the first OUTPUT_LIMIT bytes, and how
+        much more there was); the in-memory file starts afresh."""
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+        try:
+            size = os.fstat(1).st_size
+            if not size:
+                return ""
+            head = os.pread(1, OUTPUT_LIMIT - 64, 0)  # room for the line saying what was cut
+            os.ftruncate(1, 0)
+        except OSError:
+            return ""
+        text = head.decode("utf-8", "replace")
+        if size > len(head):
+            text += f"\n[... {size - len(head)} more bytes dropped]"
+        return text
+
+
+def _end_stray_processes() -> None:
+    """At the end of a session, end whatever its user code started (the worker stays).
+
+    Only as the init of its own PID namespace: there ``kill(-1)`` reaches exactly the processes
+    this worker started, and nothing outside. Elsewhere the supervisor ends them, by process group.
+    """
+    if os.getpid() != 1:
+        return
+    with contextlib.suppress(OSError):
+        os.kill(-1, signal.SIGKILL)
+    while True:  # each was sent SIGKILL: waiting for them is short
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return

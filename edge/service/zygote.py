@@ -1,0 +1,372 @@
+"""The template process (zygote) that forks sandboxed workers, and the supervisor's handle on it.
+
+Starting a Python interpreter and importing numpy and poke-env takes most of a second; forking a
+process that already did takes milliseconds. The supervisor must not fork itself (it runs ZeroMQ
+threads), so it starts this dedicated process with ``exec``: it imports what every worker needs
+(numpy, poke-env, the replica battle, the edge's session code) but never a user module, then
+forks one worker per request and reports each worker's pid and, when it ends, its wait status.
+
+Supervisor and template talk over a Unix SEQPACKET socket pair: msgpack maps, never pickle, and
+the worker's channel socket passed along as a file descriptor (``SCM_RIGHTS``). The template dies
+with the supervisor (``PR_SET_PDEATHSIG``), and every worker with the template.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import msgpack
+
+from edge.errors import EdgeError
+from edge.service.sandbox import (
+    CLONE_NEWNET,
+    CLONE_NEWPID,
+    PR_SET_PDEATHSIG,
+    Hardening,
+    libc_call,
+)
+
+__all__ = ["Zygote", "ZygoteError", "main"]
+
+logger = logging.getLogger(__name__)
+
+READY_TIMEOUT: Final = 120.0
+"""Seconds the template may take to import what workers need."""
+
+_MAX_CONTROL_MESSAGE: Final = 1 << 20
+
+
+class ZygoteError(EdgeError):
+    """The template process could not start or went away."""
+
+
+# -- the supervisor's side ----------------------------------------------------------------------
+
+
+class Zygote:
+    """A running template process (started by the constructor, which waits until it is ready).
+
+    :attr:`hardening` is what the host permits (probed by the template). :meth:`spawn` asks for a
+    worker; :meth:`events` returns the template's reports (``spawned``, ``failed``, ``exit``).
+    """
+
+    def __init__(self, *, uid_base: int = 100_000, gid: int = 65534) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        )
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "edge.service.zygote",
+                    str(theirs.fileno()),
+                    str(os.getpid()),
+                    str(uid_base),
+                    str(gid),
+                ],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        try:
+            ready = self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        self.hardening = Hardening.from_dict(ready["hardening"])
+        self.pid = self.process.pid
+
+    def _wait_ready(self) -> dict[str, Any]:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.sock], [], [], 0.5)
+            if readable:
+                message = self._receive()
+                if message is None:
+                    break
+                if message.get("op") == "ready":
+                    return message
+            elif self.process.poll() is not None:
+                break
+        raise ZygoteError(
+            "the edge's worker template process did not start "
+            f"(exit status {self.process.poll()}); run with -v for its log"
+        )
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def spawn(self, token: int, spec: dict[str, Any], channel: socket.socket) -> None:
+        """Ask for a worker; its end of the channel goes along (and is closed here)."""
+        payload = msgpack.packb({"op": "spawn", "token": token, "spec": spec}, use_bin_type=True)
+        try:
+            with self._lock:
+                socket.send_fds(self.sock, [payload], [channel.fileno()])
+        except OSError as exc:
+            raise ZygoteError(f"the worker template process is gone: {exc}") from exc
+        finally:
+            channel.close()
+
+    def events(self) -> list[dict[str, Any]] | None:
+        """The reports waiting to be read; None when the template is gone."""
+        events: list[dict[str, Any]] = []
+        while True:
+            try:
+                message = self._receive(socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return events
+            if message is None:
+                return None
+            events.append(message)
+
+    def _receive(self, flags: int = 0) -> dict[str, Any] | None:
+        data = self.sock.recv(_MAX_CONTROL_MESSAGE, flags)
+        if not data:
+            return None
+        message = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        if not isinstance(message, dict):
+            raise ZygoteError("malformed report from the worker template process")
+        return message
+
+    def close(self) -> None:
+        """Kill the template (its workers die with it)."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+
+
+# -- the template process ------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> None:
+    """``python -m edge.service.zygote FD PARENT_PID UID_BASE GID``: serve the supervisor."""
+    fd, parent, uid_base, gid = (int(a) for a in argv[:4])
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the supervisor died before the line above
+        os._exit(0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")  # one thread per worker: workers are many, cores few
+    ctl = socket.socket(fileno=fd)
+    _preload()
+    hardening = _probe(uid_base, gid)
+    _send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
+    _Template(ctl, hardening).serve()
+
+
+def _preload() -> None:
+    """Import what every worker needs, then stop poke-env's loop thread (see worker.py)."""
+    import numpy  # noqa: F401
+    import poke_env  # noqa: F401
+
+    import edge.maple.maple_agent
+    import edge.maple.replica
+    import edge.service.worker  # noqa: F401
+
+    concurrency: Any = sys.modules.get("poke_env.concurrency")
+    if concurrency is not None and concurrency._t.is_alive():
+        concurrency.POKE_LOOP.call_soon_threadsafe(concurrency.POKE_LOOP.stop)
+        concurrency._t.join(10)
+
+
+def _probe(uid_base: int, gid: int) -> Hardening:
+    """What this host lets a worker have (each tried in a throwaway child)."""
+    why: dict[str, str] = {}
+    root = os.geteuid() == 0
+    if not root:
+        reason = "the edge does not run as root"
+        why = {"user": reason, "network": reason, "pid_namespace": reason}
+        return Hardening(uid_base=uid_base, gid=gid, why_off=why)
+
+    def in_child(step: Any) -> str | None:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                step()
+                os.write(write, b"ok")
+            except BaseException as exc:
+                os.write(write, str(exc).encode()[:500])
+            os._exit(0)
+        os.close(write)
+        answer = os.read(read, 600).decode(errors="replace")
+        os.close(read)
+        os.waitpid(pid, 0)
+        return None if answer == "ok" else answer or "failed"
+
+    def drop_user() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid_base)
+
+    user_problem = in_child(drop_user)
+    net_problem = in_child(lambda: libc_call("unshare", CLONE_NEWNET))
+    pid_problem: str | None
+    try:
+        with _pid_namespace_for_children(True):
+            pid_problem = in_child(lambda: None)
+    except OSError as exc:
+        pid_problem = str(exc)
+    for name, problem in (
+        ("user", user_problem),
+        ("network", net_problem),
+        ("pid_namespace", pid_problem),
+    ):
+        if problem is not None:
+            why[name] = problem
+    return Hardening(
+        user=user_problem is None,
+        network=net_problem is None,
+        pid_namespace=pid_problem is None,
+        uid_base=uid_base,
+        gid=gid,
+        why_off=why,
+    )
+
+
+_OWN_PID_NS: int | None = None
+
+
+@contextlib.contextmanager
+def _pid_namespace_for_children(new: bool) -> Any:
+    """Make the next child the init of a new PID namespace, then come back to ours."""
+    global _OWN_PID_NS
+    if not new:
+        yield
+        return
+    if _OWN_PID_NS is None:
+        _OWN_PID_NS = os.open("/proc/self/ns/pid", os.O_RDONLY)
+    libc_call("unshare", CLONE_NEWPID)
+    try:
+        yield
+    finally:
+        libc_call("setns", _OWN_PID_NS, CLONE_NEWPID)
+
+
+def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
+    ctl.send(msgpack.packb(message, use_bin_type=True))
+
+
+class _Template:
+    """The template's loop: fork workers on request, report their ends."""
+
+    def __init__(self, ctl: socket.socket, hardening: Hardening) -> None:
+        self.ctl = ctl
+        self.hardening = hardening
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+
+    def serve(self) -> None:
+        poller = select.poll()
+        poller.register(self.ctl, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        while True:
+            try:
+                events = poller.poll()
+            except InterruptedError:
+                continue
+            for fd, _ in events:
+                if fd == self.wake_r:
+                    with contextlib.suppress(OSError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+                elif fd == self.ctl.fileno():
+                    self.on_request()
+            self.reap()
+
+    def on_request(self) -> None:
+        try:
+            data, fds, _, _ = socket.recv_fds(self.ctl, _MAX_CONTROL_MESSAGE, 4)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)  # the supervisor is gone
+        try:
+            message = msgpack.unpackb(data, raw=False, strict_map_key=True)
+            token = message["token"]
+            spec_data = message["spec"]
+        except Exception:
+            for fd in fds:
+                os.close(fd)
+            return
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            _send(self.ctl, {"op": "failed", "token": token, "error": "no channel"})
+            return
+        channel = socket.socket(fileno=fds[0])
+        try:
+            pid = self.fork(spec_data, channel)
+        except Exception as exc:
+            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
+        else:
+            _send(self.ctl, {"op": "spawned", "token": token, "pid": pid})
+        finally:
+            channel.close()
+
+    def fork(self, spec_data: dict[str, Any], channel: socket.socket) -> int:
+        from edge.service.worker import WorkerSpec, run_worker
+
+        spec = WorkerSpec(spec_data)
+        with _pid_namespace_for_children(spec.hardening.pid_namespace):
+            pid = os.fork()
+            if pid == 0:
+                run_worker(spec, channel, self.close_in_child)
+        return pid
+
+    def close_in_child(self) -> None:
+        """In a new worker: let go of everything that is the template's."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.ctl.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        global _OWN_PID_NS
+        if _OWN_PID_NS is not None:
+            os.close(_OWN_PID_NS)
+            _OWN_PID_NS = None
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            _send(self.ctl, {"op": "exit", "pid": pid, "status": status})
+
+
+if __name__ == "__main__":
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    main(sys.argv[1:])

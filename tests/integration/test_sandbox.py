@@ -1,0 +1,364 @@
+"""The edge's sandbox with hostile user modules: real ``sep_edge`` processes, real ZeroMQ.
+
+Each module of ``tests/agents/hostile_*`` attacks the process it runs in: it exits, crashes in C,
+allocates past the memory limit, sabotages another model, starts processes, never returns, or
+floods file descriptor 1. In every case only its own session suffers, with its cause, while honest
+sessions on the same edge go on; and nothing it started outlives the edge.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from center.errors import EdgeRemoteError, EdgeTimeout
+from center.isolation.edge_client import EdgeClient
+from edge.wire.messages import (
+    CloseSessionRequest,
+    DecideReply,
+    DecideRequest,
+    ErrorCode,
+    InstanceConfig,
+    OpenSessionRequest,
+)
+from tests.integration.edges import AGENTS, EdgeProcess, write_config
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
+SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
+MEMORY_LIMIT = ["--memory-limit", "1GiB"]
+# Short, so that a module that never returns runs out of its bank within seconds.
+FAST_BUDGET = ["--decision-time", "1.0", "--bank", "3", "--call-cap", "1.0"]
+FIRST_WORKER_UID = 100_000
+
+
+def recorded_decisions() -> tuple[str, list[list[str]]]:
+    """One player's frames of a recorded gen9bssfactory battle, cut at each request."""
+    document = json.loads(gzip.decompress((FIXTURES / "gen9bssfactory-1.json.gz").read_bytes()))
+    username, frames = next(iter(document["frames"].items()))
+    decisions: list[list[str]] = []
+    current: list[str] = []
+    for frame in frames:
+        current.append(frame)
+        if "\n|request|" in frame:
+            decisions.append(current)
+            current = []
+    return username, decisions
+
+
+def edge_marks(process: EdgeProcess) -> tuple[str, str]:
+    """What tells this edge's processes from others': its pid (in its template's command line)
+    and the folder of its workers' HOME (in their environment, inherited by what they start)."""
+    assert process.proc is not None
+    log = process.log.read_text()
+    home = log.split("their HOME and TMPDIR in ")[1].split()[0]
+    return f" {process.proc.pid} ", home
+
+
+def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
+    """(pid, command line) of the edges' templates and workers, and of what their workers' user
+    code started (``marks`` from :func:`edge_marks`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        for parent, home in marks:
+            if ("edge.service.zygote" in cmdline and parent in cmdline + " ") or home in environ:
+                found.append((int(entry.name), cmdline.strip()))
+    return found
+
+
+def wait_until(predicate: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return bool(predicate())
+
+
+@pytest.fixture
+def edge(tmp_path: Path) -> Iterator[EdgeProcess]:
+    """One real sep_edge (blue) serving tests/agents, with a 1 GiB memory limit per worker."""
+    config = write_config(tmp_path / "sep_config.json")
+    process = EdgeProcess(
+        "blue", config, AGENTS / "candidates.json", tmp_path / "blue.log", extra=MEMORY_LIMIT
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+class Session:
+    """One session driven by hand with recorded frames, a decision per request."""
+
+    def __init__(self, client: EdgeClient, model: str, name: str) -> None:
+        self.client, self.name = client, name
+        self.username, self.decisions = recorded_decisions()
+        config = InstanceConfig("blue", "player_0", "gen9bssfactory", 0)
+        client.request(OpenSessionRequest(model, config, self.username), session=name, timeout=60.0)
+        self.index = 0
+
+    def decide(self, timeout: float = 10.0) -> tuple[DecideReply, str]:
+        frames = self.decisions[self.index % len(self.decisions)]
+        info = {
+            "team_preview": self.index == 0,
+            "action_mask": None,
+            "turn": self.index,
+            "needs_action": True,
+            "invalid_action": False,
+        }
+        self.index += 1
+        reply = self.client.call(
+            DecideRequest(frames, 0.0, info), session=self.name, timeout=timeout
+        )
+        return reply.body, reply.output
+
+    def close(self) -> None:
+        self.client.request(CloseSessionRequest(), session=self.name, timeout=10.0)
+
+
+def sleeping(marks: list[tuple[str, str]]) -> list[int]:
+    """The ``sleep 317`` processes hostile_child started."""
+    return [pid for pid, cmdline in leftovers(marks) if cmdline == "sleep 317"]
+
+
+def test_hostile_workers_end_only_their_own_sessions_with_their_causes(edge: EdgeProcess):
+    marks = [edge_marks(edge)]
+    client = edge.client()
+    try:
+        honest = [Session(client, "good_random", "honest-0")]
+        honest_orders: list[str] = []
+
+        def honest_decision() -> None:
+            if honest[-1].index == len(honest[-1].decisions):  # the recorded battle is over
+                honest[-1].close()
+                honest.append(Session(client, "good_random", f"honest-{len(honest)}"))
+            reply, _ = honest[-1].decide()
+            assert reply.stepped and reply.step_error is None, reply
+            # An order for every request with a legal action (a waiting request has none).
+            assert reply.order is not None or not np.any(reply.action_mask), reply
+            honest_orders.append(reply.order or "")
+
+        def fails_with(session: Session, code: str, cause: str, decisions: int) -> None:
+            """``decisions`` good decisions, then every call fails with ``code`` and ``cause``."""
+            for _ in range(decisions):
+                session.decide()
+                honest_decision()
+            for _ in range(2):  # the failing call, then a later one of the same session
+                with pytest.raises(EdgeRemoteError) as failure:
+                    session.decide()
+                assert failure.value.code == code, failure.value
+                assert cause in failure.value.evalue, failure.value
+                honest_decision()
+
+        fails_with(
+            Session(client, "hostile_exit", "exit"), "worker_died", "worker exited with code 3", 3
+        )
+        fails_with(
+            Session(client, "hostile_segfault", "segv"),
+            "worker_died",
+            "killed by signal 11 (SIGSEGV)",
+            1,
+        )
+        fails_with(
+            Session(client, "hostile_memory", "memory"), "worker_died", "memory limit 1 GiB", 1
+        )
+
+        # Sabotage stays in the saboteur's process: good_random, loaded after it, plays on.
+        patcher = Session(client, "hostile_patcher", "patcher")
+        for _ in range(3):
+            reply, _ = patcher.decide()
+            assert reply.stepped and reply.order == (
+                "/team 123" if patcher.index == 1 else "/choose default"
+            )
+            honest_decision()
+        patcher.close()
+        victim = Session(client, "good_random_2", "victim")  # a fresh worker of good_random
+        for _ in range(3):
+            reply, _ = victim.decide()
+            assert reply.stepped and reply.step_error is None and reply.deploy_error is None, reply
+        victim.close()
+
+        # Megabytes written to fd 1 with os.write: captured, capped, the call answered.
+        flood = Session(client, "hostile_stdout", "flood")
+        reply, output = flood.decide()
+        assert reply.stepped and output.startswith("x" * 1023)
+        assert 10_000 < len(output) <= 16_384 and "more bytes dropped" in output
+        flood.close()
+        honest_decision()
+
+        # A call that never returns (in C, in Python) is killed at its deadline; the session
+        # goes on in a fresh worker, restored: its next call is answered.
+        for how in ("c", "python"):
+            hang = Session(client, f"hostile_hang_{how}", f"hang-{how}")
+            hang.decide()
+            started = time.monotonic()
+            with pytest.raises((EdgeTimeout, EdgeRemoteError)) as stuck:
+                hang.decide(timeout=1.0)
+            if isinstance(stuck.value, EdgeRemoteError):
+                assert stuck.value.code == ErrorCode.TIMEOUT
+            assert time.monotonic() - started < 5.0
+            honest_decision()
+            reply, _ = hang.decide(timeout=30.0)  # restored: a new policy, its first decision
+            assert reply.stepped and reply.order == "/choose default", reply
+            hang.close()
+
+        # Processes started by user code end with the session, even one that left the
+        # process group (start_new_session=True).
+        spawner = Session(client, "hostile_child", "child")
+        spawner.decide()
+        assert wait_until(lambda: len(sleeping(marks)) == 2, 10.0), leftovers(marks)
+        spawner.close()
+        assert wait_until(lambda: not sleeping(marks), 10.0), leftovers(marks)
+
+        honest_decision()
+        assert len(honest_orders) >= 15
+        honest[-1].close()
+    finally:
+        client.close()
+    edge.stop()
+    assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
+
+
+def test_the_edge_reports_its_limits_and_sandbox_at_start_up(edge: EdgeProcess):
+    log = edge.log.read_text()
+    assert "memory (address space): 1 GiB" in log
+    for line in ("CPU time: 600 s", "file size: 64 MiB", "open files: 256", "core dumps: off"):
+        assert line in log
+    for measure in ("unprivileged user: o", "no network: o", "process containment: o"):
+        assert measure in log
+    if os.geteuid() == 0:  # as root on Linux every measure is available
+        assert "unprivileged user: on" in log and "no network: on" in log
+
+
+def test_a_worker_has_no_network_and_its_own_user(edge: EdgeProcess, tmp_path: Path):
+    if os.geteuid() != 0:
+        pytest.skip("the hardening needs root")
+    marks = [edge_marks(edge)]
+    client = edge.client()
+    try:
+        session = Session(client, "hostile_child", "child")
+        session.decide()
+        assert wait_until(lambda: len(sleeping(marks)) == 2, 10.0)
+        for pid in sleeping(marks):
+            status = Path(f"/proc/{pid}/status").read_text()
+            uid = int(status.split("\nUid:")[1].split()[0])
+            assert uid >= FIRST_WORKER_UID, status
+            # Its own network namespace: not the edge's.
+            assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        session.close()
+    finally:
+        client.close()
+
+
+# -- a league with hostile candidates ---------------------------------------------------------------
+
+
+def _rows(log_dir: Path) -> list[dict[str, str]]:
+    path = log_dir / "battles.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _sep_main(edges: dict[str, EdgeProcess], showdown: Any, log_dir: Path, *args: str) -> list[str]:
+    blue = edges["blue"]
+    return [
+        *SEP_MAIN,
+        *args,
+        "-l",
+        str(log_dir),
+        "--config",
+        str(blue.config),
+        "--candidates",
+        str(blue.candidates),
+        "--server",
+        showdown.url,
+        "-q",
+        *FAST_BUDGET,
+    ]
+
+
+#: Each hostile candidate's status in its battle against good_random, and its cause.
+HOSTILE_OUTCOMES = {
+    "hostile_exit": ("ERROR", "worker exited with code 3"),
+    "hostile_segfault": ("ERROR", "killed by signal 11 (SIGSEGV)"),
+    "hostile_memory": ("ERROR", "memory limit 1 GiB"),
+    "hostile_hang_c": ("TIMEOUT", ""),
+    "hostile_hang_python": ("TIMEOUT", ""),
+    "hostile_patcher": ("OK", ""),
+    "hostile_child": ("OK", ""),
+    "hostile_stdout": ("OK", ""),
+}
+
+
+def test_hostile_candidates_lose_alone_while_honest_battles_on_the_same_edges_are_ok(
+    showdown, tmp_path
+):
+    config = write_config(tmp_path / "sep_config.json")
+    edges = {
+        side: EdgeProcess(
+            side, config, AGENTS / "candidates.json", tmp_path / f"{side}.log", extra=MEMORY_LIMIT
+        )
+        for side in ("blue", "red")
+    }
+    marks: list[tuple[str, str]] = []
+    try:
+        for process in edges.values():
+            process.start()
+            marks.append(edge_marks(process))
+        # Honest battles all along, on the same edges: good_random_2 (the module good_random,
+        # which hostile_patcher attacks) on blue, beside the hostile candidates.
+        honest = subprocess.Popen(
+            _sep_main(
+                edges, showdown, tmp_path / "honest", "good_random_2", "good_random", "-n", "6"
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        outputs: list[str] = []
+        reader = threading.Thread(target=lambda: outputs.append(honest.communicate(timeout=600)[0]))
+        reader.start()
+        for hostile in HOSTILE_OUTCOMES:
+            run = subprocess.run(
+                _sep_main(edges, showdown, tmp_path / hostile, hostile, "good_random", "-n", "1"),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+        reader.join(600)
+        assert honest.returncode == 0, outputs[-1][-3000:] if outputs else ""
+    finally:
+        for process in edges.values():
+            process.stop()
+    for hostile, (status, cause) in HOSTILE_OUTCOMES.items():
+        (row,) = _rows(tmp_path / hostile)
+        assert row["blue_status"] == status, row
+        assert cause in row["blue_error"], row
+        assert row["red_status"] == "OK", row
+        if status != "OK":
+            assert row["winner"] == "red", row
+    honest_rows = _rows(tmp_path / "honest")
+    assert len(honest_rows) == 6
+    assert all(r["blue_status"] == r["red_status"] == "OK" for r in honest_rows), honest_rows
+    assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
