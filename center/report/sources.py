@@ -223,7 +223,8 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
     names = {cid: cid for cid in ids}
     names.update({k: v for k, v in _names_from_candidates(candidates).items() if k in names})
     names.update(_names_from_replays(path, names))
-    standings = compute_standings(records, candidates=ids)
+    paired = bool(run is not None and run.paired)
+    standings = compute_standings(records, candidates=ids, paired=paired)
     summaries = _summaries(path, ids, records, players, names)
     for summary, standing in zip(
         summaries, sorted(standings.candidates, key=lambda c: c.id), strict=True
