@@ -1,3 +1,4 @@
-"""Matches and leagues: sides under budgets, scheduling, battles.csv, standings, the CLIs.
+"""Matches and leagues: sides under budgets, scheduling, battles.csv, run.json, standings.
 
-The top layer of the center: may import every other center package, and ``edge.contract/maple/wire``."""
+Below ``center.commands`` and ``center.report``: imports ``center.isolation``, ``center.env``,
+``center.showdown`` and ``edge.contract/maple/wire``."""
