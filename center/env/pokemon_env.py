@@ -386,7 +386,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 session.abandon()
                 self._end(EndReason.MAX_TURNS, truncated, rewards, self.rewards.tie)
 
-        observations = {p: self._observe(p) for p in self.agents}
+        observations = {p: self._observe(p, rewards[p], invalid[p]) for p in self.agents}
         rewards32 = {p: np.float32(r) for p, r in rewards.items()}
         infos = {p: self._info(p, invalid) for p in self.agents}
         if self._over:
@@ -435,10 +435,16 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     def _turn(self) -> int:
         return max((b.turn for b in self._battles()), default=0)
 
-    def _observe(self, name: str) -> Any:
+    def _observe(self, name: str, reward: float = 0.0, invalid: bool = False) -> Any:
         battle = self.battle(name)
         assert battle is not None
-        return self.agent_objects[name].makeObs(battle)
+        agent = self.agent_objects[name]
+        # A remote Agent fetches a whole decision in one round trip when it knows, before makeObs,
+        # what the policy's step will be given (the mask aside, which makeObs gives).
+        expect_step = getattr(agent, "expect_step", None)
+        if expect_step is not None and self._needs_action(name):
+            expect_step(float(np.float32(reward)), self._info(name, {name: invalid}, mask=False))
+        return agent.makeObs(battle)
 
     def _needs_action(self, name: str) -> bool:
         return not self._over and self.session.seats[name].state is SeatState.NEEDS_ACTION
@@ -455,14 +461,14 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             mask = np.ones(size, dtype=np.int8)
         return mask
 
-    def _info(self, name: str, invalid: dict[str, bool]) -> dict[str, Any]:
+    def _info(self, name: str, invalid: dict[str, bool], mask: bool = True) -> dict[str, Any]:
         battle = self.battle(name)
         assert battle is not None
         needs = self._needs_action(name)
         return {
             "needs_action": needs,
             "team_preview": needs and bool(battle.teampreview),
-            "action_mask": self._mask(name),
+            "action_mask": self._mask(name) if mask else None,
             "invalid_action": invalid.get(name, False),
             "turn": battle.turn,
             "battle_tag": battle.battle_tag,

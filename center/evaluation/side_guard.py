@@ -311,6 +311,12 @@ class _GuardedAgent(Agent):
             return self._safe_observation()
         return observation
 
+    def expect_step(self, reward: float, info: dict[str, Any]) -> None:
+        """Passed on to a remote Agent (a decision in one round trip), unless the side is out."""
+        expect_step = getattr(self.guard.inner_agent, "expect_step", None)
+        if expect_step is not None and self.guard.fatal is None:
+            expect_step(reward, info)
+
     def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
         guard = self.guard
         if guard.fatal is not None or guard._must_default:

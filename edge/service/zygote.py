@@ -182,11 +182,13 @@ def _preload() -> None:
     """Import what every worker needs, then stop poke-env's loop thread (see worker.py)."""
     import numpy  # noqa: F401
     import poke_env  # noqa: F401
+    from poke_env.data import GenData
 
     import edge.maple.maple_agent
     import edge.maple.replica
     import edge.service.worker  # noqa: F401
 
+    GenData.from_gen(9)  # the data of the current generation, loaded lazily otherwise (~0.2 s)
     concurrency: Any = sys.modules.get("poke_env.concurrency")
     if concurrency is not None and concurrency._t.is_alive():
         concurrency.POKE_LOOP.call_soon_threadsafe(concurrency.POKE_LOOP.stop)

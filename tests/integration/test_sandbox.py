@@ -36,7 +36,7 @@ from edge.wire.messages import (
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
-SEP_MAIN = [sys.executable, "-c", "from center.evaluation.cli import sep_main; sep_main()"]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 MEMORY_LIMIT = ["--memory-limit", "1GiB"]
 # Short, so that a module that never returns runs out of its bank within seconds.
 FAST_BUDGET = ["--decision-time", "1.0", "--bank", "3", "--call-cap", "1.0"]
