@@ -1,19 +1,25 @@
-"""Benchmark the delegation overhead per decision, and how many decisions one edge sustains.
+"""Benchmark the delegation overhead per decision, worker start-up, and one edge's throughput.
 
 Starts a real ``sep_edge`` subprocess on a free loopback port serving a trivial user module (an
 Agent whose ``makeObs`` returns a fixed 8-float Box vector and whose ``deploy`` returns Showdown's
-default order, a policy that returns 0: user time is about zero), then:
+default order, a policy that returns 0: user time is about zero) in its sandboxed workers, then:
 
 1. latency: one decision = ``makeObs`` + ``policy.step`` + ``deploy``, through AgentDelegator and
-   PolicyDelegator on an EdgeSession (three round trips over ZeroMQ on loopback), against the
-   same three calls made directly on the same Agent/Policy in this process (baseline). Both feed
-   the same recorded Showdown frames to a ReplicaBattle (the edge's, or a local one for the
-   baseline), one request frame per decision, from the start of a real battle, so the overhead
-   (delegated - in-process, paired per decision) is the transport's: encoding, sockets, the
-   edge's I/O and worker threads. Blocks of the two are interleaved so load changes hit both.
-   Also prints each call's round trip, a ``hello`` round trip (answered by the edge's I/O
-   thread, no user code) and the CPU time per decision of this process and of the edge.
-2. throughput: decisions/s with 8 concurrent sessions (8 threads, one session each, one shared
+   PolicyDelegator on an EdgeSession, the environment cooperating as PokemonEnv does (it tells
+   the AgentDelegator the step's reward and info before makeObs), so that the decision is one
+   ``decide`` round trip over ZeroMQ on loopback, and the edge's supervisor forwards it to the
+   session's worker process. The baseline makes the same three calls directly on the same
+   Agent/Policy in this process. Both feed the same recorded Showdown frames to a ReplicaBattle
+   (the worker's, or a local one for the baseline), one request frame per decision, from the
+   start of a real battle, so the overhead (delegated - in-process, paired per decision) is the
+   transport's: encoding, sockets, the supervisor and the worker. Blocks of the two are
+   interleaved so load changes hit both. Also prints each call's time, a ``hello`` round trip
+   (answered by the supervisor, no worker) and the CPU time per decision of this process and of
+   the edge (supervisor, template and workers).
+2. worker start-up: ``open_session`` of a model with no idle worker (a fresh worker is forked
+   from the template, sandboxed, imports the module and builds the Agent) against one that reuses
+   an idle worker; and, from the edge's log, the fork-to-serving time alone.
+3. throughput: decisions/s with 8 concurrent sessions (8 threads, one session each, one shared
    EdgeClient as sep_main uses), against 1 session, interleaved in rounds.
 
     python scripts/bench_delegation.py --decisions 3000 --seconds 10
@@ -30,6 +36,7 @@ import json
 import logging
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -56,7 +63,7 @@ from edge.contract.candidates import load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import UserModel
 from edge.maple.replica import ReplicaBattle
-from edge.wire.messages import InstanceConfig
+from edge.wire.messages import CloseSessionRequest, InstanceConfig, OpenSessionRequest, policy_mask
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +73,9 @@ SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TRIVIAL_ID = "trivial"
 TRIVIAL_MODULE = "bench_trivial_agent"
+#: Models with the same module, one per fresh worker of the start-up measurement.
+FRESH_IDS = [f"trivial_{i}" for i in range(200)]
+EDGE_MAX_WORKERS = 12
 
 TRIVIAL_SOURCE = textwrap.dedent(
     '''
@@ -144,6 +154,7 @@ class EdgeSubprocess:
     config: Path
     candidates: Path
     log: Path
+    extra: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -153,7 +164,7 @@ class EdgeSubprocess:
 
     def start(self, ready_timeout: float = 60.0) -> EdgeSubprocess:
         args = [*SEP_EDGE, self.side, "--config", str(self.config)]
-        args += ["--candidates", str(self.candidates)]
+        args += ["--candidates", str(self.candidates), *self.extra]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + ready_timeout
@@ -198,14 +209,40 @@ def conditions(when: str = "at start") -> str:
     )
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process, from /proc (0 when it is gone)."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat from "state" on (None when the process is gone)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0.0
-    fields = text[text.rindex(")") + 2 :].split()  # fields from "state" on
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process, from /proc (0 when it is gone)."""
+    fields = _stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of ``root`` and its living descendants (an edge: supervisor, template and
+    workers), with what its reaped children used (the template's ``cutime``/``cstime``)."""
+    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None:
+                parents[int(entry)] = int(fields[1])
+                stats[int(entry)] = fields
+    total = 0.0
+    for pid, fields in stats.items():
+        ancestor = pid
+        while ancestor not in (root, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        if ancestor == root:
+            total += sum(int(f) for f in fields[11:15]) / CLK_TCK  # utime stime cutime cstime
+    return total
 
 
 def pct(values: list[float] | np.ndarray, q: float) -> float:
@@ -253,11 +290,11 @@ def decision_stream(battles: list[RecordedBattle]) -> Iterator[tuple[int, int, l
 
 def _info(mask: Any, turn: int) -> dict[str, Any]:
     return {
+        "needs_action": True,
         "team_preview": turn == 0,
         "action_mask": mask,
-        "turn": turn,
         "invalid_action": False,
-        "needs_action": True,
+        "turn": turn,
     }
 
 
@@ -314,7 +351,11 @@ class DelegatedSide:
         self.policy: PolicyDelegator | None = None
         self.battle: Battle | None = None
         self.frames: list[str] = []
-        self.call_ms: dict[str, list[float]] = {"makeObs": [], "step": [], "deploy": []}
+        self.call_ms: dict[str, list[float]] = {
+            "makeObs (the decide round trip)": [],
+            "policy.step (its answer)": [],
+            "deploy (its answer)": [],
+        }
 
     def new_battle(self, username: str) -> None:
         self.close()
@@ -331,6 +372,7 @@ class DelegatedSide:
         agent, battle = self.agent, self.battle
         self.frames.extend(chunk)  # what EnvPlayer does when Showdown's messages arrive
         t0 = time.perf_counter()
+        agent.expect_step(0.0, _info(None, turn))  # PokemonEnv's cooperation
         obs = agent.makeObs(battle)
         mask = agent.action_mask(battle)
         t1 = time.perf_counter()
@@ -338,7 +380,7 @@ class DelegatedSide:
             obs,
             0.0,
             False,
-            _info(mask, turn),
+            _info(policy_mask(mask, agent.action_space), turn),
             self.session.agent_full_name if self.session else "",
             agent.observation_space,
             agent.action_space,
@@ -347,9 +389,8 @@ class DelegatedSide:
         order = str(agent.deploy(battle, action))
         if split:
             t3 = time.perf_counter()
-            self.call_ms["makeObs"].append((t1 - t0) * 1e3)
-            self.call_ms["step"].append((t2 - t1) * 1e3)
-            self.call_ms["deploy"].append((t3 - t2) * 1e3)
+            for name, ms in zip(self.call_ms, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+                self.call_ms[name].append(ms * 1e3)
         return order
 
     def close(self) -> None:
@@ -398,7 +439,8 @@ def measure_latency(
 
     Each block of decisions is played delegated and in-process in turn (which goes first
     alternates), each side with its own fresh battle when the block starts one. CPU time of
-    this process (all threads) and of the edge is summed per mode over the timed blocks.
+    this process (all threads) and of the edge (all its processes) is summed per mode over the
+    timed blocks.
     """
     delegated = DelegatedSide(client)
     local = InProcessSide(model)
@@ -415,7 +457,7 @@ def measure_latency(
                 local.new_battle(battles[b].username)
             first_delegated = (done // block) % 2 == 0
             for delegate in (True, False) if first_delegated else (False, True):
-                c0, e0 = time.process_time(), cpu_seconds(edge_pid)
+                c0, e0 = time.process_time(), tree_cpu_seconds(edge_pid)
                 for k, (d, chunk) in enumerate(chunks):
                     i = done + k
                     t0 = time.perf_counter()
@@ -429,15 +471,44 @@ def measure_latency(
                 if done >= 0:  # whole blocks only: the timed part starts on a block boundary
                     spent = cpu["delegated" if delegate else "in-process"]
                     spent["center"] += time.process_time() - c0
-                    spent["edge"] += cpu_seconds(edge_pid) - e0
+                    spent["edge"] += tree_cpu_seconds(edge_pid) - e0
             done += len(chunks)
     finally:
         delegated.close()
     return result
 
 
+def measure_startup(client: EdgeClient, username: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Milliseconds of ``open_session`` on a fresh worker (a model not opened before: the edge
+    forks one) and on a reused one (the same model again: its idle worker), ``n`` of each,
+    interleaved. Each session is closed at once."""
+    config = InstanceConfig("blue", "player_0", "gen9bssfactory", 0)
+    fresh, reused = np.empty(n), np.empty(n)
+
+    def open_close(model_id: str, session: str) -> float:
+        t0 = time.perf_counter()
+        client.request(OpenSessionRequest(model_id, config, username), session, timeout=60.0)
+        elapsed = time.perf_counter() - t0
+        client.request(CloseSessionRequest(), session, timeout=10.0)
+        return elapsed * 1e3
+
+    open_close(TRIVIAL_ID, "startup-warm")
+    for i in range(n):
+        fresh[i] = open_close(FRESH_IDS[i % len(FRESH_IDS)], f"startup-fresh-{i}")
+        reused[i] = open_close(TRIVIAL_ID, f"startup-reused-{i}")
+    return fresh, reused
+
+
+def edge_startup_line(log: Path) -> str | None:
+    """The edge's own summary of fork-to-serving times (logged when it stops, with -v)."""
+    matches = re.findall(
+        r"worker start-up \(asked to serving\): (.*)", log.read_text(errors="replace")
+    )
+    return matches[-1] if matches else None
+
+
 def measure_hello(client: EdgeClient, n: int) -> np.ndarray:
-    """Round trips of ``hello`` (answered by the edge's I/O thread: no worker hop, no user code)."""
+    """Round trips of ``hello`` (answered by the supervisor: no worker, no user code)."""
     out = np.empty(n)
     for i in range(n):
         t0 = time.perf_counter()
@@ -503,7 +574,8 @@ def trivial_candidates(folder: Path) -> Path:
     (package / "__init__.py").write_text(TRIVIAL_SOURCE)
     candidates = folder / "candidates.json"
     entry = {"userModuleID": TRIVIAL_MODULE, "args": {}, "logName": "trivial"}
-    candidates.write_text(json.dumps({TRIVIAL_ID: entry}))
+    models = {model_id: entry for model_id in [TRIVIAL_ID, *FRESH_IDS]}
+    candidates.write_text(json.dumps(models))
     return candidates
 
 
@@ -517,6 +589,9 @@ def main() -> None:
         "--seconds", type=float, default=10.0, help="seconds per throughput configuration"
     )
     parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds")
+    parser.add_argument(
+        "--startups", type=int, default=100, help="sessions opened on fresh (and reused) workers"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
@@ -533,7 +608,13 @@ def main() -> None:
         candidates = trivial_candidates(folder)
         config = write_sep_config(folder / "sep_config.json")
         model = UserModel(load_candidates(candidates)[TRIVIAL_ID])
-        edge = EdgeSubprocess("blue", config, candidates, folder / "edge.log")
+        edge = EdgeSubprocess(
+            "blue",
+            config,
+            candidates,
+            folder / "edge.log",
+            ["-v", "--max-workers", str(EDGE_MAX_WORKERS)],
+        )
         try:
             edge.start()
             with EdgeClient(edge.endpoint) as client:
@@ -541,6 +622,7 @@ def main() -> None:
                 latency = measure_latency(
                     client, edge.pid, model, battles, args.decisions, args.block, args.warmup
                 )
+                fresh_ms, reused_ms = measure_startup(client, battles[0].username, args.startups)
                 rounds: dict[int, list[tuple[int, float, list[float]]]] = {1: [], args.sessions: []}
                 per_round = args.seconds / args.rounds
                 for _ in range(args.rounds):
@@ -548,6 +630,7 @@ def main() -> None:
                         rounds[k].append(measure_throughput(client, battles, k, per_round))
         finally:
             edge.stop()
+        fork_line = edge_startup_line(folder / "edge.log")
 
     deleg_ms, local_ms = latency.delegated * 1e3, latency.in_process * 1e3
     over_ms = deleg_ms - local_ms
@@ -557,7 +640,10 @@ def main() -> None:
         f"{len(battles)} recorded player views of gen9bssfactory battles, {np.mean(counts):.1f} "
         f"frames / {np.median(sizes):.0f} bytes median per decision (max {max(sizes)})"
     )
-    print(f"edge pid {edge.pid} on loopback, no CURVE; 3 round trips per delegated decision")
+    print(
+        f"edge pid {edge.pid} on loopback, no CURVE, sandboxed workers; one decide round trip "
+        "per delegated decision"
+    )
     print()
     print("per decision (makeObs + step + deploy), ms     p50      p99     mean")
     for label, values in (
@@ -573,16 +659,26 @@ def main() -> None:
     print(f"  target: overhead p50 <= 1 ms: {target}")
     print("delegated calls, ms                              p50      p99")
     for name, values_ms in latency.call_ms.items():
-        print(f"  {name + ' round trip':43s} {pct(values_ms, 50):7.3f}  {pct(values_ms, 99):7.3f}")
+        print(f"  {name:43s} {pct(values_ms, 50):7.3f}  {pct(values_ms, 99):7.3f}")
     print(
-        f"  {'hello round trip (edge I/O thread only)':43s} {pct(hello, 50):7.3f}  "
-        f"{pct(hello, 99):7.3f}"
+        f"  {'hello round trip (supervisor only)':43s} {pct(hello, 50):7.3f}  {pct(hello, 99):7.3f}"
     )
     print("CPU per decision, ms (all threads)          center     edge")
     for mode in ("delegated", "in-process"):
         center = latency.cpu_ms_per_decision(mode, "center")
         edge_cpu = latency.cpu_ms_per_decision(mode, "edge")
         print(f"  {mode:43s} {center:7.3f}  {edge_cpu:7.3f}")
+    print()
+    print(f"worker start-up, ms ({args.startups} of each)              p50      p99")
+    print(
+        f"  {'open_session, fresh worker (fork+import)':43s} {pct(fresh_ms, 50):7.3f}  "
+        f"{pct(fresh_ms, 99):7.3f}"
+    )
+    print(
+        f"  {'open_session, reused idle worker':43s} {pct(reused_ms, 50):7.3f}  "
+        f"{pct(reused_ms, 99):7.3f}"
+    )
+    print(f"  edge log, fork to serving: {fork_line or 'not found'}")
     print()
     rate = {}
     for k, results in rounds.items():
