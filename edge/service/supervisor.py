@@ -384,7 +384,12 @@ class SandboxServer(EdgeServer):
             return
         job = worker.queue.popleft()
         assert job.raw is not None
-        job.deadline = time.monotonic() + job.timeout
+        timeout = job.timeout
+        if job.header is not None and job.header.type == RequestType.OPEN_SESSION:
+            # Answer before the center gives up: a model that cannot be built in time is an error
+            # of the model, which the center can only tell from the edge's answer.
+            timeout = max(timeout * 0.95, timeout - 1.0)
+        job.deadline = time.monotonic() + timeout
         worker.job = job
         self._write(worker, frame(Kind.REQUEST, job.raw))
 
