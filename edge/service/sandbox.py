@@ -6,7 +6,10 @@ files, processes (only with a user id of its own), no core dumps. Hardening, eac
 host permits it (as root, on Linux):
 
 - an unprivileged user id per worker (no supplementary groups, ``no_new_privs``), so workers can
-  neither signal nor trace each other nor the edge;
+  neither signal nor trace each other nor the edge; when a folder a worker must read (the Python
+  installation, a candidate's module) lies under a folder other users cannot enter (``/root``),
+  the worker gets a mount namespace in which that folder is an empty tmpfs showing only what it
+  needs (:func:`paths_to_expose`, :func:`expose`);
 - a network namespace of its own (no interface but a down loopback): no network at all;
 - a PID namespace of its own, the worker being its init: when the worker dies, the kernel kills
   everything it started, wherever it went (``setsid`` included).
@@ -24,6 +27,7 @@ import re
 import resource
 import signal
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -36,10 +40,11 @@ __all__ = [
     "Limits",
     "MiB",
     "describe_exit",
+    "expose",
     "format_size",
     "libc_call",
     "parse_size",
-    "readable_by_others",
+    "paths_to_expose",
 ]
 
 MiB: Final = 1 << 20
@@ -52,22 +57,84 @@ EXIT_SETUP: Final = 87
 
 CLONE_NEWNET: Final = 0x40000000
 CLONE_NEWPID: Final = 0x20000000
+CLONE_NEWNS: Final = 0x00020000
+MS_NOSUID: Final = 2
+MS_NODEV: Final = 4
+MS_BIND: Final = 4096
+MS_MOVE: Final = 8192
+MS_REC: Final = 16384
+MS_PRIVATE: Final = 1 << 18
 PR_SET_PDEATHSIG: Final = 1
 PR_SET_NO_NEW_PRIVS: Final = 38
 
 _libc: ctypes.CDLL | None = None
 
 
-def libc_call(name: str, *args: int) -> None:
-    """Call a libc function that returns 0 or -1 with errno (``unshare``, ``setns``, ``prctl``);
-    OSError on failure. Python 3.11 has no ``os.unshare``."""
+def libc_call(name: str, *args: int | str | None) -> None:
+    """Call a libc function that returns 0 or -1 with errno (``unshare``, ``setns``, ``prctl``,
+    ``mount``); OSError on failure. Python 3.11 has no ``os.unshare``."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     function = getattr(_libc, name)
-    if function(*(ctypes.c_ulong(a) for a in args)) != 0:
+    converted = [
+        ctypes.c_char_p(a.encode()) if isinstance(a, str) else ctypes.c_ulong(a or 0) for a in args
+    ]
+    if function(*converted) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"{name}: {os.strerror(errno)}")
+
+
+def paths_to_expose(paths: Iterable[Path]) -> tuple[dict[str, list[str]], str | None]:
+    """What a worker running as another user needs exposed to read ``paths`` (folders).
+
+    For each path under a folder that other users cannot search (``/root``, mode 0700), that
+    folder and its child on the way (``/root/.pyenv``): ``{"/root": ["/root/.pyenv"]}``. The second
+    value names a path that this cannot make readable (the path itself, or a second closed folder
+    below the first), or is None.
+    """
+    exposed: dict[str, set[str]] = {}
+    for path in paths:
+        try:
+            path = path.resolve(strict=True)
+        except OSError:
+            continue
+        chain = [*reversed(path.parents), path]
+        closed: int | None = None
+        for index, current in enumerate(chain):
+            try:
+                mode = current.stat().st_mode
+            except OSError:
+                return {}, str(current)
+            need = stat.S_IXOTH | (stat.S_IROTH if current == path else 0)
+            if mode & need == need:
+                continue
+            if closed is not None or current == path:
+                return {}, str(current)
+            closed = index
+        if closed is not None:
+            exposed.setdefault(str(chain[closed]), set()).add(str(chain[closed + 1]))
+    return {folder: sorted(children) for folder, children in exposed.items()}, None
+
+
+def expose(exposed: dict[str, list[str]], staging: Path) -> None:
+    """In a new mount namespace of the calling process (a worker, still root), cover each closed
+    folder with an empty tmpfs that others may search, showing only the children listed."""
+    libc_call("unshare", CLONE_NEWNS)
+    libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing leaks back out
+    for i, (folder, children) in enumerate(sorted(exposed.items())):
+        staged = []
+        for j, child in enumerate(children):
+            stage = staging / f"{i}-{j}"
+            stage.mkdir(parents=True, exist_ok=True)
+            libc_call("mount", child, str(stage), None, MS_BIND | MS_REC, None)
+            staged.append((Path(child), stage))
+        libc_call("mount", "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        for child, stage in staged:
+            target = Path(folder) / child.name
+            target.mkdir(exist_ok=True)
+            libc_call("mount", str(stage), str(target), None, MS_MOVE, None)
+            stage.rmdir()
 
 
 @dataclass(frozen=True)
@@ -129,6 +196,10 @@ class Hardening:
     """Each worker has a network namespace of its own (no network)."""
     pid_namespace: bool = False
     """Each worker is the init of a PID namespace of its own."""
+    mount_namespace: bool = False
+    """Workers may have a mount namespace of their own (used for :attr:`exposed`)."""
+    exposed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """Closed folders a worker sees as a tmpfs showing only these children (see expose)."""
     uid_base: int = 100_000
     gid: int = 65534
     why_off: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -146,9 +217,11 @@ class Hardening:
         def state(name: str, on: bool, detail: str) -> str:
             return f"on ({detail})" if on else f"off ({self.why_off.get(name, 'not asked')})"
 
+        user = f"uid {self.uid_base}+n per worker, gid {self.gid}"
+        for folder, children in sorted(self.exposed.items()):
+            user += f"; it sees of {folder} only {', '.join(children)}"
         return [
-            "unprivileged user: "
-            + state("user", self.user, f"uid {self.uid_base}+n per worker, gid {self.gid}"),
+            "unprivileged user: " + state("user", self.user, user),
             "no network: "
             + state("network", self.network, "a network namespace of its own per worker"),
             "process containment: "
@@ -207,18 +280,3 @@ def describe_exit(status: int, limits: Limits) -> str:
             text += f": file size limit {format_size(limits.file_size)}"
         return text
     return f"worker ended (wait status {status})"
-
-
-def readable_by_others(folder: Path) -> str | None:
-    """None when a user with no relation to the owner can read ``folder`` (its ancestors
-    searchable, itself readable and searchable); else the first path that stops it."""
-    path = folder.resolve()
-    for current in [*reversed(path.parents), path]:
-        try:
-            mode = current.stat().st_mode
-        except OSError:
-            return str(current)
-        need = stat.S_IXOTH | (stat.S_IROTH if current == path else 0)
-        if mode & need != need:
-            return str(current)
-    return None

@@ -34,6 +34,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import time
 from collections import OrderedDict, deque
@@ -48,7 +49,7 @@ import zmq
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
 from edge.service.channel import FRAME_OVERHEAD, FrameReader, Kind, frame
-from edge.service.sandbox import Hardening, Limits, describe_exit, readable_by_others
+from edge.service.sandbox import Hardening, Limits, describe_exit, paths_to_expose
 from edge.service.server import EdgeServer
 from edge.service.worker import WorkerSpec
 from edge.service.zygote import Zygote, ZygoteError
@@ -256,16 +257,21 @@ class SandboxServer(EdgeServer):
         user = possible.user and drop_privileges
         if possible.user and not drop_privileges:
             why["user"] = "not asked (--no-drop-privileges)"
+        exposed: dict[str, list[str]] = {}
         if user:
-            for candidate in self._candidates.values():
-                blocked = readable_by_others(candidate.folder)
-                if blocked is not None:
-                    user = False
-                    why["user"] = (
-                        f"{blocked} is not readable by other users, and a worker must read "
-                        f"{candidate.model_id}'s module: make it world-readable to turn this on"
-                    )
-                    break
+            # A worker with its own user id must still read Python and the candidates' modules.
+            needed = [Path(p) for p in sys.path if p and Path(p).is_dir()]
+            needed += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+            needed += [c.folder for c in self._candidates.values()]
+            exposed, unreadable = paths_to_expose(needed)
+            if unreadable is not None or (exposed and not possible.mount_namespace):
+                user = False
+                why["user"] = (
+                    f"{unreadable or next(iter(exposed))} is not readable by other users, and "
+                    "workers must read Python and the candidates' modules: make it readable to "
+                    "turn this on"
+                )
+                exposed = {}
         network = possible.network and isolate_network
         if possible.network and not isolate_network:
             why["network"] = "not asked (--allow-network)"
@@ -273,6 +279,8 @@ class SandboxServer(EdgeServer):
             user=user,
             network=network,
             pid_namespace=possible.pid_namespace,
+            mount_namespace=possible.mount_namespace,
+            exposed=exposed,
             uid_base=possible.uid_base,
             gid=possible.gid,
             why_off=why,

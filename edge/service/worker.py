@@ -41,6 +41,7 @@ from edge.service.sandbox import (
     PR_SET_PDEATHSIG,
     Hardening,
     Limits,
+    expose,
     format_size,
     libc_call,
 )
@@ -162,6 +163,8 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     if hardening.network:
         libc_call("unshare", CLONE_NEWNET)
     _make_home(spec)
+    if hardening.user and hardening.exposed:
+        expose(hardening.exposed, Path(spec.home).parent / f".mounts-{spec.slot}")
     spec.limits.apply(own_user=hardening.user)
     if hardening.user:
         os.setgroups([])

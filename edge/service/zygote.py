@@ -31,7 +31,10 @@ import msgpack
 from edge.errors import EdgeError
 from edge.service.sandbox import (
     CLONE_NEWNET,
+    CLONE_NEWNS,
     CLONE_NEWPID,
+    MS_PRIVATE,
+    MS_REC,
     PR_SET_PDEATHSIG,
     Hardening,
     libc_call,
@@ -226,8 +229,13 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         os.setgid(gid)
         os.setuid(uid_base)
 
+    def own_mounts() -> None:
+        libc_call("unshare", CLONE_NEWNS)
+        libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
+
     user_problem = in_child(drop_user)
     net_problem = in_child(lambda: libc_call("unshare", CLONE_NEWNET))
+    mount_problem = in_child(own_mounts)
     pid_problem: str | None
     try:
         with _pid_namespace_for_children(True):
@@ -245,6 +253,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         user=user_problem is None,
         network=net_problem is None,
         pid_namespace=pid_problem is None,
+        mount_namespace=mount_problem is None,
         uid_base=uid_base,
         gid=gid,
         why_off=why,
