@@ -130,8 +130,8 @@ def expose(exposed: dict[str, list[str]], staging: Path) -> None:
             libc_call("mount", child, str(stage), None, MS_BIND | MS_REC, None)
             staged.append((Path(child), stage))
         libc_call("mount", "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-        for child, stage in staged:
-            target = Path(folder) / child.name
+        for source, stage in staged:
+            target = Path(folder) / source.name
             target.mkdir(exist_ok=True)
             libc_call("mount", str(stage), str(target), None, MS_MOVE, None)
             stage.rmdir()
