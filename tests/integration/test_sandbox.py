@@ -8,6 +8,7 @@ sessions on the same edge go on; and nothing it started outlives the edge.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import json
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from center.errors import EdgeRemoteError, EdgeTimeout
+from center.errors import EdgeCallError, EdgeRemoteError, EdgeTimeout
 from center.isolation.edge_client import EdgeClient
 from edge.wire.messages import (
     CloseSessionRequest,
@@ -362,3 +363,27 @@ def test_hostile_candidates_lose_alone_while_honest_battles_on_the_same_edges_ar
     assert len(honest_rows) == 6
     assert all(r["blue_status"] == r["red_status"] == "OK" for r in honest_rows), honest_rows
     assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
+
+
+def test_kill_9_of_the_edge_leaves_no_worker_and_nothing_they_started(edge: EdgeProcess):
+    marks = [edge_marks(edge)]
+    client = edge.client()
+    try:
+        spawner = Session(client, "hostile_child", "child")
+        spawner.decide()
+        hang = Session(client, "hostile_hang_c", "hang")
+        hang.decide()
+
+        def stuck_call() -> None:  # a worker stuck in a call when the edge dies
+            with contextlib.suppress(EdgeCallError):
+                hang.decide(timeout=60.0)
+
+        caller = threading.Thread(target=stuck_call, daemon=True)
+        caller.start()
+        assert wait_until(lambda: len(sleeping(marks)) == 2, 10.0), leftovers(marks)
+        time.sleep(0.5)
+        assert caller.is_alive()
+        edge.kill()  # SIGKILL: no clean-up code of the edge runs
+        assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
+    finally:
+        client.close()
