@@ -1,3 +1,4 @@
-"""The edge as a service: the ZeroMQ server, sessions serving user code (on replica battles), CLIs.
+"""The edge as a service: the ZeroMQ server, its sandboxing supervisor with the worker template and
+the sandboxed workers, sessions serving user code (on replica battles).
 
 May import every other ``edge`` package; nothing outside ``edge.service`` imports it."""

@@ -9,6 +9,10 @@ A slow or stuck handler therefore blocks only its own session, and ``hello`` kee
 even when every worker is busy. Workers are daemon threads: user code that never returns cannot
 keep the process alive after :meth:`EdgeServer.stop`.
 
+``sep_edge`` serves with :class:`~edge.service.supervisor.SandboxServer`, a subclass whose requests
+go to sandboxed worker processes instead of threads; this class, with handler functions, remains
+for embedding and tests.
+
 A request the server cannot decode gets an error reply when its id can be read, and is dropped
 with a log line otherwise; a handler that raises gives an error reply with an error code (see
 :func:`~edge.wire.messages.error_code_for`), ``ename``, ``evalue`` and a truncated traceback.
