@@ -84,7 +84,9 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
     tmp_path: Path, showdown_install: Path
 ) -> None:
     # The checker's promise: what it could have caught never shows up as an ERROR in a battle.
-    models = list(json.loads(CANDIDATES.read_text()))
+    # The hostile modules (os._exit, segfaults, …) are the sandbox's business: the checker runs
+    # user code in its own process, so they are checked through real edges (test_sandbox.py).
+    models = [m for m in json.loads(CANDIDATES.read_text()) if not m.startswith("hostile_")]
     passed = [m for m in models if check_user_module(CANDIDATES, m, call_limit=5.0).ok]
     failed = sorted(set(models) - set(passed))
     # The misbehaving modules are caught; the well-behaved and the plain ones pass.
