@@ -387,3 +387,69 @@ def test_kill_9_of_the_edge_leaves_no_worker_and_nothing_they_started(edge: Edge
         assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
     finally:
         client.close()
+
+
+HONEST = ["good_random", "contract_example", "plain_no_hooks"]
+OUTCOME_COLUMNS = ("battle_id", "blue", "red", "winner", "end_reason", "turns", "blue_status",
+                   "red_status", "seed")  # fmt: skip
+
+
+def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the_edges(
+    showdown_install, tmp_path
+):
+    # On the seeded simulator an honest battle is a function of its seed: whatever hostile
+    # candidates do on the same edges, the honest candidates' battles and standings cannot change.
+    config = write_config(tmp_path / "sep_config.json")
+    edges = {
+        side: EdgeProcess(
+            side, config, AGENTS / "candidates.json", tmp_path / f"{side}.log", extra=MEMORY_LIMIT
+        )
+        for side in ("blue", "red")
+    }
+    hostile = ["hostile_exit", "hostile_segfault", "hostile_patcher", "hostile_child"]
+    try:
+        for process in edges.values():
+            process.start()
+        for name, ids in (("alone", HONEST), ("mixed", HONEST + hostile)):
+            run = subprocess.run(
+                [
+                    *SEP_MAIN,
+                    "--league",
+                    *ids,
+                    "-n",
+                    "2",
+                    "--seed",
+                    "9",
+                    "--backend",
+                    "sim",
+                    *FAST_BUDGET,
+                    "-l",
+                    str(tmp_path / name),
+                    "--config",
+                    str(config),
+                    "--candidates",
+                    str(AGENTS / "candidates.json"),
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+    finally:
+        for process in edges.values():
+            process.stop()
+
+    def honest_outcomes(name: str) -> list[tuple[str, ...]]:
+        rows = [r for r in _rows(tmp_path / name) if r["blue"] in HONEST and r["red"] in HONEST]
+        return sorted(tuple(r[c] for c in OUTCOME_COLUMNS) for r in rows)
+
+    alone, mixed = honest_outcomes("alone"), honest_outcomes("mixed")
+    assert len(alone) == 3 * 2 and all(o[6] == o[7] == "OK" for o in alone), alone
+    assert mixed == alone
+    mixed_rows = _rows(tmp_path / "mixed")
+    assert len(mixed_rows) == 7 * 6  # 21 pairs, 2 battles each: every hostile battle recorded
+    crashed = {r["battle_id"] for r in mixed_rows if "ERROR" in (r["blue_status"], r["red_status"])}
+    assert crashed and all(
+        any(h in battle_id for h in ("hostile_exit", "hostile_segfault")) for battle_id in crashed
+    )
