@@ -1,27 +1,36 @@
-"""Benchmark battles per second: isolated (edges), in-process (sep_eval), poke-env's random pair.
+"""Benchmark battles per second: isolated (edges) and in-process (sep_eval) on both backends,
+against poke-env's random pair.
 
-On one local Showdown server (started here unless --server is given), at the same concurrency K,
-in the same run:
+At the same concurrency K, in the same run, interleaved:
 
-1. isolated: ``center.evaluation.match.run_battles`` with an EdgeSource, good_random vs good_random, each side
-   served by a real ``sep_edge`` subprocess (blue and red) over ZeroMQ on loopback, as sep_main
-   plays them (results, replays and protocol logs written to a temporary LOG_DIR);
-2. in-process: ``run_battles`` with an InProcessSource, same candidates, as sep_eval plays them;
-3. baseline: two poke-env ``RandomPlayer`` with ``max_concurrent_battles=K``,
-   ``battle_against(n_battles=N)``.
+1. ``isolated-sim`` / ``isolated-server``: ``center.evaluation.match.run_battles`` with an
+   EdgeSource, each side served by a real ``sep_edge`` subprocess (blue and red: a supervisor that
+   runs the user code in sandboxed worker processes) over ZeroMQ on loopback, as sep_main plays
+   them (results, replays and protocol logs written to a temporary LOG_DIR);
+2. ``in-process-sim`` / ``in-process-server``: ``run_battles`` with an InProcessSource, the same
+   candidates, as sep_eval plays them;
+3. ``poke-env``: two poke-env ``RandomPlayer`` with ``max_concurrent_battles=K`` on the server,
+   ``battle_against(n_battles=N)``: the baseline.
+
+The ``sim`` backend is Showdown's own simulator in one long-lived node process (a SimHost started
+here); the ``server`` backend is one local Showdown server (started here unless --server is
+given). Both stay up for the whole run, as the edges do.
 
 good_random is MapleAgent (StateObserver + ActionHelper) with a random legal policy
 (tests/agents); ``--candidate trivial`` plays a user module that costs nothing instead, which
-isolates the framework's own cost. After a few untimed warm-up battles per mode, the three are
+isolates the framework's own cost. After a few untimed warm-up battles per mode, the modes are
 interleaved in rounds (their order rotating) so that load changes on a shared machine hit all
 alike. Each timed call includes its own set-up and tear-down (players logging in, K PokemonEnvs,
 closing), as a command would. Random teams make battle lengths vary, so turns/s is printed next
-to battles/s. Also reports the CPU time per turn of this process, of the two edges and (when it
-runs here) of Showdown: on a busy machine, throughput follows the CPU each battle costs.
+to battles/s. Also reports the CPU time per turn of this process (the center), of each edge (its
+whole process tree: supervisor, worker template and workers), of the Showdown server (when it
+runs here) and of the simulator host: on a busy machine, throughput follows the CPU each turn
+costs.
 
     python scripts/bench_league.py --battles 30 --concurrency 2 --format gen9bssfactory
 
-Issue targets: isolated >= 0.8x in-process, in-process >= 0.8x the poke-env random pair.
+Targets: in-process on the simulator >= 0.8x the poke-env pair (aim past 1.0x); isolated >= 0.8x
+in-process on the same backend; the center's CPU per turn in-process <= 2x the pair's.
 """
 
 from __future__ import annotations
@@ -38,25 +47,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Shared with the other benchmark in this folder (edge subprocesses, conditions, percentiles).
 from bench_delegation import (
     TRIVIAL_ID,
     EdgeSubprocess,
     conditions,
-    cpu_seconds,
     pct,
+    tree_cpu_seconds,
     trivial_candidates,
     write_sep_config,
 )
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
+from center.env.backend import Backend
 from center.env.env_player import unique_username
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, SideSource, run_battles
+from center.evaluation.match import MatchSettings, SideSource, run_battles, start_backend
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient
@@ -66,12 +77,31 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "agents"
-MODES = ("isolated", "in-process", "poke-env")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CANDIDATES = {
     "good_random": "MapleAgent + random legal policy (tests/agents)",
     TRIVIAL_ID: "trivial agent: fixed 8-float observation, action 0, Showdown's default order",
 }
+TARGET = 0.8  # isolated / in-process, and in-process on the simulator / the poke-env pair
+CENTER_CPU_TARGET = 2.0  # the center's CPU per turn in-process / the poke-env pair's
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of playing the benchmark's battles."""
+
+    name: str
+    runner: str  # "isolated", "in-process" or "poke-env"
+    backend: Backend
+
+
+MODES = (
+    Mode("isolated-sim", "isolated", "sim"),
+    Mode("in-process-sim", "in-process", "sim"),
+    Mode("isolated-server", "isolated", "server"),
+    Mode("in-process-server", "in-process", "server"),
+    Mode("poke-env", "poke-env", "server"),
+)
 
 
 # -- CPU accounting ---------------------------------------------------------------------------------
@@ -85,8 +115,10 @@ def _stat_fields(pid: int | str) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()  # fields from "state" on
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """User + system CPU seconds of the live processes of a process group."""
+def group_cpu_seconds(pgid: int | None) -> float:
+    """User + system CPU seconds of the live processes of a process group (0 for None)."""
+    if pgid is None:
+        return 0.0
     total = 0.0
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -94,6 +126,24 @@ def group_cpu_seconds(pgid: int) -> float:
             if fields and int(fields[2]) == pgid:
                 total += (int(fields[11]) + int(fields[12])) / CLK_TCK
     return total
+
+
+def tree_size(root: int) -> int:
+    """How many live processes ``root`` and its descendants are (an edge: supervisor, worker
+    template and workers)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields is not None:
+                parents[int(entry)] = int(fields[1])
+    count = 0
+    for pid in parents:
+        ancestor = pid
+        while ancestor not in (root, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        count += ancestor == root
+    return count
 
 
 @dataclass
@@ -114,7 +164,7 @@ class CpuMeter:
                 totals[name] += probe() - before[name]
 
 
-# -- the three runs ---------------------------------------------------------------------------------
+# -- the runs ---------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -155,29 +205,27 @@ def edge_source(edges: dict[str, EdgeSubprocess], candidates: Path) -> EdgeSourc
     return EdgeSource(clients, candidates)
 
 
-def _folder(mode: str) -> str:
-    return mode.replace("-", "_")
-
-
 def run_league(
     schedule: list[ScheduledBattle],
     source: SideSource,
     settings: MatchSettings,
     writer: ResultsWriter,
-    server: ShowdownServer,
+    backend: Any,
     concurrency: int,
     result: ModeResult,
 ) -> None:
     """run_battles as sep_main / sep_eval call it; records go to ``writer``."""
     start = time.perf_counter()
     summary = run_battles(
-        schedule, source, settings, writer, server=server, concurrency=concurrency
+        schedule, source, settings, writer, server=backend, concurrency=concurrency
     )
     elapsed = time.perf_counter() - start
     result.add(elapsed, len(summary.played))
     result.failed += len(summary.failed)
     for scheduled, why in summary.failed:
         logger.warning("not played: %s: %s", scheduled.battle_id, why)
+    if summary.stopped:
+        logger.warning("stopped: %s", summary.stopped)
     for record in summary.played:
         _note(result, record)
 
@@ -224,6 +272,120 @@ def run_pokeenv(
         result.ends["win" if battle.won is not None else "tie"] += 1
 
 
+# -- the report -------------------------------------------------------------------------------------
+
+
+def ratio_line(
+    label: str, a: ModeResult, b: ModeResult, target: float, aim: float | None = None
+) -> str:
+    """``a / b`` in battles/s and turns/s, with the verdict on battles/s."""
+    ratio = a.rate / b.rate if b.rate else float("nan")
+    by_turns = a.turn_rate / b.turn_rate if b.turn_rate else float("nan")
+    verdict = "met" if ratio >= target else "MISSED"
+    if aim is not None and ratio >= target:
+        verdict += f", past {aim:.1f}x" if ratio >= aim else f", not yet {aim:.1f}x"
+    return (
+        f"ratio {label}: {ratio:.2f}x in battles/s (target >= {target}x: {verdict}), "
+        f"{by_turns:.2f}x in turns/s"
+    )
+
+
+def report(
+    args: argparse.Namespace,
+    modes: list[Mode],
+    results: dict[str, ModeResult],
+    meter: CpuMeter,
+    server: ShowdownServer | None,
+    edge_processes: dict[str, int],
+    per_round: int,
+) -> None:
+    print()
+    where = "none" if server is None else "started here" if server.owned else server.url
+    print(
+        f"{args.format}, K={args.concurrency} battles at a time, {per_round * args.rounds} "
+        f"battles per mode in {args.rounds} interleaved rounds, after {args.warmup} untimed "
+        f"warm-up battles per mode; backends: sim (one simulator host, started here), server "
+        f"(one Showdown on loopback, {where}); edges on this machine, no CURVE"
+    )
+    print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]})")
+    if edge_processes:
+        sizes = ", ".join(f"{side} {n}" for side, n in edge_processes.items())
+        print(f"edge processes at the end (supervisor, worker template, workers): {sizes}")
+    print(
+        "mode               battles/s  turns/s   battles/s per round    turns/battle  "
+        "decision ms (median of battle means)"
+    )
+    for mode in modes:
+        res = results[mode.name]
+        rounds = " ".join(f"{x:5.2f}" for x in res.per_round)
+        dec = f"{pct(res.decision_ms, 50):.2f}" if res.decision_ms else "-"
+        print(
+            f"{mode.name:17s} {res.rate:9.2f}  {res.turn_rate:7.1f}   {rounds:21s}  "
+            f"{res.mean_turns:12.1f}  {dec:>10s}"
+        )
+    for mode in modes:
+        res = results[mode.name]
+        ends = ", ".join(f"{k} {v}" for k, v in sorted(res.ends.items()))
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(res.statuses.items()))
+        print(f"  {mode.name}: {res.battles} battles ({ends}); statuses {statuses or '-'}")
+        if res.failed:
+            print(f"  {mode.name}: {res.failed} battles NOT played (see the warnings)")
+    print(
+        "CPU ms per turn, by process (user + system, all threads; an edge counts its whole tree):"
+    )
+    per_turn: dict[str, dict[str, float]] = {}
+    for mode in modes:
+        spent = meter.spent.get(mode.name, {})
+        turns = sum(results[mode.name].turns) or 1
+        per_turn[mode.name] = {name: value / turns * 1e3 for name, value in spent.items()}
+        parts = ", ".join(f"{name} {ms:.2f}" for name, ms in per_turn[mode.name].items())
+        total = sum(per_turn[mode.name].values())
+        print(f"  {mode.name:17s} {parts}; total {total:.2f}")
+
+    names = {m.name for m in modes}
+    if {"in-process-sim", "poke-env"} <= names:
+        print(
+            ratio_line(
+                "in-process-sim / poke-env",
+                results["in-process-sim"],
+                results["poke-env"],
+                TARGET,
+                aim=1.0,
+            )
+        )
+    if {"in-process-server", "poke-env"} <= names:
+        print(
+            ratio_line(
+                "in-process-server / poke-env",
+                results["in-process-server"],
+                results["poke-env"],
+                TARGET,
+            )
+        )
+    for backend in ("sim", "server"):
+        iso, inp = f"isolated-{backend}", f"in-process-{backend}"
+        if {iso, inp} <= names:
+            print(ratio_line(f"{iso} / {inp}", results[iso], results[inp], TARGET))
+    pair_center = per_turn.get("poke-env", {}).get("center")
+    for backend in ("sim", "server"):
+        inp = f"in-process-{backend}"
+        if inp in per_turn and pair_center:
+            ratio = per_turn[inp]["center"] / pair_center
+            verdict = "met" if ratio <= CENTER_CPU_TARGET else "MISSED"
+            print(
+                f"ratio center CPU per turn {inp} / poke-env: {ratio:.2f}x "
+                f"({per_turn[inp]['center']:.2f} / {pair_center:.2f} ms; target <= "
+                f"{CENTER_CPU_TARGET}x: {verdict})"
+            )
+    sim_ms = per_turn.get("in-process-sim", {}).get("sim host")
+    server_ms = per_turn.get("in-process-server", {}).get("showdown")
+    if sim_ms and server_ms:
+        print(
+            f"Showdown's CPU per turn, in-process: simulator host {sim_ms:.2f} ms, "
+            f"server {server_ms:.2f} ms ({sim_ms / server_ms:.2f}x)"
+        )
+
+
 # -- main -------------------------------------------------------------------------------------------
 
 
@@ -244,7 +406,10 @@ def main() -> None:
         "--warmup", type=int, default=None, help="untimed battles per mode first (default: K)"
     )
     parser.add_argument(
-        "--only", choices=MODES, action="append", help="run only this mode (repeatable)"
+        "--only",
+        choices=[m.name for m in MODES],
+        action="append",
+        help="run only this mode (repeatable)",
     )
     parser.add_argument(
         "--server", default=None, help="URL of a running server (default: start one)"
@@ -258,7 +423,9 @@ def main() -> None:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    modes = [m for m in MODES if not args.only or m in args.only]
+    modes = [m for m in MODES if not args.only or m.name in args.only]
+    runners = {m.runner for m in modes}
+    backends = {m.backend for m in modes}
     if args.warmup is None:
         args.warmup = args.concurrency
     print(conditions(), flush=True)
@@ -266,7 +433,8 @@ def main() -> None:
     per_round = max(1, args.battles // args.rounds)
     model = args.candidate
     schedule = schedule_match(model, model, per_round * args.rounds, args.seed)
-    results = {mode: ModeResult() for mode in modes}
+    results = {mode.name: ModeResult() for mode in modes}
+    edge_processes: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-league-")))
         log_dir = args.log_dir or tmp / "runs"
@@ -274,104 +442,80 @@ def main() -> None:
         if model == TRIVIAL_ID:
             (tmp / "agents").mkdir()
             candidates = trivial_candidates(tmp / "agents")
-        server = ShowdownServer.find_or_start(args.server)
-        stack.callback(server.stop)
+        # Long-running services, as in a real deployment: the backends and the edges.
+        server: ShowdownServer | None = None
+        host: Any = None
+        if "server" in backends:
+            server = start_backend("server", args.server)
+            stack.callback(server.stop)
+        if "sim" in backends:
+            host = start_backend("sim")
+            stack.callback(host.stop)
         config = write_sep_config(tmp / "sep_config.json")
         edges = {
             side: EdgeSubprocess(side, config, candidates, tmp / f"edge-{side}.log")
             for side in ("blue", "red")
         }
-        if "isolated" in modes:  # long-running services, as on the participants' hosts
+        if "isolated" in runners:
             for edge in edges.values():
                 stack.callback(edge.stop)
                 edge.start()
             with contextlib.closing(edge_source(edges, candidates)) as source:
-                source.check_edges([model])
+                source.check_edges({"blue": [model], "red": [model]})
         in_process = InProcessSource(candidates)
         probes: dict[str, Callable[[], float]] = {"center": time.process_time}
-        if "isolated" in modes:
+        if "isolated" in runners:
             for side, edge in edges.items():
-                probes[f"edge {side}"] = functools.partial(cpu_seconds, edge.pid)
-        pgid = server.pgid
-        if server.owned and pgid is not None:
-            probes["showdown"] = functools.partial(group_cpu_seconds, pgid)
+                probes[f"edge {side}"] = functools.partial(tree_cpu_seconds, edge.pid)
+        if server is not None and server.owned:
+            probes["showdown"] = lambda: group_cpu_seconds(server.pgid if server else None)
+        if host is not None:
+            probes["sim host"] = lambda: group_cpu_seconds(host.pid)  # it leads its group
         meter = CpuMeter(probes)
 
-        def play(mode: str, batch: list[ScheduledBattle], folder: str, result: ModeResult) -> None:
-            if mode == "poke-env":
+        def play(mode: Mode, batch: list[ScheduledBattle], folder: str, result: ModeResult) -> None:
+            if mode.runner == "poke-env":
+                assert server is not None
                 run_pokeenv(server, args.format, len(batch), args.concurrency, result)
                 return
             settings = MatchSettings(
-                args.format, log_dir / folder, showdown_version=SHOWDOWN_VERSION
+                args.format,
+                log_dir / folder,
+                showdown_version=SHOWDOWN_VERSION,
+                backend=mode.backend,
             )
             with contextlib.ExitStack() as per_run, ResultsWriter(log_dir / folder) as writer:
                 source: SideSource = in_process
-                if mode == "isolated":  # connected per run, as sep_main does per command
+                if mode.runner == "isolated":  # connected per run, as sep_main does per command
                     source = per_run.enter_context(
                         contextlib.closing(edge_source(edges, candidates))
                     )
-                run_league(batch, source, settings, writer, server, args.concurrency, result)
+                backend = host if mode.backend == "sim" else server
+                run_league(batch, source, settings, writer, backend, args.concurrency, result)
 
         if args.warmup:
-            # Untimed: the edges import the user module, poke-env and Showdown warm up.
+            # Untimed: the edges fork their workers, poke-env and Showdown warm up.
             warm = schedule_match(model, model, args.warmup, args.seed + 1)
             for mode in modes:
-                play(mode, warm, f"warmup_{_folder(mode)}", ModeResult())
+                play(mode, warm, f"warmup-{mode.name}", ModeResult())
             print(f"warm-up: {args.warmup} untimed battles per mode", flush=True)
         for r in range(args.rounds):
             batch = schedule[r * per_round : (r + 1) * per_round]
             order = modes[r % len(modes) :] + modes[: r % len(modes)]
             for mode in order:
-                with meter.measure(mode):
-                    play(mode, batch, _folder(mode), results[mode])
+                with meter.measure(mode.name):
+                    play(mode, batch, mode.name, results[mode.name])
                 print(
-                    f"round {r + 1}/{args.rounds} {mode:10s}: "
-                    f"{results[mode].per_round[-1]:6.2f} battles/s",
+                    f"round {r + 1}/{args.rounds} {mode.name:17s}: "
+                    f"{results[mode.name].per_round[-1]:6.2f} battles/s",
                     flush=True,
                 )
+        if "isolated" in runners:
+            edge_processes = {side: tree_size(edge.pid) for side, edge in edges.items()}
         if args.log_dir:
             print(f"records kept in {log_dir}")
 
-    print()
-    print(
-        f"{args.format}, K={args.concurrency} battles at a time, {per_round * args.rounds} "
-        f"battles per mode in {args.rounds} interleaved rounds, one Showdown "
-        f"({'started here' if server.owned else server.url}) on loopback, edges without CURVE, "
-        f"{args.warmup} untimed warm-up battles per mode"
-    )
-    print(f"isolated and in-process sides: {model} ({CANDIDATES[model]})")
-    print(
-        "mode          battles/s  turns/s   battles/s per round    turns/battle  "
-        "decision ms (median of battle means)"
-    )
-    for mode, res in results.items():
-        rounds = " ".join(f"{x:5.2f}" for x in res.per_round)
-        dec = f"{pct(res.decision_ms, 50):.2f}" if res.decision_ms else "-"
-        print(
-            f"{mode:12s} {res.rate:9.2f}  {res.turn_rate:7.1f}   {rounds:21s}  "
-            f"{res.mean_turns:12.1f}  {dec:>10s}"
-        )
-    for mode, res in results.items():
-        ends = ", ".join(f"{k} {v}" for k, v in sorted(res.ends.items()))
-        statuses = ", ".join(f"{k} {v}" for k, v in sorted(res.statuses.items()))
-        print(f"  {mode}: {res.battles} battles ({ends}); statuses {statuses or '-'}")
-        if res.failed:
-            print(f"  {mode}: {res.failed} battles NOT played (see the warnings)")
-    print("CPU ms per turn, by process (user + system, all threads):")
-    for mode, spent in meter.spent.items():
-        turns = sum(results[mode].turns) or 1
-        parts = ", ".join(f"{name} {value / turns * 1e3:.2f}" for name, value in spent.items())
-        total = sum(spent.values()) / turns * 1e3
-        print(f"  {mode:12s} {parts}; total {total:.2f}")
-    for a, b in (("isolated", "in-process"), ("in-process", "poke-env")):
-        if a in results and b in results and results[b].rate and results[b].turn_rate:
-            ratio = results[a].rate / results[b].rate
-            by_turns = results[a].turn_rate / results[b].turn_rate
-            verdict = "met" if ratio >= 0.8 else "MISSED"
-            print(
-                f"ratio {a} / {b}: {ratio:.2f}x in battles/s (target >= 0.8x: {verdict}), "
-                f"{by_turns:.2f}x in turns/s"
-            )
+    report(args, modes, results, meter, server, edge_processes, per_round)
     print(conditions("at the end"))
 
 

@@ -1,0 +1,69 @@
+"""scripts/bench_league.py runs end to end, tiny: every mode (real sep_edge processes, the
+simulator host, real Showdown), the CPU table and the ratios; and it is type-checked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_league.py"
+MODES = ("isolated-sim", "in-process-sim", "isolated-server", "in-process-server", "poke-env")
+
+
+@pytest.mark.showdown
+def test_bench_league_plays_every_mode_and_prints_the_ratios(showdown, tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--battles",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--concurrency",
+            "2",
+            "--server",
+            showdown.url,
+            "-l",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    # The throughput table: one row per mode, starting with its name (no indent).
+    table = {line.split()[0]: line.split() for line in lines if line[:1] not in ("", " ")}
+    for mode in MODES:
+        assert float(table[mode][1]) > 0, run.stdout  # battles/s
+        assert any(line.strip().startswith(f"{mode}: 2 battles") for line in lines), run.stdout
+    for mode in MODES[:4]:  # every battle through run_battles was played and OK
+        assert any(f"{mode}: 2 battles" in line and "OK/OK 2" in line for line in lines)
+        assert (tmp_path / mode / "battles.csv").exists()
+    cpu = {line.split()[0]: line for line in lines if " center " in line and "total" in line}
+    assert "edge blue" in cpu["isolated-sim"] and "sim host" in cpu["in-process-sim"]
+    for label in (
+        "ratio in-process-sim / poke-env",
+        "ratio isolated-sim / in-process-sim",
+        "ratio isolated-server / in-process-server",
+        "ratio center CPU per turn in-process-sim / poke-env",
+    ):
+        assert any(line.startswith(label) for line in lines), run.stdout
+    assert "NOT played" not in run.stdout
+
+
+def test_bench_league_is_type_checked():
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=SCRIPT.parents[1],
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
