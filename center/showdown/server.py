@@ -2,43 +2,30 @@
 
 It starts the pinned Showdown (see ``center.showdown.install``) bound to 127.0.0.1, waits until it
 answers, restarts it on the same port when it dies (a watchdog thread), and stops everything it
-started; ``find_or_start`` attaches to a server that is already running instead. The node processes
-never outlive their owner (``center.showdown.process``), and an ``atexit`` handler stops every owned
-server on a normal exit or Ctrl-C.
+started; ``find_or_start`` attaches to a server that is already running instead. Starting, the
+watchdog and stopping are those of every managed node process (``center.showdown.managed``).
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
-import contextlib
 import logging
 import os
-import shutil
-import signal
 import subprocess
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from center.errors import ShowdownError, ShowdownStartError
 from center.showdown.install import SHOWDOWN_VERSION, find_install, prepare_install
+from center.showdown.managed import ManagedNodeProcess
 from center.showdown.process import (
     LOCALHOST,
-    die_with_parent_preexec,
     free_port,
-    group_exists,
     main_exited,
     port_is_free,
-    signal_group,
-    spawn,
-    wait_group_gone,
     wait_port_free,
 )
 
@@ -51,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 # Only used by poke-env when a player logs in with a password; --no-security servers never ask.
 _AUTHENTICATION_URL = "https://play.pokemonshowdown.com/action.php?"
-_LOG_TAIL_LINES = 30
 
 
 def _answers(url: str, timeout: float = 1.0) -> bool:
@@ -65,46 +51,16 @@ def _answers(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file, or a note that it is empty."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log)"
-    kept = text.rstrip().splitlines()[-lines:]
-    return "\n".join(kept) if kept else "(empty log)"
-
-
-_owned_servers: set[ShowdownServer] = set()
-_owned_lock = threading.Lock()
-
-
-def _stop_owned_servers() -> None:
-    """atexit: stop every server this process started and has not stopped."""
-    with _owned_lock:
-        servers = list(_owned_servers)
-    for server in servers:
-        try:
-            server.stop()
-        except Exception:  # never let one server keep the others alive at exit
-            logger.exception("could not stop Showdown on port %s", server.port)
-
-
-atexit.register(_stop_owned_servers)
-
-
-class ShowdownServer:
+class ShowdownServer(ManagedNodeProcess[subprocess.Popen[bytes]]):
     """A local Pokémon Showdown server: owned (started, watched and stopped by us) or attached
     (someone else's, found by ``find_or_start``; ``stop`` leaves it running).
 
     Use as a context manager, or call ``start()`` and ``stop()``.
     """
 
-    STOP_GRACE: ClassVar[float] = 5.0
-    """Seconds between SIGTERM and SIGKILL of the process group."""
-    MAX_RESTARTS_PER_MINUTE: ClassVar[int] = 3
-    """The watchdog gives up after this many restarts within 60 s."""
-    WATCHDOG_INTERVAL: ClassVar[float] = 0.25
+    LOG_TAIL_LINES: ClassVar[int] = 30
+    _logger: ClassVar[logging.Logger] = logger
+    _GIVE_UP_HINT: ClassVar[str] = " (call restart() to try once more)"
 
     def __init__(
         self,
@@ -115,23 +71,15 @@ class ShowdownServer:
         watchdog: bool = True,
         log_path: Path | None = None,
     ) -> None:
+        super().__init__(
+            install_dir=install_dir,
+            start_timeout=start_timeout,
+            watchdog=watchdog,
+            log_path=log_path,
+        )
         self._port = port
         self._host = LOCALHOST
-        self._install_dir = install_dir
-        self.start_timeout = start_timeout
-        self._use_watchdog = watchdog
-        self._log_path = log_path
-        # A log we created in the temp dir is removed by a clean stop(); kept after any trouble.
-        self._log_is_temporary = False
-        self._keep_log = False
         self._owned = True
-        self._owner_pid = os.getpid()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.RLock()
-        self._stopping = threading.Event()
-        self._watchdog: threading.Thread | None = None
-        self._restart_times: collections.deque[float] = collections.deque()
-        self._restart_count = 0
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -164,29 +112,9 @@ class ShowdownServer:
         return self._owned
 
     @property
-    def pid(self) -> int | None:
-        """Pid of the node main process of an owned, running server."""
-        proc = self._proc
-        return proc.pid if proc is not None else None
-
-    @property
     def pgid(self) -> int | None:
         """Process group of an owned, running server (the main process leads it)."""
         return self.pid
-
-    @property
-    def log_path(self) -> Path | None:
-        """Where the node server's output goes (owned servers).
-
-        Unless given, a file in ``$TMPDIR/sep-showdown/``, removed by ``stop()`` when the server
-        never failed to start nor died.
-        """
-        return self._log_path
-
-    @property
-    def restart_count(self) -> int:
-        """How many times the watchdog restarted the server."""
-        return self._restart_count
 
     def ping(self, timeout: float = 1.0) -> bool:
         """Whether the server answers HTTP right now."""
@@ -196,8 +124,7 @@ class ShowdownServer:
         """Owned: the node main process is running. Attached: the server answers HTTP."""
         if not self._owned:
             return self.ping()
-        proc = self._proc
-        return proc is not None and not main_exited(proc)
+        return super().is_alive()
 
     def wait_until_ready(self, timeout: float | None = None) -> None:
         """Block until the server answers HTTP (after a start or a watchdog restart).
@@ -208,80 +135,33 @@ class ShowdownServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> ShowdownServer:
+    def start(self) -> Self:
         """Start the server (on a free port when none was given) and wait until it answers."""
         if not self._owned:
             if not self.ping():
                 raise ShowdownStartError(f"no Showdown server answers at {self.url}")
             return self
-        with self._lock:
-            if self._proc is not None and not main_exited(self._proc):
-                return self
-            self._stopping.clear()
-            self._restart_times.clear()
-            self._owner_pid = os.getpid()
-            if self._port is None:
-                self._port = free_port()
-            elif not port_is_free(self._port):
-                raise ShowdownStartError(
-                    f"port {self._port} on {LOCALHOST} is already in use; use another port, or "
-                    "ShowdownServer.find_or_start(url) to use the server listening there"
-                )
-            with _owned_lock:
-                _owned_servers.add(self)  # before the fork, so atexit never misses it
-            try:
-                self._spawn()
-            except BaseException:
-                with _owned_lock:
-                    _owned_servers.discard(self)
-                raise
-        try:
-            self._wait_ready(self.start_timeout)
-        except BaseException:
-            self._keep_log = True
-            self.stop()
-            raise
-        if self._use_watchdog and (self._watchdog is None or not self._watchdog.is_alive()):
-            self._watchdog = threading.Thread(
-                target=self._watch, name=f"showdown-watchdog-{self._port}", daemon=True
-            )
-            self._watchdog.start()
-        logger.info("Showdown %s running at %s (pid %s)", SHOWDOWN_VERSION, self.url, self.pid)
-        return self
+        return super().start()
 
     def stop(self) -> None:
         """Stop an owned server: SIGTERM its process group, SIGKILL after STOP_GRACE seconds.
 
         Idempotent; does nothing for an attached server or in a forked child of the owner.
         """
-        if not self._owned or os.getpid() != self._owner_pid:
-            return
-        self._stopping.set()
-        with self._lock:
-            proc, self._proc = self._proc, None
-            if proc is not None:
-                self._terminate(proc)
-        watchdog = self._watchdog
-        if watchdog is not None and watchdog is not threading.current_thread():
-            watchdog.join(timeout=self.STOP_GRACE + 5.0)
-        with _owned_lock:
-            _owned_servers.discard(self)
-        if self._log_is_temporary and not self._keep_log and self._log_path is not None:
-            self._log_path.unlink(missing_ok=True)
-            self._log_path = None
-            self._log_is_temporary = False
+        if self._owned:
+            super().stop()
 
     def restart(self) -> None:
         """Stop and start an owned server on the same port."""
         if not self._owned:
             raise ShowdownError(f"cannot restart {self.url}: this process did not start it")
-        if self._proc is None:
+        if self._current is None:
             self.start()
             return
         with self._lock:
-            proc, self._proc = self._proc, None
-            if proc is not None:
-                self._terminate(proc)
+            current, self._current = self._current, None
+            if current is not None:
+                self._terminate(current)
             self._restart_times.clear()
             self._spawn()
         try:
@@ -289,21 +169,6 @@ class ShowdownServer:
         except ShowdownStartError:
             self._keep_log = True
             raise
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> ShowdownServer:
-        # A handle on an external process: copies (e.g. Gymnasium copying an EnvSpec) share it.
-        return self
-
-    def __enter__(self) -> ShowdownServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         kind = "owned" if self._owned else "attached"
@@ -345,7 +210,28 @@ class ShowdownServer:
 
     # -- internals (call with self._lock held where noted) -----------------------------------
 
-    def _spawn(self) -> None:
+    @property
+    def _label(self) -> str:
+        return f"Showdown on port {self._port}"
+
+    @property
+    def _watchdog_name(self) -> str:
+        return f"showdown-watchdog-{self._port}"
+
+    def _popen(self, handle: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+        return handle
+
+    def _prepare_start(self) -> None:
+        """Choose a free port, or refuse a given one that is taken (lock held)."""
+        if self._port is None:
+            self._port = free_port()
+        elif not port_is_free(self._port):
+            raise ShowdownStartError(
+                f"port {self._port} on {LOCALHOST} is already in use; use another port, or "
+                "ShowdownServer.find_or_start(url) to use the server listening there"
+            )
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
         """Start the node main process in its own session (lock held)."""
         package = find_install(self._install_dir)
         port = self._port
@@ -353,36 +239,19 @@ class ShowdownServer:
         if port is None or not wait_port_free(port, 5.0):
             raise ShowdownStartError(f"port {port} on {LOCALHOST} is not free")
         prepare_install(package)
-        if self._log_path is None:
-            log_dir = Path(tempfile.gettempdir()) / "sep-showdown"
-            log_dir.mkdir(exist_ok=True)
-            self._log_path = log_dir / f"showdown-{port}-{os.getpid()}.log"
-            self._log_is_temporary = True
-        node = shutil.which("node") or "node"
-        command = [node, "pokemon-showdown", "start", "--no-security", "--skip-build", str(port)]
-        log: IO[bytes] = open(self._log_path, "ab")  # noqa: SIM115 - the child keeps it open
-        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n".encode())
-        log.flush()
-        preexec = die_with_parent_preexec(os.getpid())
+        self._current = self._launch(
+            ["pokemon-showdown", "start", "--no-security", "--skip-build", str(port)],
+            package,
+            log_name=f"showdown-{port}-{os.getpid()}.log",
+            pipes=False,
+        )
+        return self._current
 
-        def make() -> subprocess.Popen[bytes]:
-            return subprocess.Popen(
-                command,
-                cwd=package,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=preexec,
-            )
+    def _wait_started(self, handle: subprocess.Popen[bytes]) -> None:
+        self._wait_ready(self.start_timeout)
 
-        try:
-            self._proc = spawn(make)
-        except OSError as exc:
-            raise ShowdownStartError(f"could not run {node}: {exc}") from exc
-        finally:
-            log.close()
-        logger.debug("started %s (pid %s), log %s", command, self._proc.pid, self._log_path)
+    def _log_started(self, handle: subprocess.Popen[bytes]) -> None:
+        logger.info("Showdown %s running at %s (pid %s)", SHOWDOWN_VERSION, self.url, self.pid)
 
     def _wait_ready(self, timeout: float, *, expect_proc: bool = True) -> None:
         """Poll until the server answers; fail early when the owned process dies."""
@@ -390,96 +259,22 @@ class ShowdownServer:
         delay = 0.05
         while True:
             if self._owned:
-                proc = self._proc
+                proc = self._current
                 if proc is None and (expect_proc or self._stopping.is_set()):
                     raise ShowdownStartError(f"Showdown on port {self._port} was stopped")
                 if proc is not None and main_exited(proc) and expect_proc:
                     raise ShowdownStartError(
                         f"Showdown exited while starting on port {self._port}; "
-                        f"log {self._log_path}:\n{_tail(self._log_path)}"
+                        f"log {self._log_path}:\n{self._log_tail()}"
                         if self._log_path
                         else f"Showdown exited while starting on port {self._port}"
                     )
             if self.ping(timeout=1.0):
                 return
             if time.monotonic() >= deadline:
-                log = f"; log {self._log_path}:\n{_tail(self._log_path)}" if self._log_path else ""
+                log = f"; log {self._log_path}:\n{self._log_tail()}" if self._log_path else ""
                 raise ShowdownStartError(
                     f"Showdown did not answer at {self.url} within {timeout:.0f} s{log}"
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
-
-    def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGTERM the group, SIGKILL what is left after STOP_GRACE, reap the main process."""
-        signal_group(proc, signal.SIGTERM)
-        if not wait_group_gone(proc, self.STOP_GRACE):
-            logger.warning(
-                "Showdown on port %s ignored SIGTERM for %.0f s; killing its process group",
-                self._port,
-                self.STOP_GRACE,
-            )
-            signal_group(proc, signal.SIGKILL)
-            if not wait_group_gone(proc, 10.0):
-                logger.error("processes of group %s survived SIGKILL", proc.pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1.0)
-        # Workers were reparented to init, which reaps their zombies shortly; wait a little so
-        # that a caller checking the group right after stop() sees it gone.
-        deadline = time.monotonic() + 2.0
-        while group_exists(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def _restart_allowed(self) -> bool:
-        """Whether the watchdog may restart again (at most MAX_RESTARTS_PER_MINUTE)."""
-        now = time.monotonic()
-        while self._restart_times and now - self._restart_times[0] > 60.0:
-            self._restart_times.popleft()
-        if len(self._restart_times) >= self.MAX_RESTARTS_PER_MINUTE:
-            return False
-        self._restart_times.append(now)
-        return True
-
-    def _watch(self) -> None:
-        """Watchdog thread: restart the server on the same port when it dies on its own."""
-        while not self._stopping.wait(self.WATCHDOG_INTERVAL):
-            with self._lock:
-                if self._stopping.is_set():
-                    return
-                proc = self._proc
-                if proc is not None and not main_exited(proc):
-                    continue
-                if proc is not None:
-                    # Workers exit on their own when the main dies; make sure, then reap it.
-                    signal_group(proc, signal.SIGKILL)
-                    wait_group_gone(proc, 10.0)
-                    code = proc.wait()
-                    self._proc = None
-                    self._keep_log = True
-                    logger.warning(
-                        "Showdown on port %s died (exit code %s); log %s:\n%s",
-                        self._port,
-                        code,
-                        self._log_path,
-                        _tail(self._log_path, 10) if self._log_path else "",
-                    )
-                if not self._restart_allowed():
-                    logger.error(
-                        "Showdown on port %s died %d times within a minute; not restarting "
-                        "it again (call restart() to try once more)",
-                        self._port,
-                        self.MAX_RESTARTS_PER_MINUTE,
-                    )
-                    return
-                try:
-                    self._spawn()
-                except ShowdownError as exc:
-                    logger.error("could not restart Showdown on port %s: %s", self._port, exc)
-                    continue
-                self._restart_count += 1
-                logger.warning("restarted Showdown on port %s (pid %s)", self._port, self.pid)
-            try:
-                self._wait_ready(self.start_timeout)
-            except ShowdownStartError as exc:
-                if not self._stopping.is_set():
-                    logger.error("restarted Showdown did not come up: %s", exc)
