@@ -41,28 +41,28 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
+from edge.service.replies import (
+    encode_error_reply,
+    encode_ok_reply,
+    undecodable_error,
+    unsupported_error,
+)
 from edge.wire.codec import (
     DEFAULT_MAX_MESSAGE_SIZE,
     decode_request,
-    encode_reply,
     peek_header,
     peek_request,
 )
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
-    EVALUE_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
     HelloReply,
-    Reply,
     Request,
     RequestType,
     error_body,
-    error_code_for,
-    reply_type_for,
-    truncate_text,
 )
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
 
@@ -330,11 +330,7 @@ class EdgeServer:
             return
         handler = self._handlers.get(request.type)
         if handler is None:
-            error = ErrorBody(
-                "NotImplementedError",
-                f"this edge does not handle {request.type}",
-                code=ErrorCode.UNSUPPORTED,
-            )
+            error = unsupported_error(request.type)
             self._send(
                 routing_id, self._error_reply(request.id, request.session, request.type, error)
             )
@@ -351,16 +347,7 @@ class EdgeServer:
         logger.warning("bad request %s: %s", header.id, exc)
         self._send(
             routing_id,
-            self._error_reply(
-                header.id,
-                header.session,
-                header.type,
-                ErrorBody(
-                    type(exc).__name__,
-                    truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
-                    code=error_code_for(exc),
-                ),
-            ),
+            self._error_reply(header.id, header.session, header.type, undecodable_error(exc)),
         )
 
     def _refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None:
@@ -453,16 +440,7 @@ class EdgeServer:
         self._wake()
 
     def _ok_reply(self, request: Request, body: Any, output: str) -> bytes:
-        reply = Reply(
-            type=MESSAGES[request.type].reply_type,
-            id=self._next_id(),
-            parent=request.id,
-            status="ok",
-            body=body,
-            session=request.session,
-            output=output,
-        )
-        return encode_reply(reply, max_size=self._max_size)
+        return encode_ok_reply(self._next_id(), request, body, output, max_size=self._max_size)
 
     def _error_reply(
         self,
@@ -472,21 +450,9 @@ class EdgeServer:
         error: ErrorBody,
         output: str = "",
     ) -> bytes:
-        reply = Reply(
-            type=reply_type_for(request_type),
-            id=self._next_id(),
-            parent=parent,
-            status="error",
-            body=error,
-            session=session,
-            output=output,
+        return encode_error_reply(
+            self._next_id(), parent, session, request_type, error, output, max_size=self._max_size
         )
-        try:
-            return encode_reply(reply, max_size=self._max_size)
-        except ProtocolError:  # only with an absurdly small max_message_size
-            bare_error = ErrorBody(error.ename, "", code=error.code)
-            bare = Reply(reply.type, reply.id, parent, "error", bare_error, session)
-            return encode_reply(bare, max_size=self._max_size)
 
     def _next_id(self) -> str:
         return f"{self._instance[:12]}-{next(self._ids)}"

@@ -33,6 +33,12 @@ from typing import Any, NoReturn
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, recv_frame, send_frame
+from edge.service.replies import (
+    encode_error_reply,
+    encode_ok_reply,
+    undecodable_error,
+    unsupported_error,
+)
 from edge.service.sandbox import (
     CLONE_NEWNET,
     EXIT_MEMORY,
@@ -47,17 +53,13 @@ from edge.service.sandbox import (
 )
 from edge.service.server import CallContext
 from edge.service.sessions import EdgeService
-from edge.wire.codec import OUTPUT_LIMIT, decode_request, encode_reply, peek_header
+from edge.wire.codec import OUTPUT_LIMIT, decode_request, peek_header
 from edge.wire.messages import (
     EVALUE_LIMIT,
-    MESSAGES,
     ErrorBody,
     ErrorCode,
-    Reply,
     RequestType,
     error_body,
-    error_code_for,
-    reply_type_for,
     truncate_text,
 )
 
@@ -310,19 +312,11 @@ class _Worker:
             request = decode_request(raw, max_size=self.max_size)
         except ProtocolError as exc:
             header = peek_header(raw, max_size=self.max_size)
-            error = ErrorBody(
-                type(exc).__name__,
-                truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
-                code=error_code_for(exc),
-            )
+            error = undecodable_error(exc)
             return self.error_reply(header.id or "?", header.session, header.type, error), False
         handler = self.handlers.get(request.type)
         if handler is None:
-            error = ErrorBody(
-                "NotImplementedError",
-                f"this edge does not handle {request.type}",
-                code=ErrorCode.UNSUPPORTED,
-            )
+            error = unsupported_error(request.type)
             return self.error_reply(request.id, request.session, request.type, error), False
         context = CallContext(request.type, request.id, request.session)
         try:
@@ -344,17 +338,9 @@ class _Worker:
         output = self.take_output()
         if request.type == RequestType.CLOSE_SESSION:
             _end_stray_processes()
-        reply = Reply(
-            type=MESSAGES[request.type].reply_type,
-            id=self.next_id(),
-            parent=request.id,
-            status="ok",
-            body=body,
-            session=request.session,
-            output=output,
-        )
         try:
-            return encode_reply(reply, max_size=self.max_size), False
+            reply = encode_ok_reply(self.next_id(), request, body, output, max_size=self.max_size)
+            return reply, False
         except ProtocolError as exc:  # e.g. an object array in an observation
             error = error_body(exc, request.type)
             return self.error_reply(request.id, request.session, request.type, error, output), False
@@ -387,27 +373,9 @@ class _Worker:
         error: ErrorBody,
         output: str = "",
     ) -> bytes:
-        reply = Reply(
-            type=reply_type_for(request_type),
-            id=self.next_id(),
-            parent=parent,
-            status="error",
-            body=error,
-            session=session,
-            output=output,
+        return encode_error_reply(
+            self.next_id(), parent, session, request_type, error, output, max_size=self.max_size
         )
-        try:
-            return encode_reply(reply, max_size=self.max_size)
-        except ProtocolError:
-            bare = Reply(
-                reply.type,
-                reply.id,
-                parent,
-                "error",
-                ErrorBody(error.ename, "", code=error.code),
-                session,
-            )
-            return encode_reply(bare, max_size=self.max_size)
 
     def next_id(self) -> str:
         return f"{self.id_prefix}-{next(self.ids)}"
