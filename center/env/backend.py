@@ -14,12 +14,22 @@ in :mod:`center.env.frames`, so agents, delegators and edges cannot tell the bac
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Literal, Protocol
 
 from poke_env.battle import AbstractBattle
 
-__all__ = ["BACKENDS", "Backend", "BattleBackend", "RoundOutcome", "SeatState", "SessionSeat"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BattleBackend",
+    "RoundOutcome",
+    "RoundSeat",
+    "SeatState",
+    "SessionSeat",
+    "await_round",
+]
 
 Backend = Literal["server", "sim"]
 BACKENDS: tuple[Backend, ...] = ("server", "sim")
@@ -116,3 +126,41 @@ class BattleBackend(Protocol):
     def close(self) -> None:
         """Abandon any battle and release the session's connections."""
         ...
+
+
+class RoundSeat(Protocol):
+    """A seat as :func:`await_round` reads and updates it."""
+
+    state: SeatState
+    retry: bool
+    fresh: bool  # heard from Showdown since the last round was submitted
+
+
+def await_round(
+    seats: Mapping[str, RoundSeat],
+    timeout: float,
+    *,
+    disconnected: Callable[[], bool],
+    next_event: Callable[[float], bool],
+) -> RoundOutcome:
+    """Wait until Showdown has answered every seat after the choices just submitted (or only the
+    seat whose choice it refused): the round of :meth:`BattleBackend.await_round`, for either
+    backend.
+
+    ``next_event(deadline)`` applies one event, False when none came by ``deadline``;
+    ``disconnected()`` says whether the backend was lost.
+    """
+    for seat in seats.values():
+        if seat.state is not SeatState.FINISHED:
+            seat.fresh = False
+    deadline = time.monotonic() + timeout
+    while True:
+        if disconnected():
+            return "disconnected"
+        current = seats.values()
+        if all(seat.fresh or seat.state is SeatState.FINISHED for seat in current):
+            return "ok"
+        if any(s.fresh and s.retry and s.state is SeatState.NEEDS_ACTION for s in current):
+            return "ok"
+        if not next_event(deadline):
+            return "disconnected" if disconnected() else "timeout"

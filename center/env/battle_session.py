@@ -22,7 +22,7 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import RoundOutcome, SeatState
+from center.env.backend import RoundOutcome, SeatState, await_round
 from center.env.env_player import EnvPlayer, SeatEvent
 from center.errors import EnvError, ResetTimeout
 
@@ -233,20 +233,12 @@ class BattleSession:
 
     def await_round(self, timeout: float) -> RoundOutcome:
         """Wait until Showdown has answered every seat after the choices just submitted."""
-        for seat in self.seats.values():
-            if seat.state is not SeatState.FINISHED:
-                seat.fresh = False
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.disconnected:
-                return "disconnected"
-            seats = self.seats.values()
-            if all(seat.fresh or seat.state is SeatState.FINISHED for seat in seats):
-                return "ok"
-            if any(s.fresh and s.retry and s.state is SeatState.NEEDS_ACTION for s in seats):
-                return "ok"
-            if not self._next_event(deadline):
-                return "disconnected" if self.disconnected else "timeout"
+        return await_round(
+            self.seats,
+            timeout,
+            disconnected=lambda: self.disconnected,
+            next_event=self._next_event,
+        )
 
     @property
     def finished(self) -> bool:

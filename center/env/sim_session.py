@@ -24,7 +24,7 @@ import orjson
 from poke_env.battle import AbstractBattle
 
 from center.env import frames as frame_registry
-from center.env.backend import RoundOutcome, SeatState
+from center.env.backend import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout, ShowdownError
 from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart, derive_seeds
 from center.showdown.sim_host import SimHost
@@ -187,20 +187,12 @@ class SimSession:
         seat.state = SeatState.SUBMITTED
 
     def await_round(self, timeout: float) -> RoundOutcome:
-        for seat in self.seats.values():
-            if seat.state is not SeatState.FINISHED:
-                seat.fresh = False
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.disconnected:
-                return "disconnected"
-            seats = self.seats.values()
-            if all(seat.fresh or seat.state is SeatState.FINISHED for seat in seats):
-                return "ok"
-            if any(s.fresh and s.retry and s.state is SeatState.NEEDS_ACTION for s in seats):
-                return "ok"
-            if not self._next_event(deadline):
-                return "disconnected" if self.disconnected else "timeout"
+        return await_round(
+            self.seats,
+            timeout,
+            disconnected=lambda: self.disconnected,
+            next_event=self._next_event,
+        )
 
     def drain(self) -> None:
         sim = self.sim
