@@ -128,7 +128,7 @@ class StateObserver:
                 values.extend([0.0] * size)
                 continue
             try:
-                computed = group.compute(ctx)
+                computed: Any = group.compute(ctx)
                 if len(computed) != size:  # numpy's rules, as a slice assignment applies them
                     block = np.zeros(size, dtype=np.float32)
                     block[:] = computed
