@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set everything up, start the blue and red edges on loopback, run a league over the
-# sample candidates through them (sep_main starts its own local Showdown server), print the
-# standings and where the results are, and leave no process behind.
+# sample candidates through them (sep_main starts its own Showdown simulator host), print the
+# standings and where the results and the report are, and leave no process behind.
 #
 #   ./scripts/demo.sh              # 6 battles per pair
 #   ./scripts/demo.sh -n 20        # any sep_main option can be added
