@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
+from edge.checker.guarded import check_in_child
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
+from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError
@@ -22,7 +23,15 @@ from edge.errors import CandidatesError
 __all__ = ["main"]
 
 #: Checks that must pass before real battles are worth playing: the module loads and constructs.
-LOADING_CHECKS = ("candidate", "import", "functions", "agent_class", "policy", "agent_init")
+LOADING_CHECKS = (
+    "process",
+    "candidate",
+    "import",
+    "functions",
+    "agent_class",
+    "policy",
+    "agent_init",
+)
 
 
 def _positive(text: str) -> float:
@@ -110,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"error: cannot read recorded battle {path}: {exc}", file=sys.stderr)
                 return 2
-    report = check_user_module(
+    report = check_in_child(
         options.candidates,
         options.model_id,
         battles=samples,

@@ -126,3 +126,19 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
         if r[f"{side}_status"] == "ERROR"
     ]
     assert errors == [], errors
+
+
+@pytest.mark.parametrize(
+    ("model", "cause"),
+    [
+        ("hostile_exit", "the checker's process exited with code 3 while checking"),
+        ("hostile_segfault", "killed by signal 11 (SIGSEGV) while checking"),
+    ],
+)
+def test_a_module_that_ends_its_process_fails_the_check_with_the_cause(
+    tmp_path: Path, model: str, cause: str
+) -> None:
+    result = check(tmp_path, model, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"FAIL  process             {cause}" in result.stdout, result.stdout
+    assert "1 of 1 checks failed." in result.stdout
