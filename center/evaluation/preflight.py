@@ -1,0 +1,85 @@
+"""What a run checks before its first battle, and what it says about failing sides at its end.
+
+Before LOG_DIR exists: every brought team passes Showdown's validator, and every model opens on each
+side it will play, as a battle opens it. After the battles: one line per candidate whose side was
+not OK, with its counts and its first error line.
+"""
+
+from __future__ import annotations
+
+from center.errors import ConfigError
+from center.evaluation.match import SideSource
+from center.evaluation.records import BattleRecord, SideStatus
+from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.side_guard import Budget
+from center.showdown.formats import ShowdownFormat
+
+__all__ = ["check_models", "failure_summary", "validate_teams"]
+
+
+def validate_teams(teams: dict[str, str | None], battle_format: ShowdownFormat) -> None:
+    """Check every candidate's team with Showdown's own validator, before any battle."""
+    from center.showdown import validate_team
+
+    if not battle_format.teams_brought:
+        return
+    for model_id, team in teams.items():
+        if not team:
+            raise ConfigError(
+                f"candidate {model_id!r} has no team, and {battle_format.id} needs one "
+                '(add "team": "path/to/team.txt" to its entry in candidates.json)'
+            )
+        problems = validate_team(team, battle_format.id)
+        if problems:
+            raise ConfigError(
+                f"candidate {model_id!r}: Showdown rejects its team for {battle_format.id}: "
+                + " ".join(problems)
+            )
+
+
+def check_models(
+    source: SideSource, sides: dict[str, list[str]], battle_format: str, budget: Budget
+) -> dict[str, str]:
+    """Open (and close) each model on each side it will play, as a battle does: model -> problem.
+
+    A model that cannot load is found here, in seconds, instead of in its first battle.
+    """
+    problems: dict[str, str] = {}
+    for side, model_ids in sides.items():
+        for model_id in model_ids:
+            if model_id in problems:
+                continue
+            probe = ScheduledBattle(f"preflight-{model_id}", model_id, model_id, 0, ("", ""), 0)
+            guard = source.open_side(model_id, side, probe, battle_format, budget, "sep-preflight")
+            try:
+                if guard.fatal is not None:
+                    problems[model_id] = guard.stats.error_line or guard.stats.detail
+            finally:
+                source.close_side(guard)
+    return problems
+
+
+def failure_summary(records: list[BattleRecord]) -> list[str]:
+    """One line per candidate whose side was not OK in some battle: counts and first error line."""
+    counts: dict[str, dict[str, int]] = {}
+    first: dict[str, tuple[str, str]] = {}
+    for record in records:
+        for model, status, error in (
+            (record.blue, record.blue_status, record.blue_error),
+            (record.red, record.red_status, record.red_error),
+        ):
+            if status == SideStatus.OK:
+                continue
+            tally = counts.setdefault(model, {})
+            tally[status.value] = tally.get(status.value, 0) + 1
+            if model not in first and error:
+                first[model] = (record.battle_id, error)
+    lines = []
+    for model in sorted(counts):
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(counts[model].items()))
+        line = f"{model}: {statuses}"
+        if model in first:
+            battle_id, error = first[model]
+            line += f"; first: {error} [{battle_id}]"
+        lines.append(line)
+    return (["sides that did not play cleanly:"] + [f"  {x}" for x in lines]) if lines else []
