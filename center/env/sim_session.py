@@ -19,6 +19,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 from poke_env.battle import AbstractBattle
@@ -43,6 +44,27 @@ def sim_username(prefix: str, slot: str) -> str:
     return f"{prefix.strip()[:12] or 'maple'} {slot}"
 
 
+_SWITCH = "/choose switch "
+
+
+def _by_position(message: str, request: dict[str, Any] | None) -> str:
+    """``/choose switch NAME`` as ``/choose switch N``, N the Pokémon's place in the request.
+
+    Showdown reads a name that starts with a digit as a slot (``switch 2 Fast`` is slot 2) and
+    splits choices on commas, and the stream check refuses a name with a ``>``: nicknames its
+    validator accepts. The party position names the Pokémon the order was rebuilt for, always.
+    """
+    if not message.startswith(_SWITCH) or not request:
+        return message
+    name = message[len(_SWITCH) :]
+    party = request.get("side", {}).get("pokemon") or []
+    for position, entry in enumerate(party, start=1):
+        # poke-env names a Pokémon by its ident without the "p1: " prefix.
+        if str(entry.get("ident", "")).partition(": ")[2] == name and not entry.get("active"):
+            return f"{_SWITCH}{position}"
+    return message
+
+
 def battle_tag(battle_format: str, seed: int) -> str:
     """The room the players see, as the server names rooms: ``battle-FORMAT-SEED``."""
     return f"battle-{battle_format}-{seed}"
@@ -61,6 +83,7 @@ class SimSeat:
     retry: bool = False
     fresh: bool = False  # heard from the simulator since the last round was submitted
     retry_next: bool = False  # a choice was refused: the next request asks again
+    request: dict[str, Any] | None = None  # the seat's last request, as the simulator sent it
 
     @property
     def battle(self) -> AbstractBattle | None:
@@ -146,6 +169,7 @@ class SimSession:
             players[seat.slot] = SimPlayer(seat.username, team, None if team else team_seed)
             seat.replica = ReplicaBattle(seat.username, self.battle_format, team)
             seat.frames = []
+            seat.request = None
             seat.state, seat.retry, seat.fresh, seat.retry_next = (
                 SeatState.IDLE,
                 False,
@@ -181,7 +205,7 @@ class SimSession:
         if seat.state is not SeatState.NEEDS_ACTION or self.sim is None:
             raise EnvError(f"{seat_name} has no pending request")
         try:
-            self.sim.choose(seat.slot, message)
+            self.sim.choose(seat.slot, _by_position(message, seat.request))
         except ValueError as exc:  # only canonical orders may reach the stream
             raise EnvError(f"refusing to send {message!r} to the simulator: {exc}") from exc
         seat.state = SeatState.SUBMITTED
@@ -276,6 +300,7 @@ class SimSession:
         for line in frame.split("\n")[1:]:
             if line.startswith("|request|"):
                 request = orjson.loads(line[len("|request|") :] or "{}")
+                seat.request = request
                 if request.get("wait"):
                     seat.state = SeatState.WAITING
                 else:
