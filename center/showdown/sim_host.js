@@ -5,7 +5,8 @@
 // It reads one JSON command per line on stdin and writes one JSON event per line on stdout; every
 // battle is named by the id the caller gave it. Commands never carry raw simulator input: the host
 // builds each line it writes to a battle itself, from checked fields, so that nothing a caller
-// passes can become a `>eval` (or any other) command of the stream.
+// passes can become a `>eval` (or any other) command of the stream. A brought team is checked and
+// cleaned by Showdown's validator first, as the server does; a team it rejects starts no battle.
 //
 //   {"op": "start", "id", "formatid", "seed", "players": {"p1": {"name", "team"?, "seed"?}, "p2": ...}}
 //   {"op": "choose", "id", "side": "p1", "choice": "move 1"}
@@ -35,6 +36,8 @@ if (!pkg) {
 const {BattleStream} = require(path.join(pkg, 'dist/sim/battle-stream'));
 const {extractChannelMessages} = require(path.join(pkg, 'dist/sim/battle'));
 const {Teams} = require(path.join(pkg, 'dist/sim/teams'));
+const {Dex} = require(path.join(pkg, 'dist/sim/dex'));
+const {TeamValidator} = require(path.join(pkg, 'dist/sim/team-validator'));
 const version = require(path.join(pkg, 'package.json')).version;
 
 const SIDES = new Set(['p1', 'p2']);
@@ -63,10 +66,18 @@ function write(battle, line) {
   battle.stream.write(line);
 }
 
-function packTeam(team) {
+function packTeam(team, formatid) {
   check(typeof team === 'string' && team.length <= 20000, 'a team must be a string');
   const sets = Teams.import(team);
   check(sets && sets.length, 'the team cannot be read');
+  // As the server does before every battle: Showdown's validator checks the team and cleans it
+  // (a nickname loses '|', ',', brackets and whitespace such as U+2028, which the simulator's
+  // channel split would read as the end of a protocol line), and the cleaned team is played.
+  // Formats that deal their own teams ignore a brought one, on the server as in the simulator.
+  if (!Dex.formats.get(formatid).team) {
+    const problems = TeamValidator.get(formatid).validateTeam(sets);
+    check(!problems || !problems.length, `Showdown rejects the team: ${(problems || []).join(' ')}`);
+  }
   return Teams.pack(sets);
 }
 
@@ -126,7 +137,7 @@ function start(command) {
     check(player && typeof player === 'object', `player ${side} is missing`);
     check(typeof player.name === 'string' && NAME.test(player.name), `bad name for ${side}`);
     const opts = {name: player.name};
-    if (player.team) opts.team = packTeam(player.team);
+    if (player.team) opts.team = packTeam(player.team, formatid);
     if (player.seed !== undefined && player.seed !== null) {
       check(typeof player.seed === 'string' && SEED.test(player.seed), `bad seed for ${side}`);
       opts.seed = player.seed;

@@ -1,5 +1,5 @@
-"""Brought teams on the simulator backend (real node host): nicknames Showdown's validator accepts
-must not break the orders sent for them."""
+"""Brought teams on the simulator backend (real node host): the host plays the team the server would
+(validated and cleaned by Showdown's validator), and nicknames must not break the orders."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from center.env.frames import frames_of
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EnvError
 from center.showdown import validate_team
@@ -55,3 +56,46 @@ def test_switches_reach_the_pokemon_chosen_whatever_its_nickname(sim_host):
     assert log is not None
     choices = [line for line in log if line.startswith(">p1 switch")]
     assert len(choices) == 2
+
+
+def test_a_nickname_cannot_add_protocol_lines(sim_host):
+    # U+2028 ends a line for the simulator's channel split (a JavaScript regex): unsanitized, this
+    # nickname cuts every protocol line that names Kingambit in two, poke-env cannot follow, and
+    # the battle is lost for the center (voided) whenever its side switches Kingambit in.
+    # Showdown's validator, which the server runs before a battle, turns it into a space.
+    team = _nicknamed("Great Tusk", "Gam\u2028bit")
+    assert validate_team(team, "gen9bssregi") == []
+    teams = {"player_0": team, "player_1": _team("splash_team.txt")}
+    with PokemonEnv(
+        "gen9bssregi", backend="sim", server=sim_host, teams=teams, step_timeout=20
+    ) as env:
+        env.reset(seed=3)
+        env.step({"player_0": [0, 1, 2], "player_1": [0, 1, 2]})
+        env.step({"player_0": 9, "player_1": 0})
+        assert env.end_reason is None and env.agents == ["player_0", "player_1"]
+        for p in ("player_0", "player_1"):
+            battle = env.battle(p)
+            assert battle is not None and not battle.finished
+            frames = "\n".join(frames_of(battle) or [])
+            assert not any(
+                line and not line.startswith(("|", ">")) for line in frames.split("\n")
+            ), frames
+        assert env.battle("player_0").active_pokemon.species == "kingambit"
+
+
+def test_a_team_showdown_rejects_is_refused_as_on_the_server(sim_host):
+    bad = _team("splash_team.txt").replace("EVs: 1 HP\n", "")  # no EVs at all
+    assert validate_team(bad, "gen9bssregi")
+    teams = {"player_0": bad, "player_1": _team("strong_team.txt")}
+    with PokemonEnv(
+        "gen9bssregi", backend="sim", server=sim_host, teams=teams, reset_timeout=20
+    ) as env:
+        with pytest.raises(EnvError, match="refused"):
+            env.reset(seed=17)
+        assert env.agents == []
+        env.set_agents(
+            env.agent_objects,
+            teams={"player_0": _team("splash_team.txt"), "player_1": _team("strong_team.txt")},
+        )
+        _, infos = env.reset(seed=18)  # a valid team gives a battle
+        assert all(infos[p]["team_preview"] for p in env.agents)
