@@ -140,9 +140,12 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         )
     input_path = log_dir / input_log_relpath(battle_id)
     try:
-        input_lines = input_path.read_text(encoding="utf-8").splitlines()
+        text = input_path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"no input log for {battle_id}: {exc}") from exc
+    # Lines end at "\n" only, as they were written: str.splitlines would also cut a team at a
+    # U+0085 or U+2028 of a nickname, which JSON leaves as is.
+    input_lines = [line.removesuffix("\r") for line in text.split("\n")]
     recorded = _read_protocol_log(log_dir / (record.log or log_relpath(battle_id)))
     if not recorded["blue"]:
         raise ConfigError(f"the protocol log of {battle_id} is empty")

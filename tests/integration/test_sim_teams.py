@@ -1,20 +1,28 @@
-"""Brought teams on the simulator backend (real node host): the host plays the team the server would
-(validated and cleaned by Showdown's validator), and nicknames must not break the orders."""
+"""Brought teams on the simulator backend (real node host): nicknames Showdown's validator accepts
+must not break the orders sent for them, nor sep_replay of the battle."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from center.commands.replay import replay_battle
 from center.env.frames import frames_of
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EnvError
+from center.evaluation.battles_csv import ResultsWriter, load_records
+from center.evaluation.in_process import InProcessSource
+from center.evaluation.match import MatchSettings, run_battles
+from center.evaluation.schedule import schedule_match
+from center.evaluation.side_guard import Budget
 from center.showdown import validate_team
 
 pytestmark = pytest.mark.showdown
 
 DATA = Path(__file__).parents[1] / "data"
+AGENTS = Path(__file__).parents[1] / "agents"
 
 
 def _team(name: str) -> str:
@@ -99,3 +107,36 @@ def test_a_team_showdown_rejects_is_refused_as_on_the_server(sim_host):
         )
         _, infos = env.reset(seed=18)  # a valid team gives a battle
         assert all(infos[p]["team_preview"] for p in env.agents)
+
+
+def _candidates(tmp_path: Path, teams: dict[str, str]) -> Path:
+    """A candidates.json in ``tmp_path``: the sample random agent with each of ``teams``."""
+    (tmp_path / "good_random").symlink_to(AGENTS / "good_random", target_is_directory=True)
+    doc = {
+        cid: {"userModuleID": "good_random", "args": {"seed": n}, "team": team}
+        for n, (cid, team) in enumerate(teams.items())
+    }
+    path = tmp_path / "candidates.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_sep_replay_confirms_a_battle_whose_nicknames_hold_line_breaks_of_unicode(
+    sim_host, tmp_path
+):
+    # U+0085 and U+2028 end a line for Python's str.splitlines, not for the simulator nor for the
+    # input log, which is cut at "\n" only; Showdown's validator accepts both in a nickname.
+    team = _nicknamed("Tu\x85sk", "Gam\u2028bit")
+    assert validate_team(team, "gen9bssregi") == []
+    candidates = _candidates(tmp_path, {"nick": team, "plain": _team("strong_team.txt")})
+    log_dir = tmp_path / "run"
+    settings = MatchSettings("gen9bssregi", log_dir, Budget(), backend="sim")
+    schedule = schedule_match("nick", "plain", 1, 5)
+    with ResultsWriter(log_dir) as writer:
+        summary = run_battles(
+            schedule, InProcessSource(candidates), settings, writer, server=sim_host, concurrency=1
+        )
+    assert not summary.failed and len(summary.played) == 1
+    (record,) = load_records(log_dir)
+    report = replay_battle(log_dir, record.battle_id, host=sim_host)
+    assert report.same, report.differences
