@@ -611,7 +611,10 @@ class SandboxServer(EdgeServer):
             worker.tainted = True
         if job.routing_id is not None:
             self._send(job.routing_id, raw)
-        if job.header.type == RequestType.CLOSE_SESSION and header.status == "ok":
+        if job.header.type == RequestType.CLOSE_SESSION:
+            # The center is done with the session, whatever the worker says: one that fails to
+            # close must not keep it, and its place on the edge, until it expires.
+            worker.tainted = worker.tainted or header.status != "ok"
             self._end_session(worker, keep=True)
         else:
             self._next_job(worker)
@@ -728,6 +731,10 @@ class SandboxServer(EdgeServer):
             self._gone(worker, cause)
             return
         self._fail(job, ErrorCode.TIMEOUT, "CallTimeout", cause)
+        if job.header.type == RequestType.CLOSE_SESSION:
+            # The center is done with the session: it ends here, it is not restored.
+            self._gone(worker, cause)
+            return
         if session is None or worker.history_bytes > MAX_HISTORY_BYTES:
             self._gone(worker, cause + " (the session was too long to restore)")
             return

@@ -453,3 +453,47 @@ def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the
     assert crashed and all(
         any(h in battle_id for h in ("hostile_exit", "hostile_segfault")) for battle_id in crashed
     )
+
+
+# -- a worker turning on the supervisor --------------------------------------------------------
+
+
+@pytest.fixture
+def channel_edge(tmp_path: Path) -> Iterator[EdgeProcess]:
+    """A real sep_edge (blue) serving tests/agents/hostile_channel's attacks and good_random,
+    with room for two workers only."""
+    config = write_config(tmp_path / "sep_config.json")
+    process = EdgeProcess(
+        "blue",
+        config,
+        AGENTS / "candidates_sandbox.json",
+        tmp_path / "blue.log",
+        extra=["--max-workers", "2"],
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back(
+    channel_edge: EdgeProcess,
+):
+    # Two workers at most: were the edge to keep sessions whose close failed, an honest session
+    # would then find it full (busy), which the center would book against a candidate that did
+    # nothing wrong.
+    client = channel_edge.client()
+    try:
+        for attack in ("close_error", "close_hang"):
+            for i in range(2):
+                session = Session(client, f"channel_{attack}", f"{attack}-{i}")
+                session.decide()
+                session.decide()  # the attack: close_session fails / never returns from now on
+                with pytest.raises((EdgeRemoteError, EdgeTimeout)):
+                    client.request(CloseSessionRequest(), session=session.name, timeout=2.0)
+                time.sleep(0.5)  # the edge's own deadline of the close ends a moment after ours
+            honest = Session(client, "good_random", f"honest-after-{attack}")
+            reply, _ = honest.decide()
+            assert reply.stepped and reply.step_error is None, reply
+            honest.close()
+    finally:
+        client.close()
