@@ -174,6 +174,7 @@ class _Worker:
     eof_at: float | None = None  # its channel closed (it died, or we let it go)
     status: int | None = None  # its wait status, from the template
     cause: str | None = None  # why it ended, once known or decided
+    zygote: Zygote | None = None  # the template that forked it (and reports its exit)
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
@@ -474,6 +475,7 @@ class SandboxServer(EdgeServer):
         except ZygoteError:
             ours.close()
             raise
+        worker.zygote = zygote
         self._slots_in_use.add(slot)
         self._workers[number] = worker
         self._by_fd[worker.fd] = worker
@@ -652,6 +654,9 @@ class SandboxServer(EdgeServer):
             return
         if worker.status is not None:
             cause = describe_exit(worker.status, self._limits)
+        elif worker.zygote is not None and worker.zygote.process.poll() is None:
+            # Its template reports every exit at once: this worker is alive, its channel shut.
+            cause = "the worker closed its channel to the edge without exiting: it was killed"
         else:
             cause = "the worker ended (no exit status: the edge's template process died?)"
         logger.warning(

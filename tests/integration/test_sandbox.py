@@ -497,3 +497,35 @@ def test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back(
             honest.close()
     finally:
         client.close()
+
+
+#: Each attack on the channel, and the cause its session ends with.
+CHANNEL_ATTACKS = {
+    "huge_length": "sent a malformed frame",
+    "bad_kind": "sent a malformed frame",
+    "forged_reply": "answered a request it was not given",
+    "close_channel": "closed its channel to the edge",
+}
+
+
+def test_a_worker_that_breaks_the_channel_protocol_ends_only_its_own_session_with_the_cause(
+    channel_edge: EdgeProcess,
+):
+    client = channel_edge.client()
+    try:
+        for attack, cause in CHANNEL_ATTACKS.items():
+            session = Session(client, f"channel_{attack}", attack)
+            session.decide()
+            started = time.monotonic()
+            for _ in range(2):  # the attacking call, then a later one of the same session
+                with pytest.raises(EdgeRemoteError) as failure:
+                    session.decide(timeout=10.0)
+                assert failure.value.code == ErrorCode.WORKER_DIED, failure.value
+                assert cause in failure.value.evalue, failure.value
+            assert time.monotonic() - started < 6.0
+            honest = Session(client, "good_random", f"honest-after-{attack}")
+            reply, _ = honest.decide()
+            assert reply.stepped and reply.step_error is None, reply
+            honest.close()
+    finally:
+        client.close()
