@@ -644,9 +644,11 @@ class SandboxServer(EdgeServer):
         worker.status = status
         if worker.gone:
             self._release_slot(worker)
-        elif worker.eof_at is not None:
-            self._died(worker)
-        # else: read what it sent before it died first; its EOF comes next
+            return
+        # What it sent before it died is in its channel already: read that first. Its EOF may
+        # never come (a process it forked can keep the channel open), so it is dead now.
+        self._read(worker)
+        self._died(worker)
 
     def _died(self, worker: _Worker) -> None:
         """A worker ended by itself: its session ends with the cause."""

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +28,8 @@ import pytest
 
 from center.errors import EdgeCallError, EdgeRemoteError, EdgeTimeout
 from center.isolation.edge_client import EdgeClient
+from edge.contract.candidates import load_candidates
+from edge.service.supervisor import SandboxServer
 from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
@@ -529,3 +533,36 @@ def test_a_worker_that_breaks_the_channel_protocol_ends_only_its_own_session_wit
             honest.close()
     finally:
         client.close()
+
+
+def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_keeps_the_channel():
+    # As on an edge that does not run as root: no PID namespace, so what a worker forks outlives
+    # it, and with it the worker's end of the channel. The worker's exit must still end its
+    # session at once, with its cause, rather than pass for a call that never returns.
+    candidates = load_candidates(AGENTS / "candidates_sandbox.json")
+    server = SandboxServer(
+        "blue", "127.0.0.1", 0, candidates, drop_privileges=False, isolate_network=False
+    )
+    server._hardening = dataclasses.replace(server.hardening, pid_namespace=False)
+    marks = [(f" {os.getpid()} ", str(server._home_base))]  # the forked child is a template
+    server.start()
+    client = EdgeClient(server.endpoint)
+    try:
+        session = Session(client, "channel_fork_and_exit", "fork")
+        session.decide()
+        started = time.monotonic()
+        for _ in range(2):  # the call it exits in, then a later one of the same session
+            with pytest.raises(EdgeRemoteError) as failure:
+                session.decide(timeout=10.0)
+            assert failure.value.code == ErrorCode.WORKER_DIED, failure.value
+            assert "worker exited with code 3" in failure.value.evalue, failure.value
+        assert time.monotonic() - started < 5.0
+    finally:
+        client.close()
+        server.close()
+        # Without a PID namespace the child, in a session of its own, survives the edge
+        # (docs/sandbox.md): end it here.
+        for pid, _ in leftovers(marks):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
