@@ -256,10 +256,15 @@ def _unpacker(size: int) -> msgpack.Unpacker:
     )
 
 
+_MAX_ERROR_FIELDS: Final = 16
+"""Fields an error body may have for :func:`peek_reply` (an ErrorBody has four)."""
+
+
 def _peek_envelope(raw: bytes, max_size: int, *, reply: bool) -> dict[str, Any]:
-    """The envelope's small fields, read in C without building the body, which is skipped (a
-    reply's body is read unless ``status`` came first and is not ``error``: an error body's
-    ``code`` lands in ``code``); ProtocolError for anything unexpected."""
+    """The envelope's small fields, read in C without building the body, which is skipped (an
+    error reply's ``code`` is then read from its body and lands in ``code``); ProtocolError for
+    anything unexpected. What it costs does not depend on what the body holds: a sandboxed
+    worker's replies are read this way by the edge's I/O thread."""
     if not isinstance(raw, bytes):
         raise ProtocolError(f"a message must be bytes, not {type(raw).__name__}")
     if len(raw) > max_size:
@@ -267,6 +272,7 @@ def _peek_envelope(raw: bytes, max_size: int, *, reply: bool) -> dict[str, Any]:
     unpacker = _unpacker(len(raw))
     found: dict[str, Any] = {}
     seen: set[Any] = set()
+    body_at: int | None = None
     try:
         unpacker.feed(raw)
         for _ in range(unpacker.read_map_header()):
@@ -275,20 +281,48 @@ def _peek_envelope(raw: bytes, max_size: int, *, reply: bool) -> dict[str, Any]:
                 raise ProtocolError(f"envelope field {key!r} appears twice")
             seen.add(key)
             if key == "body":
-                if not reply or found.get("status", "error") != "error":
-                    unpacker.skip()
-                    continue
-                body = unpacker.unpack()  # an error body (small)
-                found["code"] = body.get("code", "") if isinstance(body, dict) else ""
+                body_at = unpacker.tell()  # read after the loop, once the status is known
+                unpacker.skip()
             elif key in _HEADER_KEYS:
                 found[key] = unpacker.unpack()
             else:
                 unpacker.skip()
+        if reply and body_at is not None and found.get("status") == "error":
+            found["code"] = _error_code(raw, body_at)
     except ProtocolError:
         raise
     except Exception as exc:  # msgpack's ValueError, TypeError, OutOfData, ...
         raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
     return found
+
+
+def _error_code(raw: bytes, at: int) -> Any:
+    """The ``code`` of the error body at offset ``at`` of ``raw`` ("" when it has none), reading
+    no other value: a body of many fields, or whose keys or code are no text, is refused."""
+    unpacker = _unpacker(len(raw) - at)
+    unpacker.feed(memoryview(raw)[at:])
+    try:
+        fields = unpacker.read_map_header()
+    except ValueError:
+        return ""  # not a map: the full decoder says what is wrong
+    if fields > _MAX_ERROR_FIELDS:
+        raise ProtocolError(f"an error body of {fields} fields")
+    code: Any = ""
+    for _ in range(fields):
+        if not _text_at(raw, at + unpacker.tell()):
+            raise ProtocolError("an error body's keys must be str")
+        if unpacker.unpack() != "code":
+            unpacker.skip()
+        elif _text_at(raw, at + unpacker.tell()):
+            code = unpacker.unpack()
+        else:
+            raise ProtocolError("an error body's code must be a str")
+    return code
+
+
+def _text_at(raw: bytes, offset: int) -> bool:
+    """Whether the msgpack value at ``offset`` is a str (fixstr, str 8, str 16 or str 32)."""
+    return offset < len(raw) and (0xA0 <= raw[offset] <= 0xBF or raw[offset] in (0xD9, 0xDA, 0xDB))
 
 
 def peek_request(
