@@ -175,6 +175,7 @@ class _Worker:
     status: int | None = None  # its wait status, from the template
     cause: str | None = None  # why it ended, once known or decided
     zygote: Zygote | None = None  # the template that forked it (and reports its exit)
+    orphaned: bool = False  # its template died: it died too, and no exit status will come
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
@@ -484,14 +485,42 @@ class SandboxServer(EdgeServer):
         return worker
 
     def _live_zygote(self) -> Zygote:
-        if self._zygote is None or self._zygote.process.poll() is not None:
-            if self._zygote is not None:
-                logger.error("the worker template process died; starting another")
-                self._zygote.close()
-            self._zygote = None
+        if self._zygote is not None and self._zygote.process.poll() is not None:
+            logger.error("the worker template process died; starting another")
+            self._zygote_gone()
+        if self._zygote is None:
             self._zygote_registered = None
             self._zygote = Zygote()
         return self._zygote
+
+    def _zygote_gone(self) -> None:
+        """The template process is gone (or given up on). Its workers die with it (their
+        parent-death signal) and their exits will never be reported: end them now, and free
+        their places once they are gone."""
+        zygote = self._zygote
+        if zygote is None:
+            return
+        self._zygote = None
+        self._zygote_registered = None
+        if self._poller is not None:  # before it is closed: a closed fd breaks poll
+            with contextlib.suppress(KeyError):
+                self._poller.unregister(zygote.fileno())
+        zygote.close()
+        for worker in list(self._spawning.values()):
+            self._gone(worker, "the edge's worker template process died")
+            self._release_slot(worker)
+        self._spawning.clear()
+        for worker in list(self._workers.values()):
+            if worker.zygote is not zygote or worker.status is not None:
+                continue
+            worker.orphaned = True
+            if worker.pid is not None:
+                self._by_pid.pop(worker.pid, None)
+            if worker.gone:
+                self._release_slot(worker)
+            elif worker.eof_at is not None:
+                self._died(worker)
+            # else: its end of file comes next, then it is gone
 
     def _bind(self, worker: _Worker, session: str) -> None:
         worker.session = session
@@ -633,7 +662,7 @@ class SandboxServer(EdgeServer):
     def _on_eof(self, worker: _Worker) -> None:
         worker.eof_at = time.monotonic()
         self._unregister(worker)
-        if worker.status is not None:
+        if worker.status is not None or worker.orphaned:
             self._died(worker)
         # else: its exit status comes from the template (waited for EXIT_STATUS_WAIT at most)
 
@@ -656,6 +685,8 @@ class SandboxServer(EdgeServer):
             return
         if worker.status is not None:
             cause = describe_exit(worker.status, self._limits)
+        elif worker.orphaned:
+            cause = "killed: the edge's worker template process died"
         elif worker.zygote is not None and worker.zygote.process.poll() is None:
             # Its template reports every exit at once: this worker is alive, its channel shut.
             cause = "the worker closed its channel to the edge without exiting: it was killed"
@@ -696,7 +727,7 @@ class SandboxServer(EdgeServer):
             worker.session = None
         for job in jobs:
             self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", cause)
-        if worker.status is not None:  # else its exit, reported by the template, frees it
+        if worker.status is not None or worker.orphaned:  # else its exit, reported later, frees it
             self._release_slot(worker)
 
     def _release_slot(self, worker: _Worker) -> None:
@@ -836,16 +867,7 @@ class SandboxServer(EdgeServer):
             events = None
         if events is None:
             logger.error("the worker template process is gone; a new one starts when needed")
-            self._zygote_registered = None
-            if self._poller is not None:
-                with contextlib.suppress(KeyError):
-                    self._poller.unregister(self._zygote.fileno())
-            self._zygote.close()
-            self._zygote = None
-            for worker in list(self._spawning.values()):
-                self._gone(worker, "the edge's worker template process died")
-                self._release_slot(worker)
-            self._spawning.clear()
+            self._zygote_gone()
             return
         for event in events:
             op = event.get("op")

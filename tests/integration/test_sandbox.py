@@ -566,3 +566,40 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2 :].split()[1])
+
+
+def test_when_the_worker_template_dies_its_workers_sessions_end_and_their_places_are_freed(
+    edge: EdgeProcess,
+):
+    marks = [edge_marks(edge)]
+    assert edge.proc is not None
+    homes = Path(marks[0][1])  # one HOME per worker place (w0, w1, ...)
+    client = edge.client()
+    try:
+        sessions = [Session(client, "good_random", f"before-{i}") for i in range(2)]
+        for session in sessions:
+            session.decide()
+        (template,) = [p for p, _ in leftovers(marks) if _parent_of(p) == edge.proc.pid]
+        os.kill(template, signal.SIGKILL)  # its workers die with it
+        assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
+        for session in sessions:
+            with pytest.raises(EdgeRemoteError) as failure:
+                session.decide(timeout=10.0)
+            assert failure.value.code == ErrorCode.WORKER_DIED, failure.value
+            assert "template process died" in failure.value.evalue, failure.value
+        after = Session(client, "good_random", "after")  # served by a new template
+        reply, _ = after.decide()
+        assert reply.stepped and reply.step_error is None, reply
+        # The dead workers' places (user ids, HOME folders) serve again: one worker, one HOME.
+        assert sorted(p.name for p in homes.iterdir() if p.name.startswith("w")) == ["w0"]
+        after.close()
+    finally:
+        client.close()
