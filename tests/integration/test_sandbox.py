@@ -41,6 +41,7 @@ from edge.wire.messages import (
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
+SANDBOX_AGENTS = Path(__file__).resolve().parents[1] / "sandbox_agents" / "candidates.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 MEMORY_LIMIT = ["--memory-limit", "1GiB"]
 # Short, so that a module that never returns runs out of its bank within seconds.
@@ -464,13 +465,13 @@ def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the
 
 @pytest.fixture
 def channel_edge(tmp_path: Path) -> Iterator[EdgeProcess]:
-    """A real sep_edge (blue) serving tests/agents/hostile_channel's attacks and good_random,
-    with room for two workers only."""
+    """A real sep_edge (blue) serving tests/sandbox_agents: hostile_channel's attacks, and the
+    same module without one (channel_honest), with room for two workers only."""
     config = write_config(tmp_path / "sep_config.json")
     process = EdgeProcess(
         "blue",
         config,
-        AGENTS / "candidates_sandbox.json",
+        SANDBOX_AGENTS,
         tmp_path / "blue.log",
         extra=["--max-workers", "2"],
     )
@@ -495,7 +496,7 @@ def test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back(
                 with pytest.raises((EdgeRemoteError, EdgeTimeout)):
                     client.request(CloseSessionRequest(), session=session.name, timeout=2.0)
                 time.sleep(0.5)  # the edge's own deadline of the close ends a moment after ours
-            honest = Session(client, "good_random", f"honest-after-{attack}")
+            honest = Session(client, "channel_honest", f"honest-after-{attack}")
             reply, _ = honest.decide()
             assert reply.stepped and reply.step_error is None, reply
             honest.close()
@@ -527,7 +528,7 @@ def test_a_worker_that_breaks_the_channel_protocol_ends_only_its_own_session_wit
                 assert failure.value.code == ErrorCode.WORKER_DIED, failure.value
                 assert cause in failure.value.evalue, failure.value
             assert time.monotonic() - started < 6.0
-            honest = Session(client, "good_random", f"honest-after-{attack}")
+            honest = Session(client, "channel_honest", f"honest-after-{attack}")
             reply, _ = honest.decide()
             assert reply.stepped and reply.step_error is None, reply
             honest.close()
@@ -539,7 +540,7 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
     # As on an edge that does not run as root: no PID namespace, so what a worker forks outlives
     # it, and with it the worker's end of the channel. The worker's exit must still end its
     # session at once, with its cause, rather than pass for a call that never returns.
-    candidates = load_candidates(AGENTS / "candidates_sandbox.json")
+    candidates = load_candidates(SANDBOX_AGENTS)
     server = SandboxServer(
         "blue", "127.0.0.1", 0, candidates, drop_privileges=False, isolate_network=False
     )

@@ -8,7 +8,7 @@ worker process, as any user code can (``args["attack"]``):
   with code 3;
 - ``close_error``, ``close_hang``: from then on, ``close_session`` fails or never returns.
 
-Otherwise it plays Showdown's default move.
+Otherwise (and always without an attack) it plays Showdown's default move.
 """
 
 import gc
