@@ -2,7 +2,8 @@
 
 Each module of ``tests/agents/hostile_*`` attacks the process it runs in: it exits, crashes in C,
 allocates past the memory limit, sabotages another model, starts processes, never returns, or
-floods file descriptor 1. In every case only its own session suffers, with its cause, while honest
+floods file descriptor 1; ``tests/sandbox_agents/hostile_channel`` turns on the supervisor through
+its worker's channel. In every case only its own session suffers, with its cause, while honest
 sessions on the same edge go on; and nothing it started outlives the edge.
 """
 
