@@ -13,6 +13,15 @@ What goes wrong becomes a status, never an exception in the match loop: an excep
 forfeits the battle (ERROR); a lost edge forfeits it (DISCONNECT); an illegal action or observation
 is counted (INVALID) and the environment penalizes it and asks again, up to a bound, then plays the
 default move. The guard's ``agent`` has exactly the Agent interface, so PokemonEnv cannot tell.
+
+A decision is one guarded call, in-process as on an edge: before ``makeObs`` the environment tells
+the agent the reward and info the policy's step will get (``expect_step``), so the call that runs
+``makeObs`` and ``action_mask`` also runs ``policy.step`` and ``deploy`` with the arguments the
+match loop is going to pass (the mask as the environment will show it). The step and the deploy that
+follow use those answers when their arguments are the expected ones, and are ordinary calls
+otherwise. So the three calls of a decision share one deadline, as they do through an edge's
+``decide_request``, and an in-process side costs one thread hand-off per decision instead of three.
+What the step or deploy raised is raised again when its answer is used, as the call would have.
 """
 
 from __future__ import annotations
@@ -28,14 +37,17 @@ import numpy as np
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
+from center.env import frames as frame_registry
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.records import SideStatus
+from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
 from edge.maple.action_helper import team_order, team_size
 from edge.maple.orders import canonical_order
+from edge.wire.messages import policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
 logger = logging.getLogger(__name__)
@@ -107,6 +119,22 @@ class SideStats:
         return self.failure.line() if self.failure is not None and self.status != "OK" else ""
 
 
+@dataclass
+class _Decided:
+    """A decision taken in the ``makeObs`` call: the step's arguments, then its answers (or what
+    it raised), and the battle (and its frame count) the order was deployed on."""
+
+    observation: Any
+    reward: float
+    info: dict[str, Any]
+    battle: int
+    frames: int
+    action: Any = None
+    step_error: BaseException | None = None
+    order: str | None = None
+    deploy_error: BaseException | None = None
+
+
 class SideGuard:
     """Wraps one side's Agent and Policy for one battle (see the module docstring)."""
 
@@ -137,6 +165,12 @@ class SideGuard:
         #: what the side's code printed during the battle (captured in-process, or on its edge)
         self.output: Callable[[], str] = self._runner.output if self._runner else lambda: ""
         self._must_default = False
+        #: the reward and info of the next policy step, told by the environment (in-process)
+        self._expected: tuple[float, dict[str, Any]] | None = None
+        #: the decision the last makeObs call took, until act uses it
+        self._decided: _Decided | None = None
+        #: the decision whose order deploy may use, once act used its action
+        self._deployed: _Decided | None = None
         self.agent = _GuardedAgent(self)
 
     # -- calls under the budget -----------------------------------------------------------------
@@ -222,19 +256,35 @@ class SideGuard:
             return DEFAULT_ACTION
         self.stats.decisions += 1
         space = self.inner_agent.action_space
-        try:
-            action = self._call(
-                "policy.step",
-                lambda: self.policy.step(
-                    observation,
-                    reward,
-                    done,
-                    info,
-                    self.agent_full_name,
-                    self.inner_agent.observation_space,
-                    space,
-                ),
+        decided, self._decided = self._decided, None
+        if decided is not None and not (
+            observation is decided.observation
+            and float(reward) == decided.reward
+            and same_info(info, decided.info)
+        ):
+            logger.debug(
+                "%s: the step taken with makeObs had other arguments", self.agent_full_name
             )
+            decided = None
+        try:
+            if decided is not None:
+                if decided.step_error is not None:
+                    raise decided.step_error
+                action = decided.action
+                self._deployed = decided
+            else:
+                action = self._call(
+                    "policy.step",
+                    lambda: self.policy.step(
+                        observation,
+                        reward,
+                        done,
+                        info,
+                        self.agent_full_name,
+                        self.inner_agent.observation_space,
+                        space,
+                    ),
+                )
         except Exception as exc:
             self._handle("policy.step", exc)
             return DEFAULT_ACTION
@@ -286,20 +336,31 @@ class _GuardedAgent(Agent):
     def makeObs(self, battle: AbstractBattle) -> Any:
         guard = self.guard
         guard._must_default = False  # a new observation: an earlier timeout decides nothing here
+        # A new observation starts a new decision: nothing taken for an earlier one is reused.
+        expected, guard._expected = guard._expected, None
+        guard._decided = guard._deployed = None
         if guard.fatal is not None:
             return self._safe_observation()
         inner = guard.inner_agent
         self._mask = None
+        decided: _Decided | None = None
         try:
-            # One guarded call for both: the environment always asks for the mask right after.
-            observation, mask = guard._call(
-                "makeObs", lambda: (inner.makeObs(battle), inner.action_mask(battle))
-            )
+            # One guarded call for both: the environment always asks for the mask right after;
+            # with the whole decision when the environment said what the step will get.
+            if expected is not None:
+                reward, info = expected
+                observation, mask, decided = guard._call(
+                    "makeObs", lambda: self._decide(battle, reward, info)
+                )
+            else:
+                observation, mask = guard._call(
+                    "makeObs", lambda: (inner.makeObs(battle), inner.action_mask(battle))
+                )
         except Exception as exc:
             guard._handle("makeObs", exc)
             return self._safe_observation()
         self._mask = (id(battle), mask)
-        if not _contains(self.observation_space, observation):
+        if decided is None and not _contains(self.observation_space, observation):
             guard.stats.invalid += 1
             guard.stats.note(
                 SideStatus.INVALID,
@@ -309,13 +370,54 @@ class _GuardedAgent(Agent):
             )
             guard._must_default = True
             return self._safe_observation()
+        guard._decided = decided
         return observation
 
+    def _decide(
+        self, battle: AbstractBattle, reward: float, info: dict[str, Any]
+    ) -> tuple[Any, Any, _Decided | None]:
+        """makeObs, action_mask, then policy.step and deploy as the match loop will call them (on
+        the user-code thread, under the makeObs call's deadline). No decision when the observation
+        is outside the space: the loop will not step on it."""
+        guard, inner = self.guard, self.guard.inner_agent
+        observation = inner.makeObs(battle)
+        mask = inner.action_mask(battle)
+        if not _contains(self.observation_space, observation):
+            return observation, mask, None
+        info = {**info, "action_mask": policy_mask(mask, self.action_space)}
+        frames = len(frame_registry.frames_of(battle) or ())
+        decided = _Decided(observation, reward, info, id(battle), frames)
+        try:
+            decided.action = guard.policy.step(
+                observation,
+                reward,
+                False,
+                info,
+                guard.agent_full_name,
+                inner.observation_space,
+                inner.action_space,
+            )
+        except BaseException as exc:  # raised again if the loop takes this step
+            decided.step_error = exc
+            return observation, mask, decided
+        try:
+            decided.order = _order_text(inner.deploy(battle, decided.action))
+        except BaseException as exc:  # raised again if the environment deploys this action
+            decided.deploy_error = exc
+        return observation, mask, decided
+
     def expect_step(self, reward: float, info: dict[str, Any]) -> None:
-        """Passed on to a remote Agent (a decision in one round trip), unless the side is out."""
-        expect_step = getattr(self.guard.inner_agent, "expect_step", None)
-        if expect_step is not None and self.guard.fatal is None:
+        """The environment's cooperation: the next policy step, if the next makeObs leads to one,
+        gets ``reward`` and ``info`` (its mask aside). A remote Agent asks its edge for the whole
+        decision in one round trip; in-process, the guard takes it in one call."""
+        guard = self.guard
+        if guard.fatal is not None:
+            return
+        expect_step = getattr(guard.inner_agent, "expect_step", None)
+        if expect_step is not None:
             expect_step(reward, info)
+        elif guard._runner is not None and info.get("needs_action"):
+            guard._expected = (reward, dict(info))
 
     def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
         guard = self.guard
@@ -355,12 +457,25 @@ class _GuardedAgent(Agent):
             guard._must_default = False
             guard._end_decision()
             return default_order(battle)
+        decided, guard._deployed = guard._deployed, None
+        if decided is not None and not (
+            decided.battle == id(battle)
+            and decided.frames == len(frame_registry.frames_of(battle) or ())
+            and same_action(decided.action, action)
+        ):
+            decided = None
         try:
-            # The order's text is read inside the guarded call: BattleOrder.message is user code
-            # when deploy returns a subclass.
-            order = guard._call(
-                "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
-            )
+            if decided is not None:  # deployed in the makeObs call, on this very battle state
+                if decided.deploy_error is not None:
+                    raise decided.deploy_error
+                assert decided.order is not None
+                order = decided.order
+            else:
+                # The order's text is read inside the guarded call: BattleOrder.message is user
+                # code when deploy returns a subclass.
+                order = guard._call(
+                    "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
+                )
         except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
             guard.stats.note(SideStatus.INVALID, UserFailure.of(exc, "deploy"))
             raise InvalidActionError(str(exc)) from exc

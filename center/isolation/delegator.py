@@ -236,7 +236,7 @@ class AgentDelegator(Agent):
         session = self.session
         frames = session.new_frames(battle)
         speculative, session.speculative = session.speculative, None
-        if speculative is not None and not frames and _same_action(speculative[0], action):
+        if speculative is not None and not frames and same_action(speculative[0], action):
             _, order, error = speculative
             if error is not None:  # raise what the edge's deploy raised, as the call would have
                 session.raise_remote(error, deploying=True)
@@ -289,14 +289,16 @@ class PolicyDelegator(StandalonePolicy):
             if (
                 observation is decided.observation
                 and float(reward) == decided.reward
-                and _same_info(_plain_info(info), decided.info)
+                and same_info(_plain_info(info), decided.info)
             ):
                 if decided.step_error is not None:
                     session.raise_remote(decided.step_error, deploying=False)
                 session.speculative = (decided.action, decided.order, decided.deploy_error)
                 return decided.action
             # The edge stepped with other arguments than these: the policy steps again.
-            logger.info("%s: the edge's step of this decision had other arguments", session.model_id)
+            logger.info(
+                "%s: the edge's step of this decision had other arguments", session.model_id
+            )
         # The edge's session knows its name and spaces; only what changes per call travels.
         body = PolicyStepRequest(
             _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
@@ -306,7 +308,7 @@ class PolicyDelegator(StandalonePolicy):
         return reply.action
 
 
-def _same_action(speculated: Any, action: Any) -> bool:
+def same_action(speculated: Any, action: Any) -> bool:
     """Whether the action handed to deploy is the one the policy step returned."""
     try:
         if isinstance(speculated, np.ndarray) or isinstance(action, np.ndarray):
@@ -318,7 +320,7 @@ def _same_action(speculated: Any, action: Any) -> bool:
         return False
 
 
-def _same_info(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
+def same_info(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
     """Whether two plain infos are equal (arrays by dtype, shape and values)."""
     if actual.keys() != expected.keys():
         return False

@@ -290,6 +290,13 @@ def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
     _same_battles(tmp_path / "one", tmp_path / "two")
     row = _rows(tmp_path / "one")[1]
     assert replay_battle(tmp_path / "one", row["battle_id"]).same
+    # In-process, the same agents play the same battles: a decision takes the same user calls
+    # there (one call, as an edge's decide_request) and the seeded policies draw the same actions.
+    result = _sep_eval(
+        tmp_path / "in_process", "good_random", "good_team_choice", "-n", "2", "--seed", "9"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    _same_battles(tmp_path / "one", tmp_path / "in_process")
 
 
 def test_a_simulator_host_killed_mid_battle_voids_it_and_the_run_completes(tmp_path, caplog):
