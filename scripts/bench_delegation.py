@@ -156,6 +156,8 @@ class EdgeSubprocess:
     log: Path
     extra: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
+    #: CPUs the edge and every process it starts run on (None: wherever the parent may)
+    cpus: set[int] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -165,8 +167,16 @@ class EdgeSubprocess:
     def start(self, ready_timeout: float = 60.0) -> EdgeSubprocess:
         args = [*SEP_EDGE, self.side, "--config", str(self.config)]
         args += ["--candidates", str(self.candidates), *self.extra]
+        cpus = self.cpus
+
+        def pin() -> None:  # in the child, before exec: the edge's own children inherit it
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+            self.proc = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, preexec_fn=pin
+            )
         deadline = time.monotonic() + ready_timeout
         with EdgeClient(self.endpoint) as client:
             while time.monotonic() < deadline:

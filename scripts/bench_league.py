@@ -29,6 +29,11 @@ costs.
 
     python scripts/bench_league.py --battles 30 --concurrency 2 --format gen9bssfactory
 
+``--pin`` emulates a deployment where the edges run on hosts of their own: this process (the
+center), the simulator host and the Showdown server run on CPU 0 only, and both edges (with their
+workers) on the other CPUs. Every mode then has the same one CPU for the center and the backend;
+only the isolated modes have the edges' CPUs besides.
+
 Targets: in-process on the simulator >= 0.8x the poke-env pair (aim past 1.0x); isolated >= 0.8x
 in-process on the same backend; the center's CPU per turn in-process <= 2x the pair's.
 """
@@ -307,6 +312,11 @@ def report(
         f"warm-up battles per mode; backends: sim (one simulator host, started here), server "
         f"(one Showdown on loopback, {where}); edges on this machine, no CURVE"
     )
+    if args.pin:
+        print(
+            f"pinned: center and backends on CPU {min(os.sched_getaffinity(0))}, "
+            "edges on the other CPUs (edges on hosts of their own)"
+        )
     print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]})")
     if edge_processes:
         sizes = ", ".join(f"{side} {n}" for side, n in edge_processes.items())
@@ -417,6 +427,11 @@ def main() -> None:
     parser.add_argument(
         "-l", "--log-dir", type=Path, default=None, help="keep the records here (default: temp)"
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="center and backends on CPU 0, edges on the other CPUs (edges on hosts of their own)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
@@ -428,6 +443,13 @@ def main() -> None:
     backends = {m.backend for m in modes}
     if args.warmup is None:
         args.warmup = args.concurrency
+    edge_cpus: set[int] | None = None
+    if args.pin:
+        available = sorted(os.sched_getaffinity(0))
+        if len(available) < 2:
+            parser.error("--pin needs at least 2 CPUs")
+        os.sched_setaffinity(0, {available[0]})  # the backends started here inherit it
+        edge_cpus = set(available[1:])
     print(conditions(), flush=True)
 
     per_round = max(1, args.battles // args.rounds)
@@ -453,13 +475,17 @@ def main() -> None:
             stack.callback(host.stop)
         config = write_sep_config(tmp / "sep_config.json")
         edges = {
-            side: EdgeSubprocess(side, config, candidates, tmp / f"edge-{side}.log")
+            side: EdgeSubprocess(side, config, candidates, tmp / f"edge-{side}.log", cpus=edge_cpus)
             for side in ("blue", "red")
         }
         if "isolated" in runners:
             for edge in edges.values():
                 stack.callback(edge.stop)
                 edge.start()
+            if args.pin:  # read back from the running processes
+                for side, edge in edges.items():
+                    cpus = ",".join(map(str, sorted(os.sched_getaffinity(edge.pid))))
+                    print(f"pinned: edge {side} (pid {edge.pid}) runs on CPU {cpus}", flush=True)
             with contextlib.closing(edge_source(edges, candidates)) as source:
                 source.check_edges({"blue": [model], "red": [model]})
         in_process = InProcessSource(candidates)

@@ -81,7 +81,9 @@ def generate(
 ) -> tuple[Dataset, Counter[str], list[str]]:
     """Play the battles (see the module docstring); return the data, end reasons and input names."""
     agents = {
-        p: HeuristicAgent({}, {"side": s, "player": p, "battle_format": battle_format, "seed": seed})
+        p: HeuristicAgent(
+            {}, {"side": s, "player": p, "battle_format": battle_format, "seed": seed}
+        )
         for p, s in SIDES.items()
     }
     heuristic = {p: HeuristicPolicy() for p in SIDES}
@@ -105,8 +107,13 @@ def generate(
                     if not info["team_preview"]:
                         data.add(obs["maple"], info["action_mask"], int(obs["suggested"]), episode)
                     actions[p] = policies[p].step(
-                        obs, 0.0, False, info, f"{SIDES[p]}:train:{type(policies[p]).__name__}",
-                        env.observation_space(p), env.action_space(p),
+                        obs,
+                        0.0,
+                        False,
+                        info,
+                        f"{SIDES[p]}:train:{type(policies[p]).__name__}",
+                        env.observation_space(p),
+                        env.action_space(p),
                     )
                 observations, _, _, _, infos = env.step(actions)
             reasons[str(env.end_reason)] += 1
@@ -124,7 +131,9 @@ def generate(
 # --------------------------------------------------------------------------------------------
 
 
-def init_params(n_in: int, n_hidden: int, n_out: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def init_params(
+    n_in: int, n_hidden: int, n_out: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
     """He-initialised weights, zero biases."""
     return {
         "w1": rng.normal(0.0, np.sqrt(2.0 / n_in), (n_in, n_hidden)),
@@ -249,7 +258,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--battles", type=int, default=300, help="battles to play (default 300)")
     parser.add_argument("--format", default="gen9bssfactory", help="battle format")
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "agents" / "learned_policy" / "weights.npz",
+        "--out",
+        type=Path,
+        default=ROOT / "agents" / "learned_policy" / "weights.npz",
         help="weights file to write (.npz); the conditions go next to it as .json",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of battles, split and training")
@@ -283,9 +294,16 @@ def main(argv: list[str] | None = None) -> int:
     is_val = np.isin(battle, held_out)
     print(f"{len(y)} decisions ({int((~is_val).sum())} train, {int(is_val.sum())} validation)")
     weights = train(
-        x[~is_val], mask[~is_val], y[~is_val], names,
-        hidden=args.hidden, epochs=args.epochs, batch_size=args.batch_size,
-        lr=args.lr, l2=args.l2, rng=rng,
+        x[~is_val],
+        mask[~is_val],
+        y[~is_val],
+        names,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        l2=args.l2,
+        rng=rng,
     )
     nontrivial = mask.sum(axis=1) > 1
     results = {
@@ -305,17 +323,28 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["scripts/train_learned_policy.py", *(argv or sys.argv[1:])]),
         "format": args.format,
         "battles": args.battles,
-        "opponents": {"heuristic_vs_random": (args.battles + 1) // 2,
-                      "heuristic_vs_heuristic": args.battles // 2},
+        "opponents": {
+            "heuristic_vs_random": (args.battles + 1) // 2,
+            "heuristic_vs_heuristic": args.battles // 2,
+        },
         "end_reasons": dict(reasons),
-        "decisions": {"train": int((~is_val).sum()), "validation": int(is_val.sum()),
-                      "validation_nontrivial": int((is_val & nontrivial).sum())},
+        "decisions": {
+            "train": int((~is_val).sum()),
+            "validation": int(is_val.sum()),
+            "validation_nontrivial": int((is_val & nontrivial).sum()),
+        },
         "labels": "SimpleHeuristicsPlayer's action via agents.heuristic (both seats' decisions)",
         **{k: round(v, 4) for k, v in results.items()},
         "seed": args.seed,
         "model": {"inputs": weights.n_inputs, "hidden": args.hidden, "outputs": weights.n_actions},
-        "training": {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
-                     "l2": args.l2, "optimizer": "adam", "val_fraction": args.val_fraction},
+        "training": {
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "lr": args.lr,
+            "l2": args.l2,
+            "optimizer": "adam",
+            "val_fraction": args.val_fraction,
+        },
         "poke_env": version("poke-env"),
         "numpy": np.__version__,
         "generation_s": round(generation_s, 1),

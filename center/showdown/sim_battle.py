@@ -137,7 +137,7 @@ class SimBattle:
     battle_id: str
     start: SimStart
     send: Callable[[dict[str, Any]], bool] = field(repr=False)
-    events: queue.Queue[SimEvent] = field(default_factory=queue.Queue, repr=False)
+    events: queue.SimpleQueue[SimEvent] = field(default_factory=queue.SimpleQueue, repr=False)
     #: every line the center wrote to the battle, in order, once it has ended
     input_log: list[str] = field(default_factory=list)
     #: the spectator's view of every update (no secrets of either side are hidden from it)

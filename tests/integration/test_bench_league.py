@@ -3,6 +3,7 @@ simulator host, real Showdown), the CPU table and the ratios; and it is type-che
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,42 @@ def test_bench_league_is_type_checked():
         cwd=SCRIPT.parents[1],
     )
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--pin needs 2 CPUs")
+def test_bench_league_pinned_puts_the_edges_on_their_own_cpus(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--battles",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--only",
+            "isolated-sim",
+            "--only",
+            "in-process-sim",
+            "--pin",
+            "-l",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    center = next(line for line in lines if line.startswith("pinned: center and backends on CPU"))
+    center_cpu = center.split()[6].rstrip(",")
+    edges = [line for line in lines if line.startswith("pinned: edge")]
+    assert len(edges) == 2, run.stdout
+    for line in edges:  # read from the running edge processes
+        assert center_cpu not in line.rpartition("runs on CPU ")[2].split(","), line
+    assert "ratio isolated-sim / in-process-sim" in run.stdout
+    for mode in ("isolated-sim", "in-process-sim"):
+        assert any(
+            f"{mode}: 2 battles" in line and "OK/OK 2" in line for line in run.stdout.splitlines()
+        )
