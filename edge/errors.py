@@ -15,7 +15,16 @@ Exception tree::
     ├── TransportError         the edge server cannot be set up (bind failure, bad keys)
     │   ├── InsecureBindError  a non-loopback address without CURVE keys and without --insecure
     │   └── CurveKeyError      a CURVE key or key file is missing or malformed (also a ValueError)
-    └── ReplicaError           the replica battle cannot apply a frame
+    ├── ReplicaError           the replica battle cannot apply a frame
+    ├── UnknownSession         a request names a session this edge does not have (never opened,
+    │                          closed or expired); in edge/service/sessions.py, next to its code
+    ├── UnknownModel           the center asked for a model candidates.json does not list; in
+    │                          edge/service/sessions.py, next to its code
+    └── ZygoteError            the sandbox's worker template process could not start or went away;
+                               in edge/service/zygote.py
+
+UnknownSession and UnknownModel name their wire error code (``error_code``, an ``edge.wire``
+enum), which is why they live in ``edge.service`` and not here: ``edge.wire`` imports this module.
 """
 
 from __future__ import annotations
