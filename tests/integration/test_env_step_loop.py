@@ -1,4 +1,5 @@
-"""T-1 and T-5: whole episodes of random legal actions on the real Showdown server."""
+"""Whole episodes of random legal actions on the real Showdown server: every step answers, and
+every observation has the observer's dimension and lies inside the observation space."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_three_consecutive_episodes_of_random_legal_actions(showdown, battle_for
                 )
                 steps += 1
                 for name, obs in observations.items():
-                    assert obs.shape == (dims[name],)  # T-5
+                    assert obs.shape == (dims[name],)
                     assert obs.dtype == np.float32
                     assert env.observation_space(name).contains(obs)
                     assert isinstance(terminated[name], bool)

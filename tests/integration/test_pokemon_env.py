@@ -23,7 +23,9 @@ def _play_out_team_preview(env, infos):
     return env.step({p: 0 for p in env.agents})
 
 
-def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):  # T-2
+def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):
+    """An action index outside the space costs the invalid-action reward; the same request stays
+    open, and a legal action then plays the turn."""
     with PokemonEnv(server=showdown) as env:
         _, infos = env.reset(seed=1)
         _, _, _, _, infos = _play_out_team_preview(env, infos)
@@ -74,7 +76,8 @@ def test_default_team_choice_is_reproducible_under_reset_seed(showdown):
         assert picks[0] == picks[1]
 
 
-def test_a_win_gives_plus_one_and_a_loss_minus_one(showdown):  # T-4
+def test_a_win_gives_plus_one_and_a_loss_minus_one(showdown):
+    """The winner of a battle gets +1, the loser -1, and both are terminated."""
     teams = {"player_0": team("strong_team.txt"), "player_1": team("splash_team.txt")}
     with PokemonEnv("gen9bssregi", server=showdown, teams=teams) as env:
         _, infos = env.reset(seed=4)
@@ -103,7 +106,8 @@ def test_rewards_are_configurable(showdown):
         assert rewards == {"player_0": np.float32(10.0), "player_1": np.float32(-10.0)}
 
 
-def test_step_after_the_end_returns_done_with_zero_reward(showdown):  # E-3
+def test_step_after_the_end_returns_done_with_zero_reward(showdown):
+    """A step after the episode ended warns and returns zero rewards, terminated or truncated."""
     with PokemonEnv("gen9randombattle", server=showdown, max_turns=1) as env:
         _, infos = env.reset(seed=6)
         rng = np.random.default_rng(6)
@@ -116,7 +120,8 @@ def test_step_after_the_end_returns_done_with_zero_reward(showdown):  # E-3
         assert all(terminated[p] or truncated[p] for p in rewards)
 
 
-def test_reset_in_the_middle_of_a_battle_starts_a_fresh_one(showdown):  # E-4
+def test_reset_in_the_middle_of_a_battle_starts_a_fresh_one(showdown):
+    """reset() in the middle of a battle forfeits it on Showdown and starts a fresh one."""
     with PokemonEnv("gen9randombattle", server=showdown) as env:
         _, infos = env.reset(seed=7)
         first = env.battle("player_0")
@@ -141,7 +146,8 @@ def test_return_masks_gives_the_masks_of_the_next_decision(showdown):
             assert np.array_equal(masks[p], infos[p]["action_mask"])
 
 
-def test_render_shows_turn_hp_and_pp(showdown, capsys):  # G-5
+def test_render_shows_turn_hp_and_pp(showdown, capsys):
+    """render("ansi") shows the turn, HP and PP; render("human") prints the same."""
     with PokemonEnv("gen9randombattle", server=showdown) as env:
         _, infos = env.reset(seed=10)
         env.step(random_legal(infos, env.agents, np.random.default_rng(10)))
@@ -157,7 +163,9 @@ def test_parallel_api_test_passes(showdown):
 
 
 @pytest.mark.timeout(120)
-def test_server_killed_mid_episode_truncates_the_step_with_the_loss_reward():  # T-3, C-5
+def test_server_killed_mid_episode_truncates_the_step_with_the_loss_reward():
+    """Showdown dying in the middle of an episode truncates the step for both players with the
+    loss reward, and the end reason is "disconnect"."""
     server = ShowdownServer(watchdog=False).start()
     try:
         with PokemonEnv("gen9randombattle", server=server, step_timeout=10) as env:
@@ -212,7 +220,9 @@ def test_a_choice_showdown_rejects_is_asked_again_without_stalling_the_round(sho
 
 
 @pytest.mark.timeout(120)
-def test_reset_raises_reset_timeout_when_no_battle_starts(showdown):  # C-3
+def test_reset_raises_reset_timeout_when_no_battle_starts(showdown):
+    """A battle that never starts makes reset() raise ResetTimeout, and the environment stays
+    usable."""
     # Showdown rejects this team (no EVs at all), so the challenge never becomes a battle.
     bad = team("splash_team.txt").replace("EVs: 1 HP\n", "")
     teams = {"player_0": bad, "player_1": team("strong_team.txt")}

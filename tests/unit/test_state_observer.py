@@ -55,7 +55,7 @@ def test_recordings_cover_the_three_formats():
 
 
 def test_dimension_equals_observation_length(observer: StateObserver):
-    """T-5: get_observation_dimension() == obs.shape[0]."""
+    """get_observation_dimension() is the length of the observation vector."""
     _, battle = next(recorded_frames())
     assert observer.observe(battle).shape == (observer.get_observation_dimension(),)
 
