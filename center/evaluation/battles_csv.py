@@ -36,6 +36,7 @@ from typing import Self
 from center.errors import ResultsError, RunConflictError
 from center.evaluation.records import COLUMNS, PINNED_COLUMNS, BattleRecord
 from center.evaluation.schedule import ScheduledBattle
+from center.files import fsync_dir
 
 try:  # POSIX only; without it two processes on one LOG_DIR are not detected.
     import fcntl
@@ -157,20 +158,6 @@ class ResultsReader:
 def load_records(log_dir: str | os.PathLike[str]) -> list[BattleRecord]:
     """The records of ``LOG_DIR/battles.csv`` (see :class:`ResultsReader`)."""
     return ResultsReader(log_dir).read()
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a file created or renamed in ``path`` durable (where directories can be fsynced)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 class ResultsWriter:

@@ -22,13 +22,14 @@ from typing import Any, Literal
 
 from center.env.backend import BACKENDS, Backend
 from center.errors import ResultsError, RunConflictError
-from center.evaluation.battles_csv import check_recorded, fsync_dir, load_records
+from center.evaluation.battles_csv import check_recorded, load_records
 from center.evaluation.schedule import (
     ScheduledBattle,
     check_paired_n,
     schedule_league,
     schedule_match,
 )
+from center.files import write_atomically
 
 __all__ = [
     "RUN_JSON",
@@ -234,15 +235,9 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
                 f"{log_dir}: battle {r.battle_id} was played in {r.format}, not {effective.format}"
             )
     check_recorded(effective.schedule(), records)
-    path = log_dir / RUN_JSON
-    tmp = path.with_name(f".{RUN_JSON}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(effective.to_json(), f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(log_dir)
+    write_atomically(
+        log_dir / RUN_JSON, json.dumps(effective.to_json(), indent=2) + "\n", durable=True
+    )
     if stored is not None and effective != stored:
         logger.info("%s: extending the run to %s", log_dir, effective)
     return effective

@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.files import write_atomically
 
 __all__ = [
     "PAIRED_COLUMNS",
@@ -616,15 +617,6 @@ def _csv_text(standings: Standings) -> str:
     return buf.getvalue()
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_standings(
     records: Iterable[BattleRecord],
     log_dir: str | os.PathLike[str],
@@ -650,9 +642,9 @@ def write_standings(
     )
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomically(log_dir / STANDINGS_CSV, _csv_text(standings))
+    write_atomically(log_dir / STANDINGS_CSV, _csv_text(standings), durable=True)
     doc = json.dumps(standings.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
-    _write_atomically(log_dir / STANDINGS_JSON, doc + "\n")
+    write_atomically(log_dir / STANDINGS_JSON, doc + "\n", durable=True)
     return standings
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import BattleRecord
+from center.files import write_atomically
 from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
 from center.report.sources import SIDES, LogDir, read_log_dir
@@ -29,9 +29,7 @@ OFFLINE_SUFFIX = ".offline.html"
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers race
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, text)
 
 
 def _mtime(path: Path) -> float:

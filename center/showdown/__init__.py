@@ -1,7 +1,8 @@
 """The local Pokémon Showdown as managed components: install, process plumbing, the server, the
 simulator host (Showdown's own simulator in node, seeded battles), team CLI.
 
-The lowest layer of the center: imports only ``center.errors`` and third-party packages."""
+The lowest layer of the center: imports only ``center.errors``, ``center.files`` and third-party
+packages."""
 
 from center.showdown.install import SHOWDOWN_VERSION, find_install, prepare_install
 from center.showdown.server import ShowdownServer

@@ -10,10 +10,10 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 from center.errors import ShowdownNotInstalled
+from center.files import write_atomically
 
 __all__ = ["SETUP_HINT", "SHOWDOWN_VERSION", "find_install", "prepare_install"]
 
@@ -133,8 +133,5 @@ def prepare_install(path: Path) -> None:
     if config_path.exists() and wanted == current:
         return
     # Atomic, so servers starting concurrently never read a half-written file.
-    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".js", dir=config_path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(wanted)
-    os.replace(tmp, config_path)
+    write_atomically(config_path, wanted)
     logger.info("wrote %s", config_path)
