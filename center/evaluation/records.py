@@ -1,12 +1,12 @@
 """BattleRecord: one finished battle, one row of battles.csv, and the enums of its columns.
 
 The columns (:data:`COLUMNS`) are a pinned interface: their names, order and values stay as they
-are. ``winner`` is a :class:`Winner`, ``blue_status`` and ``red_status`` are :class:`SideStatus`
-values, and the center writes ``end_reason`` as an :class:`~center.env.end_reason.EndReason`
-(a reader keeps whatever string a row holds). ``replay`` and ``log`` are paths relative to
-``LOG_DIR`` (see :func:`replay_relpath` and :func:`log_relpath`); empty when there is none.
-``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's status is
-not OK; empty when it is.
+are. ``winner`` is a :class:`Winner`, ``end_reason`` an :class:`~center.env.end_reason.EndReason`,
+``blue_status`` and ``red_status`` are :class:`SideStatus` values; a row holding another value is
+malformed (every value the center ever wrote is in them). ``replay`` and ``log`` are paths
+relative to ``LOG_DIR`` (see :func:`replay_relpath` and :func:`log_relpath`); empty when there is
+none. ``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's
+status is not OK; empty when it is.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from center.env.end_reason import EndReason
 
 __all__ = [
     "COLUMNS",
@@ -60,7 +62,7 @@ class BattleRecord:
     blue: str
     red: str
     winner: Winner
-    end_reason: str
+    end_reason: EndReason
     turns: int
     duration_s: float
     blue_status: SideStatus
@@ -90,6 +92,7 @@ class BattleRecord:
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.
         object.__setattr__(self, "winner", Winner(self.winner))
+        object.__setattr__(self, "end_reason", EndReason(self.end_reason))
         object.__setattr__(self, "blue_status", SideStatus(self.blue_status))
         object.__setattr__(self, "red_status", SideStatus(self.red_status))
         if not self.battle_id:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from center.env.end_reason import EndReason
 from center.errors import ConfigError, ResultsError, RunConflictError
 from center.evaluation.battles_csv import (
     BATTLES_CSV,
@@ -87,15 +88,23 @@ def test_record_coerces_strings_to_enums() -> None:
     assert record.blue_status is SideStatus.TIMEOUT
 
 
-@pytest.mark.parametrize("field", ["winner", "blue_status", "red_status"])
-def test_record_rejects_unknown_winner_or_status(field: str) -> None:
+@pytest.mark.parametrize("field", ["winner", "end_reason", "blue_status", "red_status"])
+def test_record_rejects_unknown_winner_end_reason_or_status(field: str) -> None:
     with pytest.raises(ValueError):
         make_record("x", **{field: "maybe"})
 
 
+@pytest.mark.parametrize("reason", list(EndReason))
+def test_every_end_reason_reads_back_from_a_row_as_its_enum(reason: EndReason) -> None:
+    row = dict(zip(COLUMNS, make_record("x", end_reason=reason.value).to_row(), strict=True))
+    assert row["end_reason"] == reason.value
+    record = BattleRecord.from_row(row)
+    assert type(record.end_reason) is EndReason and record.end_reason is reason
+
+
 def test_record_keeps_text_fields_on_one_line() -> None:
-    row = make_record("x", end_reason="error\nTraceback\r\n boom").to_row()
-    assert row[COLUMNS.index("end_reason")] == "error Traceback   boom"
+    row = make_record("x", blue_error="Error\nTraceback\r\n boom").to_row()
+    assert row[COLUMNS.index("blue_error")] == "Error Traceback   boom"
 
 
 # --- schedule ------------------------------------------------------------------------------------
