@@ -39,7 +39,7 @@ from center.evaluation.preflight import check_models, failure_summary, validate_
 from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.evaluation.side_guard import Budget
-from center.evaluation.standings import format_standings, write_standings
+from center.evaluation.standings_output import format_standings, write_standings
 from edge.errors import EdgeError
 
 logger = logging.getLogger(__name__)

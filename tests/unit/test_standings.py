@@ -1,4 +1,5 @@
-"""Standings, win-rate intervals and Bradley–Terry ratings (center.evaluation.standings)."""
+"""Standings, win-rate intervals and Bradley–Terry ratings (center.evaluation.standings), and
+their files and table (center.evaluation.standings_output)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,19 @@ import pytest
 
 from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.standings import (
-    PAIRED_COLUMNS,
-    STANDINGS_COLUMNS,
-    STANDINGS_CSV,
-    STANDINGS_JSON,
     CandidateStanding,
     Standings,
     bradley_terry,
     compute_standings,
-    format_standings,
     paired_interval,
     wilson_interval,
+)
+from center.evaluation.standings_output import (
+    PAIRED_COLUMNS,
+    STANDINGS_COLUMNS,
+    STANDINGS_CSV,
+    STANDINGS_JSON,
+    format_standings,
     write_standings,
 )
 

@@ -1,0 +1,163 @@
+"""The standings as output: ``standings.csv`` and ``standings.json`` in LOG_DIR, each replaced
+atomically, and a fixed-width table for the terminal. The numbers come from
+:mod:`center.evaluation.standings`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from center.evaluation.records import BattleRecord
+from center.evaluation.standings import (
+    FAILURE_STATUSES,
+    PENTANOMIAL_POINTS,
+    Standings,
+    compute_standings,
+)
+from center.files import write_atomically
+
+__all__ = [
+    "PAIRED_COLUMNS",
+    "STANDINGS_COLUMNS",
+    "STANDINGS_CSV",
+    "STANDINGS_JSON",
+    "format_standings",
+    "write_standings",
+]
+
+STANDINGS_CSV = "standings.csv"
+STANDINGS_JSON = "standings.json"
+
+STANDINGS_COLUMNS: tuple[str, ...] = (
+    "rank",
+    "id",
+    "battles",
+    "wins",
+    "losses",
+    "ties",
+    "win_rate",
+    "win_rate_lo",
+    "win_rate_hi",
+    "rating",
+    "rating_lo",
+    "rating_hi",
+    "no_result",
+    *(f"status_{s.value.lower()}" for s in FAILURE_STATUSES),
+)
+"""The columns of standings.csv, in order."""
+
+PAIRED_COLUMNS: tuple[str, ...] = (
+    *STANDINGS_COLUMNS,
+    "pairs",
+    *(f"pairs_{points:g}" for points in PENTANOMIAL_POINTS),
+)
+"""The columns of standings.csv for a paired run: ``pairs_X`` counts the pairs scored X of 2."""
+
+
+def _fmt(value: float, digits: int) -> str:
+    return "" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _csv_text(standings: Standings) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(PAIRED_COLUMNS if standings.paired else STANDINGS_COLUMNS)
+    for c in standings.candidates:
+        paired = [c.pairs, *c.pentanomial] if standings.paired else []
+        writer.writerow(
+            [
+                c.rank,
+                c.id,
+                c.battles,
+                c.wins,
+                c.losses,
+                c.ties,
+                _fmt(c.win_rate, 4),
+                _fmt(c.win_rate_lo, 4),
+                _fmt(c.win_rate_hi, 4),
+                _fmt(c.rating, 1),
+                _fmt(c.rating_lo, 1),
+                _fmt(c.rating_hi, 1),
+                c.no_result,
+                *(c.statuses[s.value] for s in FAILURE_STATUSES),
+                *paired,
+            ]
+        )
+    return buf.getvalue()
+
+
+def write_standings(
+    records: Iterable[BattleRecord],
+    log_dir: str | os.PathLike[str],
+    *,
+    candidates: Sequence[str] = (),
+    bootstrap: int = 200,
+    seed: int = 0,
+    prior_games: float = 1.0,
+    paired: bool = False,
+) -> Standings:
+    """Compute the standings and (re)write ``standings.csv`` and ``standings.json`` in LOG_DIR.
+
+    Each file is replaced atomically, so a reader never sees half of one. A ``paired`` run's files
+    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too.
+    """
+    standings = compute_standings(
+        records,
+        candidates=candidates,
+        bootstrap=bootstrap,
+        seed=seed,
+        prior_games=prior_games,
+        paired=paired,
+    )
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(log_dir / STANDINGS_CSV, _csv_text(standings), durable=True)
+    doc = json.dumps(standings.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    write_atomically(log_dir / STANDINGS_JSON, doc + "\n", durable=True)
+    return standings
+
+
+def format_standings(standings: Standings) -> str:
+    """A fixed-width table of the standings for the terminal (with pair counts when paired)."""
+    width = max([len("candidate"), *(len(c.id) for c in standings.candidates)])
+    ptnml = {c.id: " ".join(str(n) for n in c.pentanomial) for c in standings.candidates}
+    head = (
+        f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
+        f"{'win%':>6}  {'95% CI':<15}  {'rating':>6}  {'95% CI':<15}  "
+        f"{'none':>4} {'TO':>4} {'ERR':>4} {'INV':>4} {'DC':>4}"
+    )
+    if standings.paired:
+        head += "  pairs 0-½-1-1½-2"
+    lines = [head, "-" * len(head)]
+
+    def pct(x: float) -> str:
+        return "-" if math.isnan(x) else f"{100 * x:.1f}"
+
+    def elo(x: float) -> str:
+        return "-" if math.isnan(x) else f"{x:.0f}"
+
+    for c in standings.candidates:
+        rate_ci = f"[{pct(c.win_rate_lo)}, {pct(c.win_rate_hi)}]"
+        rating_ci = f"[{elo(c.rating_lo)}, {elo(c.rating_hi)}]"
+        s = c.statuses
+        lines.append(
+            f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
+            f"{pct(c.win_rate):>6}  {rate_ci:<15}  {elo(c.rating):>6}  {rating_ci:<15}  "
+            f"{c.no_result:>4} {s['TIMEOUT']:>4} {s['ERROR']:>4} {s['INVALID']:>4} "
+            f"{s['DISCONNECT']:>4}" + (f"  {ptnml[c.id]}" if standings.paired else "")
+        )
+    lines.append(
+        f"{standings.battles} battles, {standings.no_result} without result; ties count half; "
+        f"rating: Bradley-Terry on an Elo scale, {standings.bootstrap} bootstrap resamples"
+    )
+    if standings.paired:
+        lines.append(
+            f"paired: {standings.pairs} complete pairs, counted by the points scored in them "
+            "(0 to 2); the 95% CIs come from pair totals"
+        )
+    return "\n".join(lines)
