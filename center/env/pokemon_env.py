@@ -38,7 +38,7 @@ from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
 from center.env.battle_session import BattleSession
 from center.env.end_reason import EndReason
 from center.errors import EnvClosedError, EnvError
-from edge.contract.agent import Agent
+from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.errors import InvalidActionError
 from edge.maple.maple_agent import MapleAgent
@@ -299,7 +299,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             self._np_random = np.random.default_rng(seed)
         for agent_name in self.possible_agents:
             agent = self.agent_objects[agent_name]
-            agent.seed(int(self._np_random.integers(2**63 - 1)))
+            agent.seed(int(self._np_random.integers(SEED_BOUND)))
             agent.reset()
         battle_seed = None
         if self.backend == "sim":

@@ -21,6 +21,11 @@ from poke_env.player import BattleOrder
 
 Order = BattleOrder | str
 
+#: Every seed an Agent is given (``instanceConfig["seed"]``, the ``seed`` hook) is an int in
+#: ``range(SEED_BOUND)``, which ``random.seed``, ``np.random.seed`` and ``np.random.default_rng`` all
+#: accept.
+SEED_BOUND = 2**32
+
 
 class Agent:
     """Base class of user Agents (see the module docstring for the contract)."""
@@ -48,7 +53,7 @@ class Agent:
         """Called before each episode."""
 
     def seed(self, seed: int | None) -> None:
-        """Re-seed the agent's own randomness (called by ``reset(seed=…)`` of the env)."""
+        """Re-seed the agent's own randomness before each battle (an int in ``range(SEED_BOUND)``)."""
 
     def onEpisodeEnd(self, battle: AbstractBattle) -> None:
         """Called once when the battle is over."""

@@ -3,7 +3,9 @@
 The contract requires only ``observation_space``, ``action_space``, ``makeObs`` and ``deploy``; a
 plain class that does not derive from :class:`~edge.contract.agent.Agent` must work. The optional
 hooks (``action_mask``, ``reset``, ``seed``, ``onEpisodeEnd``) are looked up once, when the agent is
-bound (a session opens), and a missing one is a no-op, never an error.
+bound (a session opens), and a missing one is a no-op, never an error. Only a callable is a hook: an
+attribute that merely shares a hook's name (``self.seed = instanceConfig["seed"]`` is common) is the
+Agent's own business and is left alone.
 """
 
 from __future__ import annotations
@@ -47,9 +49,7 @@ class BoundAgent(Agent):
         hooks: dict[str, Callable[..., Any]] = {}
         for hook in OPTIONAL_AGENT_HOOKS:
             fn = getattr(user, hook, None)
-            if fn is not None and not callable(fn):
-                raise ContractError(f"{name}.{hook} is not callable (it is optional: remove it)")
-            if fn is not None:
+            if callable(fn):
                 hooks[hook] = fn
         #: the optional hooks the user's Agent defines
         self.hooks = frozenset(hooks)
@@ -79,7 +79,8 @@ class BoundAgent(Agent):
 
 def bind_agent(user: Any) -> Agent:
     """``user`` as an :class:`Agent`: a subclass whose hooks are all callable as it is, else bound
-    (a hook set to None, or absent from a plain class, becomes a no-op).
+    (a hook absent from a plain class, set to None or to a value that is no callable, becomes a
+    no-op).
 
     Raises :class:`~edge.errors.ContractError` naming a missing required member.
     """
