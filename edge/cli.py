@@ -144,7 +144,7 @@ def sep_edge(
     if check_model is not None:
         from edge.checker.__main__ import main as check_main
 
-        argv = [check_model, "--candidates", str(candidates)]
+        argv = [check_model, "--candidates", str(candidates), "--memory-limit", memory_limit]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:

@@ -46,6 +46,7 @@ from center.errors import (
 from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent, Order
 from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import LOAD_TIME_LIMIT
 from edge.errors import InvalidActionError
 from edge.wire.messages import (
     CloseSessionRequest,
@@ -64,7 +65,7 @@ from edge.wire.messages import (
 
 logger = logging.getLogger(__name__)
 
-OPEN_TIMEOUT = 30.0  # opening a session may load a model's weights
+OPEN_TIMEOUT = LOAD_TIME_LIMIT  # opening a session may load a model's weights
 OUTPUT_KEEP = 64 * 1024
 
 

@@ -19,6 +19,7 @@ from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError
+from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
 
@@ -46,6 +47,13 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"time limit of one decision-time call (default {DEFAULT_CALL_LIMIT:g})",
     )
     parser.add_argument(
+        "--memory-limit",
+        type=_size,
+        default=Limits.memory,
+        metavar="SIZE",
+        help="address space of the checked code, as on an edge (default 4GiB; 0: none)",
+    )
+    parser.add_argument(
         "--load-limit",
         type=_positive,
         default=DEFAULT_LOAD_LIMIT,
@@ -125,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         battles=samples,
         call_limit=options.call_limit,
         load_limit=options.load_limit,
+        memory=options.memory_limit,
     )
     if options.battles:
         _add_battles(report, options)

@@ -9,6 +9,7 @@ and where in the participant's code it arose.
 from __future__ import annotations
 
 import re
+import resource
 import time
 import traceback
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 
 from edge.contract.runner import UserCodeRunner
 from edge.errors import ContractError, UserCallTimeout
+from edge.service.sandbox import format_size
 from edge.wire.messages import ErrorBody
 
 __all__ = [
@@ -105,13 +107,22 @@ def describe(exc: BaseException, user_folder: Path | None = None) -> str:
         where = _at(frames, user_folder)
     if isinstance(exc, ContractError):
         return f"{exc}{where}"
-    return f"{type(exc).__name__}: {exc}{where}"
+    return f"{type(exc).__name__}: {exc}{where}{_memory_note(type(exc).__name__)}"
 
 
 def describe_body(body: ErrorBody, user_folder: Path | None) -> str:
     """:func:`describe` of an exception that arrived as data (an error body and its traceback)."""
     frames = [(f, int(n), name) for f, n, name in _TRACEBACK_FRAME.findall(body.traceback)]
-    return f"{body.ename}: {body.evalue}{_at(frames, user_folder)}"
+    where = _at(frames, user_folder)
+    return f"{body.ename}: {body.evalue}{where}{_memory_note(body.ename)}"
+
+
+def _memory_note(ename: str) -> str:
+    """For a MemoryError under an address-space limit: which limit (an edge's worker has it too)."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if ename != "MemoryError" or limit == resource.RLIM_INFINITY:
+        return ""
+    return f" (past the memory limit of {format_size(limit)}, which an edge's worker has too)"
 
 
 def printed_chars(output: str) -> int:

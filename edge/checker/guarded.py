@@ -5,7 +5,9 @@ session code, as on an edge). A module that calls ``os._exit``, crashes in C or 
 would take the checker down with it, with no report. :func:`check_in_child` runs
 :func:`~edge.checker.run.check_user_module` in a forked child and reads its report back as JSON
 through a pipe (never pickle: the child ran untrusted code); if the child dies first, the report
-says how, as the edge's sandbox would ("worker exited with code 3", "killed by signal 11").
+says how, as the edge's sandbox would ("worker exited with code 3", "killed by signal 11"). The child
+has the memory limit of an edge's worker (``--memory-limit``, 4 GiB by default), so that a module
+that needs more fails here rather than in its battles.
 """
 
 from __future__ import annotations
@@ -45,8 +47,12 @@ def _from_json(raw: bytes) -> CheckReport:
     return report
 
 
-def check_in_child(candidates_path: str | Path, model_id: str, **options: Any) -> CheckReport:
-    """:func:`check_user_module` in a forked child; a report of how it died if it does."""
+def check_in_child(
+    candidates_path: str | Path, model_id: str, memory: int = Limits.memory, **options: Any
+) -> CheckReport:
+    """:func:`check_user_module` in a forked child whose address space is limited to ``memory``
+    bytes (0: no limit), as an edge's workers are; a report of how it died if it does."""
+    limits = Limits(memory=memory, cpu_seconds=0, file_size=0, open_files=0)
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -55,6 +61,7 @@ def check_in_child(candidates_path: str | Path, model_id: str, **options: Any) -
         os.close(read_end)
         code = 0
         try:
+            limits.apply(own_user=False)
             payload = _to_json(check_user_module(candidates_path, model_id, **options))
             with os.fdopen(write_end, "wb") as out:
                 out.write(payload)
@@ -67,7 +74,7 @@ def check_in_child(candidates_path: str | Path, model_id: str, **options: Any) -
     _, status = os.waitpid(pid, 0)
     if raw and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return _from_json(raw)
-    cause = describe_exit(status, Limits()).replace("worker", "the checker's process")
+    cause = describe_exit(status, limits).replace("worker", "the checker's process")
     report = CheckReport(model_id=model_id, candidates_path=Path(candidates_path).absolute())
     report.results = [CheckResult("process", Status.FAIL, f"{cause} while checking", _FIX)]
     return report

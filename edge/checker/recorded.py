@@ -36,6 +36,7 @@ from edge.checker.checks import (
 )
 from edge.checker.report import Tally
 from edge.checker.samples import DecisionPoint, SampleBattle, decision_points
+from edge.contract.agent import SEED_BOUND
 from edge.contract.binding import OPTIONAL_AGENT_HOOKS, BoundAgent
 from edge.contract.user_module import UserModel
 from edge.errors import ContractError, ReplicaError, UserCallTimeout
@@ -45,6 +46,7 @@ from edge.wire.codec import decode_request, encode_request
 from edge.wire.messages import (
     MESSAGES,
     CloseSessionRequest,
+    DecideRequest,
     DeployRequest,
     EpisodeEndRequest,
     ErrorBody,
@@ -62,7 +64,7 @@ from edge.wire.messages import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RecordedBattles"]
+__all__ = ["RecordedBattles", "sample_seed"]
 
 #: The user call a handler made when it raised (the frame under the handler's) -> its label.
 USER_CALLS = {
@@ -75,6 +77,12 @@ USER_CALLS = {
     "make_agent": "AgentClass(modelConfig, instanceConfig)",
     "new_policy": "getUserPolicy(args)",
 }
+
+
+def sample_seed(index: int) -> int:
+    """The seed of the ``index``-th recorded sample: the top of the range a battle may give (an
+    Agent that cannot take large seeds fails here, not in its battles)."""
+    return SEED_BOUND - 1 - index
 
 
 class _SampleProblem(Exception):
@@ -257,11 +265,11 @@ class RecordedBattles:
                 session.defines_mask = "action_mask" in agent.hooks
                 self.missing_hooks |= set(OPTIONAL_AGENT_HOOKS) - set(agent.hooks)
             try:
-                if not self.open(model, session, seed=i):
+                if not self.open(model, session, seed=sample_seed(i)):
                     continue
                 self.sessions += 1
                 try:
-                    self.play(session, seed=i)
+                    self.play(session, seed=sample_seed(i))
                 finally:
                     self.close(session)
             except _SampleProblem as exc:
@@ -329,8 +337,8 @@ class RecordedBattles:
         self.end(session, list(sample.frames[last + 1 :]))
 
     def observe(self, session: _Session, frames: list[str], where: str) -> MakeObsReply | None:
-        """make_obs: the reply as the center receives it, or None after a failure."""
-        t = self.tallies
+        """make_obs (a battle's last observation): the reply as the center receives it, or None
+        after a failure."""
         try:
             reply = self.handle(
                 session,
@@ -340,22 +348,32 @@ class RecordedBattles:
                 where=where,
             )
         except _HandlerFailure as failure:
-            name = "action_mask" if failure.called == "action_mask" else "observation"
-            t[name].fail(self.failure_message(failure, where))
+            self.observation_failed(failure, where)
             return None
+        return self.check_observation(session, reply.observation, reply.action_mask, where)
+
+    def observation_failed(self, failure: _HandlerFailure, where: str) -> None:
+        name = "action_mask" if failure.called == "action_mask" else "observation"
+        self.tallies[name].fail(self.failure_message(failure, where))
+
+    def check_observation(
+        self, session: _Session, observation: Any, action_mask: Any, where: str
+    ) -> MakeObsReply | None:
+        """The observation and mask as the center decodes and checks them; None if they fail."""
+        t = self.tallies
         reply_type = _reply_type(RequestType.MAKE_OBS)
         try:
-            check_wire(reply_type, MakeObsReply(reply.observation))
+            check_wire(reply_type, MakeObsReply(observation))
         except ContractError as exc:
             t["observation"].fail(
-                f"makeObs returned {short_repr(reply.observation)}, which {exc} at {where}"
+                f"makeObs returned {short_repr(observation)}, which {exc} at {where}"
             )
             return None
         try:
-            decoded: MakeObsReply = check_wire(reply_type, reply)
+            decoded: MakeObsReply = check_wire(reply_type, MakeObsReply(observation, action_mask))
         except ContractError as exc:
             t["action_mask"].fail(
-                f"action_mask returned {short_repr(reply.action_mask)}, which {exc} at {where}"
+                f"action_mask returned {short_repr(action_mask)}, which {exc} at {where}"
             )
             return None
         try:
@@ -366,16 +384,40 @@ class RecordedBattles:
         return decoded
 
     def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
-        """One decision, as a battle makes it: make_obs, policy_step (deploying), deploy."""
+        """One decision, as a battle makes it: one ``decide`` request (makeObs, action_mask,
+        policy.step and deploy on the edge), with the info the center gives the step; a
+        ``deploy`` request when the action had to change."""
         t = self.tallies
         where = point.where
-        reply = self.observe(session, frames, where)
-        if reply is None:
-            return  # a battle stops here too: the policy needs an observation
+        # What the center knows of the request from its own battle (here the sample's replay).
+        team_preview = bool(point.battle.teampreview)
+        info = {
+            "needs_action": True,
+            "team_preview": team_preview,
+            "action_mask": None,  # the edge puts the Agent's mask there
+            "invalid_action": False,
+            "turn": point.battle.turn,
+            "battle_tag": point.battle.battle_tag,
+            "end_reason": None,
+        }
+        try:
+            reply = self.handle(
+                session,
+                RequestType.DECIDE,
+                DecideRequest(frames, 0.0, info, deploy=True),
+                label="makeObs + action_mask + policy.step + deploy",
+                where=where,
+            )
+        except _HandlerFailure as failure:
+            self.observation_failed(failure, where)
+            return
+        decoded = self.check_observation(session, reply.observation, reply.action_mask, where)
+        if decoded is None or not reply.stepped:
+            return  # no step: a battle penalizes the observation and asks again
         space = session.action_space
         mask: np.ndarray | None = None
         try:
-            mask = check_action_mask(reply.action_mask, space)
+            mask = check_action_mask(decoded.action_mask, space)
             if session.defines_mask:
                 t["action_mask"].ok(
                     "a legal action at every decision point"
@@ -385,32 +427,15 @@ class RecordedBattles:
         except ContractError as exc:
             t["action_mask"].fail(f"{exc} at {where}")
         battle = session.battle()
-        team_preview = bool(battle.teampreview)
-        info_mask = mask
-        if info_mask is None and isinstance(space, spaces.Discrete):
-            info_mask = np.ones(int(space.n), dtype=np.int8)  # as PokemonEnv does
-        info = {
-            "needs_action": True,
-            "team_preview": team_preview,
-            "action_mask": info_mask,
-            "invalid_action": False,
-            "turn": battle.turn,
-            "battle_tag": battle.battle_tag,
-            "end_reason": None,
-        }
-        request = PolicyStepRequest(reply.observation, 0.0, False, info, deploy=True)
-        try:
-            step = self.handle(
-                session, RequestType.POLICY_STEP, request, label="policy.step + deploy", where=where
-            )
-        except _HandlerFailure as failure:
-            t["policy_step"].fail(self.failure_message(failure, where, "policy.step"))
+        if reply.step_error is not None:
+            described = describe_body(reply.step_error, self.user_folder)
+            t["policy_step"].fail(f"policy.step raised {described} at {where}")
             return
         try:
-            step = check_wire(_reply_type(RequestType.POLICY_STEP), step)
+            step = check_wire(_reply_type(RequestType.DECIDE), reply)
         except ContractError as exc:
             t["policy_step"].fail(
-                f"policy.step returned {short_repr(step.action)}, which {exc} at {where}"
+                f"policy.step returned {short_repr(reply.action)}, which {exc} at {where}"
             )
             return
         action, order, deploy_error = step.action, step.order, step.deploy_error

@@ -11,6 +11,7 @@ captured and counted.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,10 @@ from edge.checker.checks import (
     check_spaces,
     short_repr,
 )
-from edge.checker.recorded import RecordedBattles
+from edge.checker.recorded import RecordedBattles, sample_seed
 from edge.checker.report import CheckReport, Tally
 from edge.checker.samples import SampleBattle, shipped_sample_battles
-from edge.contract.user_module import load_user_model
+from edge.contract.user_module import LOAD_TIME_LIMIT, load_user_model
 from edge.errors import CandidatesError, UserCallTimeout
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,9 @@ __all__ = [
 
 #: Seconds one handler call of a battle (make_obs, policy_step, deploy, reset, episode_end) may take.
 DEFAULT_CALL_LIMIT = 10.0
-#: Seconds the import, each contract function, the Agent's construction and open_session may take.
-DEFAULT_LOAD_LIMIT = 300.0
+#: Seconds the import, each contract function, the Agent's construction and open_session may take:
+#: what a battle gives them (in all: the setup's total is checked against it too).
+DEFAULT_LOAD_LIMIT = LOAD_TIME_LIMIT
 #: More captured output than this (characters) earns a warning.
 OUTPUT_WARN_CHARS = 1_000_000
 
@@ -67,6 +69,9 @@ SETUP_CALLS = {
     "spaces": "reading the Agent's spaces",
 }
 
+#: The setup calls a battle's open_session makes (with the first ``agent_init``) under one limit.
+LOADING_CALLS = frozenset({"import", "functions", "agent_class", "optional_functions", "policy"})
+
 
 class _Run:
     """One run of every check on one model."""
@@ -78,6 +83,8 @@ class _Run:
         self.tallies = {name: Tally(name) for name in RECORDED_CHECKS}
         self.notes: list[str] = []
         self.user_folder: Path | None = None
+        #: seconds the setup calls took in all (a battle's open_session makes them all at once)
+        self.load_seconds = 0.0
         self.recorded = RecordedBattles(
             self.worker,
             self.tallies,
@@ -101,6 +108,7 @@ class _Run:
         if missing:
             tally.skipped = f"skipped: needs {', '.join(missing)}"
             return None
+        start = time.monotonic()
         try:
             value = self.worker.call(
                 SETUP_CALLS[name], fn, *args, limit=self.load_limit, kind="load"
@@ -117,6 +125,10 @@ class _Run:
         except BaseException as exc:  # SystemExit from user code is a failure, not an exit
             tally.fail(describe(exc, self.user_folder))
             return None
+        finally:
+            # What a battle's open_session does: these once, and one Agent.
+            if name in LOADING_CALLS or (name == "agent_init" and tally.ran == 0):
+                self.load_seconds += time.monotonic() - start
         tally.ok(value if isinstance(value, str) else "")
         return value
 
@@ -188,7 +200,7 @@ def _run_checks(run: _Run, path: Path, model_id: str, samples: list[SampleBattle
             "side": "blue",
             "player": "player_0",
             "battle_format": sample.battle_format,
-            "seed": i,
+            "seed": sample_seed(i),
         }
         agent = run.setup(
             "agent_init",
@@ -266,6 +278,11 @@ def _finish(run: _Run, samples: list[SampleBattle]) -> None:
         run.skip_all("skipped: deploy refused every action as illegal", ["deploy"])
     run.skip_all("the Agent has no action_mask", ["action_mask"])
     run.skip_all("no Discrete action mask to compare with", ["legal_actions"])
+    if run.load_seconds > run.load_limit and not t["time"].failed:
+        t["time"].fail(
+            f"loading took {run.load_seconds:.1f} s in all (the import, the contract functions, "
+            f"the policy and an Agent); a battle gives {run.load_limit:g} s for all of it"
+        )
     if not t["time"].failed:
         parts = [
             f"slowest {kind}: {label} took {elapsed:.3f} s (limit {limit:g} s)"

@@ -35,12 +35,17 @@ from edge.errors import CandidatesError, ContractError
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "LOAD_TIME_LIMIT",
     "OPTIONAL_FUNCTIONS",
     "REQUIRED_FUNCTIONS",
     "UserModel",
     "import_user_module",
     "load_user_model",
 ]
+
+#: Seconds a battle's session gives, in all, to loading a model: the import, the contract functions,
+#: the Agent's constructor and ``getUserPolicy`` (docs/contract.md, "Time").
+LOAD_TIME_LIMIT = 30.0
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
 OPTIONAL_FUNCTIONS = ("getUserAgentModelConfig", "isUserAgentSingleAsset")

@@ -9,10 +9,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from edge.checker.run import check_user_module
+from edge.checker.guarded import check_in_child
 from tests.integration.edges import AGENTS, SEP_EDGE
 
 CANDIDATES = AGENTS / "candidates.json"
@@ -79,36 +80,23 @@ def test_a_battle_that_errors_fails_the_check_with_its_error_line(
     assert f"(logs in {kept[0]})" in result.stdout
 
 
-@pytest.mark.showdown
-def test_every_module_the_checker_passes_plays_battles_without_an_error(
-    tmp_path: Path, showdown_install: Path
-) -> None:
-    # The checker's promise: what it could have caught never shows up as an ERROR in a battle.
-    # The hostile modules (os._exit, segfaults, …) are the sandbox's business: the checker runs
-    # user code in its own process, so they are checked through real edges (test_sandbox.py).
-    models = [m for m in json.loads(CANDIDATES.read_text()) if not m.startswith("hostile_")]
-    passed = [m for m in models if check_user_module(CANDIDATES, m, call_limit=5.0).ok]
-    failed = sorted(set(models) - set(passed))
-    # The misbehaving modules are caught; the well-behaved and the plain ones pass.
-    assert {"contract_example", "plain_no_hooks", "good_random"} <= set(passed), failed
-    assert {"plain_raises_third", "raises_in_step", "missing_functions"} <= set(failed), passed
-    log_dir = tmp_path / "run"
+def _league(command: str, models: list[str], log_dir: Path, *extra: str) -> list[dict[str, str]]:
+    """A league of ``models`` (``-n 2``, the simulator), through ``command``; battles.csv's rows."""
     run = subprocess.run(
         [
             sys.executable,
             "-c",
-            "from center.commands.run import sep_eval; sep_eval()",
+            f"from center.commands.run import {command}; {command}()",
             "--league",
-            *passed,
+            *models,
             "-n",
             "2",
             "--seed",
             "4",
-            "--candidates",
-            str(CANDIDATES),
             "-l",
             str(log_dir),
             "-q",
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -118,14 +106,51 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
     assert run.returncode == 0, run.stderr[-3000:]
     with (log_dir / "battles.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == len(passed) * (len(passed) - 1)
-    errors = [
+    assert len(rows) == len(models) * (len(models) - 1)
+    return rows
+
+
+def _errors(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    return [
         (r[side], r[f"{side}_error"])
         for r in rows
         for side in ("blue", "red")
         if r[f"{side}_status"] == "ERROR"
     ]
-    assert errors == [], errors
+
+
+@pytest.mark.showdown
+def test_every_module_the_checker_passes_plays_battles_without_an_error(
+    tmp_path: Path, showdown_install: Path, start_edges: Any
+) -> None:
+    # The checker's promise: what it could have caught never shows up as an ERROR in a battle.
+    # Every module of tests/agents goes through the checker as `sep_edge --check` runs it (in a
+    # child process with an edge worker's memory limit), the hostile ones included; the ones it
+    # passes then play a league through real sandboxed edges, and, except the hostile ones (which
+    # only an edge's sandbox contains), in-process.
+    models = list(json.loads(CANDIDATES.read_text()))
+    passed = [m for m in models if check_in_child(CANDIDATES, m, call_limit=5.0).ok]
+    failed = sorted(set(models) - set(passed))
+    # The misbehaving modules are caught; the well-behaved and the plain ones pass.
+    plain = {"contract_example", "plain_no_hooks", "plain_seed_attribute", "plain_seed_hook"}
+    assert plain | {"good_random"} <= set(passed), failed
+    caught = {"plain_raises_third", "raises_in_step", "missing_functions"}
+    # exits, segfaults, allocates past 4 GiB, never returns
+    caught |= {"hostile_exit", "hostile_segfault", "hostile_memory", "hostile_hang_c"}
+    assert caught <= set(failed), passed
+    rows = _league(
+        "sep_main",
+        passed,
+        tmp_path / "isolated",
+        "--config",
+        str(start_edges()["blue"].config),
+        "--candidates",
+        str(CANDIDATES),
+    )
+    assert _errors(rows) == []
+    honest = [m for m in passed if not m.startswith("hostile_")]
+    rows = _league("sep_eval", honest, tmp_path / "in-process", "--candidates", str(CANDIDATES))
+    assert _errors(rows) == []
 
 
 @pytest.mark.parametrize(
