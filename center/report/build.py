@@ -46,7 +46,8 @@ def _package_mtime() -> float:
     for folder in ("templates", "static"):
         for item in root.joinpath(folder).iterdir():
             newest = max(newest, _mtime(Path(str(item))))
-    return max(newest, *(_mtime(Path(str(root / m))) for m in ("pages.py", "protocol.py")))
+    modules = ("pages.py", "protocol.py", "narrator.py", "dex.py")
+    return max(newest, *(_mtime(Path(str(root / m))) for m in modules))
 
 
 def _relative(path: Path, start: Path) -> str:

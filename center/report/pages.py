@@ -23,7 +23,9 @@ from markupsafe import Markup
 from center.evaluation.records import BattleRecord, SideStatus, Winner
 from center.evaluation.standings import CandidateStanding
 from center.report import plots
-from center.report.protocol import Battle, Mon, Narrator, Team, move_names, pokedex, to_id
+from center.report.dex import move_names, pokedex
+from center.report.narrator import Narrator
+from center.report.protocol import Battle, Mon, Team, to_id
 from center.report.sources import FAILURES, SIDES, CandidateSummary, FirstError, LogDir
 
 

@@ -7,74 +7,19 @@ every side from that side's own stream (the other stream when one is missing), a
 text from blue's stream.
 
 Step 0 is the team preview and the leads (up to ``|turn|1``); step N is what happened in turn N.
+The battle's text in words is :mod:`center.report.narrator`'s.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
-
 _IDENT = re.compile(r"^(p\d)[a-z]?:\s*(.*)$")
-_STATUS_NAMES = {
-    "brn": "burned",
-    "par": "paralyzed",
-    "slp": "asleep",
-    "frz": "frozen",
-    "psn": "poisoned",
-    "tox": "badly poisoned",
-}
-# Lines that say nothing a reader of the battle needs (bookkeeping, chat, timers, requests).
-_SILENT = frozenset(
-    [
-        "t:",
-        "request",
-        "j",
-        "J",
-        "l",
-        "L",
-        "n",
-        "init",
-        "title",
-        "gametype",
-        "player",
-        "gen",
-        "tier",
-        "rule",
-        "clearpoke",
-        "poke",
-        "teampreview",
-        "teamsize",
-        "start",
-        "c",
-        "chat",
-        "raw",
-        "inactive",
-        "inactiveoff",
-        "timer",
-        "sentchoice",
-        "debug",
-        "split",
-        "html",
-        "uhtml",
-        "uhtmlchange",
-        "badge",
-        "seed",
-        "upkeep",
-        "turn",
-        "rated",
-        "deinit",
-        "noinit",
-        "expire",
-    ]
-)
 
 
 def to_id(text: str) -> str:
@@ -168,7 +113,8 @@ def _split(line: str) -> list[str]:
     return line.split("|")[1:] if line.startswith("|") else []
 
 
-def _ident(text: str) -> tuple[str, str] | None:
+def parse_ident(text: str) -> tuple[str, str] | None:
+    """``p1a: Name`` -> (``p1``, ``Name``); None when ``text`` names no Pokémon or player."""
     match = _IDENT.match(text)
     return (match.group(1), match.group(2).strip()) if match else None
 
@@ -212,7 +158,7 @@ class _Tracker:
         self._apply(kind, args)
 
     def _team(self, ident: str) -> tuple[Team, str] | None:
-        parsed = _ident(ident)
+        parsed = parse_ident(ident)
         if parsed is None or parsed[0] not in self.teams:
             return None
         return self.teams[parsed[0]], parsed[1]
@@ -285,7 +231,7 @@ class _Tracker:
         team.username = side.get("name") or team.username
         names = []
         for entry in side.get("pokemon") or []:
-            parsed = _ident(str(entry.get("ident", "")))
+            parsed = parse_ident(str(entry.get("ident", "")))
             if parsed is None:
                 continue
             mon = team.mon(parsed[1], _species(str(entry.get("details", ""))))
@@ -395,184 +341,3 @@ def read_battle(path: Path) -> Battle | None:
             elif parts[0] == "tie":
                 tie = True
     return Battle(steps, player_of, usernames, winner, tie, text_stream.gen)
-
-
-# -- readable text ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One readable line of the battle: its text and the side it is about (or "")."""
-
-    text: str
-    side: str = ""
-    kind: str = ""
-
-
-def _from(args: Iterable[str]) -> str:
-    for arg in args:
-        if arg.startswith("[from]"):
-            return f" (from {arg.removeprefix('[from]').strip().removeprefix('item: ')})"
-    return ""
-
-
-class Narrator:
-    """Turns protocol lines into short sentences, with candidates' names for the players."""
-
-    def __init__(self, battle: Battle, labels: Mapping[str, str]) -> None:
-        self.side_of = battle.side_of
-        self.labels = dict(labels)
-        self.by_username = {to_id(n): labels.get(s, n) for s, n in battle.usernames.items() if n}
-
-    def _mon(self, ident: str) -> tuple[str, str]:
-        parsed = _ident(ident)
-        if parsed is None:
-            return ident, ""
-        return parsed[1], self.side_of.get(parsed[0], "")
-
-    def _player(self, text: str) -> tuple[str, str]:
-        parsed = _ident(text)
-        player = parsed[0] if parsed else text.strip()
-        side = self.side_of.get(player, "")
-        if side:
-            return self.labels.get(side, side), side
-        return self.by_username.get(to_id(text), text), ""
-
-    def entries(self, lines: Iterable[list[str]]) -> list[Entry]:
-        out: list[Entry] = []
-        for parts in lines:
-            entry = self.entry(parts[0], parts[1:])
-            if entry is not None:
-                out.append(entry)
-        return out
-
-    def entry(self, kind: str, args: list[str]) -> Entry | None:
-        if kind in _SILENT or not kind:
-            return None
-        first = args[0] if args else ""
-        if kind in ("switch", "drag"):
-            mon, side = self._mon(first)
-            who = self.labels.get(side, side)
-            verb = "sent out" if kind == "switch" else "was dragged out:"
-            return Entry(f"{who} {verb} {mon}", side, "switch")
-        if kind == "move":
-            mon, side = self._mon(first)
-            move = args[1] if len(args) > 1 else "?"
-            target = self._mon(args[2])[0] if len(args) > 2 and args[2] else ""
-            on = f" on {target}" if target and target != mon else ""
-            miss = " (missed)" if "[miss]" in args else ""
-            return Entry(f"{mon} used {move}{on}{miss}", side, "move")
-        if kind in ("-damage", "-heal", "-sethp"):
-            mon, side = self._mon(first)
-            state = Mon(mon, mon)
-            state.set_condition(args[1] if len(args) > 1 else "")
-            verb = {"-damage": "lost HP", "-heal": "restored HP", "-sethp": "HP set"}[kind]
-            return Entry(
-                f"{mon} {verb}: {state.hp_percent:.0f}% left{_from(args[2:])}", side, kind[1:]
-            )
-        if kind == "faint":
-            mon, side = self._mon(first)
-            return Entry(f"{mon} fainted", side, "faint")
-        if kind == "win":
-            return Entry(f"{self._player(first)[0]} won the battle", "", "win")
-        if kind == "tie":
-            return Entry("The battle ended in a tie", "", "win")
-        if kind == "-message":
-            text = first
-            for username_id, label in self.by_username.items():
-                text = _replace_username(text, username_id, label)
-            return Entry(text, "", "message")
-        simple = {
-            "-supereffective": "It's super effective",
-            "-resisted": "It's not very effective",
-            "-crit": "A critical hit",
-            "-miss": "{mon} missed",
-            "-immune": "It doesn't affect {mon}",
-            "-fail": "It failed",
-            "cant": "{mon} can't move",
-        }
-        if kind in simple:
-            mon, side = self._mon(first)
-            return Entry(simple[kind].format(mon=mon), side, "effect")
-        if kind in ("-status", "-curestatus"):
-            mon, side = self._mon(first)
-            status = _STATUS_NAMES.get(args[1], args[1]) if len(args) > 1 else "?"
-            text = f"{mon} is {status}" if kind == "-status" else f"{mon} is no longer {status}"
-            return Entry(text + _from(args[2:]), side, "status")
-        if kind in ("-boost", "-unboost"):
-            mon, side = self._mon(first)
-            stat = args[1] if len(args) > 1 else "?"
-            by = args[2] if len(args) > 2 else "1"
-            verb = "rose" if kind == "-boost" else "fell"
-            return Entry(f"{mon}'s {stat} {verb} by {by}", side, "boost")
-        if kind == "-terastallize":
-            mon, side = self._mon(first)
-            return Entry(f"{mon} terastallized into {args[1] if len(args) > 1 else '?'}", side)
-        if kind in ("-sidestart", "-sideend"):
-            who, side = self._player(first)
-            what = (args[1] if len(args) > 1 else "?").removeprefix("move: ")
-            verb = "set on" if kind == "-sidestart" else "ended on"
-            return Entry(f"{what} {verb} {who}'s side", side, "field")
-        if kind in ("-weather", "-fieldstart", "-fieldend"):
-            what = first.removeprefix("move: ")
-            if kind == "-weather":
-                text = "The weather cleared" if what == "none" else f"Weather: {what}"
-            else:
-                text = f"{what} {'started' if kind == '-fieldstart' else 'ended'}"
-            return Entry(text + _from(args[1:]), "", "field")
-        # Anything else (-ability, -item, -activate, -start, -end, ...): kind and arguments.
-        words = [_plain(a) for a in args[1:] if a and not a.startswith("[")]
-        if first and _ident(first):
-            mon, side = self._mon(first)
-            return Entry(f"{mon}: {kind.lstrip('-')} {' '.join(words)}".strip(), side, "other")
-        words = [_plain(a) for a in args if a and not a.startswith("[")]
-        return Entry(" ".join([kind.lstrip("-"), *words]).strip(), "", "other")
-
-
-def _plain(arg: str) -> str:
-    """An effect without its protocol prefix: ``move: Substitute`` -> ``Substitute``."""
-    for prefix in ("move: ", "ability: ", "item: "):
-        if arg.startswith(prefix):
-            return arg.removeprefix(prefix)
-    return arg
-
-
-def _replace_username(text: str, username_id: str, label: str) -> str:
-    """Replace a username (matched by its id, as Showdown prints it) at the start of ``text``."""
-    for end in range(len(text), 0, -1):
-        if to_id(text[:end]) == username_id and (end == len(text) or not text[end].isalnum()):
-            return label + text[end:]
-    return text
-
-
-@cache
-def move_names(gen: int) -> Mapping[str, str]:
-    """Move id -> display name for ``gen`` (poke-env's data; empty when it is not available)."""
-    try:
-        from poke_env.data import GenData
-
-        return {
-            move_id: str(move.get("name", move_id))
-            for move_id, move in GenData.from_gen(gen).moves.items()
-        }
-    except Exception as exc:  # the names are cosmetic: ids are shown instead
-        logger.debug("no move names for gen %s: %r", gen, exc)
-        return {}
-
-
-@cache
-def pokedex(gen: int) -> Mapping[str, tuple[list[str], list[str]]]:
-    """Species id -> (types, ability names) for ``gen`` (empty when poke-env's data is missing)."""
-    try:
-        from poke_env.data import GenData
-
-        return {
-            sid: (
-                list(entry.get("types", [])),
-                [str(a) for a in entry.get("abilities", {}).values()],
-            )
-            for sid, entry in GenData.from_gen(gen).pokedex.items()
-        }
-    except Exception as exc:
-        logger.debug("no species data for gen %s: %r", gen, exc)
-        return {}

@@ -10,7 +10,8 @@ from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, log_relpath, replay_relpath
 from center.evaluation.run_info import RunConfig, open_run
 from center.report import write_report
-from center.report.protocol import Narrator, read_battle
+from center.report.narrator import Narrator
+from center.report.protocol import read_battle
 from center.report.sources import read_log_dir
 from tests.fixtures.replay import BATTLES_DIR, load_recording
 
