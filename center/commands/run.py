@@ -154,6 +154,13 @@ def run_command(
     showdown_format = check_format(opts.battle_format)
     battle_format = showdown_format.id
     validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
+    unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []
+    if unused and not opts.quiet:
+        click.echo(
+            f"note: {battle_format} deals its own teams; the team of {', '.join(unused)} in "
+            "candidates.json is not played",
+            err=True,
+        )
     sides = (
         {"blue": list(chosen), "red": list(chosen)}
         if league
@@ -213,6 +220,7 @@ def run_command(
                     showdown_version=SHOWDOWN_VERSION,
                     edge_loss=edge_loss,
                     backend=backend,
+                    brought_teams=showdown_format.teams_brought,
                 )
                 summary = run_battles(
                     todo,

@@ -95,6 +95,9 @@ class MatchSettings:
     #: a lost edge process: "void" the battle (not recorded, replayed on resume) or book it as the
     #: side's DISCONNECT forfeit ("forfeit", for participants who host their own edges)
     edge_loss: Literal["void", "forfeit"] = "void"
+    #: whether the format's players bring teams; in a format that deals them (random formats),
+    #: a team in candidates.json is never sent to Showdown
+    brought_teams: bool = True
 
 
 def play_battle(
@@ -431,7 +434,9 @@ def _play_one(
             )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},
-            teams={p: source.team(names[p]) for p in PLAYERS},
+            teams={
+                p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS
+            },
         )
         void = settings.edge_loss == "void"
         for p in PLAYERS:

@@ -73,11 +73,11 @@ function packTeam(team, formatid) {
   // As the server does before every battle: Showdown's validator checks the team and cleans it
   // (a nickname loses '|', ',', brackets and whitespace such as U+2028, which the simulator's
   // channel split would read as the end of a protocol line), and the cleaned team is played.
-  // Formats that deal their own teams ignore a brought one, on the server as in the simulator.
-  if (!Dex.formats.get(formatid).team) {
-    const problems = TeamValidator.get(formatid).validateTeam(sets);
-    check(!problems || !problems.length, `Showdown rejects the team: ${(problems || []).join(' ')}`);
-  }
+  // A format that deals its own teams has no validator for a brought one, and the simulator would
+  // play it as given: refused (the server's validator refuses it too).
+  check(!Dex.formats.get(formatid).team, `${formatid} deals its own teams: a team cannot be brought`);
+  const problems = TeamValidator.get(formatid).validateTeam(sets);
+  check(!problems || !problems.length, `Showdown rejects the team: ${(problems || []).join(' ')}`);
   return Teams.pack(sets);
 }
 

@@ -4,6 +4,8 @@ must not break the orders sent for them, nor sep_replay of the battle."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,78 @@ def test_sep_replay_confirms_a_battle_whose_nicknames_hold_line_breaks_of_unicod
     (record,) = load_records(log_dir)
     report = replay_battle(log_dir, record.battle_id, host=sim_host)
     assert report.same, report.differences
+
+
+def test_a_format_that_deals_teams_refuses_a_brought_one(sim_host):
+    # The simulator would play a brought team as given in gen9bssfactory, where no validator
+    # looks at it: the host refuses it, as the server's validator does.
+    teams = {"player_0": _team("strong_team.txt"), "player_1": None}
+    with PokemonEnv(
+        "gen9bssfactory", backend="sim", server=sim_host, teams=teams, reset_timeout=20
+    ) as env:
+        with pytest.raises(EnvError, match="deals its own teams"):
+            env.reset(seed=17)
+
+
+def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_path):
+    # A candidates.json written for gen9bssregi, used for gen9bssfactory: its teams are not
+    # played (a candidate cannot bring a set of its choosing to a format that deals them), and
+    # both candidates of the battle get teams drawn by Showdown.
+    candidates = _candidates(
+        tmp_path, {"strong": _team("strong_team.txt"), "splash": _team("splash_team.txt")}
+    )
+    log_dir = tmp_path / "run"
+    settings = MatchSettings(
+        "gen9bssfactory", log_dir, Budget(), backend="sim", brought_teams=False
+    )
+    with ResultsWriter(log_dir) as writer:
+        summary = run_battles(
+            schedule_match("strong", "splash", 2, 5),
+            InProcessSource(candidates),
+            settings,
+            writer,
+            server=sim_host,
+            concurrency=1,
+        )
+    assert not summary.failed and len(summary.played) == 2
+    for record in load_records(log_dir):
+        assert (record.blue_status, record.red_status) == ("OK", "OK"), record
+        log = (log_dir / record.log).read_text(encoding="utf-8")
+        assert "|poke|p1|" in log and "|poke|p2|" in log
+        for species in ("Magikarp", "Feebas", "Great Tusk", "Kingambit", "Garchomp"):
+            assert f"|poke|p1|{species}," not in log and f"|poke|p2|{species}," not in log
+
+
+def test_sep_eval_says_the_brought_teams_are_not_played_and_plays(tmp_path):
+    candidates = _candidates(
+        tmp_path, {"strong": _team("strong_team.txt"), "splash": _team("splash_team.txt")}
+    )
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from center.commands.run import sep_eval; sep_eval()",
+            "strong",
+            "splash",
+            "-n",
+            "1",
+            "--format",
+            "gen9bssfactory",
+            "--candidates",
+            str(candidates),
+            "-l",
+            str(log_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (
+        "note: gen9bssfactory deals its own teams; the team of strong, splash in candidates.json "
+        "is not played"
+    ) in run.stderr
+    (record,) = load_records(log_dir)
+    assert (record.blue_status, record.red_status) == ("OK", "OK"), record
