@@ -150,9 +150,8 @@ def test_a_format_that_deals_teams_refuses_a_brought_one(sim_host):
     teams = {"player_0": _team("strong_team.txt"), "player_1": None}
     with PokemonEnv(
         "gen9bssfactory", backend="sim", server=sim_host, teams=teams, reset_timeout=20
-    ) as env:
-        with pytest.raises(EnvError, match="deals its own teams"):
-            env.reset(seed=17)
+    ) as env, pytest.raises(EnvError, match="deals its own teams"):
+        env.reset(seed=17)
 
 
 def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_path):
