@@ -261,8 +261,10 @@ def test_sep_eval_twice_with_a_seed_gives_identical_battles_that_sep_replay_conf
 
 
 def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
-    start_edges, tmp_path
+    start_edges, tmp_path, sim_host
 ):
+    # What an organizer is promised: `sep_main A B -n 20 --paired --seed 1` twice gives the same
+    # battles, and sep_replay confirms every one of them.
     edges = start_edges()
     for run in ("one", "two"):
         result = subprocess.run(
@@ -271,9 +273,10 @@ def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
                 "good_random",
                 "good_team_choice",
                 "-n",
-                "2",
+                "20",
+                "--paired",
                 "--seed",
-                "9",
+                "1",
                 "-l",
                 str(tmp_path / run),
                 "--config",
@@ -288,12 +291,34 @@ def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
         )
         assert result.returncode == 0, result.stderr[-3000:]
     _same_battles(tmp_path / "one", tmp_path / "two")
-    row = _rows(tmp_path / "one")[1]
-    assert replay_battle(tmp_path / "one", row["battle_id"]).same
+    rows = _rows(tmp_path / "one")
+    assert len(rows) == 20
+    by_id = {row["battle_id"]: row for row in rows}
+    for p in range(10):  # each pair: one seed, the candidates swapped between sides
+        first = by_id[f"good_random-vs-good_team_choice-{2 * p:04d}"]
+        second = by_id[f"good_team_choice-vs-good_random-{2 * p + 1:04d}"]
+        assert first["seed"] == second["seed"]
+    for row in rows:
+        report = replay_battle(tmp_path / "one", row["battle_id"], host=sim_host)
+        assert report.same, (row["battle_id"], report.differences)
+    result = subprocess.run(
+        [*SEP_REPLAY, str(tmp_path / "one"), rows[-1]["battle_id"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
     # In-process, the same agents play the same battles: a decision takes the same user calls
     # there (one call, as an edge's decide_request) and the seeded policies draw the same actions.
     result = _sep_eval(
-        tmp_path / "in_process", "good_random", "good_team_choice", "-n", "2", "--seed", "9"
+        tmp_path / "in_process",
+        "good_random",
+        "good_team_choice",
+        "-n",
+        "20",
+        "--paired",
+        "--seed",
+        "1",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     _same_battles(tmp_path / "one", tmp_path / "in_process")
