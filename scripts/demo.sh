@@ -10,7 +10,6 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 PY=.venv/bin/python
 LOG_DIR=${LOG_DIR:-runs/demo}
-mkdir -p "$LOG_DIR"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -34,6 +33,7 @@ for side in ("blue", "red"):
                      "listens there (an earlier sep_edge?) or change sep_config.json")
 PY
 
+mkdir -p "$LOG_DIR"
 for side in blue red; do
   .venv/bin/sep_edge "$side" --config sep_config.json --candidates candidates.json \
     >"$LOG_DIR/edge-$side.log" 2>&1 &
@@ -50,7 +50,7 @@ for side in ("blue", "red"):
         deadline = time.monotonic() + 60
         while not client.ping(timeout=2.0):
             if time.monotonic() > deadline:
-                sys.exit(f"the {side} edge did not start; see its log in runs/demo/edge-{side}.log")
+                sys.exit(f"the {side} edge did not start; see its log, edge-{side}.log, in the LOG_DIR")
 print("edges ready: blue and red on loopback", file=sys.stderr)
 PY
 for pid in "${pids[@]}"; do
