@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import gymnasium
 import numpy as np
 import pytest
@@ -98,3 +101,29 @@ def test_a_player_on_another_server_is_refused_at_once(showdown):
             env.reset(seed=0)
     finally:
         env.close()
+
+
+def _readme_block(marker: str) -> str:
+    """The README's python code block that contains ``marker``, as a reader copies it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    found = [block for block in blocks if marker in block]
+    assert len(found) == 1, f"{len(found)} README blocks contain {marker!r}"
+    return found[0]
+
+
+def test_the_readmes_single_agent_example_runs_as_written(showdown, monkeypatch):
+    # As written: no server= given, the environment finds the running server ($SEP_SHOWDOWN_URL
+    # here, as for a user who runs one), and builds the RandomPlayer class on it.
+    monkeypatch.setenv("SEP_SHOWDOWN_URL", showdown.url)
+    scope: dict[str, object] = {}
+    exec(compile(_readme_block("opponent=RandomPlayer"), "README.md", "exec"), scope)
+    envs = [scope["env"], scope["env_vs_player"]]
+    try:
+        for env in envs:
+            assert isinstance(env, gymnasium.Env)
+            total, terminated, truncated = _play(env, 0)
+            assert terminated and not truncated and total in (-1.0, 0.0, 1.0)
+    finally:
+        for env in envs:
+            env.close()
