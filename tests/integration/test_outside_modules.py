@@ -8,6 +8,7 @@ processes, the real CLIs.
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.edges import AGENTS
+from tests.integration.edges import AGENTS, free_port
 
 pytestmark = pytest.mark.showdown
 
@@ -190,3 +191,92 @@ def test_a_malformed_sep_config_is_refused_before_the_log_dir(tmp_path):
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1 and "sep_config" in run.stderr
     assert not log_dir.exists()
+
+
+def _sep_main_preflight(
+    config: Path, log_dir: Path, *models: str, extra: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *SEP_MAIN,
+            *models,
+            "-n",
+            "2",
+            "-l",
+            str(log_dir),
+            "--config",
+            str(config),
+            "--candidates",
+            str(AGENTS / "candidates.json"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_sep_main_names_an_edge_that_is_wrong_before_the_log_dir(start_edges, tmp_path):
+    edges = start_edges()
+    good = json.loads(edges["blue"].config.read_text())
+    cases = {
+        # nothing listens there
+        "unreachable": (
+            {**good, "blue": {"host": "127.0.0.1", "port": free_port()}},
+            "error: cannot reach the blue edge at tcp://127.0.0.1:",
+        ),
+        # the red edge where the blue one should be
+        "swapped": ({**good, "blue": good["red"]}, "error: the edge at tcp://127.0.0.1:"),
+    }
+    for name, (doc, expected) in cases.items():
+        config = tmp_path / f"{name}.json"
+        config.write_text(json.dumps(doc))
+        log_dir = tmp_path / name
+        run = _sep_main_preflight(config, log_dir, "contract_example", "plain_no_hooks")
+        assert run.returncode == 2, (name, run.stderr)
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(expected), (name, run.stderr)
+        assert not log_dir.exists(), name
+    assert "is the red edge, not blue" in lines[0]
+
+
+def test_sep_main_names_a_model_its_edge_does_not_serve(start_edges, tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    listed = json.loads((AGENTS / "candidates.json").read_text())
+    (served / "candidates.json").write_text(json.dumps({"good_random": listed["good_random"]}))
+    (served / "good_random").symlink_to(AGENTS / "good_random", target_is_directory=True)
+    edges = start_edges(served / "candidates.json")
+    log_dir = tmp_path / "run"
+    run = _sep_main_preflight(edges["blue"].config, log_dir, "good_random", "contract_example")
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"error: the red edge at {edges['red'].endpoint} does not serve contract_example "
+        "(check its candidates.json)"
+    ]
+    assert not log_dir.exists()
+
+
+def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(
+    start_edges, tmp_path
+):
+    edges = start_edges()
+    config = edges["blue"].config
+    strict = _sep_main_preflight(
+        config, tmp_path / "strict", "missing_functions", "contract_example", extra=("--strict",)
+    )
+    assert strict.returncode == 2, strict.stderr
+    assert strict.stderr.startswith(
+        "error: model 'missing_functions' cannot be played: ContractError"
+    )
+    assert not (tmp_path / "strict").exists()
+    log_dir = tmp_path / "lenient"
+    run = _sep_main_preflight(config, log_dir, "missing_functions", "contract_example")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "warning: model 'missing_functions' cannot be played (ContractError" in run.stderr
+    rows = _rows(log_dir)
+    assert len(rows) == 2
+    for row in rows:
+        assert (row["blue_status"], row["red_status"], row["winner"]) == ("ERROR", "OK", "red")
+        assert row["blue_error"].startswith("ContractError: "), row
+        assert "getUserPolicy" in row["blue_error"]
