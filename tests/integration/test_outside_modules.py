@@ -46,6 +46,7 @@ def _check_plain_league(rows: list[dict[str, str]], log_dir: Path) -> None:
                 assert (status, error) == ("OK", ""), row
     clean = [r for r in rows if "plain_raises_third" not in (r["blue"], r["red"])]
     assert all(r["winner"] in ("blue", "red", "tie") and int(r["turns"]) > 0 for r in clean)
+    assert any(r["winner"] in ("blue", "red") for r in clean), "no battle was decided"
     failed = [r for r in rows if r not in clean]
     # the raiser forfeits: its opponent wins
     assert all(
