@@ -20,8 +20,10 @@ Exception tree::
     │                          closed or expired); in edge/service/sessions.py, next to its code
     ├── UnknownModel           the center asked for a model candidates.json does not list; in
     │                          edge/service/sessions.py, next to its code
-    └── ZygoteError            the sandbox's worker template process could not start or went away;
-                               in edge/service/zygote.py
+    ├── ZygoteError            the sandbox's worker template process could not start or went away;
+    │                          in edge/service/zygote.py
+    └── Stuck                  the checker: an earlier user call never returned, so no more user
+                               code can run; in edge/checker/calls.py
 
 UnknownSession and UnknownModel name their wire error code (``error_code``, an ``edge.wire``
 enum), which is why they live in ``edge.service`` and not here: ``edge.wire`` imports this module.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.contract.runner import UserCodeRunner
-from edge.errors import ContractError, UserCallTimeout
+from edge.errors import ContractError, EdgeError, UserCallTimeout
 from edge.service.sandbox import format_size
 from edge.wire.messages import ErrorBody
 
@@ -38,7 +38,7 @@ _DROPPED = re.compile(r"\n\[\.\.\. (\d+) more characters dropped\]\Z")
 _TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
-class Stuck(Exception):
+class Stuck(EdgeError):
     """An earlier user call never returned: no more user code can run."""
 
 
