@@ -79,6 +79,18 @@ OWNER_SCRIPT = textwrap.dedent(
 )
 
 
+SIM_OWNER_SCRIPT = textwrap.dedent(
+    """
+    import signal, time
+    from center.showdown.sim_host import SimHost
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    host = SimHost().start()
+    print(host.pid, 0, flush=True)
+    time.sleep(300)
+    """
+)
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -113,12 +125,16 @@ def own_server(showdown_install: Path) -> Iterator[ShowdownServer]:
         server.stop()
 
 
-@pytest.fixture
-def owner_process(showdown_install: Path) -> Iterator[tuple[subprocess.Popen[str], int, int]]:
-    """A Python process owning a server: (process, pgid, port). Cleans up whatever is left."""
+@pytest.fixture(params=["server", "simulator host"])
+def owner_process(
+    request: pytest.FixtureRequest, showdown_install: Path
+) -> Iterator[tuple[subprocess.Popen[str], int, int]]:
+    """A Python process owning a server or a simulator host: (process, pgid, port; 0 for the
+    simulator host). Cleans up whatever is left."""
     env = {**os.environ, "SEP_SHOWDOWN_DIR": str(showdown_install)}
+    script = OWNER_SCRIPT if request.param == "server" else SIM_OWNER_SCRIPT
     proc = subprocess.Popen(
-        [sys.executable, "-c", OWNER_SCRIPT],
+        [sys.executable, "-c", script],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -240,7 +256,9 @@ def test_owner_killed_with_sigkill_leaves_no_node_process(
     owner_process: tuple[subprocess.Popen[str], int, int],
 ) -> None:
     proc, pgid, port = owner_process
-    assert http_status(f"http://127.0.0.1:{port}/") == 200
+    assert not group_gone(pgid)
+    if port:
+        assert http_status(f"http://127.0.0.1:{port}/") == 200
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     wait_for(lambda: group_gone(pgid), 30.0, f"node processes of group {pgid} to exit")
