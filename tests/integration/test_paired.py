@@ -1,5 +1,5 @@
 """sep_eval --paired end to end: each seed played twice with the sides swapped (real CLI, real
-Showdown; the seeded simulator backend when this checkout has one, so the teams can be checked)."""
+Showdown's seeded simulator, so that the teams can be checked)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import csv
 import json
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,21 +18,15 @@ pytestmark = pytest.mark.showdown
 SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 
 
-@cache
-def _has_sim_backend() -> bool:
-    out = subprocess.run([*SEP_EVAL, "--help"], capture_output=True, text=True, timeout=60)
-    return "--backend" in out.stdout
-
-
-def _sep_eval(showdown, log_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    where = ["--backend", "sim"] if _has_sim_backend() else ["--server", showdown.url]
+def _sep_eval(log_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             *SEP_EVAL,
             "good_random",
             "good_team_choice",
             *args,
-            *where,
+            "--backend",
+            "sim",
             "--candidates",
             str(AGENTS / "candidates.json"),
             "-l",
@@ -64,9 +57,11 @@ def _blue_team(log_dir: Path, row: dict[str, str]) -> list[str]:
     raise AssertionError(f"no request for blue in {row['log']}")
 
 
-def test_sep_eval_paired_plays_two_pairs_with_shared_seeds_and_swapped_sides(showdown, tmp_path):
+def test_sep_eval_paired_plays_two_pairs_with_shared_seeds_and_swapped_sides(
+    showdown_install, tmp_path
+):
     log_dir = tmp_path / "run"
-    run = _sep_eval(showdown, log_dir, "-n", "4", "--paired", "--seed", "1")
+    run = _sep_eval(log_dir, "-n", "4", "--paired", "--seed", "1")
     assert run.returncode == 0, run.stderr[-3000:]
     rows = {r["battle_id"]: r for r in _rows(log_dir / "battles.csv")}
     assert sorted(rows) == [
@@ -95,8 +90,8 @@ def test_sep_eval_paired_plays_two_pairs_with_shared_seeds_and_swapped_sides(sho
                 "good_team_choice",
             )
         )
-        if _has_sim_backend():  # the team is drawn from the side's seed: blue keeps its team
-            assert _blue_team(log_dir, one) == _blue_team(log_dir, two)
+        # the teams are drawn from the sides' seeds: blue keeps its team, red its own
+        assert _blue_team(log_dir, one) == _blue_team(log_dir, two)
     assert pairs[0][0]["seed"] != pairs[1][0]["seed"]
     assert json.loads((log_dir / "run.json").read_text())["paired"] is True
 
@@ -109,10 +104,10 @@ def test_sep_eval_paired_plays_two_pairs_with_shared_seeds_and_swapped_sides(sho
             counts = [int(row[f"pairs_{x}"]) for x in ("0", "0.5", "1", "1.5", "2")]
             assert sum(counts) == 2
 
-    again = _sep_eval(showdown, log_dir, "-n", "4", "--paired", "--seed", "1")
+    again = _sep_eval(log_dir, "-n", "4", "--paired", "--seed", "1")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(_rows(log_dir / "battles.csv")) == 4  # resumed: nothing left to play
-    unpaired = _sep_eval(showdown, log_dir, "-n", "4", "--seed", "1")
+    unpaired = _sep_eval(log_dir, "-n", "4", "--seed", "1")
     assert unpaired.returncode == 2
     lines = [line for line in unpaired.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "paired" in lines[0], unpaired.stderr
