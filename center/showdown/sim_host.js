@@ -44,8 +44,10 @@ const SIDES = new Set(['p1', 'p2']);
 const FORMAT_ID = /^[a-z0-9]{1,80}$/;
 const SEED = /^sodium,[0-9a-f]{1,64}$/;
 const BATTLE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
-// A choice as the center builds it: words of printable characters, never a newline or a '>'.
-const CHOICE = /^[a-z]+( [^\x00-\x1f\x7f>|]{1,80})?$/;
+// The choices the center writes (center/showdown/sim_battle.py's allow-list), and nothing else:
+// never a newline, a '>' or a '|'.
+const CHOICE =
+  /^(?:move [a-z0-9]{1,40}(?: terastallize)?|switch [^\x00-\x1f\x7f>|]{1,60}|default|team [1-9]{1,6})$/;
 const NAME = /^[^\x00-\x1f\x7f>|,]{1,18}$/;
 
 const battles = new Map();
