@@ -11,11 +11,12 @@ import io
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib as mpl
 import numpy as np
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
 from center.evaluation.standings import Standings
@@ -44,14 +45,35 @@ def _style(name: str) -> Iterator[None]:
         yield
 
 
-def _svg(fig: Figure, name: str) -> Markup:
+@dataclass(frozen=True)
+class _Mark:
+    """What the page says of one drawn element (an artist with a gid): a class, data attributes,
+    and a ``<title>`` (shown on hover, read by screen readers, and what the tests read back)."""
+
+    cls: str
+    data: Mapping[str, str]
+    title: str
+
+    def attributes(self) -> str:
+        data = "".join(f' data-{k}="{escape(v)}"' for k, v in self.data.items())
+        return f' class="{self.cls}"{data}><title>{escape(self.title)}</title>'
+
+
+def _svg(fig: Figure, name: str, marks: Mapping[str, _Mark] | None = None) -> Markup:
     buf = io.StringIO()
     with _style(name):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
     # Inline SVG in HTML needs neither the XML declaration nor the DOCTYPE.
     svg = text[text.index("<svg") :]
+    # matplotlib writes an artist with a gid as <g id="gid">; its numbers go on that group.
+    for gid, mark in (marks or {}).items():
+        svg = svg.replace(f'<g id="{gid}">', f'<g id="{gid}"{mark.attributes()}', 1)
     return Markup(svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1))
+
+
+def _rating(value: float) -> str:  # as the standings table shows it
+    return "–" if math.isnan(value) else f"{value:.1f}"
 
 
 def ratings(standings: Standings, names: Mapping[str, str]) -> Markup | None:
@@ -67,19 +89,26 @@ def ratings(standings: Standings, names: Mapping[str, str]) -> Markup | None:
         lo = np.array([c.rating_lo if not math.isnan(c.rating_lo) else c.rating for c in rated])
         hi = np.array([c.rating_hi if not math.isnan(c.rating_hi) else c.rating for c in rated])
         ax.axvline(1500, color="#d1d5db", linewidth=1, linestyle="--", zorder=0)
-        ax.errorbar(
-            x,
-            y,
-            xerr=[np.maximum(x - lo, 0), np.maximum(hi - x, 0)],
-            fmt="o",
-            color=BLUE,
-            ecolor="#93c5fd",
-            elinewidth=3,
-            capsize=0,
-            markersize=6,
-        )
-        for xi, yi, c in zip(x, y, rated, strict=True):
-            ax.annotate(
+        marks: dict[str, _Mark] = {}
+        for n, (xi, yi, c) in enumerate(zip(x, y, rated, strict=True)):
+            # One errorbar per candidate, so that its dot and its bar are groups of their own.
+            drawn = ax.errorbar(
+                [xi],
+                [yi],
+                xerr=[[max(xi - lo[n], 0)], [max(hi[n] - xi, 0)]],
+                fmt="o",
+                color=BLUE,
+                ecolor="#93c5fd",
+                elinewidth=3,
+                capsize=0,
+                markersize=6,
+            )
+            name = names.get(c.id, c.id)
+            title = (
+                f"{name}: rating {_rating(c.rating)}, "
+                f"95% interval {_rating(c.rating_lo)} to {_rating(c.rating_hi)}"
+            )
+            label = ax.annotate(
                 f"{c.rating:.0f}",
                 (xi, yi),
                 xytext=(0, 7),
@@ -88,12 +117,19 @@ def ratings(standings: Standings, names: Mapping[str, str]) -> Markup | None:
                 fontsize=8,
                 color="#111827",
             )
+            for part, artist in (
+                ("point", drawn.lines[0]),
+                ("interval", drawn.lines[2][0]),
+                ("label", label),
+            ):
+                artist.set_gid(f"ratings-{part}-{n}")
+                marks[f"ratings-{part}-{n}"] = _Mark(f"rating-{part}", {"candidate": c.id}, title)
         ax.set_yticks(y, labels=[names.get(c.id, c.id) for c in rated])
         ax.set_ylim(-0.7, len(rated) - 0.3)
         ax.set_xlabel("rating (Bradley–Terry, Elo scale; bar: 95% bootstrap interval)")
         ax.grid(axis="x", color="#f3f4f6")
         fig.tight_layout()
-    return _svg(fig, "ratings")
+    return _svg(fig, "ratings", marks)
 
 
 def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
@@ -105,6 +141,7 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
     index = {cid: n for n, cid in enumerate(ids)}
     rate = np.full((k, k), np.nan)
     text = [["" for _ in range(k)] for _ in range(k)]
+    said = [["no battle" for _ in range(k)] for _ in range(k)]  # the cells' titles
     for p in standings.pairwise:
         i, j = index[p.a], index[p.b]
         decided = p.a_wins + p.b_wins + p.ties
@@ -115,7 +152,13 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
         for row, col, wins, losses in ((i, j, p.a_wins, p.b_wins), (j, i, p.b_wins, p.a_wins)):
             share = f"{100 * rate[row, col]:.0f}%\n" if decided else "–\n"
             text[row][col] = f"{share}{wins}–{losses}–{p.ties}{none}"
+            said[row][col] = (
+                (f"win rate {100 * rate[row, col]:.0f}%, " if decided else "no decided battle, ")
+                + f"{wins} won, {losses} lost, {p.ties} tied"
+                + (f", {p.no_result} without a result" if p.no_result else "")
+            )
     labels = [names.get(cid, cid) for cid in ids]
+    marks: dict[str, _Mark] = {}
     with _style("pairwise"):
         size = max(3.2, 0.95 * k + 1.6)
         fig = Figure(figsize=(size + 1.3, size))
@@ -126,6 +169,7 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
         image = ax.pcolormesh(
             edges, edges, np.ma.masked_invalid(rate), cmap=cmap, vmin=0, vmax=1, edgecolors="white"
         )
+        image.set_gid("pairwise-mesh")
         ax.set_aspect("equal")
         ax.invert_yaxis()
         for i in range(k):
@@ -141,6 +185,12 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
                     va="center",
                     fontsize=8,
                     color="white" if dark else "#111827",
+                    gid=f"pairwise-cell-{i}-{j}",
+                )
+                marks[f"pairwise-cell-{i}-{j}"] = _Mark(
+                    "pairwise-cell",
+                    {"row": ids[i], "col": ids[j]},
+                    f"{labels[i]} against {labels[j]}: {said[i][j]}",
                 )
         ax.set_xticks(range(k), labels=labels, rotation=30, ha="right")
         ax.set_yticks(range(k), labels=labels)
@@ -155,7 +205,7 @@ def pairwise(standings: Standings, names: Mapping[str, str]) -> Markup | None:
         if bar.solids is not None:
             bar.solids.set_rasterized(False)
         fig.tight_layout()
-    return _svg(fig, "pairwise")
+    return _svg(fig, "pairwise", marks)
 
 
 def decision_times(

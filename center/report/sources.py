@@ -65,6 +65,8 @@ class CandidateSummary:
     decisions: int = 0
     decision_ms: list[float] = field(default_factory=list)
     per_decision: bool = True  # False: decision_ms holds per-battle means (no players files)
+    max_ms: float = 0.0
+    """The longest decision, from battles.csv's per-battle maxima (0: none timed)."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,11 @@ def _summaries(
                 continue
             status = getattr(r, f"{side}_status")
             summary.decisions += getattr(r, f"{side}_decisions")
-            if getattr(r, f"{side}_decisions"):
+            longest = getattr(r, f"{side}_decision_ms_max")
+            summary.max_ms = max(summary.max_ms, longest)
+            # A battle's mean says something only when one of its decisions was timed: a side can
+            # count a decision it never took (its battle ended first), recorded as mean 0.
+            if getattr(r, f"{side}_decisions") and longest > 0:
                 means[cid].append(getattr(r, f"{side}_decision_ms_mean"))
             player = players.get(r.battle_id, {}).get(side)
             if player is not None:
