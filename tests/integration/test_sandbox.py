@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import numpy as np
 import pytest
 
 from center.errors import EdgeCallError, EdgeRemoteError, EdgeTimeout
+from center.isolation import edge_client
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import load_candidates
 from edge.service.supervisor import SandboxServer
@@ -45,8 +47,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
 SANDBOX_AGENTS = Path(__file__).resolve().parents[1] / "sandbox_agents" / "candidates.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 MEMORY_LIMIT = ["--memory-limit", "1GiB"]
-# Short, so that a module that never returns runs out of its bank within seconds.
-FAST_BUDGET = ["--decision-time", "1.0", "--bank", "3", "--call-cap", "1.0"]
+# Short, so that a module that never returns runs out of its bank at its first timeout.
+FAST_BUDGET = ["--decision-time", "1.0", "--bank", "0.5", "--call-cap", "1.0"]
 FIRST_WORKER_UID = 100_000
 
 
@@ -89,6 +91,49 @@ def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
             if ("edge.service.zygote" in cmdline and parent in cmdline + " ") or home in environ:
                 found.append((int(entry.name), cmdline.strip()))
     return found
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, ...)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def workers_of(edge: EdgeProcess) -> set[int]:
+    """The pids of the edge's workers: the children of its template (the edge's child)."""
+    assert edge.proc is not None
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        fields = _stat(entry.name) if entry.name.isdigit() else None
+        if fields is not None and fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
+    return {pid for pid, parent in parents.items() if parent in templates}
+
+
+def alive_in_group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        fields = _stat(entry.name) if entry.name.isdigit() else None
+        if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def edge_deadline(seconds: float) -> Iterator[None]:
+    """Requests carry a timeout of ``seconds`` while the client waits as long as it is told.
+
+    A client sends the edge its own wait as the request's timeout, so it gives up a moment
+    before the edge's answer could come; with a shorter timeout in the request, what comes back
+    is the edge's own answer at its deadline."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(edge_client, "MAX_CALL_TIMEOUT", seconds)
+        yield
 
 
 def wait_until(predicate: Any, timeout: float) -> bool:
@@ -211,20 +256,26 @@ def test_hostile_workers_end_only_their_own_sessions_with_their_causes(edge: Edg
         flood.close()
         honest_decision()
 
-        # A call that never returns (in C, in Python) is killed at its deadline; the session
-        # goes on in a fresh worker, restored: its next call is answered.
+        # A call that never returns (in C, in Python) is killed at its deadline: the edge
+        # answers TIMEOUT (the client waits far longer), and the worker and its process group
+        # are gone then, not at the edge's stop. The session goes on in a fresh worker,
+        # restored: its next call is answered.
         for how in ("c", "python"):
+            before = workers_of(edge)
             hang = Session(client, f"hostile_hang_{how}", f"hang-{how}")
             hang.decide()
-            started = time.monotonic()
-            with pytest.raises((EdgeTimeout, EdgeRemoteError)) as stuck:
-                hang.decide(timeout=1.0)
-            if isinstance(stuck.value, EdgeRemoteError):
-                assert stuck.value.code == ErrorCode.TIMEOUT
-            assert time.monotonic() - started < 5.0
+            (worker,) = workers_of(edge) - before  # the model's own worker, new
+            assert alive_in_group(worker) == [worker]  # it leads a process group of its own
+            with edge_deadline(1.0), pytest.raises(EdgeRemoteError) as stuck:
+                hang.decide(timeout=30.0)
+            assert stuck.value.code == ErrorCode.TIMEOUT, stuck.value
+            assert "did not return within 1 s: its worker was killed" in stuck.value.evalue
+            assert wait_until(lambda w=worker: not alive_in_group(w), 5.0), alive_in_group(worker)
             honest_decision()
             reply, _ = hang.decide(timeout=30.0)  # restored: a new policy, its first decision
             assert reply.stepped and reply.order == "/choose default", reply
+            (replacement,) = workers_of(edge) - before
+            assert replacement != worker
             hang.close()
 
         # Processes started by user code end with the session, even one that left the
@@ -253,6 +304,7 @@ def test_the_edge_reports_its_limits_and_sandbox_at_start_up(edge: EdgeProcess):
         assert measure in log
     if os.geteuid() == 0:  # as root on Linux every measure is available
         assert "unprivileged user: on" in log and "no network: on" in log
+        assert "process containment: on (a PID namespace per worker" in log
 
 
 def test_a_worker_has_no_network_and_its_own_user(edge: EdgeProcess, tmp_path: Path):
@@ -304,7 +356,8 @@ def _sep_main(edges: dict[str, EdgeProcess], showdown: Any, log_dir: Path, *args
     ]
 
 
-#: Each hostile candidate's status in its battle against good_random, and its cause.
+HONEST_PAIR = ["good_random", "good_random_2"]
+#: Each hostile candidate's status in its battles against honest ones, and its cause.
 HOSTILE_OUTCOMES = {
     "hostile_exit": ("ERROR", "worker exited with code 3"),
     "hostile_segfault": ("ERROR", "killed by signal 11 (SIGSEGV)"),
@@ -315,6 +368,10 @@ HOSTILE_OUTCOMES = {
     "hostile_child": ("OK", ""),
     "hostile_stdout": ("OK", ""),
 }
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
 
 
 def test_hostile_candidates_lose_alone_while_honest_battles_on_the_same_edges_are_ok(
@@ -332,42 +389,46 @@ def test_hostile_candidates_lose_alone_while_honest_battles_on_the_same_edges_ar
         for process in edges.values():
             process.start()
             marks.append(edge_marks(process))
-        # Honest battles all along, on the same edges: good_random_2 (the module good_random,
-        # which hostile_patcher attacks) on blue, beside the hostile candidates.
-        honest = subprocess.Popen(
-            _sep_main(
-                edges, showdown, tmp_path / "honest", "good_random_2", "good_random", "-n", "6"
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        outputs: list[str] = []
-        reader = threading.Thread(target=lambda: outputs.append(honest.communicate(timeout=600)[0]))
-        reader.start()
+        # One league per hostile candidate, its three battles at once: the hostile one (red: ids
+        # sort before it) against good_random and good_random_2 (the module good_random, which
+        # hostile_patcher attacks), and good_random against good_random_2 on the same edges.
         for hostile in HOSTILE_OUTCOMES:
-            run = subprocess.run(
-                _sep_main(edges, showdown, tmp_path / hostile, hostile, "good_random", "-n", "1"),
+            run = subprocess.run(  # killed if it times out
+                _sep_main(
+                    edges,
+                    showdown,
+                    tmp_path / hostile,
+                    "--league",
+                    hostile,
+                    *HONEST_PAIR,
+                    "-n",
+                    "1",
+                    "--concurrency",
+                    "3",
+                ),
                 capture_output=True,
                 text=True,
                 timeout=300,
             )
             assert run.returncode == 0, run.stderr[-3000:]
-        reader.join(600)
-        assert honest.returncode == 0, outputs[-1][-3000:] if outputs else ""
     finally:
         for process in edges.values():
             process.stop()
     for hostile, (status, cause) in HOSTILE_OUTCOMES.items():
-        (row,) = _rows(tmp_path / hostile)
-        assert row["blue_status"] == status, row
-        assert cause in row["blue_error"], row
-        assert row["red_status"] == "OK", row
-        if status != "OK":
-            assert row["winner"] == "red", row
-    honest_rows = _rows(tmp_path / "honest")
-    assert len(honest_rows) == 6
-    assert all(r["blue_status"] == r["red_status"] == "OK" for r in honest_rows), honest_rows
+        rows = _rows(tmp_path / hostile)
+        (honest,) = [r for r in rows if hostile not in (r["blue"], r["red"])]
+        assert honest["blue_status"] == honest["red_status"] == "OK", honest
+        attacks = [r for r in rows if r["red"] == hostile]
+        assert len(rows) == 3 and {r["blue"] for r in attacks} == set(HONEST_PAIR), rows
+        for row in attacks:
+            assert row["red_status"] == status, row
+            assert cause in row["red_error"], row
+            assert row["blue_status"] == "OK", row
+            if status != "OK":  # a hang forfeits at its first timeout (FAST_BUDGET's bank)
+                assert row["winner"] == "blue", row
+            # The honest battle was being played while this one was.
+            assert _when(honest["started_at"]) < _when(row["finished_at"]), (honest, row)
+            assert _when(row["started_at"]) < _when(honest["finished_at"]), (honest, row)
     assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
 
 
@@ -412,7 +473,7 @@ def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the
         )
         for side in ("blue", "red")
     }
-    hostile = ["hostile_exit", "hostile_segfault", "hostile_patcher", "hostile_child"]
+    hostile = list(HOSTILE_OUTCOMES)  # a hang forfeits at its first timeout (FAST_BUDGET)
     try:
         for process in edges.values():
             process.start()
@@ -426,6 +487,8 @@ def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the
                     "2",
                     "--seed",
                     "9",
+                    "--concurrency",
+                    "4",  # the hangs mostly wait
                     "--backend",
                     "sim",
                     *FAST_BUDGET,
@@ -453,12 +516,31 @@ def test_honest_standings_are_the_same_with_or_without_hostile_candidates_on_the
     alone, mixed = honest_outcomes("alone"), honest_outcomes("mixed")
     assert len(alone) == 3 * 2 and all(o[6] == o[7] == "OK" for o in alone), alone
     assert mixed == alone
+    # The same standings: the honest-only league's, and the honest battles' of the mixed one.
+    standings = {s["id"]: s for s in csv.DictReader((tmp_path / "alone" / "standings.csv").open())}
+    for cid in HONEST:
+        sides = [("blue" if o[1] == cid else "red", o[3]) for o in mixed if cid in o[1:3]]
+        counts = (
+            sum(winner == side for side, winner in sides),
+            sum(winner == {"blue": "red", "red": "blue"}[side] for side, winner in sides),
+            sum(winner == "tie" for _, winner in sides),
+        )
+        expected = standings[cid]
+        assert counts == (int(expected["wins"]), int(expected["losses"]), int(expected["ties"]))
     mixed_rows = _rows(tmp_path / "mixed")
-    assert len(mixed_rows) == 7 * 6  # 21 pairs, 2 battles each: every hostile battle recorded
-    crashed = {r["battle_id"] for r in mixed_rows if "ERROR" in (r["blue_status"], r["red_status"])}
-    assert crashed and all(
-        any(h in battle_id for h in ("hostile_exit", "hostile_segfault")) for battle_id in crashed
-    )
+    assert len(mixed_rows) == 11 * 10  # 55 pairs, 2 battles each: every hostile battle recorded
+    # Each hostile candidate met each honest one with its own status and cause; its honest
+    # opponents were OK, and won whenever it failed.
+    met = 0
+    for row in mixed_rows:
+        for side, other in (("blue", "red"), ("red", "blue")):
+            if row[side] in HOSTILE_OUTCOMES and row[other] in HONEST:
+                status, cause = HOSTILE_OUTCOMES[row[side]]
+                assert row[f"{side}_status"] == status and cause in row[f"{side}_error"], row
+                assert row[f"{other}_status"] == "OK", row
+                assert status == "OK" or row["winner"] == other, row
+                met += 1
+    assert met == len(HOSTILE_OUTCOMES) * len(HONEST) * 2
 
 
 # -- a worker turning on the supervisor --------------------------------------------------------
