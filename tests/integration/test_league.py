@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -181,16 +183,56 @@ def test_sep_main_killed_mid_league_resumes_without_loss_or_duplicates(
     assert sum(int(s["battles"]) for s in standings) == 2 * 9
 
 
+def _in_nanosleep(pid: int) -> bool:
+    """Whether a thread of process ``pid`` sleeps in ``clock_nanosleep`` (``time.sleep``)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            wchan = (task / "wchan").read_text()
+            call = (task / "syscall").read_text().split()[:1]
+        except OSError:
+            continue
+        # The kernel's function, or the system call's number (x86-64: 230, arm64: 115).
+        if "nanosleep" in wchan or call in (["230"], ["115"]):
+            return True
+    return False
+
+
+def _deciding_slow_first(edge: EdgeProcess) -> bool:
+    """Whether one of the edge's workers is inside slow_first's ``time.sleep``: in a battle's
+    decision, since only a battle asks for one (the run's preflight only opens models).
+
+    Its workers are the children of its template, the edge's child; no other code they run
+    sleeps (their loops wait on sockets)."""
+    assert edge.proc is not None
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if stat:
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
+    return any(_in_nanosleep(pid) for pid, parent in parents.items() if parent in templates)
+
+
 def _kill_red_edge_mid_league(edges, command, log_dir: Path, down_for: float | None):
-    """Run ``command``, kill -9 the red edge during the second battle, restart it after
-    ``down_for`` seconds (never when None); return the finished league's (returncode, stderr)."""
+    """Run ``command``, kill -9 the red edge in the middle of a decision of slow_first on it
+    (so mid-battle), restart it after ``down_for`` seconds (never when None); return the
+    finished league's (returncode, stderr, the time of the kill)."""
     league = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        while len(_rows(log_dir)) < 1 and time.monotonic() < deadline and league.poll() is None:
-            time.sleep(0.05)
-        time.sleep(1.0)  # well into the next battle: slow_first takes 50 ms per decision
-        assert league.poll() is None
+        while time.monotonic() < deadline and league.poll() is None:
+            if _deciding_slow_first(edges["red"]):
+                break
+            time.sleep(0.005)
+        assert league.poll() is None and _deciding_slow_first(edges["red"]), _rows(log_dir)
+        killed_at = datetime.now(UTC)
         edges["red"].kill()
         if down_for is not None:
             time.sleep(down_for)
@@ -199,7 +241,8 @@ def _kill_red_edge_mid_league(edges, command, log_dir: Path, down_for: float | N
     finally:
         if league.poll() is None:
             league.kill()
-    return league.returncode, err
+            league.communicate(timeout=30)
+    return league.returncode, err, killed_at
 
 
 def _league_of_two(edges, showdown, log_dir: Path, *extra: str) -> list[str]:
@@ -224,7 +267,7 @@ def test_an_edge_killed_mid_league_voids_the_battle_and_replays_it_after_restart
     edges = start_edges()
     log_dir = tmp_path / "run"
     command = _league_of_two(edges, showdown, log_dir, "--edge-wait", "120")
-    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
+    returncode, err, killed_at = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
     assert returncode == 0, err[-3000:]
     rows = _rows(log_dir)
     # Infrastructure is not the agent's fault: no battle is booked against a candidate.
@@ -232,6 +275,10 @@ def test_an_edge_killed_mid_league_voids_the_battle_and_replays_it_after_restart
     assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows), [
         (r["blue"], r["red"], r["blue_status"], r["red_status"]) for r in rows
     ]
+    # The battle in progress was voided, once, and played again after the kill.
+    (voided,) = re.findall(r"(\S+): the red edge was lost mid-battle; voided; attempt 1", err)
+    (replayed,) = [r for r in rows if r["battle_id"] == voided]
+    assert datetime.fromisoformat(replayed["started_at"]) > killed_at, (replayed, killed_at)
 
 
 def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
@@ -240,7 +287,7 @@ def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
     edges = start_edges()
     log_dir = tmp_path / "run"
     command = _league_of_two(edges, showdown, log_dir, "--edge-wait", "3")
-    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=None)
+    returncode, err, _ = _kill_red_edge_mid_league(edges, command, log_dir, down_for=None)
     assert returncode == 1
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: red edge down") and last.endswith("; rerun to resume"), err
@@ -266,7 +313,7 @@ def test_with_edge_loss_forfeit_a_killed_edge_is_a_disconnect_and_the_league_goe
     command = _league_of_two(
         edges, showdown, log_dir, "--edge-wait", "120", "--edge-loss", "forfeit"
     )
-    returncode, err = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
+    returncode, err, _ = _kill_red_edge_mid_league(edges, command, log_dir, down_for=2.0)
     assert returncode == 0, err[-3000:]
     rows = _rows(log_dir)
     assert len(rows) == 4
