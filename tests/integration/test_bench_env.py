@@ -1,4 +1,4 @@
-"""scripts/bench_env.py runs end to end, tiny (real PokemonEnv, real Showdown), and type-checks."""
+"""scripts/bench_env.py runs end to end, tiny (real PokemonEnv, real Showdown)."""
 
 from __future__ import annotations
 
@@ -30,14 +30,3 @@ def test_bench_env_prints_both_sides_and_the_latencies(showdown):
     assert float(pair[1]) > 0 and float(env[1]) > 0 and float(env[2]) > 0
     assert 0 < float(step[1]) <= float(step[2]) and int(step[3]) > 0
     assert showdown.ping(), "a server the script did not start is left running"
-
-
-def test_bench_env_is_type_checked():
-    run = subprocess.run(
-        [sys.executable, "-m", "mypy", str(SCRIPT)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=SCRIPT.parents[1],
-    )
-    assert run.returncode == 0, run.stdout[-3000:]
