@@ -592,3 +592,46 @@ def test_the_checker_runs_as_a_module() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "All 17 checks passed" in result.stdout
+
+
+def test_loading_is_timed_in_all_as_a_battle_times_it(tmp_module: tuple[Path, str]) -> None:
+    # Each loading call stays under the limit, their sum does not: a battle's open_session makes
+    # them all under one limit, so the checker fails the time check.
+    path, name = tmp_module
+    write_module(
+        path,
+        name,
+        """
+        import time
+        import gymnasium as gym
+        import numpy as np
+        time.sleep(0.4)
+
+        class Agent:
+            def __init__(self, modelConfig, instanceConfig):
+                self.observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+                self.action_space = gym.spaces.Discrete(2)
+            def makeObs(self, battle):
+                return np.zeros(1, np.float32)
+            def deploy(self, battle, action):
+                return "/team 123" if battle.teampreview else "/choose default"
+
+        class Policy:
+            def reset(self):
+                pass
+            def step(self, observation, reward, done, info, agentFullName, obs_space, act_space):
+                return 0
+
+        def getUserAgentClass(args):
+            return Agent
+
+        def getUserPolicy(args):
+            time.sleep(0.4)
+            return Policy()
+        """,
+    )
+    report = check_user_module(path, "m", load_limit=0.6)
+    assert failed(report) == {"time"}, report.format()
+    message = report.result("time").message
+    assert message.startswith("loading took ") and "a battle gives 0.6 s for all of it" in message
+    assert check_user_module(path, "m", load_limit=5.0).ok
