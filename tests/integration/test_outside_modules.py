@@ -169,31 +169,6 @@ def test_a_model_that_cannot_load_is_named_before_the_first_battle(showdown, tmp
     assert not log_dir.exists()
 
 
-def test_a_malformed_sep_config_is_refused_before_the_log_dir(tmp_path):
-    config = tmp_path / "sep_config.json"
-    config.write_text('{"blue": {"host": "127.0.0.1", "port": 51000}, "red": ')
-    log_dir = tmp_path / "never"
-    run = subprocess.run(
-        [
-            *SEP_MAIN,
-            "contract_example",
-            "plain_no_hooks",
-            "-l",
-            str(log_dir),
-            "--config",
-            str(config),
-            "--candidates",
-            str(AGENTS / "candidates.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 2
-    assert len(run.stderr.strip().splitlines()) == 1 and "sep_config" in run.stderr
-    assert not log_dir.exists()
-
-
 def _sep_main_preflight(
     config: Path, log_dir: Path, *models: str, extra: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
@@ -215,6 +190,16 @@ def _sep_main_preflight(
         text=True,
         timeout=300,
     )
+
+
+def test_a_malformed_sep_config_is_refused_before_the_log_dir(tmp_path):
+    config = tmp_path / "sep_config.json"
+    config.write_text('{"blue": {"host": "127.0.0.1", "port": 51000}, "red": ')
+    log_dir = tmp_path / "never"
+    run = _sep_main_preflight(config, log_dir, "contract_example", "plain_no_hooks")
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "sep_config" in run.stderr
+    assert not log_dir.exists()
 
 
 def test_sep_main_names_an_edge_that_is_wrong_before_the_log_dir(start_edges, tmp_path):

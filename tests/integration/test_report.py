@@ -398,6 +398,17 @@ def _check_run_section(page: Any, log_dir: Path, battles: list[dict[str, str]]) 
     assert shown == _expected_run(log_dir, battles)
 
 
+def _read_plot(browser: Any, log_dir: Path, selector: str, script: str) -> Any:
+    """What ``script`` reads off the plot at ``selector`` of the report, loaded offline and clean."""
+    visit = Visit(browser, log_dir / "report.html", {"width": 1280, "height": 900})
+    try:
+        drawn = visit.page.eval_on_selector(selector, script)
+        visit.assert_offline_and_clean()
+    finally:
+        visit.close()
+    return drawn
+
+
 def test_report_heatmap_shows_the_head_to_head_of_battles_csv(league, browser):
     standings = _rows(league / "standings.csv")
     order = [s["id"] for s in standings]  # rows and columns, in rank order
@@ -411,12 +422,7 @@ def test_report_heatmap_shows_the_head_to_head_of_battles_csv(league, browser):
         assert h2h[p["a"], p["b"]] == (p["a_wins"], p["b_wins"], p["ties"], p["no_result"]), p
         assert h2h[p["b"], p["a"]] == (p["b_wins"], p["a_wins"], p["ties"], p["no_result"]), p
 
-    visit = Visit(browser, league / "report.html", {"width": 1280, "height": 900})
-    try:
-        drawn = visit.page.eval_on_selector("#pairwise svg", _PAIRWISE_JS)
-        visit.assert_offline_and_clean()
-    finally:
-        visit.close()
+    drawn = _read_plot(browser, league, "#pairwise svg", _PAIRWISE_JS)
     cells = {(c["row"], c["col"]): c for c in drawn["cells"]}
     assert len(cells) == len(drawn["cells"])
     assert set(cells) == {(a, b) for a in order for b in order if a != b}
@@ -460,12 +466,7 @@ def test_report_ratings_plot_draws_the_ratings_of_standings_csv(league, browser)
     standings = _rows(league / "standings.csv")
     rated = [s for s in standings if s["rating"]]  # rank order: the plot's top to bottom
     assert len(rated) == len(CANDIDATES)
-    visit = Visit(browser, league / "report.html", {"width": 1280, "height": 900})
-    try:
-        drawn = visit.page.eval_on_selector("#ratings svg", _RATINGS_JS)
-        visit.assert_offline_and_clean()
-    finally:
-        visit.close()
+    drawn = _read_plot(browser, league, "#ratings svg", _RATINGS_JS)
     # The x axis, read back from its ticks: a linear scale from rating to pixels.
     ticks = [(float(t["text"].replace("−", "-")), t["x"]) for t in drawn["ticks"]]
     assert len(ticks) >= 2

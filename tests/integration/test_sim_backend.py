@@ -273,17 +273,12 @@ def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
     # What an organizer is promised: `sep_main A B -n 20 --paired --seed 1` twice gives the same
     # battles, and sep_replay confirms every one of them.
     edges = start_edges()
+    match = ("good_random", "good_team_choice", "-n", "20", "--paired", "--seed", "1")
     for run in ("one", "two"):
         result = subprocess.run(
             [
                 *SEP_MAIN,
-                "good_random",
-                "good_team_choice",
-                "-n",
-                "20",
-                "--paired",
-                "--seed",
-                "1",
+                *match,
                 "-l",
                 str(tmp_path / run),
                 "--config",
@@ -317,16 +312,7 @@ def test_sep_main_through_real_edges_twice_with_a_seed_gives_identical_battles(
     assert result.returncode == 0, result.stdout + result.stderr
     # In-process, the same agents play the same battles: a decision takes the same user calls
     # there (one call, as an edge's decide_request) and the seeded policies draw the same actions.
-    result = _sep_eval(
-        tmp_path / "in_process",
-        "good_random",
-        "good_team_choice",
-        "-n",
-        "20",
-        "--paired",
-        "--seed",
-        "1",
-    )
+    result = _sep_eval(tmp_path / "in_process", *match)
     assert result.returncode == 0, result.stderr[-3000:]
     _same_battles(tmp_path / "one", tmp_path / "in_process")
 
