@@ -2,9 +2,10 @@
 
 For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` drives the handlers
 of :class:`~edge.service.sessions.EdgeService`: ``open_session`` → ``reset`` (the Agent, with a
-seed; the policy) → at every recorded decision point ``make_obs`` with the frames since the last
-call, ``policy_step`` with the info a battle gives and ``deploy=True`` (and ``deploy`` when the
-action had to change) → at the end ``make_obs`` on the finished battle, ``episode_end`` and the last
+seed from the top of a battle's range; the policy) → at every recorded decision point one
+``decide`` with the frames since the last call and the info a battle gives (makeObs, action_mask,
+policy.step and deploy, as an isolated battle asks for them; ``deploy`` again when the action had
+to change) → at the end ``make_obs`` on the finished battle, ``episode_end`` and the last
 ``policy_step`` with ``done=True`` → ``close_session``. Requests and replies cross the wire codec,
 so a reply that could not reach the center fails here, not in a battle. A failure is attributed to
 the user call that raised (``makeObs``, ``action_mask``, ``policy.step``, ``deploy``, the hooks)
