@@ -434,9 +434,7 @@ def _play_one(
             )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},
-            teams={
-                p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS
-            },
+            teams={p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS},
         )
         void = settings.edge_loss == "void"
         for p in PLAYERS:

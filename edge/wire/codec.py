@@ -150,9 +150,7 @@ def decode_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> R
     if timeout is not None:
         timeout = _check_timeout(timeout)
     body = _body_from_wire(spec.request_body, required_field(envelope, "body", dict), msg_type)
-    return Request(
-        type=spec.request_type, id=msg_id, body=body, session=session, timeout=timeout
-    )
+    return Request(type=spec.request_type, id=msg_id, body=body, session=session, timeout=timeout)
 
 
 def decode_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Reply:
@@ -325,9 +323,7 @@ def _text_at(raw: bytes, offset: int) -> bool:
     return offset < len(raw) and (0xA0 <= raw[offset] <= 0xBF or raw[offset] in (0xD9, 0xDA, 0xDB))
 
 
-def peek_request(
-    raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE
-) -> RequestHeader:
+def peek_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> RequestHeader:
     """The id, session, type and timeout of a request, without decoding its body.
 
     What an edge's supervisor needs to route a request it forwards as bytes; ProtocolError when

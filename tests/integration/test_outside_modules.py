@@ -243,9 +243,7 @@ def test_sep_main_names_a_model_its_edge_does_not_serve(start_edges, tmp_path):
     assert not log_dir.exists()
 
 
-def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(
-    start_edges, tmp_path
-):
+def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(start_edges, tmp_path):
     edges = start_edges()
     config = edges["blue"].config
     strict = _sep_main_preflight(

@@ -148,9 +148,12 @@ def test_a_format_that_deals_teams_refuses_a_brought_one(sim_host):
     # The simulator would play a brought team as given in gen9bssfactory, where no validator
     # looks at it: the host refuses it, as the server's validator does.
     teams = {"player_0": _team("strong_team.txt"), "player_1": None}
-    with PokemonEnv(
-        "gen9bssfactory", backend="sim", server=sim_host, teams=teams, reset_timeout=20
-    ) as env, pytest.raises(EnvError, match="deals its own teams"):
+    with (
+        PokemonEnv(
+            "gen9bssfactory", backend="sim", server=sim_host, teams=teams, reset_timeout=20
+        ) as env,
+        pytest.raises(EnvError, match="deals its own teams"),
+    ):
         env.reset(seed=17)
 
 

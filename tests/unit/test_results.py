@@ -161,7 +161,9 @@ def test_seeds_differ_between_battles_and_base_seeds() -> None:
 def test_seeds_are_stable_across_python_processes() -> None:
     # A pinned value: changing the derivation would break every resume of an existing LOG_DIR.
     assert battle_seed(0, "a-vs-b-0000") == 1682390376
-    code = "from center.evaluation.schedule import battle_seed; print(battle_seed(0, 'a-vs-b-0000'))"
+    code = (
+        "from center.evaluation.schedule import battle_seed; print(battle_seed(0, 'a-vs-b-0000'))"
+    )
     for hash_seed in ("1", "2"):
         out = subprocess.run(
             [sys.executable, "-c", code],
