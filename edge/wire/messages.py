@@ -27,6 +27,7 @@ __all__ = [
     "MESSAGES",
     "PROTOCOL_VERSION",
     "TRACEBACK_LIMIT",
+    "CallUsage",
     "CloseSessionReply",
     "CloseSessionRequest",
     "DecideReply",
@@ -64,7 +65,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.3"
+PROTOCOL_VERSION: Final = "1.4"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
@@ -418,6 +419,19 @@ class Request:
     body: Any
     session: str = ""
     timeout: float | None = None
+    #: (1.4) seconds the caller credits for waiting for a free CPU before the call starts; an edge
+    #: that has waited this long starts the call anyway
+    queue_limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallUsage:
+    """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
+    ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
+    request waited for a free CPU before it started."""
+
+    cpu: float
+    queued: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +449,7 @@ class Reply:
     body: Any
     session: str = ""
     output: str = ""
+    usage: CallUsage | None = None
 
     @property
     def ok(self) -> bool:
