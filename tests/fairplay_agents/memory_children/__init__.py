@@ -34,7 +34,7 @@ class Agent:
                         os._exit(0)
                 os.close(write)
                 self.children.append((pid, read))
-            for pid, read in self.children:
+            for _pid, read in self.children:
                 os.read(read, 1)  # "" if the child died first
             print("HOLDING", CHILDREN * EACH // (1024 * 1024), "MiB in", CHILDREN, "children")
         return np.array([min(battle.turn / 100.0, 1.0)], dtype=np.float32)
