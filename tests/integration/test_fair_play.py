@@ -123,9 +123,7 @@ def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(edges, tmp_path):
 
 
 @pytest.mark.edge_args("--memory-limit", "1GiB")
-def test_memory_over_the_limit_in_several_processes_ends_the_worker_with_the_cause(
-    edges, tmp_path
-):
+def test_memory_over_the_limit_in_several_processes_ends_the_worker_with_the_cause(edges, tmp_path):
     """4 children of 320 MiB each, under the 1 GiB limit one by one, over it together: the
     worker is ended, its side booked ERROR with the cause, its opponent unharmed."""
     rows = play(edges, tmp_path / "run", "plain_random", "memory_children", "-n", "1")

@@ -37,9 +37,7 @@ class Agent:
             if remembered:
                 print("REMEMBERED", json.dumps(remembered)[:500])
         if battle.teampreview:
-            team = [
-                [mon.species, mon.item, sorted(mon.moves)] for mon in battle.team.values()
-            ]
+            team = [[mon.species, mon.item, sorted(mon.moves)] for mon in battle.team.values()]
             NOTES.append(team)
             for path in FILES:
                 try:
