@@ -9,8 +9,9 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from center.evaluation.records import BattleRecord
 from center.evaluation.standings import (
@@ -100,11 +101,14 @@ def write_standings(
     seed: int = 0,
     prior_games: float = 1.0,
     paired: bool = False,
+    sprt: Sequence[Mapping[str, Any]] | None = None,
 ) -> Standings:
     """Compute the standings and (re)write ``standings.csv`` and ``standings.json`` in LOG_DIR.
 
     Each file is replaced atomically, so a reader never sees half of one. A ``paired`` run's files
-    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too.
+    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too. ``sprt``: the run's sequential
+    tests (:meth:`center.evaluation.sequential.SequentialTests.results`), as standings.json's
+    ``sprt`` list.
     """
     standings = compute_standings(
         records,
@@ -117,7 +121,10 @@ def write_standings(
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(log_dir / STANDINGS_CSV, _csv_text(standings), durable=True)
-    doc = json.dumps(standings.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    body = standings.to_json()
+    if sprt is not None:
+        body["sprt"] = list(sprt)
+    doc = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False)
     write_atomically(log_dir / STANDINGS_JSON, doc + "\n", durable=True)
     return standings
 
