@@ -30,6 +30,7 @@ import click
 from center.env.backend import BACKENDS, Backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import (
     MatchSettings,
     RunSummary,
@@ -289,9 +290,16 @@ def run_command(
                 progress.close()
                 server.stop()
     records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
-    sprt_results = tests.results() if tests is not None else None
+    sections: dict[str, Any] = {}
+    sprt_results = tests.results() if tests is not None else []
+    if tests is not None:
+        sections["sprt"] = sprt_results
+    if run.mode == "gauntlet":
+        sections["gauntlet"] = gauntlet_section(
+            records, chosen[0], run.candidates[1:], paired=run.paired, sprt=sprt_results
+        )
     standings = write_standings(
-        records, log_dir, candidates=chosen, paired=run.paired, sprt=sprt_results
+        records, log_dir, candidates=chosen, paired=run.paired, sections=sections
     )
     click.echo(format_standings(standings))
     if tests is not None:
