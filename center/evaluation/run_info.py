@@ -38,6 +38,7 @@ __all__ = [
     "RunConfig",
     "open_run",
     "read_run_config",
+    "read_run_json",
     "record_run_results",
     "software_versions",
     "utc_now",
@@ -273,6 +274,15 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
     if stored is not None and effective != stored:
         logger.info("%s: extending the run to %s", log_dir, effective)
     return effective
+
+
+def read_run_json(log_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """LOG_DIR's run.json as a plain document, results included ({} without one or unreadable)."""
+    try:
+        doc = json.loads((Path(log_dir) / RUN_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def record_run_results(log_dir: str | os.PathLike[str], results: Mapping[str, Any]) -> None:

@@ -20,6 +20,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
+from center.evaluation.provenance import describe_change
 from center.evaluation.records import BattleRecord, SideStatus, Winner
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.voided import count_causes
@@ -150,6 +151,27 @@ def _voided_text(data: LogDir) -> str:
     return f"{len(data.voided)} ({listed})"
 
 
+def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
+    """A ``code`` line per candidate (the digest of its files where it ran, from run.json) and a
+    ``code change`` line per change a rerun was allowed to make."""
+    info: list[tuple[str, str]] = []
+    provenance = data.run_doc.get("provenance") or {}
+    for model in sorted(provenance):
+        places = provenance[model] or {}
+        where = "; ".join(f"{digest} ({place})" for place, digest in sorted(places.items()))
+        info.append(("code", f"{data.name(model)} ({model}): {where}"))
+    for change in data.run_doc.get("code_changes") or []:
+        try:
+            text = (
+                f"{describe_change(change)}, allowed at {change['at']} after "
+                f"{change['battles_before']} battles"
+            )
+        except (KeyError, TypeError):
+            continue
+        info.append(("code change", text))
+    return info
+
+
 def _run_info(data: LogDir) -> list[tuple[str, str]]:
     """The run section: (label, text) pairs; the dates' texts are markup (<time> elements)."""
     info: list[tuple[str, str]] = [("folder", str(data.path.resolve()))]
@@ -197,6 +219,7 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
             if key not in budget and key != "edge_loss":
                 info.append((key.replace("_", " "), str(value)))
     info.append(("voided battles", _voided_text(data)))
+    info += _provenance_info(data)
     recs = data.records
     versions = sorted(
         {(r.version_sep, r.version_poke_env, r.version_showdown) for r in recs if r.version_sep}

@@ -64,7 +64,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.3"
+PROTOCOL_VERSION: Final = "1.4"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
@@ -131,11 +131,16 @@ class OpenSessionRequest:
 
 @dataclass(frozen=True, slots=True)
 class OpenSessionReply:
-    """The Agent's spaces and the ``agentName:modelName:policyName`` of the session."""
+    """The Agent's spaces and the ``agentName:modelName:policyName`` of the session.
+
+    ``code_digest`` (1.4): the digest of the model's files on the edge
+    (:func:`edge.contract.provenance.code_digest`); empty from an older edge.
+    """
 
     observation_space: gymnasium.Space[Any]
     action_space: gymnasium.Space[Any]
     agent_full_name: str
+    code_digest: str = ""
 
 
 @dataclass(frozen=True, slots=True)

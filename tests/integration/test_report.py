@@ -371,6 +371,12 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
             f"{utc(max(b['finished_at'] for b in battles))} UTC"
         ],
         "voided battles": ["none"],
+        # The digest of each candidate's files, computed in-process (sep_eval) as it loaded.
+        "code": [
+            f"{CANDIDATES[m]['logName']} ({m}): {d} (in-process)"
+            for m, places in sorted(run["provenance"].items())
+            for d in [places["in-process"]]
+        ],
         "battles so far": [
             f"{len(battles)} done, {scheduled - len(battles)} pending of {scheduled}"
         ],
