@@ -8,6 +8,9 @@ host. What is hashed:
   data included), or its single ``.py`` file for a plain module;
 - the ``__init__.py`` of each parent package (``agents/__init__.py``), which runs on import too.
 
+The module is looked for in the folder of candidates.json first (the loader puts it first on
+``sys.path``), then along ``sys.path``, by its files alone: nothing is imported.
+
 Caches (``__pycache__``, ``*.pyc``, ``*.pyo``) are left out. The digest is SHA-256 over, for each
 file in the order of its path relative to the folder of candidates.json, ``path NUL size NUL
 sha256(content) LF``; it reads ``sha256:`` and 64 hex digits. A file's content hash is cached by
@@ -18,6 +21,7 @@ per file.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from pathlib import Path
 
@@ -73,10 +77,18 @@ def _content_hash(path: Path) -> tuple[int, str]:
     return stat.st_size, value
 
 
+def _locate(candidate: Candidate) -> tuple[Path, list[Path]]:
+    """The folder the module imports from and its files (the first folder that has them)."""
+    for entry in [candidate.folder, *(Path(p or ".").resolve() for p in sys.path)]:
+        files = module_files(entry, candidate.module_id)
+        if files:
+            return entry, files
+    return candidate.folder, []
+
+
 def code_digest(candidate: Candidate) -> str:
     """``sha256:…`` of the candidate's module files (``""`` when none are found)."""
-    folder = candidate.folder
-    files = module_files(folder, candidate.module_id)
+    folder, files = _locate(candidate)
     if not files:
         return ""
     total = hashlib.sha256()

@@ -339,6 +339,7 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
     k = len(run["candidates"])
     scheduled = k * (k - 1) // 2 * run["n"]  # a league: every pair plays n battles
     extra = dict(run["extra"])
+    assert set(run["provenance"]) == set(CANDIDATES)  # the sample modules, found from the cwd
     times = ("decision_time", "bank", "call_cap")  # seconds, as run.json records them
     budget = [f"{key.replace('_', ' ')} {extra.pop(key)} s" for key in times if key in extra]
     assert budget  # the run's time budget is recorded, and so must be shown
@@ -370,17 +371,32 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
             f"{utc(min(b['started_at'] for b in battles))} to "
             f"{utc(max(b['finished_at'] for b in battles))} UTC"
         ],
-        "voided battles": ["none"],
+        "voided battles": [_expected_voided(log_dir)],
         # The digest of each candidate's files, computed in-process (sep_eval) as it loaded.
         "code": [
-            f"{CANDIDATES[m]['logName']} ({m}): {d} (in-process)"
+            f"{CANDIDATES[m]['logName']} ({m}): {places['in-process']} (in-process)"
             for m, places in sorted(run["provenance"].items())
-            for d in [places["in-process"]]
         ],
         "battles so far": [
             f"{len(battles)} done, {scheduled - len(battles)} pending of {scheduled}"
         ],
     }
+
+
+def _expected_voided(log_dir: Path) -> str:
+    """What the run section says of voided.jsonl: how many, and how many per cause (the cause
+    without its leading battle id), most frequent first."""
+    path = log_dir / "voided.jsonl"
+    if not path.exists():
+        return "none"
+    causes: dict[str, int] = {}
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for entry in lines:
+        head, _, rest = entry["cause"].partition(": ")
+        cause = rest if rest and entry["battle_id"] == head else entry["cause"]
+        causes[cause] = causes.get(cause, 0) + 1
+    ranked = sorted(causes.items(), key=lambda kv: -kv[1])
+    return f"{len(lines)} (" + "; ".join(f"{n}× {c}" for c, n in ranked) + ")"
 
 
 def _check_run_section(page: Any, log_dir: Path, battles: list[dict[str, str]]) -> None:

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from center.evaluation.provenance import code_changes, describe_change
 from edge.contract.candidates import load_candidates
 from edge.contract.provenance import code_digest, module_files, short_digest
@@ -83,3 +85,19 @@ def test_a_rerun_sees_a_change_only_for_code_the_run_never_played() -> None:
         "after": "sha256:7",
     }
     assert describe_change(change) == "a (red edge): sha256:1 -> sha256:7"
+
+
+def test_a_module_imported_from_sys_path_is_found_without_importing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_candidate(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / "pkg" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "candidates.json").write_text(
+        json.dumps({"m": {"userModuleID": "pkg.agent"}})
+    )
+    assert digest_of(tmp_path / "here" / "candidates.json") == ""
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    assert digest_of(tmp_path / "here" / "candidates.json") == digest_of(
+        tmp_path / "elsewhere" / "candidates.json"
+    )

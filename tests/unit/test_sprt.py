@@ -16,6 +16,7 @@ from center.evaluation.sprt import (
     decide,
     elo_to_score,
     llr_logistic,
+    llr_logistic_batch,
     parse_elo_bounds,
     sprt_state,
     wald_bounds,
@@ -220,3 +221,13 @@ def test_a_gauntlet_has_one_test_per_opponent_that_stop_separately() -> None:
     assert tests.tests[("hero", "y")].decided is None
     assert not any(tests.skip(b) for b in schedule if "y" in (b.blue, b.red))
     assert "1/2 decided" in tests.live()
+
+
+def test_the_batch_llr_is_the_scalar_llr_row_by_row() -> None:
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 30, size=(50, 5))
+    counts[0] = 0
+    counts[1] = (0, 0, 0, 0, 7)
+    batch = llr_logistic_batch(counts, 0, 50)
+    for row, value in zip(counts, batch, strict=True):
+        assert value == pytest.approx(llr_logistic(tuple(int(x) for x in row), 0, 50), abs=1e-9)
