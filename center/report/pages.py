@@ -38,12 +38,12 @@ def _static(name: str) -> str:
 
 # Rates and ratings are shown to the precision standings.csv has (4 and 1 decimals), so that the
 # page and the file say the same numbers.
-def _percent(value: float) -> str:
-    return "–" if math.isnan(value) else f"{100 * value:.2f}%"
+def _percent(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{100 * value:.2f}%"
 
 
-def _rating(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.1f}"
+def _rating(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.1f}"
 
 
 def _ms(value: float | None) -> str:
@@ -299,6 +299,7 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             paired=standings.paired,
             pairs=standings.pairs,
             sprt=data.sprt,
+            gauntlet=data.gauntlet,
             sprt_settings=data.run.sprt.describe() if data.run and data.run.sprt else "",
         )
     )

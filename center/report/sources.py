@@ -17,6 +17,7 @@ from typing import Any
 
 from center.errors import NoRunError
 from center.evaluation.battles_csv import BATTLES_CSV, load_records
+from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import (
     REPLAY_SUBDIR,
@@ -87,6 +88,8 @@ class LogDir:
     read_at: str
     sprt: list[dict[str, Any]] = field(default_factory=list)
     """The run's sequential tests so far, as the run computes them (from battles.csv's order)."""
+    gauntlet: dict[str, Any] = field(default_factory=dict)
+    """A gauntlet's candidate against each opponent (standings.json's ``gauntlet``), else {}."""
     voided: list[VoidedBattle] = field(default_factory=list)
     """Battles voided by the center's failures (not recorded, played again), oldest first."""
     run_doc: dict[str, Any] = field(default_factory=dict)
@@ -253,12 +256,18 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
         recorded = {r.battle_id for r in records}
         left = [b for b in run.schedule() if b.battle_id not in recorded and not tests.skip(b)]
         scheduled = len(records) + len(left)
+    gauntlet: dict[str, Any] = {}
+    if run is not None and run.mode == "gauntlet":
+        gauntlet = gauntlet_section(
+            records, run.candidates[0], run.candidates[1:], paired=run.paired, sprt=sprt
+        )
     try:
         run_doc = json.loads((path / RUN_JSON).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         run_doc = {}
     return LogDir(
         sprt=sprt,
+        gauntlet=gauntlet,
         voided=read_voided(path),
         run_doc=run_doc if isinstance(run_doc, dict) else {},
         path=path,

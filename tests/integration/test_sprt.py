@@ -187,3 +187,8 @@ def test_sep_main_gauntlet_with_sprt_through_real_edges_decides_per_opponent(sta
     assert by_opponent["random"]["sprt"]["decision"] == "H1"
     assert 0 < by_opponent["random"]["win_rate_lo"] < by_opponent["random"]["win_rate"]
     assert "SPRT heuristic vs random: H1 accepted" in run.stdout
+    # The report has the gauntlet's lines and the tests (its browser tests are in test_report).
+    report = (log_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="gauntlet"' in report and 'id="sprt"' in report
+    row = report[report.index('<tr data-opponent="random">') :].split("</tr>")[0]
+    assert f'data-col="battles">{len(vs_random)}<' in row and ">H1<" in row
