@@ -28,7 +28,7 @@ from typing import Any, Literal
 import click
 
 from center.env.backend import BACKENDS, Backend
-from center.errors import CenterError, ConfigError, RunConflictError
+from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import (
@@ -39,16 +39,14 @@ from center.evaluation.match import (
     start_backend,
 )
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
-from center.evaluation.provenance import code_changes, describe_change, source_digests
+from center.evaluation.provenance import check_code, source_digests
 from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import (
     RunConfig,
     RunMode,
     open_run,
     read_run_config,
-    read_run_json,
     record_run_results,
-    utc_now,
 )
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.side_guard import Budget
@@ -229,7 +227,9 @@ def run_command(
     log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format, opts.gauntlet)
     mode: RunMode = "league" if league else "gauntlet" if opts.gauntlet else "match"
     with ResultsWriter(log_dir) as writer:
-        kept = check_code(log_dir, digests, opts.allow_code_change)
+        kept = check_code(
+            log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
+        )
         run = open_run(
             log_dir,
             RunConfig(
@@ -335,31 +335,6 @@ def run_command(
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
         raise SystemExit(1)
-
-
-def check_code(log_dir: Path, digests: dict[str, dict[str, str]], allow: bool) -> dict[str, Any]:
-    """Compare the candidates' code now with the code run.json recorded; what run.json keeps.
-
-    A change stops the rerun (RunConflictError, one line) unless ``allow``; then it is said and
-    recorded in ``code_changes`` with the battles played before it.
-    """
-    stored = read_run_json(log_dir)
-    changes = code_changes(stored.get("provenance"), digests)
-    if changes and not allow:
-        raise RunConflictError(
-            f"{log_dir}: the code of {'; '.join(describe_change(c) for c in changes)} differs "
-            "from the code that played this run; rerun with --allow-code-change to continue "
-            "with it (recorded in run.json), or use a new LOG_DIR"
-        )
-    history = list(stored.get("code_changes") or [])
-    done = len(load_records(log_dir))
-    for change in changes:  # said even with -q: the results mix two versions of the code
-        click.echo(f"note: code changed, continuing as asked: {describe_change(change)}", err=True)
-        history.append({**change, "at": utc_now(), "battles_before": done})
-    provenance = {m: dict(p) for m, p in (stored.get("provenance") or {}).items()}
-    for model, places in digests.items():
-        provenance.setdefault(model, {}).update(places)
-    return {"provenance": provenance, "code_changes": history}
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:

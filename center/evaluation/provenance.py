@@ -10,12 +10,16 @@ records it under ``code_changes`` with the time and the battles recorded before 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from center.errors import RunConflictError
+from center.evaluation.battles_csv import load_records
+from center.evaluation.run_info import read_run_json, utc_now
 from edge.contract.provenance import short_digest
 
-__all__ = ["CodeChange", "code_changes", "describe_change", "source_digests"]
+__all__ = ["CodeChange", "check_code", "code_changes", "describe_change", "source_digests"]
 
 Digests = dict[str, dict[str, str]]
 CodeChange = dict[str, Any]
@@ -45,3 +49,31 @@ def describe_change(change: CodeChange) -> str:
     """One line: ``heuristic (blue edge): sha256:0123456789ab -> sha256:ba9876543210``."""
     before = ", ".join(short_digest(d) for d in change["before"])
     return f"{change['model']} ({change['where']}): {before} -> {short_digest(change['after'])}"
+
+
+def check_code(
+    log_dir: Path, digests: Digests, allow: bool, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Compare the candidates' code now (``digests``) with the code LOG_DIR's run.json recorded
+    and return what run.json keeps: ``provenance`` and ``code_changes``.
+
+    A change raises :class:`RunConflictError` (one line) unless ``allow``; then each change is
+    said (``say``) and recorded with the time and the battles recorded before it.
+    """
+    stored = read_run_json(log_dir)
+    changes = code_changes(stored.get("provenance"), digests)
+    if changes and not allow:
+        raise RunConflictError(
+            f"{log_dir}: the code of {'; '.join(describe_change(c) for c in changes)} differs "
+            "from the code that played this run; rerun with --allow-code-change to continue "
+            "with it (recorded in run.json), or use a new LOG_DIR"
+        )
+    history = list(stored.get("code_changes") or [])
+    done = len(load_records(log_dir))
+    for change in changes:
+        say(f"note: code changed, continuing as asked: {describe_change(change)}")
+        history.append({**change, "at": utc_now(), "battles_before": done})
+    provenance = {m: dict(p) for m, p in (stored.get("provenance") or {}).items()}
+    for model, places in digests.items():
+        provenance.setdefault(model, {}).update(places)
+    return {"provenance": provenance, "code_changes": history}
