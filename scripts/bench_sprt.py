@@ -1,9 +1,12 @@
 """Measure what the SPRT saves: battles to a decision against the fixed -n with the same error rates.
 
 1. **Real battles.** For each pairing (by default heuristic vs maxpower, learned vs heuristic and
-   random vs random), ``sep_eval A B -n N --paired --seed S`` (in-process, Showdown's seeded
+   random vs random_b), ``sep_eval A B -n N --paired --seed S`` (in-process, Showdown's seeded
    simulator, the sample agents of agents/) records N battles; the pairs' outcomes (the pentanomial
-   of A: pairs scoring 0, ½, 1, 1½, 2 points) are read back from battles.csv.
+   of A: pairs scoring 0, ½, 1, 1½, 2 points) are read back from battles.csv. ``random_b`` is the
+   sample random agent with another seed: the same agent, playing other random choices. (A mirror
+   ``random vs random`` is no test at all: with the same seed and the same agent, a pair's second
+   battle is the first one mirrored, so every pair is 1–1.)
 2. **Distributions.** Each pairing's pair outcomes give an empirical distribution. It is tilted
    (the maximum-likelihood distribution with a given mean, as the SPRT's own LLR does) to an
    expected score of exactly ELO0 (H0 true) and exactly ELO1 (H1 true), keeping the shape of the
@@ -56,15 +59,37 @@ from center.evaluation.sprt import (  # noqa: E402
 )
 
 SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
-PAIRINGS = (("heuristic", "maxpower"), ("learned", "heuristic"), ("random", "random"))
+PAIRINGS = (("heuristic", "maxpower"), ("learned", "heuristic"), ("random", "random_b"))
+#: the sample random agent again, with another seed: "the same agent" for the false-positive rate
+EXTRA_CANDIDATES = {
+    "random_b": {"userModuleID": "agents.random_agent", "args": {"seed": 1}, "logName": "Random B"}
+}
 SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])  # a pair's score over 2 battles, on [0, 1]
 QUICK_BATTLES, QUICK_SIMULATIONS = 8, 40
 
 
-def record_pairs(a: str, b: str, battles: int, seed: int, log_dir: Path) -> list[int]:
+def write_candidates(root: Path) -> Path:
+    """The sample candidates plus :data:`EXTRA_CANDIDATES` (imported from the repository, the
+    subprocess's working directory)."""
+    entries = json.loads((REPO / "candidates.json").read_text(encoding="utf-8"))
+    entries.update(EXTRA_CANDIDATES)
+    path = root / "candidates.json"
+    path.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+    return path
+
+
+def same_agent(candidates: Path, a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` run the same module (the same agent, perhaps another seed)."""
+    entries = json.loads(candidates.read_text(encoding="utf-8"))
+    return bool(entries[a]["userModuleID"] == entries[b]["userModuleID"])
+
+
+def record_pairs(
+    a: str, b: str, battles: int, seed: int, log_dir: Path, candidates: Path
+) -> list[int]:
     """Play ``a`` vs ``b`` paired (real sep_eval) and return ``a``'s pentanomial from battles.csv."""
     command = [*SEP_EVAL, a, b, "-n", str(battles), "--paired", "--seed", str(seed)]
-    command += ["--backend", "sim", "--candidates", str(REPO / "candidates.json")]
+    command += ["--backend", "sim", "--candidates", str(candidates)]
     command += ["-l", str(log_dir), "-q"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
@@ -179,13 +204,18 @@ def conditions() -> str:
 
 
 def bench_pairing(
-    a: str, b: str, pentanomial: list[int], settings: SprtSettings, args: argparse.Namespace
+    a: str,
+    b: str,
+    pentanomial: list[int],
+    same: bool,
+    settings: SprtSettings,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
     """Every measure of one pairing, from its recorded pentanomial."""
     rng = np.random.default_rng(args.seed)
     counts = np.asarray(pentanomial, dtype=float) + 0.5  # no empty cell: tilting needs every one
     empirical = counts / counts.sum()
-    if a == b:  # the same agent: its true difference is 0, whatever the sample says
+    if same:  # the same agent: its true difference is 0, whatever the sample says
         empirical = (empirical + empirical[::-1]) / 2
     p0 = tilt(empirical, elo_to_score(settings.elo0))
     p1 = tilt(empirical, elo_to_score(settings.elo1))
@@ -198,6 +228,7 @@ def bench_pairing(
     fixed_battles = 2 * n
     return {
         "pairing": f"{a} vs {b}",
+        "same_agent": same,
         "recorded_pairs": sum(pentanomial),
         "pentanomial": pentanomial,
         "real_elo": round(elo_of(_mean_sd(empirical)[0]), 1),
@@ -230,8 +261,7 @@ def table(results: list[dict[str, Any]], settings: SprtSettings) -> str:
             f"{real['h1']:.2f}/{real['h0']:.2f}/{real['capped']:.2f}  "
             f"{r['ratio_at_h0']:>5.2f}/{r['ratio_at_h1']:.2f}/{r['ratio_at_real']:.2f}"
         )
-    same = [r for r in results if r["pairing"].split(" vs ")[0] == r["pairing"].split(" vs ")[1]]
-    for r in same:
+    for r in (r for r in results if r["same_agent"]):
         lines.append(
             f"same agent ({r['pairing']}): SPRT false-positive rate (H1 accepted at 0 Elo) "
             f"{r['sprt_at_real']['h1']:.3f} (alpha {settings.alpha})"
@@ -266,10 +296,14 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        candidates = write_candidates(root)
         for a, b in pairings:
             print(f"recording {args.battles} battles of {a} vs {b} ...", flush=True)
-            pentanomial = record_pairs(a, b, args.battles, args.seed, root / f"{a}-vs-{b}")
-            results.append(bench_pairing(a, b, pentanomial, settings, args))
+            log_dir = root / f"{a}-vs-{b}"
+            pentanomial = record_pairs(a, b, args.battles, args.seed, log_dir, candidates)
+            same = same_agent(candidates, a, b)
+            results.append(bench_pairing(a, b, pentanomial, same, settings, args))
     print(table(results, settings))
     print(f"{time.perf_counter() - start:.0f} s; {conditions()}")
     if args.json:

@@ -28,7 +28,7 @@ def test_bench_sprt_records_real_pairs_and_compares_the_sprt_with_the_fixed_n(
             "random",
             "--pairing",
             "random",
-            "random",
+            "random_b",
             "--keep",
             str(tmp_path),
             "--json",
@@ -40,7 +40,11 @@ def test_bench_sprt_records_real_pairs_and_compares_the_sprt_with_the_fixed_n(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     results = {r["pairing"]: r for r in json.loads(out.read_text())["results"]}
-    assert set(results) == {"heuristic vs random", "random vs random"}
+    assert set(results) == {"heuristic vs random", "random vs random_b"}
+    assert (
+        results["random vs random_b"]["same_agent"]
+        and not results["heuristic vs random"]["same_agent"]
+    )
     for r in results.values():
         assert r["recorded_pairs"] == 4  # --quick: 8 battles, all decided
         assert sum(r["pentanomial"]) == 4
@@ -50,7 +54,7 @@ def test_bench_sprt_records_real_pairs_and_compares_the_sprt_with_the_fixed_n(
             assert shares["h1"] + shares["h0"] + shares["capped"] == pytest.approx(1.0)
             assert shares["mean_pairs"] > 0
     assert (tmp_path / "heuristic-vs-random" / "battles.csv").exists()
-    assert "same agent (random vs random): SPRT false-positive rate" in run.stdout
+    assert "same agent (random vs random_b): SPRT false-positive rate" in run.stdout
 
 
 def test_bench_sprt_refuses_an_odd_number_of_battles():
