@@ -231,3 +231,13 @@ def test_the_batch_llr_is_the_scalar_llr_row_by_row() -> None:
     batch = llr_logistic_batch(counts, 0, 50)
     for row, value in zip(counts, batch, strict=True):
         assert value == pytest.approx(llr_logistic(tuple(int(x) for x in row), 0, 50), abs=1e-9)
+
+
+def test_the_live_line_shows_the_llr_and_its_bounds() -> None:
+    schedule = schedule_match("a", "b", 4, 1, paired=True)
+    tests = SequentialTests.from_records(SprtSettings(0, 50), schedule, [])
+    assert tests.live() == "LLR 0.00 [-2.94, 2.94]"
+    tests.observe(won_by(schedule[0], "a"))
+    tests.observe(won_by(schedule[1], "a"))
+    llr = tests.tests[("a", "b")].current.llr
+    assert llr > 0 and tests.live() == f"LLR {llr:.2f} [-2.94, 2.94]"
