@@ -805,3 +805,35 @@ def test_report_of_an_sprt_match_shows_the_test_the_pairs_and_how_they_were_comp
         assert page.locator(".pill.done").count() == 1
     finally:
         visit.close()
+
+
+def test_report_of_a_gauntlet_shows_the_candidate_against_each_opponent(browser, tmp_path):
+    log_dir = tmp_path / "gauntlet"
+    command = [*SEP_EVAL, "--gauntlet", "heuristic", "random", "maxpower", "-n", "4"]
+    command += ["--paired", "--seed", "2", "--backend", "sim", "-l", str(log_dir), "-q"]
+    command += ["--candidates", str(REPO / "candidates.json")]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    gauntlet = json.loads((log_dir / "standings.json").read_text())["gauntlet"]
+    assert gauntlet["candidate"] == "heuristic"
+    visit = Visit(browser, log_dir / "report.html", {"width": 1280, "height": 900})
+    page = visit.page
+    try:
+        visit.assert_offline_and_clean()
+        assert "heuristic against the field" in page.locator("#gauntlet h2").inner_text()
+        assert page.locator("#gauntlet-table tbody tr").count() == 2
+        for line in gauntlet["opponents"]:
+            row = page.locator(f'#gauntlet-table tr[data-opponent="{line["opponent"]}"]')
+
+            def cell(col: str, row: Any = row) -> str:
+                return str(row.locator(f'[data-col="{col}"]').inner_text()).strip()
+
+            for col in ("battles", "wins", "losses", "ties"):
+                assert cell(col) == str(line[col]), (line["opponent"], col)
+            assert cell("win_rate") == f"{100 * line['win_rate']:.2f}%"
+            assert cell("elo_diff") == f"{line['elo_diff']:.1f}"
+            assert cell("pentanomial") == "–".join(str(n) for n in line["pentanomial"])
+        assert page.locator("#gauntlet-table [data-col='sprt']").count() == 0  # no --sprt
+        assert page.locator("h1").inner_text().startswith("Gauntlet")
+    finally:
+        visit.close()
