@@ -4,6 +4,8 @@ Both have the ASRCAISim1 shape::
 
     sep_main BLUE RED [-n N] [-l LOG_DIR] [--format F] [--seed S] [--concurrency K] ...
     sep_main --league [ID ...] ...
+    sep_main --gauntlet ID [ID ...] ...
+    sep_main BLUE RED --sprt ELO0,ELO1 [--alpha A --beta B] ...
 
 Rerunning the same command on the same LOG_DIR resumes: finished battles are skipped. User mistakes
 (unknown candidate, bad file, invalid team, conflicting rerun) are one line on stderr and exit 2;
@@ -28,6 +30,7 @@ import click
 from center.env.backend import BACKENDS, Backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import (
     MatchSettings,
     RunSummary,
@@ -36,9 +39,18 @@ from center.evaluation.match import (
     start_backend,
 )
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
+from center.evaluation.provenance import check_code, source_digests
 from center.evaluation.records import BattleRecord
-from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from center.evaluation.run_info import (
+    RunConfig,
+    RunMode,
+    open_run,
+    read_run_config,
+    record_run_results,
+)
+from center.evaluation.sequential import SequentialTests
 from center.evaluation.side_guard import Budget
+from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.standings_output import format_standings, write_standings
 from edge.errors import EdgeError
 
@@ -47,10 +59,14 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 
 
-def default_log_dir(league: bool, ids: tuple[str, ...], battle_format: str) -> Path:
+def default_log_dir(
+    league: bool, ids: tuple[str, ...], battle_format: str, gauntlet: str | None = None
+) -> Path:
     """A LOG_DIR derived from the command, so that rerunning it resumes by default."""
     if league:
         return Path("runs") / f"league-{battle_format}"
+    if gauntlet:
+        return Path("runs") / f"gauntlet-{gauntlet}-{battle_format}"
     return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
 
 
@@ -68,6 +84,8 @@ class _Progress:
             file=sys.stderr,
             dynamic_ncols=True,
         )
+        #: a live line before the bar (an SPRT's LLR and bounds), refreshed after each battle
+        self.describe: Callable[[], str] | None = None
 
     def __call__(self, record: BattleRecord | None) -> None:
         if record is not None:
@@ -75,6 +93,8 @@ class _Progress:
                 f"{record.blue} vs {record.red}: {record.winner.value} ({record.end_reason})",
                 refresh=False,
             )
+        if self.describe is not None:
+            self.bar.set_description_str(self.describe(), refresh=False)
         self.bar.update(1)
 
     def close(self) -> None:
@@ -103,10 +123,24 @@ class RunOptions:
     strict: bool
     quiet: bool
     verbose: int
+    sprt: str | None
+    alpha: float
+    beta: float
+    gauntlet: str | None
+    allow_code_change: bool
 
     @property
     def budget(self) -> Budget:
         return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+
+    def sprt_settings(self) -> SprtSettings | None:
+        """``--sprt ELO0,ELO1 --alpha A --beta B``, checked (ConfigError with one line)."""
+        if self.sprt is None:
+            return None
+        try:
+            return SprtSettings(*parse_elo_bounds(self.sprt), self.alpha, self.beta)
+        except ValueError as exc:
+            raise ConfigError(f"--sprt: {exc}") from None
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
@@ -126,20 +160,31 @@ def run_command(
     all_ids: list[str],
     teams: dict[str, str | None],
     make_source: Callable[[dict[str, list[str]]], SideSource],
-    edge_loss: Literal["void", "forfeit"] = "void",
+    edge_loss: Literal["void", "forfeit"] | None = None,
 ) -> None:
     """What sep_main and sep_eval do once their sides are known.
 
     ``make_source(sides)`` builds the side source for the models each side will play (for
-    ``sep_main``: connects to the edges and checks that they serve them).
+    ``sep_main``: connects to the edges and checks that they serve them). ``edge_loss`` is
+    ``sep_main``'s policy for a lost edge (None in-process).
     """
     from center.showdown import SHOWDOWN_VERSION
     from center.showdown.formats import check_format
 
     league, budget = opts.league, opts.budget
-    if opts.paired and opts.n % 2:
-        raise ConfigError(f"--paired plays battles two by two: -n must be even, got {opts.n}")
-    if league:
+    sprt = opts.sprt_settings()
+    paired = opts.paired or sprt is not None  # an SPRT counts pairs
+    if paired and opts.n % 2:
+        what = "--sprt" if sprt is not None else "--paired"
+        raise ConfigError(f"{what} plays battles two by two: -n must be even, got {opts.n}")
+    if league and (opts.gauntlet or sprt):
+        raise ConfigError("--league plays a round robin: it takes neither --gauntlet nor --sprt")
+    if opts.gauntlet:
+        field = [i for i in (opts.ids or all_ids) if i != opts.gauntlet]
+        chosen = (opts.gauntlet, *dict.fromkeys(field))
+        if len(chosen) < 2:
+            raise ConfigError("a gauntlet needs at least one opponent")
+    elif league:
         chosen = tuple(opts.ids) or tuple(all_ids)
         if len(chosen) < 2:
             raise ConfigError("a league needs at least two candidates")
@@ -163,7 +208,7 @@ def run_command(
         )
     sides = (
         {"blue": list(chosen), "red": list(chosen)}
-        if league
+        if league or opts.gauntlet
         else {
             "blue": [chosen[0]],
             "red": [chosen[1]],
@@ -178,9 +223,13 @@ def run_command(
             "as ERROR (--strict stops instead)",
             err=True,
         )
-    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format)
-    mode: Literal["match", "league"] = "league" if league else "match"
+    digests = source_digests(source)  # where each model's code ran, by the digest of its files
+    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format, opts.gauntlet)
+    mode: RunMode = "league" if league else "gauntlet" if opts.gauntlet else "match"
     with ResultsWriter(log_dir) as writer:
+        kept = check_code(
+            log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
+        )
         run = open_run(
             log_dir,
             RunConfig(
@@ -193,24 +242,36 @@ def run_command(
                     "decision_time": budget.decision_time,
                     "bank": budget.bank,
                     "max_turns": opts.max_turns,
+                    "concurrency": opts.concurrency,
+                    "edge_loss": edge_loss,
                 },
-                paired=opts.paired,
+                paired=paired,
                 backend=resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir)),
+                sprt=sprt,
             ),
         )
+        record_run_results(log_dir, kept)
         schedule = run.schedule()
         backend = run.backend
         todo = pending(schedule, log_dir)
+        tests = None
+        if run.sprt is not None:  # the tests so far, from battles.csv: a rerun continues them
+            tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
+            todo = [b for b in todo if not tests.skip(b)]
         if not opts.quiet:
             click.echo(
-                f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done), "
-                f"{battle_format}, seed {run.seed}, {opts.concurrency} at a time, results in {log_dir}",
+                f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done"
+                f"{' or decided' if tests else ''}), {battle_format}, seed {run.seed}, "
+                f"{opts.concurrency} at a time, results in {log_dir}",
                 err=True,
             )
+            if run.sprt is not None:
+                click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])
         if todo:
             server = start_backend(backend, opts.server_url)
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
+            progress.describe = tests.live if tests is not None else None
             try:
                 settings = MatchSettings(
                     battle_format,
@@ -218,7 +279,7 @@ def run_command(
                     budget,
                     opts.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
-                    edge_loss=edge_loss,
+                    edge_loss=edge_loss or "void",
                     backend=backend,
                     brought_teams=showdown_format.teams_brought,
                 )
@@ -230,13 +291,28 @@ def run_command(
                     server=server,
                     concurrency=opts.concurrency,
                     on_done=progress,
+                    early_stop=tests,
                 )
             finally:
                 progress.close()
                 server.stop()
     records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
-    standings = write_standings(records, log_dir, candidates=chosen, paired=run.paired)
+    sections: dict[str, Any] = {}
+    sprt_results = tests.results() if tests is not None else []
+    if tests is not None:
+        sections["sprt"] = sprt_results
+    if run.mode == "gauntlet":
+        sections["gauntlet"] = gauntlet_section(
+            records, chosen[0], run.candidates[1:], paired=run.paired, sprt=sprt_results
+        )
+    standings = write_standings(
+        records, log_dir, candidates=chosen, paired=run.paired, sections=sections
+    )
     click.echo(format_standings(standings))
+    if tests is not None:
+        record_run_results(log_dir, {"sprt_results": sprt_results})
+        for line in tests.summary_lines():
+            click.echo(line)
     click.echo(
         f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
         f"{Path(log_dir) / 'standings.csv'}; replays and raw logs in {Path(log_dir) / 'replays'} "
@@ -359,6 +435,41 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Stop before the first battle when a model cannot load (default: its battles "
             "are played and recorded as ERROR).",
+        ),
+        click.option(
+            "--sprt",
+            metavar="ELO0,ELO1",
+            default=None,
+            help="Stop early by a sequential probability ratio test on pairs (implies --paired; "
+            "-n is the maximum): H0 BLUE is ELO0 Elo stronger than RED, H1 ELO1 stronger "
+            "(logistic Elo). With --gauntlet, one test per opponent.",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="SPRT: the chance of accepting H1 when H0 holds.",
+        ),
+        click.option(
+            "--beta",
+            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="SPRT: the chance of accepting H0 when H1 holds.",
+        ),
+        click.option(
+            "--gauntlet",
+            metavar="ID",
+            default=None,
+            help="ID against each of IDS (all other candidates when none), -n battles per "
+            "opponent, sides alternating.",
+        ),
+        click.option(
+            "--allow-code-change",
+            is_flag=True,
+            help="Let a rerun continue although a candidate's code (the digest of its files) "
+            "differs from the code that played the run so far; the change is recorded.",
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),

@@ -48,6 +48,7 @@ class EdgeSource:
         self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
+        self._digests: dict[str, dict[str, str]] = {}
 
     def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
@@ -115,7 +116,17 @@ class EdgeSource:
         )
         guard.output = lambda: "".join(session.output)
         self._sessions[id(guard)] = session
+        if session.code_digest:
+            seen = self._digests.setdefault(model_id, {})
+            where = f"{side} edge"
+            if seen.get(where, session.code_digest) != session.code_digest:
+                logger.warning("the code of %s on the %s changed during the run", model_id, where)
+            seen[where] = session.code_digest
         return guard
+
+    def code_digests(self) -> dict[str, dict[str, str]]:
+        """Per model, the digest of its files on each edge it opened on, as the edge reported it."""
+        return {model: dict(places) for model, places in self._digests.items()}
 
     def wait_for_edge(self, side: str) -> bool:
         """Wait up to ``edge_wait`` seconds for the ``side`` edge to answer again."""

@@ -20,6 +20,7 @@ from center.evaluation.side_guard import Budget, SideGuard, check_space_size
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
+from edge.contract.provenance import code_digest
 from edge.contract.runner import UserFailure
 from edge.contract.user_module import UserModel
 
@@ -32,14 +33,22 @@ class InProcessSource:
     def __init__(self, candidates_path: str | Path) -> None:
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._models: dict[str, UserModel] = {}
+        self._digests: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def model(self, model_id: str) -> UserModel:
         """The candidate's loaded module (cached: heavy weights load once)."""
         with self._lock:
             if model_id not in self._models:
+                # Before the import: the files as they are, not as the module's code says.
+                self._digests[model_id] = code_digest(self.candidates[model_id])
                 self._models[model_id] = UserModel(self.candidates[model_id])
             return self._models[model_id]
+
+    def code_digests(self) -> dict[str, dict[str, str]]:
+        """Per model loaded, the digest of its files (``edge.contract.provenance``), in-process."""
+        with self._lock:
+            return {m: {"in-process": d} for m, d in self._digests.items() if d}
 
     def open_side(
         self,

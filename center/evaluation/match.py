@@ -38,7 +38,9 @@ from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.sequential import EarlyStop
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
+from center.evaluation.voided import note_voided
 
 logger = logging.getLogger(__name__)
 
@@ -326,11 +328,13 @@ def start_backend(backend: Backend, server_url: str | None = None) -> Any:
 
 @dataclass
 class RunSummary:
-    """What :func:`run_battles` did; ``stopped`` says why it stopped early (an edge down)."""
+    """What :func:`run_battles` did; ``stopped`` says why it stopped early (an edge down);
+    ``skipped`` the battles not started because their sequential test had decided."""
 
     played: list[BattleRecord]
     failed: list[tuple[ScheduledBattle, str]]
     stopped: str = ""
+    skipped: list[ScheduledBattle] = field(default_factory=list)
 
 
 def run_battles(
@@ -343,11 +347,17 @@ def run_battles(
     concurrency: int = 2,
     on_done: Callable[[BattleRecord | None], None] | None = None,
     retries: int = 1,
+    early_stop: EarlyStop | None = None,
 ) -> RunSummary:
     """Play ``schedule`` K at a time, appending each record to ``writer`` as it finishes.
 
     ``server`` is what the battles run on: what :func:`start_backend` started for
-    ``settings.backend`` (a ShowdownServer, or a SimHost shared by every worker).
+    ``settings.backend`` (a ShowdownServer, or a SimHost shared by every worker). Battles start in
+    schedule order (a pair's two battles one after the other). ``early_stop`` (an SPRT) observes
+    each record right after it is written, in writing order, and is asked before each battle
+    starts whether to skip it; battles in flight when it decides are still played and recorded.
+    A voided battle (the center's infrastructure failed) is noted with its cause in
+    ``voided.jsonl`` (:mod:`center.evaluation.voided`).
     """
     jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
     for scheduled in schedule:
@@ -357,6 +367,7 @@ def run_battles(
     lock = threading.Lock()
     stop = threading.Event()
     stopped: list[str] = []
+    skipped: list[ScheduledBattle] = []
 
     def worker(index: int) -> None:
         env = PokemonEnv(
@@ -373,12 +384,18 @@ def run_battles(
                     scheduled, attempt = jobs.get_nowait()
                 except queue.Empty:
                     return
+                if early_stop is not None and early_stop.skip(scheduled):
+                    with lock:
+                        skipped.append(scheduled)
+                    continue
                 record = None
                 try:
                     record = _play_one(env, scheduled, source, settings)
-                    writer.write(record)
-                    with lock:
+                    with lock:  # the early stop sees the records in the order they are written
+                        writer.write(record)
                         played.append(record)
+                        if early_stop is not None:
+                            early_stop.observe(record)
                 except EdgeDown as exc:  # nothing more can be played: stop, book nothing
                     logger.warning("%s", exc)
                     with lock:
@@ -386,6 +403,7 @@ def run_battles(
                     stop.set()
                 except InfrastructureError as exc:
                     logger.warning("%s; attempt %d", exc, attempt + 1)
+                    note_voided(settings.log_dir, scheduled.battle_id, str(exc))
                     if attempt < retries:
                         jobs.put((scheduled, attempt + 1))
                         continue
@@ -413,7 +431,7 @@ def run_battles(
     except KeyboardInterrupt:
         stop.set()
         raise
-    return RunSummary(played, failed, stopped[0] if stopped else "")
+    return RunSummary(played, failed, stopped[0] if stopped else "", skipped)
 
 
 def _play_one(

@@ -26,9 +26,11 @@ from center.evaluation.battles_csv import check_recorded, load_records
 from center.evaluation.schedule import (
     ScheduledBattle,
     check_paired_n,
+    schedule_gauntlet,
     schedule_league,
     schedule_match,
 )
+from center.evaluation.sprt import SprtSettings
 from center.files import write_atomically
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "RunConfig",
     "open_run",
     "read_run_config",
+    "read_run_json",
+    "record_run_results",
     "software_versions",
     "utc_now",
 ]
@@ -68,7 +72,7 @@ def software_versions(showdown: str = "") -> dict[str, str]:
     return {"version_sep": sep, "version_poke_env": poke_env, "version_showdown": showdown}
 
 
-RunMode = Literal["match", "league"]
+RunMode = Literal["match", "league", "gauntlet"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,9 @@ class RunConfig:
     ``paired`` plays each seed twice with the sides swapped (N even; see
     :mod:`center.evaluation.schedule`). ``backend`` is where the battles run: ``sim`` (the seeded
     simulator, reproducible) or ``server`` (the Showdown server; a run.json without a backend is
-    older than backends and ran there).
+    older than backends and ran there). ``sprt`` plays a match or gauntlet as sequential tests
+    (paired; ``n`` is the maximum). A ``gauntlet``'s ``candidates`` are its candidate first, then
+    the field (stored sorted).
     """
 
     mode: RunMode
@@ -93,15 +99,22 @@ class RunConfig:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     paired: bool = False
     backend: Backend = "server"
+    sprt: SprtSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.mode not in ("match", "league"):
-            raise ValueError(f"mode must be 'match' or 'league', got {self.mode!r}")
+        if self.mode not in ("match", "league", "gauntlet"):
+            raise ValueError(f"mode must be 'match', 'league' or 'gauntlet', got {self.mode!r}")
         candidates = tuple(self.candidates)
         if self.mode == "match" and len(candidates) != 2:
             raise ValueError(f"a match has exactly 2 candidates, got {candidates}")
         if self.mode == "league":
             candidates = tuple(sorted(candidates))
+        if self.mode == "gauntlet":
+            if len(candidates) < 2:
+                raise ValueError("a gauntlet needs a candidate and at least one opponent")
+            candidates = (candidates[0], *sorted(set(candidates[1:]) - {candidates[0]}))
+        if self.sprt is not None and (self.mode == "league" or not self.paired):
+            raise ValueError("an SPRT is played in pairs, in a match or a gauntlet")
         object.__setattr__(self, "candidates", candidates)
         if self.n < 1:
             raise ValueError(f"n must be at least 1, got {self.n}")
@@ -117,6 +130,10 @@ class RunConfig:
         if self.mode == "match":
             blue, red = self.candidates
             return schedule_match(blue, red, self.n, self.seed, paired=self.paired)
+        if self.mode == "gauntlet":
+            return schedule_gauntlet(
+                self.candidates[0], self.candidates[1:], self.n, self.seed, paired=self.paired
+            )
         return schedule_league(self.candidates, self.n, self.seed, paired=self.paired)
 
     def to_json(self) -> dict[str, Any]:
@@ -130,6 +147,7 @@ class RunConfig:
             "seed": self.seed,
             "paired": self.paired,
             "backend": self.backend,
+            "sprt": None if self.sprt is None else self.sprt.to_json(),
             "extra": dict(self.extra),
         }
 
@@ -139,6 +157,7 @@ class RunConfig:
         if doc.get("schema") != _RUN_SCHEMA:
             raise ValueError(f"unknown run.json schema {doc.get('schema')!r}")
         seed = doc["seed"]
+        sprt = doc.get("sprt")  # absent from runs older than the SPRT
         return cls(
             mode=doc["mode"],
             candidates=tuple(str(c) for c in doc["candidates"]),
@@ -148,6 +167,7 @@ class RunConfig:
             extra=dict(doc.get("extra") or {}),
             paired=bool(doc.get("paired", False)),  # absent from runs older than pairing
             backend=doc.get("backend", "server"),  # runs older than backends: the server
+            sprt=None if sprt is None else SprtSettings.from_json(sprt),
         )
 
 
@@ -168,6 +188,13 @@ def _pairing(config: RunConfig) -> str:
     return "paired (--paired)" if config.paired else "unpaired"
 
 
+def _sprt(config: RunConfig) -> str:
+    if config.sprt is None:
+        return "none (no --sprt)"
+    s = config.sprt
+    return f"--sprt {s.elo0:g},{s.elo1:g} --alpha {s.alpha:g} --beta {s.beta:g}"
+
+
 def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
     def conflict(what: str) -> RunConflictError:
         return RunConflictError(
@@ -181,10 +208,14 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(f"its format is {stored.format}, not {new.format}")
     if new.seed is not None and new.seed != stored.seed:
         raise conflict(f"its seed is {stored.seed}, not {new.seed}")
+    if new.sprt != stored.sprt:
+        raise conflict(f"its test is {_sprt(stored)}, not {_sprt(new)}")
     if new.paired != stored.paired:
         raise conflict(f"its battles are {_pairing(stored)}, not {_pairing(new)}")
     if new.backend != stored.backend:
         raise conflict(f"its battles ran on --backend {stored.backend}, not {new.backend}")
+    if stored.mode == "gauntlet" and new.candidates[0] != stored.candidates[0]:
+        raise conflict(f"it is the gauntlet of {stored.candidates[0]}, not {new.candidates[0]}")
     if stored.mode == "match" and new.candidates != stored.candidates:
         raise conflict(
             f"it is {stored.candidates[0]} (blue) vs {stored.candidates[1]} (red), "
@@ -192,7 +223,9 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         )
     missing = sorted(set(stored.candidates) - set(new.candidates))
     if missing:
-        raise conflict(f"its league includes {', '.join(missing)}, missing from this command")
+        raise conflict(
+            f"its {stored.mode} includes {', '.join(missing)}, missing from this command"
+        )
     if new.n < stored.n:
         raise conflict(
             f"it has -n {stored.n}; a rerun may keep or raise -n, not lower it to {new.n}"
@@ -241,3 +274,24 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
     if stored is not None and effective != stored:
         logger.info("%s: extending the run to %s", log_dir, effective)
     return effective
+
+
+def read_run_json(log_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """LOG_DIR's run.json as a plain document, results included ({} without one or unreadable)."""
+    try:
+        doc = json.loads((Path(log_dir) / RUN_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def record_run_results(log_dir: str | os.PathLike[str], results: Mapping[str, Any]) -> None:
+    """Add ``results`` (e.g. ``{"sprt_results": [...]}``) to LOG_DIR's run.json, replacing those
+    keys; the run's parameters are untouched. Nothing happens without a run.json."""
+    path = Path(log_dir) / RUN_JSON
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    doc.update(results)
+    write_atomically(path, json.dumps(doc, indent=2) + "\n", durable=True)

@@ -17,7 +17,14 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ScheduledBattle", "battle_seed", "check_paired_n", "schedule_league", "schedule_match"]
+__all__ = [
+    "ScheduledBattle",
+    "battle_seed",
+    "check_paired_n",
+    "schedule_gauntlet",
+    "schedule_league",
+    "schedule_match",
+]
 
 
 @dataclass(frozen=True)
@@ -123,4 +130,32 @@ def schedule_league(
     if len({s.battle_id for s in schedule}) != len(schedule):
         # Only possible with ids such as "x-vs-y" next to "x" and "y".
         raise ValueError(f"candidate ids {names} give ambiguous battle ids")
+    return schedule
+
+
+def schedule_gauntlet(
+    candidate: str, field: Iterable[str], n: int, base_seed: int, *, paired: bool = False
+) -> list[ScheduledBattle]:
+    """``candidate`` against each of ``field``, N battles per opponent, sides alternating.
+
+    Battle k against opponent X has ``candidate`` blue when k is even (``pair`` is always
+    ``(candidate, X)``, so that the candidate is the one a per-opponent test measures); ids are
+    ``{blue}-vs-{red}-{k:04d}``, as in a league. Battles come index-major over the opponents in
+    sorted order, so an interrupted gauntlet is balanced and a larger N only appends battles.
+    With ``paired`` (N even), battle k odd takes the seed of battle k - 1, its twin.
+    """
+    opponents = sorted(set(field) - {candidate})
+    if not opponents:
+        raise ValueError("a gauntlet needs at least one opponent")
+    for cid in (candidate, *opponents):
+        _check_candidate_id(cid)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if paired:
+        check_paired_n(n)
+    schedule = [
+        _alternating(candidate, x, k, base_seed, paired=paired) for k in range(n) for x in opponents
+    ]
+    if len({s.battle_id for s in schedule}) != len(schedule):
+        raise ValueError(f"candidate ids {[candidate, *opponents]} give ambiguous battle ids")
     return schedule

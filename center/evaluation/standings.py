@@ -16,8 +16,16 @@ How battles count:
   undefeated (or winless, or unconnected) candidate gets a finite rating. Reported on an Elo-like
   scale, ``1500 + 400·log10(p_i)``, shifted so that the candidates' mean is 1500.
 - The rating's 95% interval is the 2.5–97.5 percentile of the same fit on ``bootstrap``
-  resamples of the decided battles (with replacement), with a fixed RNG seed. Battles are sorted
-  by ``battle_id`` first, so the same battles give the same files in whatever order they finished.
+  resamples of the decided battles (with replacement), with a fixed RNG seed, widened where
+  needed to the normal (Laplace) interval of the regularised fit: ±1.96 standard errors from the
+  inverse of its Fisher information, the prior's virtual games included (in a paired run, scaled
+  by the candidate's design effect ``battles / n_eff``, so that pairing narrows it as it narrows
+  the win rate's interval). A bootstrap of a few
+  identical battles (a 4–0 match) resamples the same data every time and would give a zero-width
+  interval; the prior's curvature never does. Battles are sorted by ``battle_id`` first, so the
+  same battles give the same files in whatever order they finished.
+- ``p_best``, how sure the order is: the share of the bootstrap resamples in which the candidate
+  has the highest rating (shared equally on a tie), NaN without bootstrap.
 
 Paired runs (each seed played twice with the sides swapped, ``paired=True``):
 
@@ -54,7 +62,9 @@ __all__ = [
     "Standings",
     "bradley_terry",
     "compute_standings",
+    "effective_battles",
     "elo_ratings",
+    "laplace_half_width",
     "paired_interval",
     "wilson_interval",
 ]
@@ -92,6 +102,8 @@ class CandidateStanding:
     """Paired runs: complete pairs played (both battles decided)."""
     pentanomial: Pentanomial = _NO_PAIRS
     """Paired runs: pairs in which this candidate scored 0, ½, 1, 1½, 2 points."""
+    p_best: float = math.nan
+    """The share of bootstrap resamples in which this candidate rates highest."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,10 @@ class Standings:
         doc["method"] = {
             "win_rate": win_rate,
             "rating": "Bradley-Terry (MM), ties half a win, 1500 + 400*log10(strength), "
-            f"mean-centred; 95% percentile bootstrap over {resampled}",
+            f"mean-centred; 95% percentile bootstrap over {resampled}, widened to at least "
+            "the normal interval of the regularised fit (Fisher information, prior included)",
+            "p_best": f"share of the bootstrap resamples (over {resampled}) in which the "
+            "candidate has the highest rating",
             "bootstrap": self.bootstrap,
             "seed": self.seed,
             "prior_games": self.prior_games,
@@ -212,12 +227,22 @@ def paired_interval(
         return (math.nan, math.nan)
     total = float(sum(totals))
     p = total / n
+    n_eff = effective_battles(totals, sizes)
+    return wilson_interval(p * n_eff, n_eff, z)
+
+
+def effective_battles(totals: Sequence[float], sizes: Sequence[int]) -> float:
+    """The effective number of battles ``p(1-p) / variance`` of a rate measured in clusters (see
+    :func:`paired_interval`); the number of battles itself when ``p`` is 0 or 1, 0 without any."""
+    n = float(sum(sizes))
+    if n <= 0:
+        return 0.0
+    p = float(sum(totals)) / n
     binomial = p * (1 - p)
     if binomial <= 0:
-        return wilson_interval(total, n, z)
+        return n
     spread = sum((t - m * p) ** 2 for t, m in zip(totals, sizes, strict=True)) + 2 * binomial
-    n_eff = binomial * n * n / spread
-    return wilson_interval(p * n_eff, n_eff, z)
+    return binomial * n * n / spread
 
 
 def bradley_terry(
@@ -397,16 +422,57 @@ def _resample(
     return picked[picked >= 0]
 
 
+def laplace_half_width(
+    log_strength: NDArray[np.float64],
+    games: NDArray[np.float64],
+    prior_games: float,
+    rated: NDArray[np.bool_],
+    z: float = Z_95,
+) -> NDArray[np.float64]:
+    """Half-width of each rating's normal interval (Elo scale) at the fitted ``log_strength``.
+
+    The Fisher information of the Bradley–Terry log-likelihood is ``sum over games of
+    P(1-P) (e_i - e_j)(e_i - e_j)^T`` plus, for the prior's virtual games against the fixed
+    opponent of strength 1, ``prior_games P(1-P) e_i e_i^T``; the prior makes it invertible. A
+    rating is centred on the mean of the ``rated`` candidates, so its variance is ``c^T I^-1 c``
+    with ``c = e_i - mean over the rated``.
+    """
+    k = len(log_strength)
+    win = 1.0 / (1.0 + np.exp(log_strength[None, :] - log_strength[:, None]))  # P(i beats j)
+    weight = games * win * (1.0 - win)
+    info = np.diag(weight.sum(axis=1)) - weight
+    virtual = 1.0 / (1.0 + np.exp(-log_strength))
+    info += np.diag(prior_games * virtual * (1.0 - virtual))
+    covariance = np.linalg.inv(info)
+    centre = np.eye(k) - np.where(rated, 1.0 / max(1, int(rated.sum())), 0.0)[None, :]
+    variance = np.einsum("ij,jk,ik->i", centre, covariance, centre)
+    return z * 400.0 / math.log(10.0) * np.sqrt(np.maximum(variance, 0.0))
+
+
+def _p_best(boot: NDArray[np.float64], rated: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Per candidate, the share of resamples (rows of ``boot``) where it rates highest."""
+    masked = np.where(rated[None, :], boot, -np.inf)
+    top = masked == masked.max(axis=1, keepdims=True)
+    return np.asarray((top / top.sum(axis=1, keepdims=True)).mean(axis=0), dtype=np.float64)
+
+
 def _ratings(
-    t: _Tally, k: int, rated: NDArray[np.bool_], bootstrap: int, seed: int, prior_games: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Point ratings and bootstrap 2.5/97.5 percentiles; NaN when unrated or not computed."""
-    rating, lo, hi = (np.full(k, np.nan) for _ in range(3))
+    t: _Tally,
+    k: int,
+    rated: NDArray[np.bool_],
+    bootstrap: int,
+    seed: int,
+    prior_games: float,
+    design_effect: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Point ratings, their 95% intervals and P(best); NaN when unrated or not computed."""
+    rating, lo, hi, p_best = (np.full(k, np.nan) for _ in range(4))
     m = len(t.blue_score)
     if not m:
-        return rating, lo, hi
+        return rating, lo, hi, p_best
     scores, games = _pair_matrices(t.blue, t.red, t.blue_score, k)
-    rating = elo_ratings(bradley_terry(scores, games, prior_games), rated)
+    log_strength = bradley_terry(scores, games, prior_games)
+    rating = elo_ratings(log_strength, rated)
     if bootstrap > 0:
         rng = np.random.default_rng(seed)
         stack_s = np.empty((bootstrap, k, k))
@@ -419,10 +485,14 @@ def _ratings(
             )
         boot = elo_ratings(bradley_terry(stack_s, stack_g, prior_games), rated)
         lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+        half = laplace_half_width(log_strength, games, prior_games, rated)
+        half = half * np.sqrt(design_effect)
+        lo, hi = np.minimum(lo, rating - half), np.maximum(hi, rating + half)
+        p_best = _p_best(boot, rated)
     # Unrated candidates sit at the prior; a number there would look like a measurement.
-    for values in (rating, lo, hi):
+    for values in (rating, lo, hi, p_best):
         values[~rated] = np.nan
-    return rating, lo, hi
+    return rating, lo, hi, p_best
 
 
 @dataclass
@@ -495,8 +565,16 @@ def compute_standings(
     ids = sorted({*candidates, *(r.blue for r in kept), *(r.red for r in kept)})
     t = _tally(kept, ids, paired)
     decided = t.wins + t.losses + t.ties
-    rating, rating_lo, rating_hi = _ratings(t, len(ids), decided > 0, bootstrap, seed, prior_games)
     clusters = _clusters(t, ids) if paired else None
+    design_effect = np.ones(len(ids))
+    if clusters is not None:
+        for n in range(len(ids)):
+            n_eff = effective_battles(clusters.totals[n], clusters.sizes[n])
+            if n_eff > 0:
+                design_effect[n] = float(sum(clusters.sizes[n])) / n_eff
+    rating, rating_lo, rating_hi, p_best = _ratings(
+        t, len(ids), decided > 0, bootstrap, seed, prior_games, design_effect
+    )
 
     rows = []
     for n, cid in enumerate(ids):
@@ -528,6 +606,7 @@ def compute_standings(
                 statuses=t.statuses[cid],
                 pairs=pairs,
                 pentanomial=pentanomial,
+                p_best=float(p_best[n]),
             )
         )
     ranked = [replace(c, rank=n) for n, c in enumerate(sorted(rows, key=_rank_key), start=1)]

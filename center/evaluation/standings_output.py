@@ -9,8 +9,9 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from center.evaluation.records import BattleRecord
 from center.evaluation.standings import (
@@ -48,8 +49,10 @@ STANDINGS_COLUMNS: tuple[str, ...] = (
     "rating_hi",
     "no_result",
     *(f"status_{s.value.lower()}" for s in FAILURE_STATUSES),
+    "p_best",
 )
-"""The columns of standings.csv, in order."""
+"""The columns of standings.csv, in order (``p_best``: the share of bootstrap resamples in which
+the candidate rates highest)."""
 
 PAIRED_COLUMNS: tuple[str, ...] = (
     *STANDINGS_COLUMNS,
@@ -85,6 +88,7 @@ def _csv_text(standings: Standings) -> str:
                 _fmt(c.rating_hi, 1),
                 c.no_result,
                 *(c.statuses[s.value] for s in FAILURE_STATUSES),
+                _fmt(c.p_best, 3),
                 *paired,
             ]
         )
@@ -100,11 +104,14 @@ def write_standings(
     seed: int = 0,
     prior_games: float = 1.0,
     paired: bool = False,
+    sections: Mapping[str, Any] | None = None,
 ) -> Standings:
     """Compute the standings and (re)write ``standings.csv`` and ``standings.json`` in LOG_DIR.
 
     Each file is replaced atomically, so a reader never sees half of one. A ``paired`` run's files
-    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too.
+    have the pair columns (:data:`PAIRED_COLUMNS`) and fields too. ``sections`` are more top-level
+    entries of standings.json: ``sprt`` (the run's sequential tests), ``gauntlet`` (its candidate
+    against each opponent).
     """
     standings = compute_standings(
         records,
@@ -117,7 +124,9 @@ def write_standings(
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(log_dir / STANDINGS_CSV, _csv_text(standings), durable=True)
-    doc = json.dumps(standings.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    body = standings.to_json()
+    body.update(sections or {})
+    doc = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False)
     write_atomically(log_dir / STANDINGS_JSON, doc + "\n", durable=True)
     return standings
 
@@ -129,7 +138,7 @@ def format_standings(standings: Standings) -> str:
     head = (
         f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
         f"{'win%':>6}  {'95% CI':<15}  {'rating':>6}  {'95% CI':<15}  "
-        f"{'none':>4} {'TO':>4} {'ERR':>4} {'INV':>4} {'DC':>4}"
+        f"{'none':>4} {'TO':>4} {'ERR':>4} {'INV':>4} {'DC':>4}  {'P(best)':>7}"
     )
     if standings.paired:
         head += "  pairs 0-½-1-1½-2"
@@ -149,11 +158,13 @@ def format_standings(standings: Standings) -> str:
             f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
             f"{pct(c.win_rate):>6}  {rate_ci:<15}  {elo(c.rating):>6}  {rating_ci:<15}  "
             f"{c.no_result:>4} {s['TIMEOUT']:>4} {s['ERROR']:>4} {s['INVALID']:>4} "
-            f"{s['DISCONNECT']:>4}" + (f"  {ptnml[c.id]}" if standings.paired else "")
+            f"{s['DISCONNECT']:>4}  {pct(c.p_best):>7}"
+            + (f"  {ptnml[c.id]}" if standings.paired else "")
         )
     lines.append(
         f"{standings.battles} battles, {standings.no_result} without result; ties count half; "
-        f"rating: Bradley-Terry on an Elo scale, {standings.bootstrap} bootstrap resamples"
+        f"rating: Bradley-Terry on an Elo scale, {standings.bootstrap} bootstrap resamples; "
+        "P(best): % of resamples in which the candidate rates highest"
     )
     if standings.paired:
         lines.append(

@@ -113,6 +113,8 @@ class EdgeSession:
         self.observation_space: gymnasium.Space[Any] = reply.observation_space
         self.action_space: gymnasium.Space[Any] = reply.action_space
         self.agent_full_name: str = reply.agent_full_name
+        #: the digest of the model's files on the edge (protocol 1.4; "" from an older edge)
+        self.code_digest: str = reply.code_digest
 
     def call(self, body: Any, timeout: float | None = None) -> Any:
         """One request of this session (its type is the body's), its errors mapped to the side's

@@ -20,8 +20,10 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
+from center.evaluation.provenance import describe_change
 from center.evaluation.records import BattleRecord, SideStatus, Winner
 from center.evaluation.standings import CandidateStanding
+from center.evaluation.voided import count_causes
 from center.report import plots
 from center.report.dex import move_names, pokedex
 from center.report.narrator import Narrator
@@ -36,12 +38,12 @@ def _static(name: str) -> str:
 
 # Rates and ratings are shown to the precision standings.csv has (4 and 1 decimals), so that the
 # page and the file say the same numbers.
-def _percent(value: float) -> str:
-    return "–" if math.isnan(value) else f"{100 * value:.2f}%"
+def _percent(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{100 * value:.2f}%"
 
 
-def _rating(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.1f}"
+def _rating(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.1f}"
 
 
 def _ms(value: float | None) -> str:
@@ -130,28 +132,94 @@ def winner_label(record: BattleRecord, names: Mapping[str, str]) -> str:
     return "tie" if record.winner is Winner.TIE else "no result"
 
 
+_BACKENDS = {
+    "sim": "sim: Showdown's seeded simulator (each battle replays exactly from its seed)",
+    "server": "server: the Showdown server over WebSocket",
+}
+_EDGE_LOSS = {
+    "void": "void: a battle during which an edge process was lost is voided and played again",
+    "forfeit": "forfeit: a lost edge is that side's DISCONNECT forfeit",
+    None: "none: in-process (sep_eval), no edges",
+}
+
+
+def _voided_text(data: LogDir) -> str:
+    if not data.voided:
+        return "none"
+    causes = count_causes(data.voided)
+    listed = "; ".join(f"{n}× {cause}" for cause, n in causes.most_common())
+    return f"{len(data.voided)} ({listed})"
+
+
+def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
+    """A ``code`` line per candidate (the digest of its files where it ran, from run.json) and a
+    ``code change`` line per change a rerun was allowed to make."""
+    info: list[tuple[str, str]] = []
+    provenance = data.run_doc.get("provenance") or {}
+    for model in sorted(provenance):
+        places = provenance[model] or {}
+        where = "; ".join(f"{digest} ({place})" for place, digest in sorted(places.items()))
+        info.append(("code", f"{data.name(model)} ({model}): {where}"))
+    for change in data.run_doc.get("code_changes") or []:
+        try:
+            text = (
+                f"{describe_change(change)}, allowed at {change['at']} after "
+                f"{change['battles_before']} battles"
+            )
+        except (KeyError, TypeError):
+            continue
+        info.append(("code change", text))
+    return info
+
+
 def _run_info(data: LogDir) -> list[tuple[str, str]]:
     """The run section: (label, text) pairs; the dates' texts are markup (<time> elements)."""
     info: list[tuple[str, str]] = [("folder", str(data.path.resolve()))]
     run = data.run
     if run is not None:
         who = ", ".join(f"{data.name(c)} ({c})" for c in run.candidates)
-        per = "per pair (sides alternate)" if run.mode == "league" else "(blue vs red)"
+        per = {
+            "league": "per pair (sides alternate)",
+            "gauntlet": f"per opponent of {run.candidates[0]} (sides alternate)",
+        }.get(run.mode, "(blue vs red)")
+        if run.sprt is not None:
+            per += ", at most: the SPRT stops earlier"
         info += [
             ("mode", run.mode),
             ("candidates", who),
             ("battles", f"{run.n} {per}"),
             ("format", run.format),
             ("seed", str(run.seed)),
+            ("backend", _BACKENDS.get(run.backend, run.backend)),
+            (
+                "pairing",
+                "paired: each seed played twice with the sides swapped; standings count pairs"
+                if run.paired
+                else "unpaired",
+            ),
         ]
+        if run.sprt is not None:
+            lower, upper = run.sprt.bounds
+            info.append(
+                (
+                    "SPRT",
+                    f"{run.sprt.describe()}; LLR bounds [{lower:.2f}, {upper:.2f}]; generalised "
+                    "LLR on pentanomial pair outcomes (fishtest, fastchess)",
+                )
+            )
         budget = {k: v for k, v in run.extra.items() if k in ("decision_time", "bank", "call_cap")}
         if budget:
             info.append(
                 ("budget", ", ".join(f"{k.replace('_', ' ')} {v} s" for k, v in budget.items()))
             )
+        if "edge_loss" in run.extra:
+            edge_loss = run.extra["edge_loss"]
+            info.append(("edge loss", _EDGE_LOSS.get(edge_loss, str(edge_loss))))
         for key, value in run.extra.items():
-            if key not in budget:
+            if key not in budget and key != "edge_loss":
                 info.append((key.replace("_", " "), str(value)))
+    info.append(("voided battles", _voided_text(data)))
+    info += _provenance_info(data)
     recs = data.records
     versions = sorted(
         {(r.version_sep, r.version_poke_env, r.version_showdown) for r in recs if r.version_sep}
@@ -194,7 +262,7 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
         for n, r in enumerate(ordered, start=1)
     ]
     run = data.run
-    kind = "League" if run is None or run.mode == "league" else "Match"
+    kind = "League" if run is None else run.mode.capitalize()
     if run is None:
         title = f"{kind}: {data.path.name}"
     elif len(run.candidates) <= 4:
@@ -228,6 +296,11 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             summaries=summaries,
             battles=battles,
             run_info=_run_info(data),
+            paired=standings.paired,
+            pairs=standings.pairs,
+            sprt=data.sprt,
+            gauntlet=data.gauntlet,
+            sprt_settings=data.run.sprt.describe() if data.run and data.run.sprt else "",
         )
     )
 

@@ -13,9 +13,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from center.errors import NoRunError
 from center.evaluation.battles_csv import BATTLES_CSV, load_records
+from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import (
     REPLAY_SUBDIR,
@@ -25,7 +27,9 @@ from center.evaluation.records import (
     replay_relpath,
 )
 from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
+from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import Standings, compute_standings
+from center.evaluation.voided import VoidedBattle, read_voided
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,14 @@ class LogDir:
     names: dict[str, str]  # candidate id -> logName
     candidates: list[CandidateSummary]
     read_at: str
+    sprt: list[dict[str, Any]] = field(default_factory=list)
+    """The run's sequential tests so far, as the run computes them (from battles.csv's order)."""
+    gauntlet: dict[str, Any] = field(default_factory=dict)
+    """A gauntlet's candidate against each opponent (standings.json's ``gauntlet``), else {}."""
+    voided: list[VoidedBattle] = field(default_factory=list)
+    """Battles voided by the center's failures (not recorded, played again), oldest first."""
+    run_doc: dict[str, Any] = field(default_factory=dict)
+    """run.json as stored (its results, e.g. provenance, beside the parameters)."""
 
     @property
     def pending(self) -> int | None:
@@ -236,7 +248,28 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
         summaries, sorted(standings.candidates, key=lambda c: c.id), strict=True
     ):
         summary.statuses = dict(standing.statuses)  # as standings.csv counts them
+    sprt: list[dict[str, Any]] = []
+    if run is not None and run.sprt is not None and run.seed is not None:
+        tests = SequentialTests.from_records(run.sprt, run.schedule(), records)
+        sprt = tests.results()
+        # A battle whose test has decided will not be played: it is not pending.
+        recorded = {r.battle_id for r in records}
+        left = [b for b in run.schedule() if b.battle_id not in recorded and not tests.skip(b)]
+        scheduled = len(records) + len(left)
+    gauntlet: dict[str, Any] = {}
+    if run is not None and run.mode == "gauntlet":
+        gauntlet = gauntlet_section(
+            records, run.candidates[0], run.candidates[1:], paired=run.paired, sprt=sprt
+        )
+    try:
+        run_doc = json.loads((path / RUN_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        run_doc = {}
     return LogDir(
+        sprt=sprt,
+        gauntlet=gauntlet,
+        voided=read_voided(path),
+        run_doc=run_doc if isinstance(run_doc, dict) else {},
         path=path,
         run=run,
         records=records,

@@ -34,6 +34,7 @@ from poke_env.player import BattleOrder
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
+from edge.contract.provenance import code_digest
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import UserModel
 from edge.errors import ContractError, EdgeError
@@ -216,6 +217,10 @@ class EdgeService:
         if not context.session:
             raise EdgeError("open_session needs a session id")
         self._expire_idle()
+        # Before this worker imports the model: the files as they are, not as its code says.
+        digest = (
+            code_digest(self.candidates[body.model_id]) if body.model_id in self.candidates else ""
+        )
         model = self.model(body.model_id)
         with self.captured(context):
             agent = model.make_agent(body.instance_config.to_dict())
@@ -230,7 +235,7 @@ class EdgeService:
             if context.session not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
                 raise EdgeError(f"too many open sessions ({MAX_SESSIONS})")
             self._sessions[context.session] = session
-        return OpenSessionReply(agent.observation_space, agent.action_space, name)
+        return OpenSessionReply(agent.observation_space, agent.action_space, name, digest)
 
     def make_obs(self, context: CallContext, body: MakeObsRequest) -> MakeObsReply:
         session = self._session(context)

@@ -132,11 +132,16 @@ class OpenSessionRequest:
 
 @dataclass(frozen=True, slots=True)
 class OpenSessionReply:
-    """The Agent's spaces and the ``agentName:modelName:policyName`` of the session."""
+    """The Agent's spaces and the ``agentName:modelName:policyName`` of the session.
+
+    ``code_digest`` (1.4): the digest of the model's files on the edge
+    (:func:`edge.contract.provenance.code_digest`); empty from an older edge.
+    """
 
     observation_space: gymnasium.Space[Any]
     action_space: gymnasium.Space[Any]
     agent_full_name: str
+    code_digest: str = ""
 
 
 @dataclass(frozen=True, slots=True)

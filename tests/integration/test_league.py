@@ -279,6 +279,12 @@ def test_an_edge_killed_mid_league_voids_the_battle_and_replays_it_after_restart
     (voided,) = re.findall(r"(\S+): the red edge was lost mid-battle; voided; attempt 1", err)
     (replayed,) = [r for r in rows if r["battle_id"] == voided]
     assert datetime.fromisoformat(replayed["started_at"]) > killed_at, (replayed, killed_at)
+    # ... and noted with its cause in voided.jsonl, which the report's Run section shows.
+    (noted,) = [json.loads(line) for line in (log_dir / "voided.jsonl").read_text().splitlines()]
+    assert noted["battle_id"] == voided and "red edge was lost mid-battle" in noted["cause"]
+    from center.report.sources import read_log_dir
+
+    assert [v.battle_id for v in read_log_dir(log_dir).voided] == [voided]
 
 
 def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(

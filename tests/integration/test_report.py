@@ -339,9 +339,11 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
     k = len(run["candidates"])
     scheduled = k * (k - 1) // 2 * run["n"]  # a league: every pair plays n battles
     extra = dict(run["extra"])
+    assert set(run["provenance"]) == set(CANDIDATES)  # the sample modules, found from the cwd
     times = ("decision_time", "bank", "call_cap")  # seconds, as run.json records them
     budget = [f"{key.replace('_', ' ')} {extra.pop(key)} s" for key in times if key in extra]
     assert budget  # the run's time budget is recorded, and so must be shown
+    assert extra.pop("edge_loss") is None  # sep_eval: in-process
 
     def utc(stamp: str) -> str:  # 2026-11-24T17:13:06.995Z is shown to the second
         return stamp[:19].replace("T", " ")
@@ -353,7 +355,10 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
         "battles": [f"{run['n']} per pair (sides alternate)"],
         "format": [run["format"]],
         "seed": [str(run["seed"])],
+        "backend": ["server: the Showdown server over WebSocket"],
+        "pairing": ["unpaired"],
         "budget": [", ".join(budget)],
+        "edge loss": ["none: in-process (sep_eval), no edges"],
         **{key.replace("_", " "): [str(value)] for key, value in extra.items()},
         "versions": sorted(
             {
@@ -366,10 +371,32 @@ def _expected_run(log_dir: Path, battles: list[dict[str, str]]) -> dict[str, lis
             f"{utc(min(b['started_at'] for b in battles))} to "
             f"{utc(max(b['finished_at'] for b in battles))} UTC"
         ],
+        "voided battles": [_expected_voided(log_dir)],
+        # The digest of each candidate's files, computed in-process (sep_eval) as it loaded.
+        "code": [
+            f"{CANDIDATES[m]['logName']} ({m}): {places['in-process']} (in-process)"
+            for m, places in sorted(run["provenance"].items())
+        ],
         "battles so far": [
             f"{len(battles)} done, {scheduled - len(battles)} pending of {scheduled}"
         ],
     }
+
+
+def _expected_voided(log_dir: Path) -> str:
+    """What the run section says of voided.jsonl: how many, and how many per cause (the cause
+    without its leading battle id), most frequent first."""
+    path = log_dir / "voided.jsonl"
+    if not path.exists():
+        return "none"
+    causes: dict[str, int] = {}
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for entry in lines:
+        head, _, rest = entry["cause"].partition(": ")
+        cause = rest if rest and entry["battle_id"] == head else entry["cause"]
+        causes[cause] = causes.get(cause, 0) + 1
+    ranked = sorted(causes.items(), key=lambda kv: -kv[1])
+    return f"{len(lines)} (" + "; ".join(f"{n}× {c}" for c, n in ranked) + ")"
 
 
 def _check_run_section(page: Any, log_dir: Path, battles: list[dict[str, str]]) -> None:
@@ -689,3 +716,124 @@ def test_sep_report_reports_a_run_in_progress(league, browser, tmp_path):
         [*SEP_REPORT, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert missing.returncode == 2 and "holds no run" in missing.stderr
+
+
+@pytest.fixture(scope="module")
+def sprt_match(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The LOG_DIR of a finished ``--sprt`` match (paired) of the sample heuristic and random."""
+    log_dir = tmp_path_factory.mktemp("report-sprt") / "match"
+    run = subprocess.run(
+        [
+            *SEP_EVAL,
+            "heuristic",
+            "random",
+            "--sprt",
+            "0,150",
+            "-n",
+            "100",
+            "--seed",
+            "1",
+            "--backend",
+            "sim",
+            "--candidates",
+            str(REPO / "candidates.json"),
+            "-l",
+            str(log_dir),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return log_dir
+
+
+def test_report_of_an_sprt_match_shows_the_test_the_pairs_and_how_they_were_computed(
+    sprt_match, browser
+):
+    from center.evaluation.voided import note_voided
+
+    # A voiding as run_battles notes it (test_league kills a real edge for the real thing).
+    note_voided(
+        sprt_match, "heuristic-vs-random-0002", "heuristic-vs-random-0002: the simulator died"
+    )
+    subprocess.run([*SEP_REPORT, str(sprt_match)], check=True, timeout=120, capture_output=True)
+    visit = Visit(browser, sprt_match / "report.html", {"width": 1280, "height": 900})
+    page = visit.page
+    try:
+        visit.assert_offline_and_clean()
+        [test] = json.loads((sprt_match / "standings.json").read_text())["sprt"]
+        assert test["decision"] == "H1"
+        row = page.locator('#sprt-table tr[data-candidate="heuristic"][data-opponent="random"]')
+
+        def cell(row: Any, col: str) -> str:
+            return str(row.locator(f'[data-col="{col}"]').inner_text()).strip()
+
+        assert cell(row, "decision") == "H1: heuristic is at least 150.0 Elo stronger"
+        assert cell(row, "llr") == f"{test['llr']:.2f}"
+        assert cell(row, "bounds") == f"[{test['lower']:.2f}, {test['upper']:.2f}]"
+        assert cell(row, "pairs") == str(test["pairs"])
+        assert cell(row, "pentanomial") == "–".join(str(n) for n in test["pentanomial"])
+        assert "logistic" in page.locator("#sprt .note").inner_text()
+
+        for s in _rows(sprt_match / "standings.csv"):
+            row = page.locator(f'#standings-table tr[data-candidate="{s["id"]}"]')
+            assert cell(row, "pairs") == s["pairs"]
+            pent = "–".join(s[f"pairs_{p}"] for p in ("0", "0.5", "1", "1.5", "2"))
+            assert cell(row, "pentanomial") == pent
+            assert cell(row, "p_best") == _percent(s["p_best"])
+            assert s["rating_lo"] != s["rating_hi"]
+        method = page.locator("#standings-method").inner_text()
+        assert "Paired run" in method and "pair totals" in method and "pairs" in method
+
+        shown = dict(
+            page.eval_on_selector(
+                "#run dl",
+                "dl => [...dl.querySelectorAll('dt')].map(dt => "
+                "[dt.textContent.trim(), dt.nextElementSibling.textContent.trim()])",
+            )
+        )
+        assert shown["pairing"].startswith("paired")
+        assert shown["backend"].startswith("sim")
+        assert shown["SPRT"].startswith("SPRT elo0=0 elo1=150 (logistic Elo) alpha=0.05 beta=0.05")
+        assert shown["concurrency"].isdigit()
+        assert shown["voided battles"] == "1 (1× the simulator died)"
+        done = len(_rows(sprt_match / "battles.csv"))
+        assert shown["battles so far"] == f"{done} done, 0 pending of {done}"
+        assert page.locator(".pill.done").count() == 1
+    finally:
+        visit.close()
+
+
+def test_report_of_a_gauntlet_shows_the_candidate_against_each_opponent(browser, tmp_path):
+    log_dir = tmp_path / "gauntlet"
+    command = [*SEP_EVAL, "--gauntlet", "heuristic", "random", "maxpower", "-n", "4"]
+    command += ["--paired", "--seed", "2", "--backend", "sim", "-l", str(log_dir), "-q"]
+    command += ["--candidates", str(REPO / "candidates.json")]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    gauntlet = json.loads((log_dir / "standings.json").read_text())["gauntlet"]
+    assert gauntlet["candidate"] == "heuristic"
+    visit = Visit(browser, log_dir / "report.html", {"width": 1280, "height": 900})
+    page = visit.page
+    try:
+        visit.assert_offline_and_clean()
+        assert "heuristic against the field" in page.locator("#gauntlet h2").inner_text()
+        assert page.locator("#gauntlet-table tbody tr").count() == 2
+        for line in gauntlet["opponents"]:
+            row = page.locator(f'#gauntlet-table tr[data-opponent="{line["opponent"]}"]')
+
+            def cell(col: str, row: Any = row) -> str:
+                return str(row.locator(f'[data-col="{col}"]').inner_text()).strip()
+
+            for col in ("battles", "wins", "losses", "ties"):
+                assert cell(col) == str(line[col]), (line["opponent"], col)
+            assert cell("win_rate") == f"{100 * line['win_rate']:.2f}%"
+            assert cell("elo_diff") == f"{line['elo_diff']:.1f}"
+            assert cell("pentanomial") == "–".join(str(n) for n in line["pentanomial"])
+        assert page.locator("#gauntlet-table [data-col='sprt']").count() == 0  # no --sprt
+        assert page.locator("h1").inner_text().startswith("Gauntlet")
+    finally:
+        visit.close()

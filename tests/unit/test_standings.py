@@ -19,6 +19,7 @@ from center.evaluation.standings import (
     Standings,
     bradley_terry,
     compute_standings,
+    laplace_half_width,
     paired_interval,
     wilson_interval,
 )
@@ -398,3 +399,44 @@ def test_format_standings_shows_pairs_when_paired() -> None:
     assert lines[0].endswith("pairs 0-½-1-1½-2")
     assert lines[2].endswith("0 0 1 0 1") and "2 complete pairs" in lines[-1]
     assert "pairs" not in format_standings(compute_standings(records, bootstrap=0))
+
+
+def test_a_four_nil_match_gets_a_rating_interval_of_real_width() -> None:
+    # Issue 21: 4-0 gave "1723 [1723, 1723]": every bootstrap resample was the same 4 wins.
+    standings = compute_standings([battle("a", "b", "blue", k) for k in range(4)])
+    for c in standings.candidates:
+        assert c.rating_hi - c.rating_lo > 200, c
+        assert c.rating_lo < c.rating < c.rating_hi
+
+
+def test_the_normal_interval_matches_the_bootstrap_on_plenty_of_battles() -> None:
+    records = synthetic_league({"a": 100, "b": 0, "c": -100}, per_pair=300, seed=2)
+    wide = compute_standings(records)
+    scores, games = (np.zeros((3, 3)) for _ in range(2))
+    ids = ["a", "b", "c"]
+    for r in records:
+        i, j = ids.index(r.blue), ids.index(r.red)
+        won = {"blue": 1.0, "red": 0.0}.get(r.winner.value, 0.5)
+        scores[i, j] += won
+        scores[j, i] += 1 - won
+        games[i, j] += 1
+        games[j, i] += 1
+    log_strength = bradley_terry(scores, games, 1.0)
+    half = laplace_half_width(log_strength, games, 1.0, np.ones(3, dtype=bool))
+    for n, cid in enumerate(ids):
+        c = by_id(wide)[cid]
+        boot_half = (c.rating_hi - c.rating_lo) / 2
+        assert 0.7 < half[n] / boot_half <= 1.0 + 1e-9, (cid, half[n], boot_half)
+
+
+def test_p_best_says_how_sure_the_order_is() -> None:
+    clear = compute_standings(synthetic_league({"a": 300, "b": 0, "c": -300}, 40, seed=1))
+    close = compute_standings(synthetic_league({"a": 10, "b": 0, "c": -10}, 40, seed=1))
+    for standings in (clear, close):
+        assert sum(c.p_best for c in standings.candidates) == pytest.approx(1.0)
+        assert standings.candidates[0].p_best == max(c.p_best for c in standings.candidates)
+    assert by_id(clear)["a"].p_best > 0.95
+    assert by_id(close)["a"].p_best < 0.9
+    assert math.isnan(
+        compute_standings([battle("a", "b", "blue", 0)], bootstrap=0).candidates[0].p_best
+    )
