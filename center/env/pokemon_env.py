@@ -13,7 +13,8 @@ Episode flow: ``reset`` starts a battle and returns the first request of each pl
 (the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
 A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
-side): its action is ignored. An illegal action earns ``rewards.invalid`` at once and leaves the same
+side): its action is ignored, and its observation is the one of its last decision (its Agent's
+``makeObs`` is called once per decision, and once more when the episode ends). An illegal action earns ``rewards.invalid`` at once and leaves the same
 request open; the order is never sent to Showdown.
 """
 
@@ -171,6 +172,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._closed = False
         self._over = True
         self._last: tuple[dict[str, Any], ...] | None = None
+        #: each player's observation from its last makeObs (returned while it has nothing to do)
+        self._observed: dict[str, Any] = {}
         self.end_reason: EndReason | None = None
 
     # -- PettingZoo API -------------------------------------------------------------------------
@@ -314,6 +317,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             self._over = True
             raise
         no_invalid = dict.fromkeys(self.possible_agents, False)
+        self._observed = {}
         observations = {p: self._observe(p) for p in self.possible_agents}
         infos = {p: self._info(p, no_invalid) for p in self.possible_agents}
         self._last = (
@@ -436,6 +440,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         return max((b.turn for b in self._battles()), default=0)
 
     def _observe(self, name: str, reward: float = 0.0, invalid: bool = False) -> Any:
+        """The player's observation: a new one (``makeObs``) when it must act or the episode is
+        over; while it waits for the other side, the one of its last decision, without calling
+        its Agent (a remote Agent costs no round trip for it)."""
+        if not self._over and not self._needs_action(name) and name in self._observed:
+            return self._observed[name]
         battle = self.battle(name)
         assert battle is not None
         agent = self.agent_objects[name]
@@ -444,7 +453,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         expect_step = getattr(agent, "expect_step", None)
         if expect_step is not None and self._needs_action(name):
             expect_step(float(np.float32(reward)), self._info(name, {name: invalid}, mask=False))
-        return agent.makeObs(battle)
+        observation = self._observed[name] = agent.makeObs(battle)
+        return observation
 
     def _needs_action(self, name: str) -> bool:
         return not self._over and self.session.seats[name].state is SeatState.NEEDS_ACTION

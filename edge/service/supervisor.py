@@ -89,7 +89,9 @@ from edge.wire.messages import (
     OpenSessionRequest,
     Reply,
     RequestType,
+    error_code_spec,
     reply_type_for,
+    spec_for,
     truncate_text,
 )
 
@@ -134,31 +136,6 @@ CPU_RETRY: Final = 0.005
 _USAGE_ROOM: Final = 64
 """Bytes the supervisor's ``usage`` adds to a reply at most."""
 
-#: Error codes only the supervisor gives; a worker's reply claiming one is refused.
-_SUPERVISOR_CODES: Final = frozenset(
-    {
-        ErrorCode.BUSY,
-        ErrorCode.UNKNOWN_SESSION,
-        ErrorCode.UNKNOWN_MODEL,
-        ErrorCode.VERSION,
-        ErrorCode.TIMEOUT,
-    }
-)
-#: Error codes after which a worker is not reused (user code failed in it).
-_TAINTING_CODES: Final = frozenset(
-    {ErrorCode.USER_ERROR, ErrorCode.INTERNAL, ErrorCode.WORKER_DIED, ErrorCode.PROTOCOL, ""}
-)
-#: Requests replayed to restore a session on a fresh worker.
-_HISTORY_TYPES: Final = frozenset(
-    {
-        RequestType.OPEN_SESSION,
-        RequestType.RESET,
-        RequestType.MAKE_OBS,
-        RequestType.DECIDE,
-        RequestType.DEPLOY,
-        RequestType.EPISODE_END,
-    }
-)
 _CLK_TCK: Final = os.sysconf("SC_CLK_TCK")
 
 
@@ -466,7 +443,7 @@ class SandboxServer(EdgeServer):
                 job.routing_id or b"", job.header.id, job.header.session, job.header.type
             )
             return
-        if job.header.type in _HISTORY_TYPES:
+        if spec_for(job.header.type).replayed_on_restore:
             worker.history_bytes += len(job.raw)
             if worker.history_bytes <= MAX_HISTORY_BYTES:
                 worker.history.append(job.raw)
@@ -862,7 +839,7 @@ class SandboxServer(EdgeServer):
         if header.parent != job.header.id or header.session != job.header.session:
             self._violation(worker, "answered a request it was not given")
             return
-        if header.status == "error" and header.code in _SUPERVISOR_CODES:
+        if header.status == "error" and error_code_spec(header.code).supervisor_only:
             self._violation(worker, f"claimed the error code {header.code!r}")
             return
         if header.has_usage:
@@ -874,7 +851,7 @@ class SandboxServer(EdgeServer):
         if len(raw) + _USAGE_ROOM <= self._max_size:
             raw = with_usage(raw, usage)
         worker.job = None
-        if header.status == "error" and header.code in _TAINTING_CODES:
+        if header.status == "error" and error_code_spec(header.code).ends_worker:
             worker.tainted = True
         if job.routing_id is not None:
             self._send(job.routing_id, raw)

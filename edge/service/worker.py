@@ -63,20 +63,13 @@ from edge.wire.messages import (
     ErrorCode,
     RequestType,
     error_body,
+    spec_for,
     truncate_text,
 )
 
 __all__ = ["WorkerSpec", "run_worker"]
 
 logger = logging.getLogger(__name__)
-
-#: Requests whose frames a restored session replays (without calling user code).
-_FRAME_REQUESTS = (
-    RequestType.MAKE_OBS,
-    RequestType.DECIDE,
-    RequestType.DEPLOY,
-    RequestType.EPISODE_END,
-)
 
 
 class WorkerSpec:
@@ -382,7 +375,7 @@ class _Worker:
                     self.service.open_session(context, request.body)
                 elif request.type == RequestType.RESET:
                     self.service.reset(context, request.body)
-                elif request.type in _FRAME_REQUESTS:
+                elif spec_for(request.type).carries_frames:
                     self.service.feed(request.session, request.body.frames)
         except BaseException as exc:
             return f"{where} on a new worker failed: {type(exc).__name__}: {exc}"[:2000]

@@ -23,6 +23,7 @@ import numpy as np
 from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaError
 
 __all__ = [
+    "ERROR_CODES",
     "EVALUE_LIMIT",
     "MESSAGES",
     "PROTOCOL_VERSION",
@@ -38,6 +39,7 @@ __all__ = [
     "EpisodeEndRequest",
     "ErrorBody",
     "ErrorCode",
+    "ErrorCodeSpec",
     "HelloReply",
     "HelloRequest",
     "InstanceConfig",
@@ -56,6 +58,7 @@ __all__ = [
     "ResetRequest",
     "error_body",
     "error_code_for",
+    "error_code_spec",
     "policy_mask",
     "reply_spec_for",
     "reply_type_for",
@@ -300,6 +303,41 @@ class ErrorCode(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorCodeSpec:
+    """What an error code means to an edge's supervisor (a row of :data:`ERROR_CODES`)."""
+
+    supervisor_only: bool
+    """Only the supervisor gives it: a worker's reply that claims it is refused (the worker is
+    killed), so that user code cannot pass its own failure off as the edge's."""
+    ends_worker: bool
+    """User code failed in the worker that answered it: the worker serves no other battle."""
+
+
+ERROR_CODES: Final[Mapping[str, ErrorCodeSpec]] = {
+    ErrorCode.PROTOCOL: ErrorCodeSpec(supervisor_only=False, ends_worker=True),
+    ErrorCode.VERSION: ErrorCodeSpec(supervisor_only=True, ends_worker=False),
+    ErrorCode.UNSUPPORTED: ErrorCodeSpec(supervisor_only=False, ends_worker=False),
+    ErrorCode.BUSY: ErrorCodeSpec(supervisor_only=True, ends_worker=False),
+    ErrorCode.UNKNOWN_SESSION: ErrorCodeSpec(supervisor_only=True, ends_worker=False),
+    ErrorCode.UNKNOWN_MODEL: ErrorCodeSpec(supervisor_only=True, ends_worker=False),
+    ErrorCode.INVALID_ACTION: ErrorCodeSpec(supervisor_only=False, ends_worker=False),
+    ErrorCode.USER_ERROR: ErrorCodeSpec(supervisor_only=False, ends_worker=True),
+    ErrorCode.INTERNAL: ErrorCodeSpec(supervisor_only=False, ends_worker=True),
+    ErrorCode.TIMEOUT: ErrorCodeSpec(supervisor_only=True, ends_worker=False),
+    ErrorCode.WORKER_DIED: ErrorCodeSpec(supervisor_only=False, ends_worker=True),
+}
+"""The error-code table: every :class:`ErrorCode` and what it means to a supervisor."""
+
+_UNKNOWN_CODE: Final = ErrorCodeSpec(supervisor_only=False, ends_worker=True)
+
+
+def error_code_spec(code: str) -> ErrorCodeSpec:
+    """The row of ``code``; a code this side does not know, or none (a 1.1 peer), is taken as a
+    failure of user code, as ``user_error`` is."""
+    return ERROR_CODES.get(code, _UNKNOWN_CODE)
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorBody:
     """Body of every reply with status ``error``: the exception's type name, message, traceback
     (for humans) and the :class:`ErrorCode` (for programs; ``""`` from a 1.1 peer)."""
@@ -331,12 +369,17 @@ class RequestType(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class MessageSpec:
-    """One row of the message table: a request type, its bodies, whether it needs a session."""
+    """One row of the message table: a request type, its bodies, whether it needs a session,
+    whether its body carries battle frames (``frames``), and whether an edge replays it to
+    restore a session on a fresh worker after a timeout (its frames only, no user call but the
+    Agent's and Policy's construction and reset)."""
 
     request_type: RequestType
     request_body: type
     reply_body: type
     needs_session: bool
+    carries_frames: bool = False
+    replayed_on_restore: bool = False
 
     @property
     def reply_type(self) -> str:
@@ -349,17 +392,53 @@ MESSAGES: Final[Mapping[str, MessageSpec]] = {
     for spec in (
         MessageSpec(RequestType.HELLO, HelloRequest, HelloReply, needs_session=False),
         MessageSpec(
-            RequestType.OPEN_SESSION, OpenSessionRequest, OpenSessionReply, needs_session=True
+            RequestType.OPEN_SESSION,
+            OpenSessionRequest,
+            OpenSessionReply,
+            needs_session=True,
+            replayed_on_restore=True,
         ),
-        MessageSpec(RequestType.MAKE_OBS, MakeObsRequest, MakeObsReply, needs_session=True),
+        MessageSpec(
+            RequestType.MAKE_OBS,
+            MakeObsRequest,
+            MakeObsReply,
+            needs_session=True,
+            carries_frames=True,
+            replayed_on_restore=True,
+        ),
         MessageSpec(
             RequestType.POLICY_STEP, PolicyStepRequest, PolicyStepReply, needs_session=True
         ),
-        MessageSpec(RequestType.DEPLOY, DeployRequest, DeployReply, needs_session=True),
-        MessageSpec(RequestType.DECIDE, DecideRequest, DecideReply, needs_session=True),
-        MessageSpec(RequestType.RESET, ResetRequest, ResetReply, needs_session=True),
         MessageSpec(
-            RequestType.EPISODE_END, EpisodeEndRequest, EpisodeEndReply, needs_session=True
+            RequestType.DEPLOY,
+            DeployRequest,
+            DeployReply,
+            needs_session=True,
+            carries_frames=True,
+            replayed_on_restore=True,
+        ),
+        MessageSpec(
+            RequestType.DECIDE,
+            DecideRequest,
+            DecideReply,
+            needs_session=True,
+            carries_frames=True,
+            replayed_on_restore=True,
+        ),
+        MessageSpec(
+            RequestType.RESET,
+            ResetRequest,
+            ResetReply,
+            needs_session=True,
+            replayed_on_restore=True,
+        ),
+        MessageSpec(
+            RequestType.EPISODE_END,
+            EpisodeEndRequest,
+            EpisodeEndReply,
+            needs_session=True,
+            carries_frames=True,
+            replayed_on_restore=True,
         ),
         MessageSpec(
             RequestType.CLOSE_SESSION, CloseSessionRequest, CloseSessionReply, needs_session=True

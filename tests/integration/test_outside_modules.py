@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.edges import AGENTS, free_port
+from tests.integration.edges import AGENTS, EdgeProcess, free_port, write_config
 
 pytestmark = pytest.mark.showdown
 
@@ -264,3 +264,55 @@ def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(start
         assert (row["blue_status"], row["red_status"], row["winner"]) == ("ERROR", "OK", "red")
         assert row["blue_error"].startswith("ContractError: "), row
         assert "getUserPolicy" in row["blue_error"]
+
+
+@pytest.mark.parametrize("command", ["sep_eval", "sep_main"])
+def test_make_obs_runs_once_per_decision_and_only_when_the_side_must_act(command, tmp_path):
+    """A module that counts its calls: makeObs once per decision (each ends in a deploy) and once
+    when the battle ends; never while the opponent makes a forced switch alone."""
+    log_dir = tmp_path / "counts"
+    args = ["plain_counts_calls", "plain_no_hooks", "-n", "3", "--seed", "2", "-l", str(log_dir)]
+    if command == "sep_eval":
+        run = subprocess.run(
+            [*SEP_EVAL, *args, "--candidates", str(AGENTS / "candidates.json"), "-q"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+    else:
+        config = write_config(tmp_path / "sep_config.json")
+        edges = [
+            EdgeProcess(side, config, AGENTS / "candidates.json", tmp_path / f"{side}.log")
+            for side in ("blue", "red")
+        ]
+        try:
+            for edge in edges:
+                edge.start()
+            run = subprocess.run(
+                [
+                    *SEP_MAIN,
+                    *args,
+                    "--config",
+                    str(config),
+                    "--candidates",
+                    str(AGENTS / "candidates.json"),
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+        finally:
+            for edge in edges:
+                edge.stop()
+    counted = 0
+    for row in _rows(log_dir):
+        assert row["blue_status"] == "OK", row
+        out = (log_dir / "logs" / f"{row['battle_id']}.blue.out").read_text()
+        (line,) = [ln for ln in out.splitlines() if ln.startswith("CALLS")]
+        make_obs, deploy = (int(part.split("=")[1]) for part in line.split()[1:])
+        assert make_obs == deploy + 1, line
+        counted += 1
+    assert counted == 3

@@ -104,6 +104,7 @@ VERDICTS: dict[str, tuple[set[str], set[str]]] = {
     "slow_first": (set(), set()),
     "contract_example": (set(), set()),
     "plain_no_hooks": (set(), set()),
+    "plain_counts_calls": (set(), set()),
     "plain_seed_attribute": (set(), set()),
     "plain_seed_hook": (set(), set()),
     "prints_megabytes": (set(), {"output"}),

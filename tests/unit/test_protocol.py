@@ -41,6 +41,7 @@ from edge.wire.codec import (
     peek_header,
 )
 from edge.wire.messages import (
+    ERROR_CODES,
     EVALUE_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
@@ -71,6 +72,7 @@ from edge.wire.messages import (
     ResetRequest,
     error_body,
     error_code_for,
+    error_code_spec,
     spec_for_body,
 )
 from edge.wire.spaces import space_from_wire, space_to_wire
@@ -236,6 +238,29 @@ def test_document_error_body_fields_match_the_code():
     assert match is not None, "docs/protocol.md must spell the error body as `{field: type, ...}`"
     documented = [part.split(":")[0].strip() for part in match.group(1).split(",")]
     assert documented == [f.name for f in dataclasses.fields(ErrorBody)]
+
+
+def test_every_error_code_has_one_row_in_the_error_code_table():
+    assert set(ERROR_CODES) == set(ErrorCode)
+    # What a worker may never claim: the codes the center reads as the edge's own doing.
+    assert {c for c, spec in ERROR_CODES.items() if spec.supervisor_only} == {
+        "busy",
+        "unknown_session",
+        "unknown_model",
+        "version",
+        "timeout",
+    }
+    assert error_code_spec("").ends_worker and error_code_spec("no-such-code").ends_worker
+
+
+def test_the_message_table_says_which_requests_carry_frames_and_which_are_replayed():
+    for spec in MESSAGES.values():
+        fields = {f.name for f in dataclasses.fields(spec.request_body)}
+        assert spec.carries_frames == ("frames" in fields), spec.request_type
+        if spec.carries_frames:  # the replica must see every frame again on a fresh worker
+            assert spec.replayed_on_restore, spec.request_type
+    assert MESSAGES[RequestType.OPEN_SESSION].replayed_on_restore
+    assert not MESSAGES[RequestType.CLOSE_SESSION].replayed_on_restore
 
 
 def test_every_message_type_has_a_sample():
