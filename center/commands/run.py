@@ -38,6 +38,7 @@ from center.evaluation.match import (
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
 from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
 from edge.errors import EdgeError
@@ -198,6 +199,7 @@ def run_command(
                 backend=resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir)),
             ),
         )
+        run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend
         todo = pending(schedule, log_dir)
@@ -221,6 +223,7 @@ def run_command(
                     edge_loss=edge_loss,
                     backend=backend,
                     brought_teams=showdown_format.teams_brought,
+                    run_secret=run_secret,
                 )
                 summary = run_battles(
                     todo,
@@ -289,7 +292,10 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--seed",
             type=int,
             default=None,
-            help="Base seed of the schedule (default: random, kept in run.json).",
+            help="Base seed of the schedule (default: random, kept in run.json). The "
+            "simulator's secret seeds derive from it too, so the same command on a fresh LOG_DIR "
+            "plays the same battles; a competition gives none (a random secret) or an unguessable "
+            "one, since the command line is visible on its host.",
         ),
         click.option(
             "--paired",

@@ -82,9 +82,10 @@ class EdgeSource:
         battle_format: str,
         budget: Budget,
         username: str,
+        agent_seed: int | None = None,
     ) -> SideGuard:
         player = "player_0" if side == "blue" else "player_1"
-        config = InstanceConfig(side, player, battle_format, battle.seed)
+        config = InstanceConfig(side, player, battle_format, agent_seed)
         client = self.clients[side]
         try:
             try:

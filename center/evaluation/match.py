@@ -17,6 +17,7 @@ seed fixes everything but the agents' choices and each battle's simulator input 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -37,8 +38,11 @@ from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureErro
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
+from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
+from center.showdown.sim_seeds import RunSecret
+from edge.contract.agent import SEED_BOUND
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +68,13 @@ class SideSource(Protocol):
         battle_format: str,
         budget: Budget,
         username: str,
+        agent_seed: int | None = None,
     ) -> SideGuard:
         """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard).
 
         ``username`` is the Showdown name of the center's player for that side (an edge's replica
-        battle needs it to tell its own side from the opponent's).
+        battle needs it to tell its own side from the opponent's). ``agent_seed`` is the Agent's
+        ``instanceConfig["seed"]``: derived from the run secret, never the battle's public seed.
         """
         ...
 
@@ -98,6 +104,9 @@ class MatchSettings:
     #: whether the format's players bring teams; in a format that deals them (random formats),
     #: a team in candidates.json is never sent to Showdown
     brought_teams: bool = True
+    #: the key of the simulator's seeds, battle tags and Agent seeds (None: :func:`run_battles`
+    #: takes LOG_DIR's, see ``center.evaluation.run_secret``)
+    run_secret: RunSecret | None = None
 
 
 def play_battle(
@@ -349,6 +358,8 @@ def run_battles(
     ``server`` is what the battles run on: what :func:`start_backend` started for
     ``settings.backend`` (a ShowdownServer, or a SimHost shared by every worker).
     """
+    if settings.run_secret is None:
+        settings = dataclasses.replace(settings, run_secret=secure_log_dir(settings.log_dir, None))
     jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
     for scheduled in schedule:
         jobs.put((scheduled, 0))
@@ -366,6 +377,7 @@ def run_battles(
             max_turns=settings.max_turns,
             # On the simulator the names are part of the reproducible battle: the same everywhere.
             username_prefix="sep" if settings.backend == "sim" else f"sep{index}",
+            run_secret=settings.run_secret,
         )
         try:
             while not stop.is_set():
@@ -431,6 +443,7 @@ def _play_one(
                 settings.battle_format,
                 settings.budget,
                 usernames[p],
+                agent_seed=env.run_secret.agent_seed(scheduled.seed, p, SEED_BOUND),
             )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},

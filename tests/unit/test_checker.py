@@ -132,6 +132,7 @@ HOSTILE = {
     "hostile_hang_c",
     "hostile_hang_python",
     "hostile_stdout",
+    "hostile_seed_oracle",
 }
 
 

@@ -1,0 +1,142 @@
+"""Fair play on the center's side, against hostile modules played through real ``sep_edge``
+processes on the seeded simulator: no seed of the simulator reaches a module, and an interrupted
+``sep_main`` leaves no session running on its edges.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.edges import AGENTS, EdgeProcess, write_config
+
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+ORACLE = "hostile_seed_oracle"
+MARK = "seed-oracle: "
+
+
+@pytest.fixture
+def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
+    """Real blue and red edges serving tests/agents (memory limit raised: the oracle runs node)."""
+    config = write_config(tmp_path / "sep_config.json")
+    processes = {
+        side: EdgeProcess(
+            side,
+            config,
+            AGENTS / "candidates.json",
+            tmp_path / f"{side}.log",
+            extra=["--memory-limit", "16GiB"],
+        )
+        for side in ("blue", "red")
+    }
+    try:
+        for process in processes.values():
+            process.start()
+        yield processes
+    finally:
+        for process in processes.values():
+            process.stop()
+
+
+@pytest.fixture
+def open_log_dir() -> Iterator[Path]:
+    """A LOG_DIR in a folder every user may enter, as an organizer's might be: what the center
+    leaves readable there, the edges' workers (other users) can read."""
+    parent = Path(tempfile.mkdtemp(prefix="sep-fair-play-"))
+    parent.chmod(0o755)
+    try:
+        yield parent / "run"
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _sep_main(edges: dict[str, EdgeProcess], log_dir: Path, *args: str) -> list[str]:
+    return [
+        *SEP_MAIN,
+        *args,
+        "-l",
+        str(log_dir),
+        "--config",
+        str(edges["blue"].config),
+        "--candidates",
+        str(AGENTS / "candidates.json"),
+        "-q",
+    ]
+
+
+def _set(species: str, item: str, moves: list[str]) -> tuple[str, str, tuple[str, ...]]:
+    def ident(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    return ident(species), ident(item), tuple(sorted(ident(m) for m in moves))
+
+
+def _real_team(log: Path, side: str) -> set[tuple[str, str, tuple[str, ...]]]:
+    """The team ``side`` really had: its first request in the battle's protocol log."""
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["side"] != side or "|request|" not in entry["frame"]:
+            continue
+        request = json.loads(entry["frame"].split("|request|", 1)[1].split("\n", 1)[0])
+        return {
+            _set(p["details"].split(",")[0], p.get("item", ""), p["moves"])
+            for p in request["side"]["pokemon"]
+        }
+    raise AssertionError(f"no request of {side} in {log}")
+
+
+def _oracle_reports(out: Path) -> list[dict[str, Any]]:
+    lines = out.read_text().splitlines() if out.exists() else []
+    return [json.loads(line[len(MARK) :]) for line in lines if line.startswith(MARK)]
+
+
+def test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given(
+    edges: dict[str, EdgeProcess], open_log_dir: Path
+):
+    # A pair, one battle after the other: in the second, the first one's files exist (its input
+    # log holds the very team seeds of the second, which plays the same draw with sides swapped).
+    run = subprocess.run(
+        _sep_main(
+            edges,
+            open_log_dir,
+            ORACLE,
+            "good_random",
+            "-n",
+            "2",
+            "--paired",
+            "--concurrency",
+            "1",
+            "--decision-time",
+            "20",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (open_log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for row in rows:
+        side = "blue" if row["blue"] == ORACLE else "red"
+        opponent = "red" if side == "blue" else "blue"
+        assert row[f"{side}_status"] == "OK", row
+        log = open_log_dir / row["log"]
+        (report,) = _oracle_reports(log.with_suffix(f".{side}.out"))
+        assert report["showdown"] and report["tried"] >= 2, report  # it did try
+        truth = _real_team(log, opponent)
+        guesses = [{_set(*s) for s in sets} for sets in report["predictions"]]
+        assert len(guesses) == report["tried"] and all(len(g) == 6 for g in guesses), report
+        assert truth not in guesses, f"{row['battle_id']}: the opponent's team was predicted"
+        assert not report["match"], report
+        assert str(row["seed"]) not in report["tag"], report  # the tag carries no seed
