@@ -367,6 +367,9 @@ def run_battles(
     failed: list[tuple[ScheduledBattle, str]] = []
     lock = threading.Lock()
     stop = threading.Event()
+    # Set (under ``lock``) by an interrupt: a battle that ends after it, its sessions closed under
+    # it, is not booked (a rerun plays it).
+    interrupted = threading.Event()
     stopped: list[str] = []
 
     def worker(index: int) -> None:
@@ -388,8 +391,10 @@ def run_battles(
                 record = None
                 try:
                     record = _play_one(env, scheduled, source, settings)
-                    writer.write(record)
                     with lock:
+                        if interrupted.is_set():
+                            return
+                        writer.write(record)
                         played.append(record)
                 except EdgeDown as exc:  # nothing more can be played: stop, book nothing
                     logger.warning("%s", exc)
@@ -423,6 +428,8 @@ def run_battles(
             while thread.is_alive():
                 thread.join(timeout=0.5)
     except KeyboardInterrupt:
+        with lock:
+            interrupted.set()
         stop.set()
         raise
     return RunSummary(played, failed, stopped[0] if stopped else "")

@@ -168,10 +168,10 @@ class EdgeSession:
         self._sent = {id(battle): len(frames)}
         return list(frames[start:])
 
-    def close(self) -> None:
+    def close(self, timeout: float = 2.0) -> None:
         """Forget the session on the edge (best effort, short deadline)."""
         try:
-            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=2.0)
+            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=timeout)
         except EdgeCallError as exc:
             logger.debug("closing session %s: %r", self.session_id, exc)
 

@@ -9,15 +9,24 @@ import csv
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from center.errors import EdgeRemoteError
+from edge.wire.messages import (
+    CloseSessionRequest,
+    ErrorCode,
+    InstanceConfig,
+    OpenSessionRequest,
+)
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
@@ -140,3 +149,115 @@ def test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given(
         assert truth not in guesses, f"{row['battle_id']}: the opponent's team was predicted"
         assert not report["match"], report
         assert str(row["seed"]) not in report["tag"], report  # the tag carries no seed
+
+
+def _workers(edge: EdgeProcess) -> set[int]:
+    """The pids of the edge's workers: the children of its template (the edge's child)."""
+    assert edge.proc is not None
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split() if text else []
+        if fields and fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
+    return {pid for pid, parent in parents.items() if parent in templates}
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def _open_sessions(edge: EdgeProcess, count: int) -> list[str]:
+    """Open ``count`` sessions of good_random on ``edge`` (EdgeRemoteError when it is full)."""
+    client = edge.client()
+    opened: list[str] = []
+    try:
+        for index in range(count):
+            config = InstanceConfig(edge.side, "player_0", "gen9bssfactory", index)
+            name = f"after-{edge.side}-{index}"
+            client.request(OpenSessionRequest("good_random", config, "sep p1"), name, 60.0)
+            opened.append(name)
+        return opened
+    finally:
+        for name in opened:
+            client.request(CloseSessionRequest(), session=name, timeout=10.0)
+        client.close()
+
+
+def _free(edge: EdgeProcess, places: int) -> bool:
+    try:
+        return len(_open_sessions(edge, places)) == places
+    except EdgeRemoteError as exc:
+        assert exc.code == ErrorCode.BUSY, exc
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_sep_main_closes_its_sessions_on_the_edges(tmp_path: Path, signum: int):
+    # Each edge has room for two workers: the two sessions of the interrupted run, if they were
+    # left open, would keep it full (an edge reaps an idle session after 10 minutes).
+    config = write_config(tmp_path / "sep_config.json")
+    edges = {
+        side: EdgeProcess(
+            side,
+            config,
+            AGENTS / "candidates.json",
+            tmp_path / f"{side}.log",
+            extra=["--max-workers", "2"],
+        )
+        for side in ("blue", "red")
+    }
+    try:
+        for process in edges.values():
+            process.start()
+        run = subprocess.Popen(
+            _sep_main(
+                edges,
+                tmp_path / "run",
+                "sleeps_in_step",  # 30 s in every step: both battles are mid-decision
+                "good_random",
+                "-n",
+                "2",
+                "--concurrency",
+                "2",
+                "--decision-time",
+                "3",
+                "--call-cap",
+                "3",
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert _wait_until(lambda: all(len(_workers(e)) == 2 for e in edges.values()), 60)
+            time.sleep(1.0)  # the first decisions are under way
+            assert run.poll() is None
+            run.send_signal(signum)
+            _, stderr = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait(timeout=10)
+        assert run.returncode == 130, stderr[-3000:]
+        assert stderr.strip().splitlines()[-1] == "interrupted; rerun the same command to resume"
+        assert (
+            not (tmp_path / "run" / "battles.csv").exists()
+            or len((tmp_path / "run" / "battles.csv").read_text().splitlines()) <= 1
+        ), "an interrupted battle was booked"
+        # Both places free again: nothing serves the old run. An edge answers a session's close
+        # once the call it runs returns or passes its deadline (here 6 s), not sooner.
+        for process in edges.values():
+            assert _wait_until(lambda p=process: _free(p, 2), 60), f"{process.side} edge is full"
+    finally:
+        for process in edges.values():
+            process.stop()
