@@ -389,9 +389,13 @@ def setup_logging(verbose: int) -> None:
 
 def _sigterm_as_interrupt() -> None:
     def handler(signum: int, frame: Any) -> None:
+        # The battles in progress are abandoned (their sessions closed, nothing booked): what
+        # their threads warn of while they wind down would only bury the interrupt's one line.
+        logging.disable(logging.WARNING)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 def guarded(run: Callable[[], None]) -> None:
