@@ -234,6 +234,10 @@ def _record(
         finished_at=utc_now(),
         log=log,
         **versions,
+        blue_cpu_ms_mean=_measured_mean(stats["blue"].decision_cpu_ms),
+        blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
+        red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
+        red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
     )
 
 
@@ -254,6 +258,11 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
 
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else 0.0
+
+
+def _measured_mean(values: list[float]) -> float | None:
+    """The mean of what was measured; None (an empty column) when nothing was."""
+    return float(np.mean(values)) if values else None
 
 
 #: Beside a replay ``replays/ID.html``: who played each side (``replays/ID.players.json``).

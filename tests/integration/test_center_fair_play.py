@@ -261,3 +261,24 @@ def test_an_interrupted_sep_main_closes_its_sessions_on_the_edges(tmp_path: Path
     finally:
         for process in edges.values():
             process.stop()
+
+
+def test_battles_csv_records_each_sides_cpu_time_per_decision_from_its_edge(
+    edges: dict[str, EdgeProcess], tmp_path: Path
+):
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        _sep_main(edges, log_dir, "good_random", "contract_example", "-n", "1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["blue_status"] == row["red_status"] == "OK", row
+    if row["blue_cpu_ms_mean"] == row["red_cpu_ms_mean"] == "":
+        pytest.skip("no edge reply carried usage (an edge whose supervisor predates protocol 1.4)")
+    for side in ("blue", "red"):
+        mean, peak = float(row[f"{side}_cpu_ms_mean"]), float(row[f"{side}_cpu_ms_max"])
+        assert 0.0 < mean <= peak, row
