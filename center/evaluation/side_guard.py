@@ -10,8 +10,9 @@ runs under a budget in the manner of Kaggle environments and Lux AI:
   charged to the bank. A bank that runs dry forfeits the battle (status TIMEOUT).
 - on an edge, a call may first wait for a free CPU (``sep_edge --cpus``): the guard credits that
   wait (the reply's ``usage.queued``, protocol 1.4) and waits that much longer, but never more
-  than ``decision_time`` per call nor more than ``bank`` over a battle (:meth:`SideGuard._credit`),
-  so that an edge cannot buy its side time by claiming it waited.
+  than ``decision_time`` per call nor more than ``bank`` over a battle (see
+  :mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time by claiming
+  it waited.
 
 Each decision's CPU time is recorded too: on an edge, the ``usage.cpu`` of its calls (every process
 of the worker); in-process, the CPU time of the thread that runs the side's code (``thread_time``:
@@ -47,6 +48,7 @@ from poke_env.player import BattleOrder
 
 from center.env import frames as frame_registry
 from center.errors import CallTimeout, SideDisconnected
+from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SideStatus
 from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
@@ -196,16 +198,12 @@ class SideGuard:
         free = max(self.budget.decision_time - self._used, 0.0)
         return free + max(min(self.bank, self.budget.call_cap), 0.0)
 
-    def _credit(self) -> float:
-        """Seconds the next call may wait for a free CPU on its edge, uncharged: at most the free
-        time of a decision per call, and what is left of ``bank`` seconds of such credit over
-        the battle."""
-        return max(min(self.budget.decision_time, self.budget.bank - self.stats.queued_s), 0.0)
-
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
         timeout = self._deadline()
-        credit = self._credit() if self._deadline_targets else 0.0
+        credit = 0.0
+        if self._deadline_targets:  # only an edge queues calls
+            credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
         thread_cpu: list[float] = []
         start = time.perf_counter()
         try:
@@ -235,25 +233,14 @@ class SideGuard:
             raise CallTimeout(f"{what}: {exc}") from exc
         finally:
             elapsed = time.perf_counter() - start
-            usage = next((t.last_usage for t in self._deadline_targets if t.last_usage), None)
-            self._used += elapsed - self._credited(elapsed, timeout, credit, usage)
+            reports = (t.last_usage for t in self._deadline_targets if t.last_usage is not None)
+            usage = next(reports, None)
+            credited = credited_wait(elapsed, timeout, credit, usage)
+            self.stats.queued_s += credited
+            self._used += elapsed - credited
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
-
-    def _credited(
-        self, elapsed: float, timeout: float, credit: float, usage: CallUsage | None
-    ) -> float:
-        """The seconds of a call's ``elapsed`` not charged to the side: the wait for a CPU the
-        edge reports (``usage.queued``), bounded by the ``credit`` the call was given and by the
-        wait itself; without a report (a call that timed out), what the wait ran past the call's
-        own ``timeout``, bounded by the credit: the side's code ran at most that long."""
-        if credit <= 0.0:
-            return 0.0
-        waited = usage.queued if usage is not None else elapsed - timeout
-        credited = max(min(waited, credit, elapsed), 0.0)
-        self.stats.queued_s += credited
-        return credited
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""
