@@ -37,6 +37,8 @@ Exception tree::
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CenterError(Exception):
     """Root of every exception raised by the ``center`` package."""
@@ -115,11 +117,19 @@ class EdgeRemoteError(EdgeCallError):
     ``code`` says what kind of error it is (an ``edge.wire.messages.ErrorCode`` value, ``""`` from
     an edge older than protocol 1.2): programs match on it. ``ename``, ``evalue`` and
     ``traceback`` (truncated) describe the remote exception for humans; ``output`` is what user
-    code printed during the call (truncated), possibly empty.
+    code printed during the call (truncated), possibly empty; ``usage`` is what the call cost on
+    the edge (protocol 1.4, an ``edge.wire.messages.CallUsage``) when the edge's supervisor says.
     """
 
     def __init__(
-        self, ename: str, evalue: str, traceback: str = "", output: str = "", *, code: str = ""
+        self,
+        ename: str,
+        evalue: str,
+        traceback: str = "",
+        output: str = "",
+        *,
+        code: str = "",
+        usage: Any = None,
     ) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
         self.ename = ename
@@ -127,6 +137,7 @@ class EdgeRemoteError(EdgeCallError):
         self.traceback = traceback
         self.output = output
         self.code = code
+        self.usage = usage
 
 
 class EdgeProtocolError(EdgeCallError):

@@ -6,6 +6,10 @@ no agents and no edges, must give every frame each player was sent (apart from t
 timestamps), the same number of turns and the same winner as battles.csv and the protocol log say.
 Exit 0 when it does, 1 with the first difference when it does not (a tampered input log is one),
 2 when the battle cannot be replayed at all (not in LOG_DIR, played on the server backend).
+
+The input log's seeds must also be those the battle's public ``seed`` stands for under the run's
+secret (``LOG_DIR/run.secret``), or, for a battle of a run older than run secrets, under the
+public scheme of that time: a battle played with other seeds than its own is a difference.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from center.evaluation.battles_csv import load_records
 from center.evaluation.match import input_log_relpath
 from center.evaluation.records import BattleRecord, Winner, log_relpath
 from center.evaluation.run_info import read_run_config
+from center.evaluation.run_secret import SECRET_FILE, read_run_secret
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
+from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
 
 __all__ = ["ReplayReport", "replay_battle", "sep_replay"]
 
@@ -41,6 +47,9 @@ class ReplayReport:
     turns: int = 0
     winner: str = ""
     frames: int = 0
+    #: how the input log's seeds derive from the battle's seed: "run secret" or "public (a run
+    #: older than run secrets)"; empty when they are not the battle's
+    seeds: str = ""
 
     @property
     def same(self) -> bool:
@@ -124,6 +133,30 @@ def compare(
     return differences
 
 
+def seeds_of(log: InputLog) -> SimSeeds:
+    """The seeds an input log starts its battle with (a player's is empty when it brought a team)."""
+    return log.start.seed, log.start.players["p1"].seed or "", log.start.players["p2"].seed or ""
+
+
+def check_seeds(log: InputLog, seed: int, secret: RunSecret | None) -> tuple[str, str]:
+    """(how the log's seeds derive from ``seed``, "") or ("", the difference when they do not)."""
+    played = seeds_of(log)
+
+    def matches(expected: SimSeeds) -> bool:
+        return all(got in ("", want) for got, want in zip(played, expected, strict=True)) and bool(
+            played[0]
+        )
+
+    if secret is not None and matches(secret.sim_seeds(seed)):
+        return "run secret", ""
+    if matches(public_seeds(seed)):
+        return "public (a run older than run secrets)", ""
+    against = (
+        f"under the run secret ({SECRET_FILE})" if secret else f"(no {SECRET_FILE} in LOG_DIR)"
+    )
+    return "", f"the input log's seeds are not those of seed {seed} {against}"
+
+
 def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) -> ReplayReport:
     """Re-simulate ``battle_id`` of ``log_dir`` (on ``host``, or a host started for the call).
 
@@ -154,6 +187,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         log = parse_input_log(input_lines, tag)
     except ValueError as exc:
         return ReplayReport(battle_id, [f"{input_path.name}: {exc}"])
+    seeds, seed_difference = check_seeds(log, record.seed, read_run_secret(log_dir))
     owned = host is None
     host = host or SimHost().start()
     try:
@@ -161,12 +195,14 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
     finally:
         if owned:
             host.stop()
+    differences = compare(record, log, recorded, result)
     return ReplayReport(
         battle_id,
-        compare(record, log, recorded, result),
+        differences + ([seed_difference] if seed_difference else []),
         turns=max(_turns(result.frames["p1"]), _turns(result.frames["p2"])),
         winner=result.winner,
         frames=sum(len(f) for f in result.frames.values()),
+        seeds=seeds,
     )
 
 
@@ -190,7 +226,7 @@ def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
     if report.same:
         click.echo(
             f"same: {battle_id} ends as recorded ({report.turns} turns, winner "
-            f"{report.winner or 'none (tie)'}, {report.frames} frames)"
+            f"{report.winner or 'none (tie)'}, {report.frames} frames; seeds: {report.seeds})"
         )
         return
     click.echo(f"different: {battle_id}: {report.differences[0]}")

@@ -48,6 +48,7 @@ from center.evaluation.run_info import (
     read_run_config,
     record_run_results,
 )
+from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.side_guard import Budget
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
@@ -251,6 +252,7 @@ def run_command(
             ),
         )
         record_run_results(log_dir, kept)
+        run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend
         todo = pending(schedule, log_dir)
@@ -282,6 +284,7 @@ def run_command(
                     edge_loss=edge_loss or "void",
                     backend=backend,
                     brought_teams=showdown_format.teams_brought,
+                    run_secret=run_secret,
                 )
                 summary = run_battles(
                     todo,
@@ -365,7 +368,10 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--seed",
             type=int,
             default=None,
-            help="Base seed of the schedule (default: random, kept in run.json).",
+            help="Base seed of the schedule (default: random, kept in run.json). The "
+            "simulator's secret seeds derive from it too, so the same command on a fresh LOG_DIR "
+            "plays the same battles; a competition gives none (a random secret) or an unguessable "
+            "one, since the command line is visible on its host.",
         ),
         click.option(
             "--paired",
@@ -494,9 +500,13 @@ def setup_logging(verbose: int) -> None:
 
 def _sigterm_as_interrupt() -> None:
     def handler(signum: int, frame: Any) -> None:
+        # The battles in progress are abandoned (their sessions closed, nothing booked): what
+        # their threads warn of while they wind down would only bury the interrupt's one line.
+        logging.disable(logging.WARNING)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 def guarded(run: Callable[[], None]) -> None:

@@ -7,7 +7,10 @@ player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.Ma
 Battles run on a backend (``center.env.backend``): ``backend="server"`` (the default, as the
 environment's specification requires) plays on the local Showdown server over WebSocket;
 ``backend="sim"`` plays in Showdown's own simulator, seeded, so that ``reset(seed)`` makes the whole
-episode reproducible for deterministic agents (teams, damage rolls and speed ties included).
+episode reproducible for deterministic agents (teams, damage rolls and speed ties included). The
+simulator's seeds derive from ``seed`` with the environment's ``run_secret`` (a fresh random one
+unless given; see ``center.showdown.sim_seeds``): pass the same secret to reproduce a battle in
+another environment. The Agents' seeds come from the same secret, never from ``seed`` itself.
 
 Episode flow: ``reset`` starts a battle and returns the first request of each player
 (the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
@@ -39,6 +42,7 @@ from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
 from center.env.battle_session import BattleSession
 from center.env.end_reason import EndReason
 from center.errors import EnvClosedError, EnvError
+from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.errors import InvalidActionError
@@ -131,6 +135,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         render_mode: str | None = None,
         username_prefix: str = "maple",
         opponent: Player | type[Player] | None = None,
+        run_secret: RunSecret | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EnvError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -146,6 +151,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             raise EnvError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         self.opponent = opponent
+        #: the key of the simulator's seeds, the battle tags and the Agents' seeds
+        self.run_secret = run_secret if run_secret is not None else RunSecret.random()
         self.possible_agents = list(PLAYERS if opponent is None else PLAYERS[:1])
         self.agents: list[str] = []
         if agents is not None:  # plain duck-typed Agents work: optional hooks resolved once
@@ -201,6 +208,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 host=host,
                 teams=self._teams,
                 username_prefix=self._username_prefix,
+                secret=self.run_secret,
             )
         else:
             config, self._owned_server = resolve_server(self._server_arg)
@@ -300,13 +308,13 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         session = self.session
         if seed is not None:
             self._np_random = np.random.default_rng(seed)
+        episode_seed = seed if seed is not None else int(self._np_random.integers(2**31))
         for agent_name in self.possible_agents:
             agent = self.agent_objects[agent_name]
-            agent.seed(int(self._np_random.integers(SEED_BOUND)))
+            # From the secret: an Agent's seed must not tell it the battle's seed.
+            agent.seed(self.run_secret.agent_seed(episode_seed, agent_name, SEED_BOUND))
             agent.reset()
-        battle_seed = None
-        if self.backend == "sim":
-            battle_seed = seed if seed is not None else int(self._np_random.integers(2**31))
+        battle_seed = episode_seed if self.backend == "sim" else None
         self.end_reason = None
         self._over = False
         self.agents = list(self.possible_agents)

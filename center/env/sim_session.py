@@ -7,8 +7,10 @@ The simulator has no timer and no ``rqid`` check: the caller's deadlines are the
 orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
 
 A battle's seed, its players' team seeds and its tag all derive from the integer given to
-:meth:`SimSession.start_battle`, and the players' names from the seats, so the same seed and the
-same choices give the same battle, frame for frame (apart from the ``|t:|`` timestamps).
+:meth:`SimSession.start_battle` under the session's :class:`~center.showdown.sim_seeds.RunSecret`
+(so that the players, who see the tag, cannot compute the seeds), and the players' names from the
+seats: the same secret, seed and choices give the same battle, frame for frame (apart from the
+``|t:|`` timestamps).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from poke_env.battle import AbstractBattle
 from center.env import frames as frame_registry
 from center.env.backend import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout, ShowdownError
-from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart, derive_seeds
+from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart
 from center.showdown.sim_host import SimHost
+from center.showdown.sim_seeds import RunSecret
 from edge.errors import ReplicaError
 from edge.maple.replica import ReplicaBattle
 
-__all__ = ["SimSeat", "SimSession", "battle_tag", "sim_username"]
+__all__ = ["SimSeat", "SimSession", "sim_username"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +66,6 @@ def _by_position(message: str, request: dict[str, Any] | None) -> str:
         if str(entry.get("ident", "")).partition(": ")[2] == name and not entry.get("active"):
             return f"{_SWITCH}{position}"
     return message
-
-
-def battle_tag(battle_format: str, seed: int) -> str:
-    """The room the players see, as the server names rooms: ``battle-FORMAT-SEED``."""
-    return f"battle-{battle_format}-{seed}"
 
 
 @dataclass
@@ -101,6 +99,7 @@ class SimSession:
         host: SimHost,
         teams: dict[str, str | None] | None = None,
         username_prefix: str = "maple",
+        secret: RunSecret | None = None,
     ) -> None:
         if len(seat_names) != 2:
             raise EnvError(
@@ -111,6 +110,8 @@ class SimSession:
         self.battle_format = battle_format
         self.host = host
         self.teams = dict(teams or {})
+        #: the key of the simulator's seeds and the tags (a fresh random one when none is given)
+        self.secret = secret if secret is not None else RunSecret.random()
         self.seats: dict[str, SimSeat] = {
             name: SimSeat(name, slot, sim_username(username_prefix, slot))
             for name, slot in zip(self.seat_names, SLOTS, strict=True)
@@ -162,7 +163,7 @@ class SimSession:
         self.abandon()
         self._release()
         self.seed = secrets.randbits(31) if seed is None else int(seed)
-        battle_seed, *team_seeds = derive_seeds(self.seed)
+        battle_seed, *team_seeds = self.secret.sim_seeds(self.seed)
         players = {}
         for seat, team_seed in zip(self.seats.values(), team_seeds, strict=True):
             team = self.teams.get(seat.name) or None
@@ -177,9 +178,8 @@ class SimSession:
                 False,
             )
         self.disconnected, self.disconnect_detail, self._start_error = False, "", ""
-        start = SimStart(
-            self.battle_format, battle_seed, players, battle_tag(self.battle_format, self.seed)
-        )
+        tag = self.secret.battle_tag(self.battle_format, self.seed)
+        start = SimStart(self.battle_format, battle_seed, players, tag)
         deadline = time.monotonic() + timeout
         try:
             self.sim = self.host.open_battle(start, timeout)

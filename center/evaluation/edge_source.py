@@ -7,6 +7,7 @@ edge that plays a side resolves the model id from its own candidates.json.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +34,9 @@ from edge.wire.messages import InstanceConfig
 
 logger = logging.getLogger(__name__)
 
+#: Seconds :meth:`EdgeSource.close` spends at most closing the sessions of an interrupted run
+CLOSE_TIMEOUT = 3.0
+
 
 class EdgeSource:
     """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient."""
@@ -49,6 +53,8 @@ class EdgeSource:
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
         self._digests: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()  # battle threads open and close sides while close() runs
+        self._closing = False
 
     def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
@@ -83,9 +89,10 @@ class EdgeSource:
         battle_format: str,
         budget: Budget,
         username: str,
+        agent_seed: int | None = None,
     ) -> SideGuard:
         player = "player_0" if side == "blue" else "player_1"
-        config = InstanceConfig(side, player, battle_format, battle.seed)
+        config = InstanceConfig(side, player, battle_format, agent_seed)
         client = self.clients[side]
         try:
             try:
@@ -115,7 +122,14 @@ class EdgeSource:
             in_process=False,
         )
         guard.output = lambda: "".join(session.output)
-        self._sessions[id(guard)] = session
+        with self._lock:
+            closing = self._closing
+            if not closing:
+                self._sessions[id(guard)] = session
+        if closing:  # the run is ending: this session must not outlive it
+            session.close()
+            guard.close()
+            return failed_side(model_id, budget, SideStatus.DISCONNECT, "the run is ending")
         if session.code_digest:
             seen = self._digests.setdefault(model_id, {})
             where = f"{side} edge"
@@ -147,13 +161,48 @@ class EdgeSource:
 
     def close_side(self, guard: SideGuard) -> None:
         guard.close()
-        session = self._sessions.pop(id(guard), None)
+        with self._lock:
+            session = self._sessions.pop(id(guard), None)
         if session is not None:
             session.close()
 
     def team(self, model_id: str) -> str | None:
         return self.candidates[model_id].team
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Close every session still open on the edges (an interrupted run's battles), then the
+        connections.
+
+        Best effort, within ``timeout`` seconds in all: the closes go out at once, each waiting
+        for its reply in a thread of its own, since an edge answers a session's close only once
+        the call it is running returns (or passes its deadline). Sides opened from now on are
+        closed at once.
+        """
+        with self._lock:
+            self._closing = True
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+        if sessions:
+            closers = [
+                threading.Thread(
+                    target=session.close,
+                    args=(timeout,),
+                    name=f"close-{session.session_id[:8]}",
+                    daemon=True,
+                )
+                for session in sessions
+            ]
+            for closer in closers:
+                closer.start()
+            deadline = time.monotonic() + timeout
+            for closer in closers:
+                closer.join(max(0.0, deadline - time.monotonic()))
+            unanswered = sum(closer.is_alive() for closer in closers)
+            logger.info(
+                "closed %d session(s) left open on the edges (%d not answered in %.0f s)",
+                len(sessions),
+                unanswered,
+                timeout,
+            )
         for client in self.clients.values():
             client.close()

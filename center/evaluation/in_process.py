@@ -58,6 +58,7 @@ class InProcessSource:
         battle_format: str,
         budget: Budget,
         username: str,
+        agent_seed: int | None = None,
     ) -> SideGuard:
         model = self.model(model_id)
         player = "player_0" if side == "blue" else "player_1"
@@ -65,7 +66,7 @@ class InProcessSource:
             "side": side,
             "player": player,
             "battle_format": battle_format,
-            "seed": battle.seed,
+            "seed": agent_seed,
         }
         try:
             agent = model.make_agent(config)

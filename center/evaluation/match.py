@@ -17,6 +17,7 @@ seed fixes everything but the agents' choices and each battle's simulator input 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -37,10 +38,13 @@ from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureErro
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
+from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 from center.evaluation.voided import note_voided
+from center.showdown.sim_seeds import RunSecret
+from edge.contract.agent import SEED_BOUND
 
 logger = logging.getLogger(__name__)
 
@@ -66,11 +70,13 @@ class SideSource(Protocol):
         battle_format: str,
         budget: Budget,
         username: str,
+        agent_seed: int | None = None,
     ) -> SideGuard:
         """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard).
 
         ``username`` is the Showdown name of the center's player for that side (an edge's replica
-        battle needs it to tell its own side from the opponent's).
+        battle needs it to tell its own side from the opponent's). ``agent_seed`` is the Agent's
+        ``instanceConfig["seed"]``: derived from the run secret, never the battle's public seed.
         """
         ...
 
@@ -100,6 +106,9 @@ class MatchSettings:
     #: whether the format's players bring teams; in a format that deals them (random formats),
     #: a team in candidates.json is never sent to Showdown
     brought_teams: bool = True
+    #: the key of the simulator's seeds, battle tags and Agent seeds (None: :func:`run_battles`
+    #: takes LOG_DIR's, see ``center.evaluation.run_secret``)
+    run_secret: RunSecret | None = None
 
 
 def play_battle(
@@ -227,6 +236,10 @@ def _record(
         finished_at=utc_now(),
         log=log,
         **versions,
+        blue_cpu_ms_mean=_measured_mean(stats["blue"].decision_cpu_ms),
+        blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
+        red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
+        red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
     )
 
 
@@ -247,6 +260,11 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
 
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else 0.0
+
+
+def _measured_mean(values: list[float]) -> float | None:
+    """The mean of what was measured; None (an empty column) when nothing was."""
+    return float(np.mean(values)) if values else None
 
 
 #: Beside a replay ``replays/ID.html``: who played each side (``replays/ID.players.json``).
@@ -359,6 +377,8 @@ def run_battles(
     A voided battle (the center's infrastructure failed) is noted with its cause in
     ``voided.jsonl`` (:mod:`center.evaluation.voided`).
     """
+    if settings.run_secret is None:
+        settings = dataclasses.replace(settings, run_secret=secure_log_dir(settings.log_dir, None))
     jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
     for scheduled in schedule:
         jobs.put((scheduled, 0))
@@ -366,6 +386,9 @@ def run_battles(
     failed: list[tuple[ScheduledBattle, str]] = []
     lock = threading.Lock()
     stop = threading.Event()
+    # Set (under ``lock``) by an interrupt: a battle that ends after it, its sessions closed under
+    # it, is not booked (a rerun plays it).
+    interrupted = threading.Event()
     stopped: list[str] = []
     skipped: list[ScheduledBattle] = []
 
@@ -377,6 +400,7 @@ def run_battles(
             max_turns=settings.max_turns,
             # On the simulator the names are part of the reproducible battle: the same everywhere.
             username_prefix="sep" if settings.backend == "sim" else f"sep{index}",
+            run_secret=settings.run_secret,
         )
         try:
             while not stop.is_set():
@@ -392,6 +416,8 @@ def run_battles(
                 try:
                     record = _play_one(env, scheduled, source, settings)
                     with lock:  # the early stop sees the records in the order they are written
+                        if interrupted.is_set():
+                            return
                         writer.write(record)
                         played.append(record)
                         if early_stop is not None:
@@ -429,6 +455,8 @@ def run_battles(
             while thread.is_alive():
                 thread.join(timeout=0.5)
     except KeyboardInterrupt:
+        with lock:
+            interrupted.set()
         stop.set()
         raise
     return RunSummary(played, failed, stopped[0] if stopped else "", skipped)
@@ -449,6 +477,7 @@ def _play_one(
                 settings.battle_format,
                 settings.budget,
                 usernames[p],
+                agent_seed=env.run_secret.agent_seed(scheduled.seed, p, SEED_BOUND),
             )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},

@@ -88,6 +88,13 @@ class BattleRecord:
     version_sep: str = ""
     version_poke_env: str = ""
     version_showdown: str = ""
+    #: CPU time per decision (ms), mean and max over the decisions measured: on an edge, of all
+    #: the worker's processes (its supervisor's ``usage.cpu``); in-process, of the thread running
+    #: the side's code. Empty when no decision was measured (an edge older than protocol 1.4).
+    blue_cpu_ms_mean: float | None = None
+    blue_cpu_ms_max: float | None = None
+    red_cpu_ms_mean: float | None = None
+    red_cpu_ms_max: float | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.
@@ -143,11 +150,16 @@ def _parse_float(text: str) -> float:
     return float(text) if text.strip() else 0.0
 
 
+def _parse_measured(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
 def _build_parsers() -> dict[str, Callable[[str], Any]]:
     parsers: dict[str, Callable[[str], Any]] = {}
+    kinds = {"int": _parse_int, "float": _parse_float, "float | None": _parse_measured}
     for f in dataclasses.fields(BattleRecord):
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-        parsers[f.name] = {"int": _parse_int, "float": _parse_float}.get(kind, str)
+        parsers[f.name] = kinds.get(kind, str)
     return parsers
 
 
@@ -156,6 +168,8 @@ _CONTROL = {c: " " for c in range(32)} | {127: " "}
 
 
 def _format_value(value: object) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value).translate(_CONTROL)

@@ -8,6 +8,15 @@ runs under a budget in the manner of Kaggle environments and Lux AI:
 - one call waits at most ``decision_time`` left + ``min(bank, call_cap)``. A call that does not
   answer by then is a **timeout**: the side plays Showdown's default move, and the time waited is
   charged to the bank. A bank that runs dry forfeits the battle (status TIMEOUT).
+- on an edge, a call may first wait for a free CPU (``sep_edge --cpus``): the guard credits that
+  wait (the reply's ``usage.queued``, protocol 1.4) and waits that much longer, but never more
+  than ``decision_time`` per call nor more than ``bank`` over a battle (see
+  :mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time by claiming
+  it waited.
+
+Each decision's CPU time is recorded too: on an edge, the ``usage.cpu`` of its calls (every process
+of the worker); in-process, the CPU time of the thread that runs the side's code (``thread_time``:
+not other threads or processes it starts).
 
 What goes wrong becomes a status, never an exception in the match loop: an exception in user code
 forfeits the battle (ERROR); a lost edge forfeits it (DISCONNECT); an illegal action or observation
@@ -39,6 +48,7 @@ from poke_env.player import BattleOrder
 
 from center.env import frames as frame_registry
 from center.errors import CallTimeout, SideDisconnected
+from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SideStatus
 from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
@@ -47,7 +57,7 @@ from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
 from edge.maple.action_helper import team_order, team_size
 from edge.maple.orders import canonical_order
-from edge.wire.messages import policy_mask
+from edge.wire.messages import CallUsage, policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
 logger = logging.getLogger(__name__)
@@ -84,9 +94,13 @@ class Budget:
 
 @runtime_checkable
 class SupportsDeadline(Protocol):
-    """A remote stand-in (delegator) that bounds its own calls by ``call_timeout`` seconds."""
+    """A remote stand-in (delegator) that bounds its own calls by ``call_timeout`` seconds, lets
+    them wait up to ``queue_limit`` more seconds for a free CPU on its edge, and says what its last
+    call cost there (``last_usage``: None when the edge did not say)."""
 
     call_timeout: float
+    queue_limit: float
+    last_usage: CallUsage | None
 
 
 @dataclass
@@ -95,6 +109,10 @@ class SideStats:
 
     decisions: int = 0
     decision_ms: list[float] = field(default_factory=list)
+    #: CPU time of each decision whose calls were measured (ms), see the module docstring
+    decision_cpu_ms: list[float] = field(default_factory=list)
+    #: seconds of waiting for a CPU on the edge credited to the side (not charged)
+    queued_s: float = 0.0
     invalid: int = 0
     timeouts: int = 0
     fatal: SideStatus | None = None
@@ -162,6 +180,7 @@ class SideGuard:
         ]
         self._classify = classify or (lambda exc: SideStatus.ERROR)
         self._used = 0.0  # seconds used by the decision in progress
+        self._cpu: float | None = None  # CPU seconds of the decision in progress, when measured
         #: what the side's code printed during the battle (captured in-process, or on its edge)
         self.output: Callable[[], str] = self._runner.output if self._runner else lambda: ""
         self._must_default = False
@@ -182,15 +201,29 @@ class SideGuard:
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
         timeout = self._deadline()
+        credit = 0.0
+        if self._deadline_targets:  # only an edge queues calls
+            credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
+        thread_cpu: list[float] = []
         start = time.perf_counter()
         try:
             if self._runner is not None:
+
+                def measured() -> T:
+                    begin = time.thread_time()  # the user-code thread's own CPU time
+                    try:
+                        return fn()
+                    finally:
+                        thread_cpu.append(time.thread_time() - begin)
+
                 try:
-                    return self._runner.call(fn, timeout)
+                    return self._runner.call(measured, timeout)
                 except UserCallTimeout as exc:
                     raise CallTimeout(str(exc)) from None
             for target in self._deadline_targets:
                 target.call_timeout = timeout
+                target.queue_limit = credit
+                target.last_usage = None  # a call answered without a round trip costs nothing
             return fn()
         except CallTimeout as exc:
             # Only our own deadline (the runner's, or a delegator's mapped EdgeTimeout) is a
@@ -199,7 +232,15 @@ class SideGuard:
             self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", str(exc), where=what))
             raise CallTimeout(f"{what}: {exc}") from exc
         finally:
-            self._used += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            reports = (t.last_usage for t in self._deadline_targets if t.last_usage is not None)
+            usage = next(reports, None)
+            credited = credited_wait(elapsed, timeout, credit, usage)
+            self.stats.queued_s += credited
+            self._used += elapsed - credited
+            cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
+            if cpu is not None:
+                self._cpu = (self._cpu or 0.0) + cpu
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""
@@ -228,6 +269,9 @@ class SideGuard:
         if self._used <= 0.0:
             return
         self.stats.decision_ms.append(self._used * 1e3)
+        if self._cpu is not None:
+            self.stats.decision_cpu_ms.append(self._cpu * 1e3)
+        self._cpu = None
         over = self._used - self.budget.decision_time
         if over > 0:
             self.bank -= over
@@ -313,7 +357,7 @@ class SideGuard:
             )
         except Exception as exc:
             logger.info("%s: final policy.step failed: %r", self.agent_full_name, exc)
-        self._used = 0.0
+        self._used, self._cpu = 0.0, None
 
 
 class _GuardedAgent(Agent):
@@ -498,7 +542,7 @@ class _GuardedAgent(Agent):
             guard._call("policy.reset", guard.policy.reset)
         except Exception as exc:
             guard._handle("reset", exc)
-        guard._used = 0.0
+        guard._used, guard._cpu = 0.0, None
 
     def seed(self, seed: int | None) -> None:
         guard = self.guard

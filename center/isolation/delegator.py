@@ -49,6 +49,7 @@ from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import LOAD_TIME_LIMIT
 from edge.errors import InvalidActionError
 from edge.wire.messages import (
+    CallUsage,
     CloseSessionRequest,
     DecideRequest,
     DeployRequest,
@@ -99,6 +100,11 @@ class EdgeSession:
         self.instance_config = instance_config
         self.session_id = uuid.uuid4().hex
         self.call_timeout = timeout
+        #: seconds a call of the side's budget may wait on the edge for a free CPU (protocol 1.4;
+        #: set with call_timeout by the side's guard), credited to the side
+        self.queue_limit = 0.0
+        #: what the last call cost on the edge (its reply's ``usage``), None when it did not say
+        self.last_usage: CallUsage | None = None
         self.output: list[str] = []
         self._output_size = 0
         self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
@@ -119,10 +125,17 @@ class EdgeSession:
     def call(self, body: Any, timeout: float | None = None) -> Any:
         """One request of this session (its type is the body's), its errors mapped to the side's
         vocabulary."""
-        wait = self.call_timeout if timeout is None else timeout
+        # The guard's calls (no explicit timeout) are its decisions: only they get queue credit.
+        wait, queue_limit = (
+            (self.call_timeout, self.queue_limit) if timeout is None else (timeout, 0)
+        )
+        self.last_usage = None
         try:
-            reply = self.client.call(body, session=self.session_id, timeout=wait)
+            reply = self.client.call(
+                body, session=self.session_id, timeout=wait, queue_limit=queue_limit or None
+            )
         except EdgeRemoteError as exc:
+            self.last_usage = exc.usage
             self._keep_output(exc.output)
             if exc.code == ErrorCode.UNKNOWN_SESSION:  # the edge restarted: it lost this battle
                 raise SideDisconnected(
@@ -140,6 +153,7 @@ class EdgeSession:
             raise SideDisconnected(str(exc)) from exc
         except EdgeCallError as exc:
             raise RemoteUserError(type(exc).__name__, str(exc), "") from exc
+        self.last_usage = reply.usage
         self._keep_output(reply.output)
         return reply.body
 
@@ -170,10 +184,10 @@ class EdgeSession:
         self._sent = {id(battle): len(frames)}
         return list(frames[start:])
 
-    def close(self) -> None:
+    def close(self, timeout: float = 2.0) -> None:
         """Forget the session on the edge (best effort, short deadline)."""
         try:
-            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=2.0)
+            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=timeout)
         except EdgeCallError as exc:
             logger.debug("closing session %s: %r", self.session_id, exc)
 
@@ -197,6 +211,22 @@ class AgentDelegator(Agent):
     @call_timeout.setter
     def call_timeout(self, value: float) -> None:
         self.session.call_timeout = value
+
+    @property
+    def queue_limit(self) -> float:
+        return self.session.queue_limit
+
+    @queue_limit.setter
+    def queue_limit(self, value: float) -> None:
+        self.session.queue_limit = value
+
+    @property
+    def last_usage(self) -> CallUsage | None:
+        return self.session.last_usage
+
+    @last_usage.setter
+    def last_usage(self, value: CallUsage | None) -> None:
+        self.session.last_usage = value
 
     def expect_step(self, reward: float, info: dict[str, Any]) -> None:
         """The environment's cooperation: the policy's next step, if the next ``makeObs`` leads
@@ -272,6 +302,22 @@ class PolicyDelegator(StandalonePolicy):
     @call_timeout.setter
     def call_timeout(self, value: float) -> None:
         self.session.call_timeout = value
+
+    @property
+    def queue_limit(self) -> float:
+        return self.session.queue_limit
+
+    @queue_limit.setter
+    def queue_limit(self, value: float) -> None:
+        self.session.queue_limit = value
+
+    @property
+    def last_usage(self) -> CallUsage | None:
+        return self.session.last_usage
+
+    @last_usage.setter
+    def last_usage(self, value: CallUsage | None) -> None:
+        self.session.last_usage = value
 
     def reset(self) -> None:
         self.session.call(ResetRequest("policy"))

@@ -189,8 +189,18 @@ class EdgeClient:
         """
         return self.call(body, session, timeout).body
 
-    def call(self, body: Any, session: str = "", timeout: float | None = None) -> Reply:
-        """Like :meth:`request`, but return the whole reply (``output`` included)."""
+    def call(
+        self,
+        body: Any,
+        session: str = "",
+        timeout: float | None = None,
+        queue_limit: float | None = None,
+    ) -> Reply:
+        """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
+
+        ``queue_limit`` (protocol 1.4) is how long the request may wait on the edge for a free CPU
+        before its ``timeout`` starts: the reply is waited for that much longer.
+        """
         wait = self._default_timeout if timeout is None else timeout
         try:
             spec = spec_for_body(body)
@@ -200,9 +210,10 @@ class EdgeClient:
         msg_id = f"{self._prefix}-{next(self._ids)}"
         # The edge learns the deadline too (1.3): it stops a call the center no longer waits for.
         deadline = min(wait, MAX_CALL_TIMEOUT) if wait > 0 else None
+        queued = min(queue_limit, MAX_CALL_TIMEOUT) if queue_limit and queue_limit > 0 else None
         try:
             raw = encode_request(
-                Request(spec.request_type, msg_id, body, session, deadline),
+                Request(spec.request_type, msg_id, body, session, deadline, queued),
                 max_size=self._max_size,
             )
         except ProtocolError as exc:
@@ -214,6 +225,7 @@ class EdgeClient:
             self._pending[msg_id] = pending
             self._outbox.append((msg_id, raw))
         self._wake()
+        wait += queued or 0.0
         if not pending.done.wait(max(wait, 0.0)):
             with self._lock:
                 gave_up = self._pending.pop(msg_id, None) is not None
@@ -231,7 +243,12 @@ class EdgeClient:
             if error.code == ErrorCode.VERSION:
                 raise EdgeProtocolError(f"the edge at {self._address} refused: {error.evalue}")
             raise EdgeRemoteError(
-                error.ename, error.evalue, error.traceback, reply.output, code=error.code
+                error.ename,
+                error.evalue,
+                error.traceback,
+                reply.output,
+                code=error.code,
+                usage=reply.usage,
             )
         return reply
 

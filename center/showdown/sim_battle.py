@@ -4,12 +4,11 @@ Commands go in as checked fields (a choice the center rebuilt itself, a forfeit)
 output comes out as the frames the server would send that player (``>battle-…`` then the lines of
 one update, with the other side's secrets removed and an ``rqid`` in every request), so that poke-env
 battles, the delegators and the edges' replicas see what they see on the server. The battle's seeds
-derive from one integer (:func:`derive_seeds`): the same integer gives the same battle.
+come from :mod:`center.showdown.sim_seeds`: the same seeds give the same battle.
 """
 
 from __future__ import annotations
 
-import hashlib
 import queue
 import re
 import threading
@@ -25,7 +24,6 @@ __all__ = [
     "SimStart",
     "check_choice",
     "choice_of",
-    "derive_seeds",
     "init_frame",
 ]
 
@@ -55,20 +53,6 @@ def check_choice(choice: str) -> str:
     if not isinstance(choice, str) or _RAW_CHOICE.fullmatch(choice) is None:
         raise ValueError(f"not a choice the center writes: {choice!r}")
     return choice
-
-
-def _seed(root: int, what: str) -> str:
-    digest = hashlib.sha256(f"maple-sim:{root}:{what}".encode()).hexdigest()
-    return f"sodium,{digest[:32]}"
-
-
-def derive_seeds(root: int) -> tuple[str, str, str]:
-    """The battle seed and the team-generation seeds of p1 and p2 for the integer ``root``.
-
-    Each side's team depends only on its own seed, so two battles of the same ``root`` deal the
-    same team to the same side whoever plays it.
-    """
-    return _seed(root, "battle"), _seed(root, "p1"), _seed(root, "p2")
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import Budget
-from center.showdown.sim_battle import SimPlayer, SimStart, derive_seeds
+from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_host import SimHost
+from center.showdown.sim_seeds import public_seeds
 from edge.maple.maple_agent import MapleAgent
 from tests.integration.edges import AGENTS
 
@@ -107,7 +108,7 @@ def _play(env: PokemonEnv, seed: int) -> tuple[object, int, list[str]]:
 
 
 def _start(seed: int, tag: str = "battle-gen9randombattle-1") -> SimStart:
-    battle_seed, p1, p2 = derive_seeds(seed)
+    battle_seed, p1, p2 = public_seeds(seed)
     players = {"p1": SimPlayer("a p1", seed=p1), "p2": SimPlayer("a p2", seed=p2)}
     return SimStart("gen9randombattle", battle_seed, players, tag)
 

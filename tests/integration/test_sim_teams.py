@@ -20,6 +20,7 @@ from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import Budget
 from center.showdown import validate_team
+from center.showdown.sim_seeds import RunSecret
 
 pytestmark = pytest.mark.showdown
 
@@ -165,8 +166,14 @@ def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_p
         tmp_path, {"strong": _team("strong_team.txt"), "splash": _team("splash_team.txt")}
     )
     log_dir = tmp_path / "run"
+    # A fixed secret: the draws, and so the species below, are the same on every run.
     settings = MatchSettings(
-        "gen9bssfactory", log_dir, Budget(), backend="sim", brought_teams=False
+        "gen9bssfactory",
+        log_dir,
+        Budget(),
+        backend="sim",
+        brought_teams=False,
+        run_secret=RunSecret(bytes([1]) * 32),
     )
     with ResultsWriter(log_dir) as writer:
         summary = run_battles(

@@ -56,6 +56,7 @@ from edge.wire.keys import (
 )
 from edge.wire.messages import (
     PROTOCOL_VERSION,
+    CallUsage,
     DeployReply,
     DeployRequest,
     ErrorCode,
@@ -513,6 +514,23 @@ def test_the_client_survives_bad_replies_from_a_hostile_edge(
     else:
         assert status == "error" and isinstance(value, raised), value
         assert text in str(value)
+
+
+def test_a_call_that_credits_waiting_for_a_cpu_sends_it_and_waits_that_much_longer(
+    hostile_edge: zmq.Socket[bytes], make_client: Callable[..., EdgeClient]
+):
+    client = make_client(hostile_edge.getsockopt(zmq.LAST_ENDPOINT).decode())
+    results = in_thread(lambda: client.call(ResetRequest(), "s", timeout=1.0, queue_limit=10.0))
+    routing_id, raw = receive_frames(hostile_edge)
+    request = msgpack.unpackb(raw)
+    assert (request["timeout"], request["queue_limit"]) == (1.0, 10.0)
+    # Past the call's own timeout, within timeout + queue_limit: the client still waits.
+    with pytest.raises(queue.Empty):
+        results.get(timeout=3.0)
+    usage = {"cpu": 0.25, "queued": 2.5}
+    hostile_edge.send_multipart([routing_id, reply_to(request["id"], usage=usage)])
+    status, reply = outcome(results)
+    assert status == "ok" and reply.usage == CallUsage(cpu=0.25, queued=2.5)
 
 
 # -- deadlines, ordering, concurrency ------------------------------------------------------

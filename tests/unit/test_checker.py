@@ -133,6 +133,7 @@ HOSTILE = {
     "hostile_hang_c",
     "hostile_hang_python",
     "hostile_stdout",
+    "hostile_seed_oracle",
 }
 
 

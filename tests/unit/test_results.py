@@ -79,7 +79,21 @@ def test_columns_start_with_the_pinned_minimum_in_order() -> None:
         "blue_invalid", "red_invalid", "blue_timeouts", "red_timeouts",
         "started_at", "finished_at", "log",
         "version_sep", "version_poke_env", "version_showdown",
+        "blue_cpu_ms_mean", "blue_cpu_ms_max", "red_cpu_ms_mean", "red_cpu_ms_max",
     )  # fmt: skip
+
+
+def test_cpu_columns_are_empty_when_unmeasured_and_older_rows_read_without_them() -> None:
+    unmeasured = make_record("x")
+    row = dict(zip(COLUMNS, unmeasured.to_row(), strict=True))
+    assert row["blue_cpu_ms_mean"] == row["red_cpu_ms_max"] == ""
+    assert BattleRecord.from_row(row) == unmeasured
+    measured = make_record("y", blue_cpu_ms_mean=12.5, blue_cpu_ms_max=40.0)
+    row = dict(zip(COLUMNS, measured.to_row(), strict=True))
+    assert row["blue_cpu_ms_mean"] == "12.500" and row["red_cpu_ms_mean"] == ""
+    assert BattleRecord.from_row(row) == measured
+    older = {k: v for k, v in row.items() if "cpu" not in k}  # a battles.csv of before the columns
+    assert BattleRecord.from_row(older).blue_cpu_ms_mean is None
 
 
 def test_record_coerces_strings_to_enums() -> None:

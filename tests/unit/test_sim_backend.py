@@ -19,9 +19,9 @@ from center.showdown.sim_battle import (
     SimStart,
     check_choice,
     choice_of,
-    derive_seeds,
 )
 from center.showdown.sim_replay import parse_input_log
+from center.showdown.sim_seeds import RunSecret
 
 TAG = "battle-gen9randombattle-7"
 
@@ -64,12 +64,13 @@ def test_anything_else_is_refused_before_the_stream(order: str) -> None:
         check_choice(order.removeprefix("/choose "))
 
 
-def test_seeds_derive_from_one_integer() -> None:
-    assert derive_seeds(5) == derive_seeds(5)
-    battle, p1, p2 = derive_seeds(5)
+def test_seeds_derive_from_one_integer_under_the_secret() -> None:
+    secret = RunSecret(bytes(32))
+    assert secret.sim_seeds(5) == RunSecret(bytes(32)).sim_seeds(5)
+    battle, p1, p2 = secret.sim_seeds(5)
     assert len({battle, p1, p2}) == 3
     assert all(s.startswith("sodium,") and len(s) == len("sodium,") + 32 for s in (battle, p1, p2))
-    assert derive_seeds(6)[0] != battle
+    assert secret.sim_seeds(6)[0] != battle
 
 
 def _battle() -> tuple[SimBattle, list[dict[str, Any]]]:
@@ -175,9 +176,17 @@ class _Host:
 
 def test_seat_states_follow_requests_waits_refusals_and_the_end() -> None:
     host = _Host()
-    session = SimSession(["player_0", "player_1"], battle_format="gen9randombattle", host=host)  # type: ignore[arg-type]
+    secret = RunSecret.random()
+    session = SimSession(
+        ["player_0", "player_1"],
+        battle_format="gen9randombattle",
+        host=host,  # type: ignore[arg-type]
+        secret=secret,
+    )
     session.start_battle(5.0, seed=7)
-    assert session.battle_tag == TAG and session.usernames() == {
+    assert session.battle_tag == secret.battle_tag(
+        "gen9randombattle", 7
+    ) and session.usernames() == {
         "player_0": "maple p1",
         "player_1": "maple p2",
     }

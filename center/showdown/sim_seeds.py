@@ -1,0 +1,117 @@
+"""The simulator's secret seeds: what a battle's public ``seed`` becomes under a run secret.
+
+A battle on the simulator is fixed by its seeds (the battle's PRNG and each side's team draw). They
+derive from the battle's public integer ``seed`` (battles.csv's ``seed`` column) with an HMAC keyed
+by a :class:`RunSecret`, so that a module that knows the public seed (or guesses it) still cannot
+compute them: it could otherwise rebuild its opponent's hidden team at team preview, or foresee
+damage rolls and critical hits. The room name the players see (:meth:`RunSecret.battle_tag`) and the
+seed each Agent is given (:meth:`RunSecret.agent_seed`) come from the same HMAC: they carry nothing
+of the public seed either, yet the same secret and seed give the same battle, frame for frame.
+
+Runs before run secrets derived the seeds from the public seed alone (:func:`public_seeds`);
+``sep_replay`` still recognises them in LOG_DIRs of that time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+__all__ = ["KEY_BYTES", "RunSecret", "SimSeeds", "public_seeds"]
+
+#: A run secret's length in bytes.
+KEY_BYTES = 32
+# scrypt's cost for a secret derived from --seed: about 0.15 s and 32 MiB per guess, so that
+# trying every small --seed is slow (it is no defence for a --seed that can be read, see
+# docs/sandbox.md).
+_SCRYPT = {"n": 2**15, "r": 8, "p": 1, "maxmem": 64 * 2**20}
+_SCRYPT_SALT = b"maple-sep run secret from --seed, v1"
+
+SEED_NAMES = ("battle", "p1", "p2")
+#: (the battle's seed, p1's team seed, p2's team seed), as the simulator takes them
+SimSeeds = tuple[str, str, str]
+
+
+def _sodium(digest: bytes) -> str:
+    return f"sodium,{digest.hex()[:32]}"
+
+
+def public_seeds(root: int) -> SimSeeds:
+    """The seeds of runs before run secrets: ``sha256("maple-sim:{root}:{what}")``, public.
+
+    Anyone who knows ``root`` computes them: kept only to recognise battles of those runs.
+    """
+
+    def seed(what: str) -> str:
+        return _sodium(hashlib.sha256(f"maple-sim:{root}:{what}".encode()).digest())
+
+    battle, p1, p2 = (seed(what) for what in SEED_NAMES)
+    return battle, p1, p2
+
+
+class RunSecret:
+    """The key of a run's simulator seeds, battle tags and Agent seeds (never printed)."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes) -> None:
+        if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+            raise ValueError(f"a run secret is {KEY_BYTES} bytes")
+        self._key = key
+
+    @classmethod
+    def random(cls) -> RunSecret:
+        """A fresh secret from the operating system's CSPRNG."""
+        return cls(secrets.token_bytes(KEY_BYTES))
+
+    @classmethod
+    def from_seed(cls, seed: int) -> RunSecret:
+        """The secret of ``--seed seed``: scrypt of the seed, deliberately slow.
+
+        The same seed always gives the same secret, so the same command on a fresh LOG_DIR plays
+        the same battles; the secret is only as hard to find as the seed is to guess.
+        """
+        key = hashlib.scrypt(str(int(seed)).encode(), salt=_SCRYPT_SALT, dklen=KEY_BYTES, **_SCRYPT)
+        return cls(key)
+
+    @classmethod
+    def from_hex(cls, text: str) -> RunSecret:
+        """The secret written by :meth:`hex`; ValueError when ``text`` is not one."""
+        return cls(bytes.fromhex(text.strip()))
+
+    def hex(self) -> str:
+        """The secret as text, for the file that keeps it."""
+        return self._key.hex()
+
+    def _mac(self, what: str) -> bytes:
+        return hmac.new(self._key, what.encode(), hashlib.sha256).digest()
+
+    def sim_seeds(self, root: int) -> SimSeeds:
+        """The battle seed and the team seeds of p1 and p2 for the public seed ``root``.
+
+        Each side's team depends only on ``root`` and its slot, so the two battles of a pair (the
+        same ``root``, sides swapped) deal the same team to the same slot whoever plays it.
+        """
+        battle, p1, p2 = (_sodium(self._mac(f"sim:{int(root)}:{what}")) for what in SEED_NAMES)
+        return battle, p1, p2
+
+    def battle_tag(self, battle_format: str, root: int) -> str:
+        """The room the players see, shaped as the server names rooms: ``battle-FORMAT-N``, N a
+        number that says nothing of ``root`` to whoever lacks the secret."""
+        number = int.from_bytes(self._mac(f"tag:{int(root)}")[:4], "big") & 0x7FFF_FFFF
+        return f"battle-{battle_format}-{number}"
+
+    def agent_seed(self, root: int, player: str, bound: int = 2**32) -> int:
+        """The seed ``player``'s Agent gets for the battle of ``root`` (``instanceConfig["seed"]``
+        and the ``seed`` hook): reproducible, and no key to the simulator's seeds."""
+        return int.from_bytes(self._mac(f"agent:{int(root)}:{player}")[:8], "big") % bound
+
+    def __repr__(self) -> str:
+        return "RunSecret(<hidden>)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunSecret) and hmac.compare_digest(self._key, other._key)
+
+    def __hash__(self) -> int:
+        return hash(self._mac("hash"))
