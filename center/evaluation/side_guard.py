@@ -44,7 +44,6 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import gymnasium
 import numpy as np
 from poke_env.battle import AbstractBattle
-from poke_env.player import BattleOrder
 
 from center.env import frames as frame_registry
 from center.errors import CallTimeout, SideDisconnected
@@ -52,6 +51,7 @@ from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SideStatus
 from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
+from edge.contract.decision import action_accepted, decide, observation_accepted, order_text
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
@@ -332,9 +332,7 @@ class SideGuard:
         except Exception as exc:
             self._handle("policy.step", exc)
             return DEFAULT_ACTION
-        if info.get("team_preview") and _looks_like_team_choice(action):
-            return action
-        if not _contains(space, action):
+        if not action_accepted(space, action, team_preview=bool(info.get("team_preview"))):
             return INVALID_ACTION  # the environment penalizes it and counts it
         return action
 
@@ -404,7 +402,7 @@ class _GuardedAgent(Agent):
             guard._handle("makeObs", exc)
             return self._safe_observation()
         self._mask = (id(battle), mask)
-        if decided is None and not _contains(self.observation_space, observation):
+        if decided is None and not observation_accepted(self.observation_space, observation):
             guard.stats.invalid += 1
             guard.stats.note(
                 SideStatus.INVALID,
@@ -420,35 +418,22 @@ class _GuardedAgent(Agent):
     def _decide(
         self, battle: AbstractBattle, reward: float, info: dict[str, Any]
     ) -> tuple[Any, Any, _Decided | None]:
-        """makeObs, action_mask, then policy.step and deploy as the match loop will call them (on
-        the user-code thread, under the makeObs call's deadline). No decision when the observation
-        is outside the space: the loop will not step on it."""
+        """The decision as the match loop will take it (:func:`edge.contract.decision.decide`, as
+        an edge's worker and the checker run it), on the user-code thread under the makeObs
+        call's deadline. No decision when the observation is refused: the loop will not step."""
         guard, inner = self.guard, self.guard.inner_agent
-        observation = inner.makeObs(battle)
-        mask = inner.action_mask(battle)
-        if not _contains(self.observation_space, observation):
-            return observation, mask, None
-        info = {**info, "action_mask": policy_mask(mask, self.action_space)}
+        decision = decide(inner, guard.policy, battle, reward, info, guard.agent_full_name)
+        if not decision.stepped:
+            return decision.observation, decision.mask, None
+        info = {**info, "action_mask": policy_mask(decision.mask, self.action_space)}
         frames = len(frame_registry.frames_of(battle) or ())
-        decided = _Decided(observation, reward, info, id(battle), frames)
-        try:
-            decided.action = guard.policy.step(
-                observation,
-                reward,
-                False,
-                info,
-                guard.agent_full_name,
-                inner.observation_space,
-                inner.action_space,
-            )
-        except BaseException as exc:  # raised again if the loop takes this step
-            decided.step_error = exc
-            return observation, mask, decided
-        try:
-            decided.order = _order_text(inner.deploy(battle, decided.action))
-        except BaseException as exc:  # raised again if the environment deploys this action
-            decided.deploy_error = exc
-        return observation, mask, decided
+        decided = _Decided(decision.observation, reward, info, id(battle), frames)
+        decided.action = decision.action
+        # Raised again if the loop takes this step, or the environment deploys this action.
+        decided.step_error = decision.step_error
+        decided.order = decision.order
+        decided.deploy_error = decision.deploy_error
+        return decision.observation, decision.mask, decided
 
     def expect_step(self, reward: float, info: dict[str, Any]) -> None:
         """The environment's cooperation: the next policy step, if the next makeObs leads to one,
@@ -518,7 +503,7 @@ class _GuardedAgent(Agent):
                 # The order's text is read inside the guarded call: BattleOrder.message is user
                 # code when deploy returns a subclass.
                 order = guard._call(
-                    "deploy", lambda: _order_text(guard.inner_agent.deploy(battle, action))
+                    "deploy", lambda: order_text(guard.inner_agent.deploy(battle, action))
                 )
         except ValueError as exc:  # InvalidActionError included: the env penalizes and asks again
             guard.stats.note(SideStatus.INVALID, UserFailure.of(exc, "deploy"))
@@ -615,31 +600,3 @@ def default_order(battle: AbstractBattle) -> str:
 def _canonical(space: gymnasium.Space[Any]) -> gymnasium.Space[Any]:
     """The same space rebuilt from its wire description (built-in Gymnasium classes only)."""
     return space_from_wire(space_to_wire(space))
-
-
-def _order_text(order: Any) -> str:
-    if isinstance(order, str):
-        return order
-    message = order.message if isinstance(order, BattleOrder) else None
-    if not isinstance(message, str):
-        raise TypeError(f"deploy returned {type(order).__name__}, not a BattleOrder or a string")
-    return message
-
-
-def _looks_like_team_choice(action: Any) -> bool:
-    if isinstance(action, str):
-        return action.startswith("/team")
-    return isinstance(action, (list, tuple)) and all(isinstance(a, int) for a in action)
-
-
-def _contains(space: gymnasium.Space[Any], value: Any) -> bool:
-    try:
-        if (
-            isinstance(value, np.ndarray)
-            and value.dtype.kind == "f"
-            and not np.all(np.isfinite(value))
-        ):
-            return False
-        return bool(space.contains(value))
-    except Exception:
-        return False

@@ -19,6 +19,7 @@ from poke_env.player import BattleOrder
 
 from edge.contract.agent import Agent
 from edge.contract.binding import BoundAgent
+from edge.contract.decision import action_accepted, observation_accepted
 from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS, UserModel
 from edge.errors import ContractError, InvalidActionError, ProtocolError
@@ -336,10 +337,15 @@ def clip(text: str, limit: int = 100) -> str:
 
 
 def check_observation(observation: Any, space: gymnasium.Space[Any]) -> None:
-    """``observation`` lies in ``space``: right type, shape and dtype, finite, within bounds."""
-    problem = _observation_problem(observation, space, "observation")
-    if problem:
-        raise ContractError(f"makeObs returned an observation outside observation_space: {problem}")
+    """``observation`` is one a battle accepts (:func:`observation_accepted`, the battle's own
+    rule); when it is not, the error says what is wrong (type, shape, dtype, a value out of
+    bounds or not finite)."""
+    if observation_accepted(space, observation):
+        return
+    problem = _observation_problem(observation, space, "observation") or (
+        f"observation {short_repr(observation)} is not inside {describe_space(space)}"
+    )
+    raise ContractError(f"makeObs returned an observation outside observation_space: {problem}")
 
 
 def check_action_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarray | None:
@@ -373,23 +379,10 @@ def check_action_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarr
     return array.astype(np.int8)
 
 
-def _is_team_choice(action: Any) -> bool:
-    if isinstance(action, str):
-        return action.startswith("/team")
-    if isinstance(action, np.ndarray):
-        return action.ndim == 1 and np.issubdtype(action.dtype, np.integer)
-    if isinstance(action, (list, tuple)):
-        return bool(action) and all(
-            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in action
-        )
-    return False
-
-
 def check_action(action: Any, action_space: gymnasium.Space[Any], *, team_preview: bool) -> None:
-    """``action`` lies in ``action_space``; at a team preview a team choice is accepted too."""
-    if _contains(action_space, action):
-        return
-    if team_preview and _is_team_choice(action):
+    """``action`` is one a battle takes (:func:`action_accepted`, the battle's own rule): in
+    ``action_space``, or a team choice at a team preview."""
+    if action_accepted(action_space, action, team_preview=team_preview):
         return
     extra = " nor a team choice ('/team 123' or a list of indices)" if team_preview else ""
     raise ContractError(

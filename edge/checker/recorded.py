@@ -39,6 +39,7 @@ from edge.checker.report import Tally
 from edge.checker.samples import DecisionPoint, SampleBattle, decision_points
 from edge.contract.agent import SEED_BOUND
 from edge.contract.binding import OPTIONAL_AGENT_HOOKS, BoundAgent
+from edge.contract.decision import decide
 from edge.contract.user_module import UserModel
 from edge.errors import ContractError, ReplicaError, UserCallTimeout
 from edge.service.server import CallContext, Handler
@@ -109,9 +110,13 @@ def _user_call(exc: BaseException, handler: Any) -> str:
     for i, (frame, line) in enumerate(entries):
         if frame.f_code is not code:
             continue
+        # The decision function the handler runs is the edge's, not the user's: look below it.
+        while i + 1 < len(entries) and entries[i + 1][0].f_code is decide.__code__:
+            i += 1
+            frame, line = entries[i]
         if i + 1 < len(entries):
             return entries[i + 1][0].f_code.co_name
-        text = linecache.getline(code.co_filename, line)
+        text = linecache.getline(frame.f_code.co_filename, line)
         return next((name for name in USER_CALLS if f".{name}(" in text), "")
     return ""
 

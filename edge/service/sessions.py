@@ -24,20 +24,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import gymnasium
-import numpy as np
 from poke_env.battle import AbstractBattle
-from poke_env.player import BattleOrder
 
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.decision import decide, order_text
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import UserModel
-from edge.errors import ContractError, EdgeError
+from edge.errors import EdgeError
 from edge.maple.replica import ReplicaBattle
 from edge.service.server import CallContext, Handler
 from edge.wire.codec import OUTPUT_LIMIT
@@ -61,7 +58,6 @@ from edge.wire.messages import (
     ResetReply,
     ResetRequest,
     error_body,
-    policy_mask,
 )
 
 logger = logging.getLogger(__name__)
@@ -91,31 +87,6 @@ def captured(context: CallContext) -> Iterator[None]:
             yield
     finally:
         context.output = buffer.text()
-
-
-def _order_text(order: Any) -> str:
-    """The Showdown command of what ``deploy`` returned (a BattleOrder or a string)."""
-    if isinstance(order, BattleOrder):
-        order = order.message
-    if not isinstance(order, str):
-        raise ContractError(
-            f"deploy returned {type(order).__name__}, not a BattleOrder or a string"
-        )
-    return order
-
-
-def _inside(space: gymnasium.Space[Any], observation: Any) -> bool:
-    """Whether the center will accept ``observation`` (inside the space, no NaN or infinity)."""
-    try:
-        if (
-            isinstance(observation, np.ndarray)
-            and observation.dtype.kind == "f"
-            and not np.all(np.isfinite(observation))
-        ):
-            return False
-        return bool(space.contains(observation))
-    except Exception:
-        return False
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -263,7 +234,7 @@ class EdgeService:
             # Deploy right away on the battle as it stands (protocol 1.1); what deploy raises
             # travels back as data and becomes an error only if the center uses this order.
             try:
-                order = _order_text(agent.deploy(session.replica.battle, action))
+                order = order_text(agent.deploy(session.replica.battle, action))
             except MemoryError:
                 raise
             except Exception as exc:
@@ -275,54 +246,39 @@ class EdgeService:
         battle = session.battle(body.frames)
         with self.captured(context):
             order = session.agent.deploy(battle, body.action)
-        if isinstance(order, BattleOrder):
-            order = order.message
-        if not isinstance(order, str):
-            raise ContractError(
-                f"deploy returned {type(order).__name__}, not a BattleOrder or a string"
-            )
-        return DeployReply(order)
+        return DeployReply(order_text(order))
 
     def decide(self, context: CallContext, body: DecideRequest) -> DecideReply:
-        """makeObs, action_mask, then (when the center will ask for it) policy.step and deploy:
-        a whole decision in one call. What the step or deploy raises travels back as data."""
+        """A whole decision in one call (:func:`edge.contract.decision.decide`, as the center's
+        guard and the checker run it). What the step or deploy raises travels back as data."""
         session = self._session(context)
         battle = session.battle(body.frames)
-        agent = session.agent
         with self.captured(context):
-            observation = agent.makeObs(battle)
-            mask = agent.action_mask(battle)
-            if not body.info.get("needs_action") or not _inside(
-                agent.observation_space, observation
-            ):
-                return DecideReply(observation, mask)  # no step: the center will not take one
-            info = dict(body.info)
-            info["action_mask"] = policy_mask(mask, agent.action_space)
-            try:
-                action = session.policy.step(
-                    observation,
-                    body.reward,
-                    False,
-                    info,
-                    session.agent_full_name,
-                    agent.observation_space,
-                    agent.action_space,
-                )
-            except MemoryError:
-                raise  # not data: a worker out of memory ends
-            except BaseException as exc:  # SystemExit too: user code must not end the service
-                error = error_body(exc, RequestType.POLICY_STEP)
-                return DecideReply(observation, mask, stepped=True, step_error=error)
-            if not body.deploy:
-                return DecideReply(observation, mask, stepped=True, action=action)
-            try:
-                order = _order_text(agent.deploy(battle, action))
-            except MemoryError:
-                raise
-            except Exception as exc:
-                error = error_body(exc, RequestType.DEPLOY)
-                return DecideReply(observation, mask, True, action, deploy_error=error)
-        return DecideReply(observation, mask, True, action, order=order)
+            decision = decide(
+                session.agent,
+                session.policy,
+                battle,
+                body.reward,
+                body.info,
+                session.agent_full_name,
+                deploy=body.deploy,
+            )
+        if not decision.stepped:
+            return DecideReply(decision.observation, decision.mask)
+        step_error = deploy_error = None
+        if decision.step_error is not None:
+            step_error = error_body(decision.step_error, RequestType.POLICY_STEP)
+        if decision.deploy_error is not None:
+            deploy_error = error_body(decision.deploy_error, RequestType.DEPLOY)
+        return DecideReply(
+            decision.observation,
+            decision.mask,
+            True,
+            decision.action,
+            order=decision.order,
+            deploy_error=deploy_error,
+            step_error=step_error,
+        )
 
     def feed(self, session_id: str, frames: list[str]) -> None:
         """Apply frames to a session's replica without calling user code (restoring a session

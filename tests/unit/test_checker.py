@@ -484,10 +484,16 @@ def test_check_observation_accepts_a_valid_nested_observation() -> None:
     check_observation(observation, space)
 
 
+def test_check_observation_takes_what_a_battle_takes() -> None:
+    """A list for a Box: Gymnasium's ``contains`` casts it, and so a battle accepts it; the
+    checker does too (it used to refuse it, failing a module that plays)."""
+    space = gymnasium.spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float32)
+    check_observation([0.5, 0.5], space)
+
+
 @pytest.mark.parametrize(
     ("observation", "fragment"),
     [
-        ([0.5, 0.5], "is a list, not a numpy array"),
         (np.array([0.5, 0.5]), "dtype float64"),
         (np.array([0.5, np.inf], dtype=np.float32), "observation[1] is inf"),
         (np.array([0.5, 2.0], dtype=np.float32), "observation[1] = 2.0 is outside its bounds"),
