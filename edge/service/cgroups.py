@@ -268,6 +268,21 @@ class WorkerGroup:
             if base is not None:
                 self.folders[mechanism] = Path(base) / name
         self._frozen = False
+        self._pinned: str | None = None
+        self._fds: dict[Path, int] = {}  # the files read or written at every call, kept open
+
+    def _fd(self, path: Path, flags: int) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, flags | os.O_CLOEXEC)
+        return fd
+
+    def _write(self, path: Path, text: str) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._fd(path, os.O_WRONLY), text.encode())
+
+    def _read(self, path: Path) -> str:
+        return os.pread(self._fd(path, os.O_RDONLY), 4096, 0).decode()
 
     def create(self, *, memory: int, processes: int) -> None:
         """Create the folders and set the limits (0: none)."""
@@ -304,11 +319,10 @@ class WorkerGroup:
 
     def _write_freeze(self, frozen: bool) -> None:
         folder = self.folders["freeze"]
-        with contextlib.suppress(OSError):
-            if self.support.v2.get("freeze"):
-                (folder / "cgroup.freeze").write_text("1" if frozen else "0")
-            else:
-                (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+        if self.support.v2.get("freeze"):
+            self._write(folder / "cgroup.freeze", "1" if frozen else "0")
+        else:
+            self._write(folder / "freezer.state", "FROZEN" if frozen else "THAWED")
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by the group's processes so far (None: not counted on this host)."""
@@ -317,11 +331,11 @@ class WorkerGroup:
             return None
         try:
             if self.support.v2.get("cpu"):
-                for line in (folder / "cpu.stat").read_text().splitlines():
+                for line in self._read(folder / "cpu.stat").splitlines():
                     if line.startswith("usage_usec "):
                         return int(line.split()[1]) / 1e6
                 return None
-            return int((folder / "cpuacct.usage").read_text()) / 1e9
+            return int(self._read(folder / "cpuacct.usage")) / 1e9
         except (OSError, ValueError):
             return None
 
@@ -332,7 +346,7 @@ class WorkerGroup:
             return 0
         name = "memory.events" if self.support.v2.get("memory") else "memory.oom_control"
         with contextlib.suppress(OSError, ValueError):
-            for line in (folder / name).read_text().splitlines():
+            for line in self._read(folder / name).splitlines():
                 if line.startswith("oom_kill "):
                     return int(line.split()[1])
         return 0
@@ -340,9 +354,10 @@ class WorkerGroup:
     def pin(self, cpus: Iterable[int]) -> None:
         """Keep the group's processes on ``cpus``."""
         folder = self.folders.get("cpuset")
-        if folder is not None:
-            with contextlib.suppress(OSError):
-                (folder / "cpuset.cpus").write_text(",".join(str(c) for c in cpus))
+        text = ",".join(str(c) for c in cpus)
+        if folder is not None and text != self._pinned:
+            self._write(folder / "cpuset.cpus", text)
+            self._pinned = text
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -374,6 +389,9 @@ class WorkerGroup:
     def remove(self) -> bool:
         """Remove the folders, without waiting: whether all are gone. A folder that still has
         processes has them killed, and is removed by a later call."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
         done = True
         for folder in set(self.folders.values()):
             try:

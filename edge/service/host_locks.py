@@ -44,20 +44,22 @@ class HostClaims:
     def __init__(self, kind: str, folder: Path | None = None) -> None:
         self.kind = kind
         self.folder = folder or claims_folder()
-        self._held: dict[int, int] = {}  # number -> fd
+        self._held: set[int] = set()
+        self._fds: dict[int, int] = {}  # number -> its lock file, kept open (claims are often)
 
     def try_claim(self, number: int) -> bool:
         """Claim ``number`` if no process on the host holds it."""
         if number in self._held:
             return False
-        path = self.folder / f"{self.kind}-{number}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = self._fds.get(number)
+        if fd is None:
+            path = self.folder / f"{self.kind}-{number}.lock"
+            fd = self._fds[number] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            os.close(fd)
             return False
-        self._held[number] = fd
+        self._held.add(number)
         return True
 
     def claim_lowest(self, start: int = 0) -> int:
@@ -68,15 +70,18 @@ class HostClaims:
         raise AssertionError("unreachable")
 
     def release(self, number: int) -> None:
-        fd = self._held.pop(number, None)
-        if fd is not None:
+        if number in self._held:
+            self._held.discard(number)
             with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+                fcntl.flock(self._fds[number], fcntl.LOCK_UN)
 
     def held(self) -> set[int]:
         return set(self._held)
 
     def release_all(self) -> None:
+        """Release every claim and close the lock files."""
         for number in list(self._held):
             self.release(number)
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

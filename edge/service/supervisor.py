@@ -541,7 +541,7 @@ class SandboxServer(EdgeServer):
             if self._cpu_claims is not None:
                 self._cpu_claims.release(worker.cpu)
             worker.cpu = None
-        with contextlib.suppress(ValueError):
+        if worker in self._cpu_queue:  # (deque.remove of a missing one would repr it)
             self._cpu_queue.remove(worker)
         self._serve_cpu_queue()
 
