@@ -432,6 +432,12 @@ def main() -> None:
         action="store_true",
         help="center and backends on CPU 0, edges on the other CPUs (edges on hosts of their own)",
     )
+    parser.add_argument(
+        "--reuse-workers",
+        action="store_true",
+        help="edges reuse a model's worker for its next battle (sep_edge --reuse-workers), "
+        "instead of a fresh worker per battle",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
@@ -475,7 +481,14 @@ def main() -> None:
             stack.callback(host.stop)
         config = write_sep_config(tmp / "sep_config.json")
         edges = {
-            side: EdgeSubprocess(side, config, candidates, tmp / f"edge-{side}.log", cpus=edge_cpus)
+            side: EdgeSubprocess(
+                side,
+                config,
+                candidates,
+                tmp / f"edge-{side}.log",
+                ["--reuse-workers"] if args.reuse_workers else [],
+                cpus=edge_cpus,
+            )
             for side in ("blue", "red")
         }
         if "isolated" in runners:

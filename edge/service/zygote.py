@@ -14,6 +14,7 @@ with the supervisor (``PR_SET_PDEATHSIG``), and every worker with the template.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import select
@@ -191,13 +192,22 @@ def _preload() -> None:
 
     import edge.maple.maple_agent
     import edge.maple.replica
-    import edge.service.worker  # noqa: F401
+    import edge.service.worker
 
     GenData.from_gen(9)  # the data of the current generation, loaded lazily otherwise (~0.2 s)
+    # What the first MapleAgent of a process loads lazily (its state spec, ~5 ms): once here,
+    # rather than in every worker, since every battle gets a fresh one.
+    edge.maple.maple_agent.MapleAgent(
+        {}, {"side": "blue", "player": "player_0", "battle_format": "gen9bssfactory", "seed": 0}
+    )
     concurrency: Any = sys.modules.get("poke_env.concurrency")
     if concurrency is not None and concurrency._t.is_alive():
         concurrency.POKE_LOOP.call_soon_threadsafe(concurrency.POKE_LOOP.stop)
         concurrency._t.join(10)
+    # Everything imported so far is for life: the collector leaves it alone, so that a forked
+    # worker does not write to (and so copy) every page of it (copy-on-write).
+    gc.collect()
+    gc.freeze()
 
 
 def _probe(uid_base: int, gid: int) -> Hardening:
