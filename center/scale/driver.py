@@ -13,8 +13,9 @@ What comes back decides what happens next:
 - void (the center's infrastructure failed): handed out again, up to ``retries`` more times, then
   reported as not played, as :func:`center.evaluation.match.run_battles` does;
 - the runner is lost (its process or its node died): the battle is void and handed out again, not
-  counted as an attempt; a runner that its pool restarts is used again, one that is gone for good
-  is not; when none is left the run stops, resumable;
+  counted as an attempt; the runner gets no battle until it answers a probe (its pool restarts
+  it); one that is gone for good, or not back within ``restart_timeout`` seconds, gets no more;
+  when none is left the run stops, resumable;
 - an edge of the runner stayed down through ``--edge-wait``: the battle goes back to the queue and
   the runner gets no more battles; when no runner is left the run stops, resumable.
 """
@@ -22,6 +23,7 @@ What comes back decides what happens next:
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -69,6 +71,14 @@ class RunnerPool(Protocol):
         """The outcome of a finished handle; :class:`RunnerLost` if its runner died."""
         ...
 
+    def probe(self, runner: int) -> Hashable:
+        """A handle that finishes when ``runner`` answers again (after a restart)."""
+        ...
+
+    def probe_result(self, handle: Hashable) -> None:
+        """Return if the probed runner answered; :class:`RunnerLost` if it did not."""
+        ...
+
 
 @dataclass
 class _Flight:
@@ -88,6 +98,7 @@ def drive_battles(
     stop: Callable[[], bool] | None = None,
     retries: int = 1,
     poll_s: float = 0.5,
+    restart_timeout: float = 300.0,
 ) -> RunSummary:
     """Play ``schedule`` on ``pool``'s runners, ``concurrency`` battles in flight per runner.
 
@@ -95,7 +106,7 @@ def drive_battles(
     Returns what :func:`center.evaluation.match.run_battles` returns; ``stopped`` says why the run
     stopped before its end (no runner left), and stays empty when ``stop()`` ended it.
     """
-    battles = iter(schedule)
+    battles = _Lookahead(schedule)
     again: deque[tuple[ScheduledBattle, int]] = deque()
     in_flight: dict[Hashable, _Flight] = {}
     load = [0] * pool.size
@@ -104,6 +115,7 @@ def drive_battles(
     failed: list[tuple[ScheduledBattle, str]] = []
     recorded: set[str] = set()
     why_lost: list[str] = []
+    probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
     handing_out = True
 
     def next_battle() -> tuple[ScheduledBattle, int] | None:
@@ -111,7 +123,7 @@ def drive_battles(
             return None
         if again:
             return again.popleft()
-        battle = next(battles, None)
+        battle = battles.next()
         return None if battle is None else (battle, 0)
 
     def fill() -> None:
@@ -155,9 +167,39 @@ def drive_battles(
         if stop is not None and stop():
             handing_out = False
 
+    def lost(runner: int, exc: RunnerLost) -> None:
+        if exc.final:
+            retire(runner, str(exc))
+        elif runner in live:  # no battle for it until it answers again
+            live.discard(runner)
+            probes[pool.probe(runner)] = (runner, time.monotonic())
+
+    def probed(handle: Hashable) -> None:
+        runner, _ = probes.pop(handle)
+        try:
+            pool.probe_result(handle)
+        except RunnerLost as exc:
+            if exc.final:
+                retire(runner, str(exc))
+            else:
+                probes[pool.probe(runner)] = (runner, time.monotonic())
+            return
+        logger.warning("runner %d is back", runner)
+        live.add(runner)
+
+    def waiting_for_restarts() -> bool:
+        for handle, (runner, since) in list(probes.items()):
+            if time.monotonic() - since > restart_timeout:
+                del probes[handle]
+                retire(runner, f"runner {runner} not back {restart_timeout:.0f}s after it was lost")
+        return bool(probes) and handing_out and bool(again or battles.peek())
+
     fill()
-    while in_flight:
-        for handle in pool.wait(list(in_flight), poll_s):
+    while in_flight or waiting_for_restarts():
+        for handle in pool.wait([*in_flight, *probes], poll_s):
+            if handle in probes:
+                probed(handle)
+                continue
             flight = in_flight.pop(handle)
             load[flight.runner] -= 1
             try:
@@ -165,8 +207,7 @@ def drive_battles(
             except RunnerLost as exc:
                 logger.warning("%s voided: %s", flight.battle.battle_id, exc)
                 again.appendleft((flight.battle, flight.attempt))
-                if exc.final:
-                    retire(flight.runner, str(exc))
+                lost(flight.runner, exc)
                 continue
             if outcome.kind == OutcomeKind.RECORDED:
                 record(outcome, flight)
@@ -182,7 +223,25 @@ def drive_battles(
                     on_done(None)
         fill()
     stopped = ""
-    if not live and (again or next(battles, None) is not None):
+    if not live and (again or battles.peek() is not None):
         stopped = why_lost[-1] if len(set(why_lost)) == 1 else "; ".join(dict.fromkeys(why_lost))
         stopped = f"no battle runner left ({stopped})"
     return RunSummary(played, failed, stopped)
+
+
+class _Lookahead:
+    """The schedule, taken lazily, with a look at the next battle."""
+
+    def __init__(self, schedule: Iterable[ScheduledBattle]) -> None:
+        self._it = iter(schedule)
+        self._next: ScheduledBattle | None = None
+
+    def peek(self) -> ScheduledBattle | None:
+        if self._next is None:
+            self._next = next(self._it, None)
+        return self._next
+
+    def next(self) -> ScheduledBattle | None:
+        battle = self.peek()
+        self._next = None
+        return battle

@@ -138,6 +138,20 @@ class RayRunnerPool:
             raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=True) from exc
         return outcome
 
+    def probe(self, runner: int) -> Hashable:
+        """A ping of ``runner``: it finishes when the runner answers (after a restart)."""
+        return _Handle(self._actors[runner].ping.remote(), runner)
+
+    def probe_result(self, handle: Hashable) -> None:
+        """Return if the runner answered the ping; RunnerLost if not."""
+        assert isinstance(handle, _Handle)
+        try:
+            ray.get(handle.ref)
+        except ray.exceptions.ActorUnavailableError as exc:
+            raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=False) from exc
+        except ray.exceptions.RayActorError as exc:
+            raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=True) from exc
+
     def close(self) -> None:
         """Stop every runner (their simulator hosts and edge connections), then a local Ray."""
         if ray is None or not ray.is_initialized():
