@@ -11,9 +11,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -305,32 +307,39 @@ def edge_pool(tmp_path: Path) -> Iterator[tuple[Path, list[EdgeProcess]]]:
             edge.stop()
 
 
-def _established(pid: int, port: int) -> int:
-    """How many TCP connections to ``port`` are established in process ``pid``'s network view."""
-    count = 0
-    for table in ("tcp", "tcp6"):
+def _ports_connected_to(pid: int) -> set[int]:
+    """The remote TCP ports that process ``pid`` has established connections to."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
-            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            target = os.readlink(fd)
         except OSError:
             continue
-        for line in lines:
-            local, state = line.split()[1], line.split()[3]
-            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
-                count += 1
-    return count
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and inode in inodes:
+                ports.add(int(remote.rsplit(":", 1)[1], 16))
+    return ports
 
 
 def test_an_edge_pool_of_two_pairs_serves_one_pair_per_runner(edge_pool, tmp_path):
-    config, edges = edge_pool
+    config, _ = edge_pool
     pool = json.loads(config.read_text())
+    pairs = [{pool["blue"][i]["port"], pool["red"][i]["port"]} for i in range(2)]
     league = League(config, tmp_path / "run", *LEAGUE, "-n", "2", "--seed", "6")
     proc = league.start("--workers", "2")
     try:
         league.wait_rows(proc, 1)
-        # Both pairs have a runner connected to them while the league plays.
-        for side in ("blue", "red"):
-            for entry in pool[side]:
-                assert _established(os.getpid(), int(entry["port"])) >= 1, (side, entry)
+        runners = _runners(league.mark)
+        assert len(runners) == 2
+        # Each runner is connected to one edge of each side, the runners to different pairs.
+        used = [_ports_connected_to(pid) & set.union(*pairs) for pid in runners]
+        assert sorted(used, key=sorted) == sorted(pairs, key=sorted), (used, pairs)
         _, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -343,23 +352,79 @@ def test_an_edge_pool_of_two_pairs_serves_one_pair_per_runner(edge_pool, tmp_pat
     assert plain.returncode == 2 and "--workers" in plain.stderr.strip().splitlines()[-1]
 
 
+def _kill_marked(mark: str, sig: int = signal.SIGKILL) -> None:
+    for pid in _marked(mark):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            continue
+
+
 @pytest.fixture
-def two_node_cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """A Ray head and a second node started on loopback with ``ray start``; always stopped."""
-    mark = uuid.uuid4().hex
-    env = {**os.environ, MARKER: mark, "RAY_AUTH_MODE": "disabled"}
+def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
+    """A Ray head and a second node started with ``ray start`` on this machine; always stopped.
+
+    Yields the head's address and each node's marker (its processes, Ray's workers included,
+    carry it in their environment)."""
+    marks = {"head": uuid.uuid4().hex, "second": uuid.uuid4().hex}
     port = free_port()
     address = f"127.0.0.1:{port}"
-    head = [*RAY, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1"]
-    common = ["--num-cpus", "1", "--include-dashboard", "false", "--disable-usage-stats"]
+    ray_cli = [str(Path(sys.executable).parent / "ray"), "start", "--disable-usage-stats"]
+    # Short temp dirs: Ray's Unix sockets live there, and their paths have a length limit.
+    temp = {node: tempfile.mkdtemp(prefix="sep-ray-", dir="/tmp") for node in marks}
+    cpus = {"head": "2", "second": "1"}
+    commands = {
+        "head": [*ray_cli, "--head", "--port", str(port), "--num-cpus", "2"],
+        "second": [*ray_cli, "--address", address, "--num-cpus", "1"],
+    }
     try:
-        for command in (
-            [*head, *common, "--temp-dir", str(tmp_path / "ray")],
-            [*RAY, "start", "--address", address, "--node-ip-address", "127.0.0.1", *common[:2]],
-        ):
-            started = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+        for node, command in commands.items():
+            env = {**os.environ, MARKER: marks[node], "RAY_AUTH_MODE": "disabled"}
+            started = subprocess.run(
+                [*command, "--num-cpus", cpus[node], "--temp-dir", temp[node]],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=180,
+            )
             assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-        yield address, mark
+        yield address, marks
     finally:
-        subprocess.run([*RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
-        _nothing_left(mark)
+        for mark in marks.values():
+            _kill_marked(mark, signal.SIGTERM)
+        for mark in marks.values():
+            try:
+                _nothing_left(mark, timeout=20)
+            except AssertionError:
+                _kill_marked(mark)
+                _nothing_left(mark)
+        for folder in temp.values():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_league_over_a_two_node_cluster_survives_losing_a_node(
+    two_node_cluster, start_edges, tmp_path
+):
+    address, marks = two_node_cluster
+    edges = start_edges()
+    league = League(edges["blue"].config, tmp_path / "run", *LEAGUE, "-n", "4", "--seed", "2")
+    league.env["RAY_AUTH_MODE"] = "disabled"
+    # No --workers: one runner per node.
+    proc = league.start("--ray", address, "--max-restarts", "2")
+    try:
+        league.wait_rows(proc, 2)
+        assert len(_runners(marks["head"])) == 1 and len(_runners(marks["second"])) == 1
+        _kill_marked(marks["second"])  # the node goes away: its raylet, its runner, its simulator
+        _, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-3000:]
+    rows = _complete(tmp_path / "run", 12)
+    assert set(Counter(frozenset((r["blue"], r["red"])) for r in rows).values()) == {4}
+    assert "voided: runner lost" in err, err[-3000:]
+    _nothing_left(marks["second"])
+    # The driver is gone, and so are its runners and their simulator hosts on the head.
+    _wait_until(lambda: not _runners(marks["head"]), 60, "the head's runner to stop")
+    assert not any("sim_host" in _cmdline(pid) for pid in _marked(marks["head"]))
