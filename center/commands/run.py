@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,15 @@ class _Progress:
             file=sys.stderr,
             dynamic_ncols=True,
         )
+        # Redrawn every second, so that the elapsed time stays live while no battle ends (an
+        # edge being waited for, long battles).
+        self._closed = threading.Event()
+        if not quiet:
+            threading.Thread(target=self._tick, name="progress", daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._closed.wait(1.0):
+            self.bar.refresh()
 
     def __call__(self, record: BattleRecord | None) -> None:
         if record is not None:
@@ -80,6 +90,7 @@ class _Progress:
         self.bar.update(1)
 
     def close(self) -> None:
+        self._closed.set()
         self.bar.close()
 
 

@@ -7,6 +7,7 @@ edge that plays a side resolves the model id from its own candidates.json.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -48,6 +49,8 @@ class EdgeSource:
         self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
+        self._down_lock = threading.Lock()
+        self._down_until: dict[str, float] = {}  # side: when the wait for it ends (monotonic)
 
     def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
@@ -118,18 +121,25 @@ class EdgeSource:
         return guard
 
     def wait_for_edge(self, side: str) -> bool:
-        """Wait up to ``edge_wait`` seconds for the ``side`` edge to answer again."""
+        """Wait for the ``side`` edge to answer again, up to ``edge_wait`` seconds after it was
+        first found down: battles that find it down later share that deadline, so that a run
+        with K battles at once stops ``edge_wait`` after the edge went away, not K waits later."""
         client = self.clients[side]
-        logger.warning(
-            "the %s edge at %s does not answer; waiting up to %.0fs for it",
-            side,
-            client.address,
-            self.edge_wait,
-        )
-        deadline = time.monotonic() + self.edge_wait
+        with self._down_lock:
+            deadline = self._down_until.get(side)
+            if deadline is None:
+                deadline = self._down_until[side] = time.monotonic() + self.edge_wait
+                logger.warning(
+                    "the %s edge at %s does not answer; waiting up to %.0fs for it",
+                    side,
+                    client.address,
+                    self.edge_wait,
+                )
         while time.monotonic() < deadline:
             if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
-                logger.warning("the %s edge is back", side)
+                with self._down_lock:
+                    if self._down_until.pop(side, None) is not None:
+                        logger.warning("the %s edge is back", side)
                 return True
             time.sleep(0.5)  # a ping can fail at once (e.g. a refused handshake): don't spin
         return False
