@@ -452,9 +452,8 @@ def _play_one(
         statuses = {"blue": record.blue_status, "red": record.red_status}
         lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
         if void and lost:  # the edge process went away mid-battle: void it, replay it later
-            remove_battle_files(
-                settings.log_dir, scheduled.battle_id
-            )  # nothing reads as its result
+            # Its files would sit next to the row of the battle played again.
+            remove_battle_files(settings.log_dir, scheduled.battle_id)
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the {lost[0]} edge was lost mid-battle; voided"
             )
