@@ -2,8 +2,9 @@
 
 The driver is the only writer of LOG_DIR. Each recorded battle's files are written first, then its
 row is appended to battles.csv through the same durable :class:`ResultsWriter` as a run in one
-process, so ``kill -9`` of the driver loses only the battles in flight and a rerun resumes exactly
-as today. A battle is handed out once at a time and recorded at most once (the writer and the
+process (the battles that came back at once share one fsync, a group commit: none is reported
+done before its row is on disk), so ``kill -9`` of the driver loses only the battles in flight and
+a rerun resumes exactly as today. A battle is handed out once at a time and recorded at most once (the writer and the
 driver both refuse a battle id twice).
 
 What comes back decides what happens next:
@@ -149,23 +150,27 @@ def drive_battles(
         if not live:
             handing_out = False
 
-    def record(outcome: BattleOutcome, flight: _Flight) -> None:
+    def record(batch: list[tuple[BattleOutcome, _Flight]]) -> None:
+        """Files first, then the rows of every battle that came back at once, with one fsync."""
         nonlocal handing_out
-        if outcome.battle_id != flight.battle.battle_id:
-            failed.append((flight.battle, f"the runner answered for {outcome.battle_id}"))
-            return
-        if outcome.battle_id in recorded:  # never twice, whatever a runner sends
-            logger.warning("%s: recorded already; a second result is ignored", outcome.battle_id)
-            return
-        result = outcome.record()
-        write_battle_files(log_dir, outcome.battle_id, outcome.files)
-        if writer.write(result):
-            recorded.add(outcome.battle_id)
+        results = []
+        for outcome, flight in batch:
+            if outcome.battle_id != flight.battle.battle_id:
+                failed.append((flight.battle, f"the runner answered for {outcome.battle_id}"))
+            elif outcome.battle_id in recorded:  # never twice, whatever a runner sends
+                logger.warning("%s: recorded already; a second result is ignored", flight.battle)
+            else:
+                write_battle_files(log_dir, outcome.battle_id, outcome.files)
+                results.append(outcome.record())
+                recorded.add(outcome.battle_id)
+        for result, written in zip(results, writer.write_many(results), strict=True):
+            if not written:
+                continue
             played.append(result)
             if on_done is not None:
                 on_done(result)
-        if stop is not None and stop():
-            handing_out = False
+            if stop is not None and stop():
+                handing_out = False
 
     def lost(runner: int, exc: RunnerLost) -> None:
         if exc.final:
@@ -196,6 +201,7 @@ def drive_battles(
 
     fill()
     while in_flight or waiting_for_restarts():
+        finished: list[tuple[BattleOutcome, _Flight]] = []
         for handle in pool.wait([*in_flight, *probes], poll_s):
             if handle in probes:
                 probed(handle)
@@ -210,7 +216,7 @@ def drive_battles(
                 lost(flight.runner, exc)
                 continue
             if outcome.kind == OutcomeKind.RECORDED:
-                record(outcome, flight)
+                finished.append((outcome, flight))
             elif outcome.kind == OutcomeKind.EDGE_DOWN:
                 again.appendleft((flight.battle, flight.attempt))
                 retire(flight.runner, outcome.message)
@@ -221,6 +227,7 @@ def drive_battles(
                 failed.append((flight.battle, outcome.message))
                 if on_done is not None:
                     on_done(None)
+        record(finished)
         fill()
     stopped = ""
     if not live and (again or battles.peek() is not None):

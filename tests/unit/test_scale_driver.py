@@ -234,3 +234,14 @@ def test_a_battle_is_never_recorded_twice_nor_its_files_written_outside_its_name
     with pytest.raises(ResultsError, match="outside the battle's"):
         _drive(tmp_path / "evil", ScriptedPool(1, escaping), schedule=SCHEDULE[:1])
     assert _ids(tmp_path / "evil") == []
+
+
+def test_write_many_appends_a_batch_with_one_write_and_refuses_ids_twice(tmp_path):
+    first, second, third = (_record(b) for b in SCHEDULE[:3])
+    with ResultsWriter(tmp_path) as writer:
+        assert writer.write(first)
+        assert writer.write_many([second, first, third, second]) == [True, False, True, False]
+        assert writer.write_many([]) == []
+    assert _ids(tmp_path) == [first.battle_id, second.battle_id, third.battle_id]
+    with ResultsWriter(tmp_path) as writer:  # and after a restart, from the file
+        assert writer.write_many([third]) == [False]
