@@ -6,11 +6,14 @@ A played battle writes its replay (``replays/ID.html``), its players file
 and why it failed (``logs/ID.SIDE.err``). A battle that is voided must leave none of them: a
 voided attempt's ``.err`` saying DISCONNECT next to the row of the replayed battle would read as
 that battle's result. A battle runner on another host (:mod:`center.scale`) plays into a folder
-of its own and ships these files to the driver, the only writer of LOG_DIR.
+of its own and ships these files to the driver, the only writer of LOG_DIR, with the two logs
+compressed (:func:`compress_logs`: ``logs/ID.log.gz``, ``logs/ID.input.log.gz``, about a
+twentieth of their size); readers take either (:func:`center.files.read_text`).
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 from collections.abc import Mapping
@@ -18,9 +21,11 @@ from pathlib import Path, PurePosixPath
 
 from center.errors import ResultsError
 from center.evaluation.records import LOG_SUBDIR, REPLAY_SUBDIR, log_relpath, replay_relpath
+from center.files import COMPRESSED_SUFFIX
 
 __all__ = [
     "battle_file_relpaths",
+    "compress_logs",
     "read_battle_files",
     "remove_battle_files",
     "write_battle_files",
@@ -35,13 +40,27 @@ def battle_file_relpaths(battle_id: str) -> list[str]:
     """Every file a battle may write, relative to LOG_DIR (most are optional)."""
     replay = PurePosixPath(replay_relpath(battle_id))
     log = PurePosixPath(log_relpath(battle_id))
+    logs = [str(log), str(log.with_suffix(".input.log"))]
     return [
         str(replay),
         str(replay.with_suffix(".players.json")),
-        str(log),
-        str(log.with_suffix(".input.log")),
+        *logs,
+        *(path + COMPRESSED_SUFFIX for path in logs),
         *(str(log.with_suffix(suffix)) for suffix in _SIDE_SUFFIXES),
     ]
+
+
+def compress_logs(battle_id: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """``files`` with the battle's protocol log and input log gzipped (``.gz`` added to their
+    names); the rest (replay page, players file, ``.out``/``.err``) as they are."""
+    log = PurePosixPath(log_relpath(battle_id))
+    logs = {str(log), str(log.with_suffix(".input.log"))}
+    return {
+        relpath + COMPRESSED_SUFFIX if relpath in logs else relpath: (
+            gzip.compress(data, compresslevel=6, mtime=0) if relpath in logs else data
+        )
+        for relpath, data in files.items()
+    }
 
 
 def read_battle_files(log_dir: Path, battle_id: str) -> dict[str, bytes]:

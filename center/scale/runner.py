@@ -19,7 +19,7 @@ from typing import Any
 
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
-from center.evaluation.battle_files import read_battle_files, remove_battle_files
+from center.evaluation.battle_files import compress_logs, read_battle_files, remove_battle_files
 from center.evaluation.match import play_one, start_backend
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
@@ -85,7 +85,8 @@ class BattleRunner:
                 OutcomeKind.FAILED, battle_id, message=f"{type(exc).__name__}: {exc}"
             )
         else:
-            outcome = BattleOutcome.recorded(record, read_battle_files(self.work_dir, battle_id))
+            files = compress_logs(battle_id, read_battle_files(self.work_dir, battle_id))
+            outcome = BattleOutcome.recorded(record, files)
         remove_battle_files(self.work_dir, battle_id)
         return outcome
 

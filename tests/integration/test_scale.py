@@ -9,8 +9,10 @@ simulator hosts inherit it), so that "nothing left running" is checked for this 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +36,7 @@ RAY = [sys.executable, "-c", "from ray.scripts.scripts import main; main()"]
 OUTCOME = ("battle_id", "blue", "red", "winner", "end_reason", "turns", "seed")
 LEAGUE = ("--league", "good_random", "good_team_choice", "slow_first")
 MARKER = "SEP_SCALE_TEST_MARK"
+RUNS = ("one", "two")
 
 
 def _rows(log_dir: Path) -> list[dict[str, str]]:
@@ -169,11 +172,19 @@ def test_workers_2_play_the_same_battles_as_one_process_and_a_plain_run_imports_
     assert run.returncode == 0, run.stderr[-3000:]
     _complete(tmp_path / "two", 6)
     assert _outcomes(tmp_path / "one") == _outcomes(tmp_path / "two")
-    # Every recorded battle has its files, and they replay the same battle.
+    # Every recorded battle has its files, its logs compressed (the row names them as always),
+    # and they replay the same battle; the report's replay pages read them.
     for row in _rows(tmp_path / "two"):
-        for relpath in (row["replay"], row["log"], row["log"].replace(".log", ".input.log")):
-            assert (tmp_path / "two" / relpath).is_file(), relpath
-    assert replay_battle(tmp_path / "two", _rows(tmp_path / "two")[-1]["battle_id"]).same
+        log, inputs = row["log"], row["log"].replace(".log", ".input.log")
+        assert (tmp_path / "two" / row["replay"]).is_file()
+        for relpath in (log, inputs):  # the same battle, but for the protocol's timestamps
+            assert not (tmp_path / "two" / relpath).exists(), relpath
+            packed = gzip.decompress((tmp_path / "two" / f"{relpath}.gz").read_bytes()).decode()
+            plain = (tmp_path / "one" / relpath).read_text()
+            assert re.sub(r"\|t:\|\d+", "", packed) == re.sub(r"\|t:\|\d+", "", plain)
+        assert replay_battle(tmp_path / "two", row["battle_id"]).same
+        pages = [(tmp_path / run / row["replay"]).with_suffix(".offline.html") for run in RUNS]
+        assert pages[1].read_text().count("Turn ") == pages[0].read_text().count("Turn ") > 0
     standings = json.loads((tmp_path / "two" / "standings.json").read_text())
     assert standings == json.loads((tmp_path / "one" / "standings.json").read_text())
     _nothing_left(two.mark)
