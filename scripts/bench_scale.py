@@ -102,6 +102,15 @@ def _steady_rate(log_dir: Path) -> float:
     return (len(ends) - 1) / span if span > 0 else 0.0
 
 
+def _bytes_per_battle(log_dir: Path, battles: int) -> tuple[float, float]:
+    """Bytes per battle on disk: the battle's own files (replay, players, logs), and the
+    report's offline replay pages."""
+    files = [p for folder in ("logs", "replays") for p in (log_dir / folder).iterdir()]
+    pages = sum(p.stat().st_size for p in files if p.name.endswith(".offline.html"))
+    total = sum(p.stat().st_size for p in files)
+    return (total - pages) / battles, pages / battles
+
+
 def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: int) -> None:
     """The same league in one process, with --workers 1 and with --workers 2, interleaved."""
     modes = {
@@ -111,6 +120,7 @@ def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: in
     }
     walls: dict[str, list[float]] = {mode: [] for mode in modes}
     steady: dict[str, list[float]] = {mode: [] for mode in modes}
+    sizes: dict[str, tuple[float, float]] = {}
     print(
         f"\n2. sep_main, {len(LEAGUE)}-candidate league, {battles} battles, --concurrency "
         f"{concurrency} per process/runner, {rounds} round(s):"
@@ -128,10 +138,16 @@ def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: in
                 raise RuntimeError(f"{mode} failed: {run.stderr[-2000:]}")
             walls[mode].append(battles / (time.perf_counter() - start))
             steady[mode].append(_steady_rate(log_dir))
+            sizes[mode] = _bytes_per_battle(log_dir, battles)
     print(f"{'mode':<12} {'battles/s (whole command)':>26} {'battles/s (steady)':>19}")
     for mode in modes:
         whole = sum(walls[mode]) / rounds
         print(f"{mode:<12} {whole:>26.2f} {sum(steady[mode]) / rounds:>19.2f}")
+    for mode, (own, pages) in sizes.items():
+        print(
+            f"{mode}: {own / 1024:.1f} KB per battle of battle files (replay, players, logs), "
+            f"{pages / 1024:.1f} KB of report replay pages"
+        )
     base_whole = sum(walls["one process"]) / rounds
     base_steady = sum(steady["one process"]) / rounds
     for mode in ("--workers 1", "--workers 2"):
