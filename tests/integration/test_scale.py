@@ -295,6 +295,45 @@ def test_ctrl_c_stops_every_runner_and_simulator_host(start_edges, tmp_path):
     _nothing_left(league.mark)
 
 
+def test_an_edge_that_stays_down_retires_every_runner_and_the_rerun_completes(
+    start_edges, tmp_path
+):
+    edges = start_edges()
+    league = League(
+        edges["blue"].config,
+        tmp_path / "run",
+        *LEAGUE,
+        "-n",
+        "4",
+        "--seed",
+        "3",
+        "--edge-wait",
+        "5",
+    )
+    proc = league.start("--workers", "2")
+    try:
+        league.wait_rows(proc, 2)
+        edges["red"].kill()
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 1, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: no battle runner left (red edge down"), err[-3000:]
+    assert last.endswith("rerun to resume"), last
+    stopped_at = _rows(tmp_path / "run")
+    assert all(r["red_status"] == "OK" for r in stopped_at)
+    assert not list((tmp_path / "run" / "logs").glob("*.err"))  # no voided attempt's files
+    _nothing_left(league.mark)
+    edges["red"].start()
+    rerun = league.run("--workers", "2")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = _complete(tmp_path / "run", 12)
+    assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+
+
 @pytest.fixture
 def edge_pool(tmp_path: Path) -> Iterator[tuple[Path, list[EdgeProcess]]]:
     """Two pairs of edges, and a sep_config.json listing both pairs."""
