@@ -91,6 +91,9 @@ class EdgeSource:
         client = self.clients[side]
         try:
             try:
+                if getattr(client, "lost_at", None) is not None and not self.wait_for_edge(side):
+                    # Known lost and not back in time: no open that would wait out its timeout.
+                    raise SideDisconnected(f"the {side} edge at {client.address} is down")
                 session = EdgeSession(client, model_id, config, username)
             except (SideDisconnected, CallTimeout):
                 # An edge that is down before the battle: wait (bounded) for it to come back
@@ -121,20 +124,26 @@ class EdgeSource:
         return guard
 
     def wait_for_edge(self, side: str) -> bool:
-        """Wait for the ``side`` edge to answer again, up to ``edge_wait`` seconds after it was
-        first found down: battles that find it down later share that deadline, so that a run
-        with K battles at once stops ``edge_wait`` after the edge went away, not K waits later."""
+        """Wait for the ``side`` edge to answer again, up to ``edge_wait`` seconds after it went
+        away (when its connection was lost, else when it was first found down): battles that
+        find it down later share that deadline, so that a run with K battles at once stops
+        ``edge_wait`` after the edge went away, not after the calls in flight timed out and K
+        waits later."""
         client = self.clients[side]
         with self._down_lock:
             deadline = self._down_until.get(side)
             if deadline is None:
-                deadline = self._down_until[side] = time.monotonic() + self.edge_wait
+                lost_at = getattr(client, "lost_at", None)
+                since = time.monotonic() if lost_at is None else lost_at
+                deadline = self._down_until[side] = since + self.edge_wait
                 logger.warning(
                     "the %s edge at %s does not answer; waiting up to %.0fs for it",
                     side,
                     client.address,
                     self.edge_wait,
                 )
+        if time.monotonic() >= deadline:
+            return False
         while time.monotonic() < deadline:
             if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
                 with self._down_lock:
