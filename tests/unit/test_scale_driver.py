@@ -5,6 +5,8 @@ battle. The real runners (Ray actors, real edges) are in tests/integration/test_
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,3 +247,17 @@ def test_write_many_appends_a_batch_with_one_write_and_refuses_ids_twice(tmp_pat
     assert _ids(tmp_path) == [first.battle_id, second.battle_id, third.battle_id]
     with ResultsWriter(tmp_path) as writer:  # and after a restart, from the file
         assert writer.write_many([third]) == [False]
+
+
+def test_without_the_ray_extra_workers_is_one_clear_error():
+    probe = (
+        "import sys\nsys.modules['ray'] = None  # as if maple-sep[ray] were not installed\n"
+        "from center.errors import ConfigError\nfrom center.scale.ray_pool import RayRunnerPool\n"
+        "try:\n    RayRunnerPool(None, workers=2, address=None, concurrency=1)\n"
+        "except ConfigError as exc:\n    print(exc)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == (
+        "--workers and --ray need Ray: pip install 'maple-sep[ray]' (or ./scripts/setup.sh)"
+    )
