@@ -41,7 +41,7 @@ from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
-from center.scale.launch import ScaleOptions
+from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.errors import EdgeError
 
@@ -250,8 +250,6 @@ def run_command(
                         on_done=progress,
                     )
                 else:
-                    from center.scale.launch import run_on_runners
-
                     assert runner_source is not None
                     summary = run_on_runners(
                         todo,
