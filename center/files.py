@@ -6,11 +6,15 @@ Beside ``center.errors``, below every layer of the center: imports only the stan
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
 import threading
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomically"]
+__all__ = ["COMPRESSED_SUFFIX", "existing", "fsync_dir", "read_text", "write_atomically"]
+
+#: A battle's log stored compressed: ``logs/ID.log`` is kept as ``logs/ID.log.gz`` (gzip).
+COMPRESSED_SUFFIX = ".gz"
 
 
 def fsync_dir(path: Path) -> None:
@@ -48,3 +52,28 @@ def write_atomically(path: Path, text: str, *, durable: bool = False) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def existing(path: Path) -> Path | None:
+    """``path`` if it exists, else its compressed twin (``path.gz``) if that exists, else None."""
+    if path.exists():
+        return path
+    packed = path.with_name(path.name + COMPRESSED_SUFFIX)
+    return packed if packed.exists() else None
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``, or of its compressed twin ``path.gz`` when only that exists
+    (LOG_DIRs written by battle runners keep their logs compressed; older ones do not).
+
+    Raises FileNotFoundError when neither exists, OSError (gzip's BadGzipFile, EOFError as
+    OSError) when the file cannot be read."""
+    found = existing(path)
+    if found is None:
+        raise FileNotFoundError(f"no such file: {path} (nor {path.name}{COMPRESSED_SUFFIX})")
+    if found is path:
+        return path.read_text(encoding="utf-8")
+    try:
+        return gzip.decompress(found.read_bytes()).decode("utf-8")
+    except EOFError as exc:  # a truncated file
+        raise OSError(f"{found}: truncated ({exc})") from exc

@@ -27,6 +27,7 @@ from center.evaluation.match import input_log_relpath
 from center.evaluation.records import BattleRecord, Winner, log_relpath
 from center.evaluation.run_info import read_run_config
 from center.evaluation.run_secret import SECRET_FILE, read_run_secret
+from center.files import read_text
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
@@ -63,7 +64,7 @@ def _without_timestamps(frame: str) -> str:
 def _read_protocol_log(path: Path) -> dict[str, list[str]]:
     frames: dict[str, list[str]] = {side: [] for side in SIDE_SLOTS}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except OSError as exc:
         raise ConfigError(f"cannot read the protocol log {path}: {exc}") from exc
     for number, line in enumerate(lines, start=1):
@@ -173,7 +174,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         )
     input_path = log_dir / input_log_relpath(battle_id)
     try:
-        text = input_path.read_text(encoding="utf-8")
+        text = read_text(input_path)
     except OSError as exc:
         raise ConfigError(f"no input log for {battle_id}: {exc}") from exc
     # Lines end at "\n" only, as they were written: str.splitlines would also cut a team at a

@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,8 @@ from center.evaluation.sequential import SequentialTests
 from center.evaluation.side_guard import Budget
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.standings_output import format_standings, write_standings
+from center.scale.launch import ScaleOptions, run_on_runners
+from center.scale.spec import EdgeAddress, SourceSpec
 from edge.errors import EdgeError
 
 logger = logging.getLogger(__name__)
@@ -87,6 +90,15 @@ class _Progress:
         )
         #: a live line before the bar (an SPRT's LLR and bounds), refreshed after each battle
         self.describe: Callable[[], str] | None = None
+        # Redrawn every second, so that the elapsed time stays live while no battle ends (an
+        # edge being waited for, long battles).
+        self._closed = threading.Event()
+        if not quiet:
+            threading.Thread(target=self._tick, name="progress", daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._closed.wait(1.0):
+            self.bar.refresh()
 
     def __call__(self, record: BattleRecord | None) -> None:
         if record is not None:
@@ -99,6 +111,7 @@ class _Progress:
         self.bar.update(1)
 
     def close(self) -> None:
+        self._closed.set()
         self.bar.close()
 
 
@@ -162,12 +175,16 @@ def run_command(
     teams: dict[str, str | None],
     make_source: Callable[[dict[str, list[str]]], SideSource],
     edge_loss: Literal["void", "forfeit"] | None = None,
+    scale: ScaleOptions | None = None,
+    runner_source: Callable[[], SourceSpec] | None = None,
 ) -> None:
     """What sep_main and sep_eval do once their sides are known.
 
     ``make_source(sides)`` builds the side source for the models each side will play (for
     ``sep_main``: connects to the edges and checks that they serve them). ``edge_loss`` is
-    ``sep_main``'s policy for a lost edge (None in-process).
+    ``sep_main``'s policy for a lost edge (None in-process). With ``scale``, the
+    battles are played by battle runners (:mod:`center.scale`), each building its sides from
+    ``runner_source()``; this process drives them and writes LOG_DIR.
     """
     from center.showdown import SHOWDOWN_VERSION
     from center.showdown.formats import check_format
@@ -271,7 +288,7 @@ def run_command(
                 click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])
         if todo:
-            server = start_backend(backend, opts.server_url)
+            server = start_backend(backend, opts.server_url) if scale is None else None
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             progress.describe = tests.live if tests is not None else None
             try:
@@ -286,19 +303,34 @@ def run_command(
                     brought_teams=showdown_format.teams_brought,
                     run_secret=run_secret,
                 )
-                summary = run_battles(
-                    todo,
-                    source,
-                    settings,
-                    writer,
-                    server=server,
-                    concurrency=opts.concurrency,
-                    on_done=progress,
-                    early_stop=tests,
-                )
+                if scale is None:
+                    summary = run_battles(
+                        todo,
+                        source,
+                        settings,
+                        writer,
+                        server=server,
+                        concurrency=opts.concurrency,
+                        on_done=progress,
+                        early_stop=tests,
+                    )
+                else:
+                    assert runner_source is not None
+                    summary = run_on_runners(
+                        todo,
+                        scale,
+                        settings,
+                        runner_source(),
+                        writer,
+                        server_url=opts.server_url,
+                        concurrency=opts.concurrency,
+                        on_done=progress,
+                        early_stop=tests,
+                    )
             finally:
                 progress.close()
-                server.stop()
+                if server is not None:
+                    server.stop()
     records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
     sections: dict[str, Any] = {}
     sprt_results = tests.results() if tests is not None else []
@@ -572,7 +604,38 @@ def sep_eval(opts: RunOptions) -> None:
     "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
     "edges, so that nobody can void a losing battle by disconnecting).",
 )
-def sep_main(opts: RunOptions, config_path: Path, edge_wait: float, edge_loss: str) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Play the battles in W battle runners on a local Ray (each with its own simulator host "
+    "and edge connections, --concurrency battles at once); with --ray, runners over the whole "
+    "cluster [default with --ray: one per node]. Needs maple-sep[ray].",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
+    "RAY_ADDRESS). This process stays the only writer of LOG_DIR.",
+)
+@click.option(
+    "--max-restarts",
+    type=click.IntRange(0),
+    default=3,
+    show_default=True,
+    help="With --workers/--ray: how often a lost battle runner is restarted.",
+)
+def sep_main(
+    opts: RunOptions,
+    config_path: Path,
+    edge_wait: float,
+    edge_loss: str,
+    workers: int | None,
+    ray_address: str | None,
+    max_restarts: int,
+) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
     The center imports no user module: it names the model, the edge of each side runs it. With a
@@ -586,26 +649,53 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float, edge_loss: s
         from center.isolation.edge_client import EdgeClient
         from edge.contract.candidates import load_candidates
         from edge.wire.keys import center_curve_from_config
-        from edge.wire.sep_config import SIDES, load_sep_config
+        from edge.wire.sep_config import SIDES, SepConfig, load_sep_config
 
         known = load_candidates(candidates)  # data only: ids and teams, no import
         sources: list[EdgeSource] = []
+        pools: dict[str, tuple[EdgeAddress, ...]] = {}
+        scale = (
+            ScaleOptions(workers, ray_address, max_restarts)
+            if workers is not None or ray_address is not None
+            else None
+        )
 
-        def make_source(sides: dict[str, list[str]]) -> SideSource:
-            # After the format and the teams are checked, before LOG_DIR exists.
-            config = load_sep_config(config_path)
+        def edge_source(config: SepConfig, index: int) -> EdgeSource:
             clients = {}
             for side in SIDES:
-                curve = center_curve_from_config(config.data, side, config.base_dir)
+                edge = config.edge(side, index % config.edge_count(side))
+                curve = center_curve_from_config(edge.data, side, edge.base_dir)
                 clients[side] = EdgeClient(
-                    config.endpoint(side),
+                    edge.endpoint(side),
                     server_public_key=curve[0] if curve else None,
                     client_keys=curve[1] if curve else None,
                 )
+                pools.setdefault(side, ())
+                if index < config.edge_count(side):
+                    address = EdgeAddress(edge.endpoint(side))
+                    if curve:
+                        address = EdgeAddress(
+                            edge.endpoint(side), curve[0], curve[1].public, curve[1].secret
+                        )
+                    pools[side] += (address,)
             source = EdgeSource(clients, candidates, edge_wait=edge_wait)
             sources.append(source)
-            source.check_edges(sides)
             return source
+
+        def make_source(sides: dict[str, list[str]]) -> SideSource:
+            # After the format and the teams are checked, before LOG_DIR exists. Every edge of
+            # a side's list is checked; one process plays on the first of each.
+            config = load_sep_config(config_path)
+            count = max(config.edge_count(side) for side in SIDES)
+            if count > 1 and scale is None:
+                raise ConfigError(
+                    f"{config_path} lists several edges for a side: they serve battle runners "
+                    "(--workers or --ray)"
+                )
+            checked = [edge_source(config, index) for index in range(count)]
+            for source in checked:
+                source.check_edges(sides)
+            return checked[0]
 
         try:
             run_command(
@@ -614,6 +704,8 @@ def sep_main(opts: RunOptions, config_path: Path, edge_wait: float, edge_loss: s
                 teams={i: c.team for i, c in known.items()},
                 make_source=make_source,
                 edge_loss="forfeit" if edge_loss == "forfeit" else "void",
+                scale=scale,
+                runner_source=lambda: SourceSpec(str(candidates.resolve()), pools, edge_wait),
             )
         finally:
             for source in sources:

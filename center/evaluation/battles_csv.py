@@ -251,6 +251,30 @@ class ResultsWriter:
             self._ids.add(record.battle_id)
         return True
 
+    def write_many(self, records: Sequence[BattleRecord]) -> list[bool]:
+        """Append ``records`` with one write and one fsync (a group commit, for a driver that
+        receives many battles at once); for each, False if its battle_id is already there."""
+        written = []
+        lines = []
+        with self._lock:
+            if self._fd is None:
+                raise ResultsError(f"{self.path}: the writer is closed")
+            batch: set[str] = set()
+            for record in records:
+                fresh = record.battle_id not in self._ids and record.battle_id not in batch
+                if fresh:
+                    lines.append(_csv_line(record.to_row()))
+                    batch.add(record.battle_id)
+                else:
+                    logger.warning(
+                        "%s: %s already recorded; not written", self.path, record.battle_id
+                    )
+                written.append(fresh)
+            if lines:
+                self._append(b"".join(lines))
+                self._ids |= batch
+        return written
+
     def close(self) -> None:
         """Release the file (idempotent)."""
         with self._lock:

@@ -55,6 +55,8 @@ class EdgeSource:
         self._digests: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()  # battle threads open and close sides while close() runs
         self._closing = False
+        self._down_lock = threading.Lock()
+        self._down_until: dict[str, float] = {}  # side: when the wait for it ends (monotonic)
 
     def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
@@ -96,6 +98,9 @@ class EdgeSource:
         client = self.clients[side]
         try:
             try:
+                if getattr(client, "lost_at", None) is not None and not self.wait_for_edge(side):
+                    # Known lost and not back in time: no open that would wait out its timeout.
+                    raise SideDisconnected(f"the {side} edge at {client.address} is down")
                 session = EdgeSession(client, model_id, config, username)
             except (SideDisconnected, CallTimeout):
                 # An edge that is down before the battle: wait (bounded) for it to come back
@@ -143,18 +148,31 @@ class EdgeSource:
         return {model: dict(places) for model, places in self._digests.items()}
 
     def wait_for_edge(self, side: str) -> bool:
-        """Wait up to ``edge_wait`` seconds for the ``side`` edge to answer again."""
+        """Wait for the ``side`` edge to answer again, up to ``edge_wait`` seconds after it went
+        away (when its connection was lost, else when it was first found down): battles that
+        find it down later share that deadline, so that a run with K battles at once stops
+        ``edge_wait`` after the edge went away, not after the calls in flight timed out and K
+        waits later."""
         client = self.clients[side]
-        logger.warning(
-            "the %s edge at %s does not answer; waiting up to %.0fs for it",
-            side,
-            client.address,
-            self.edge_wait,
-        )
-        deadline = time.monotonic() + self.edge_wait
+        with self._down_lock:
+            deadline = self._down_until.get(side)
+            if deadline is None:
+                lost_at = getattr(client, "lost_at", None)
+                since = time.monotonic() if lost_at is None else lost_at
+                deadline = self._down_until[side] = since + self.edge_wait
+                logger.warning(
+                    "the %s edge at %s does not answer; waiting up to %.0fs for it",
+                    side,
+                    client.address,
+                    self.edge_wait,
+                )
+        if time.monotonic() >= deadline:
+            return False
         while time.monotonic() < deadline:
             if client.ping(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))):
-                logger.warning("the %s edge is back", side)
+                with self._down_lock:
+                    if self._down_until.pop(side, None) is not None:
+                        logger.warning("the %s edge is back", side)
                 return True
             time.sleep(0.5)  # a ping can fail at once (e.g. a refused handshake): don't spin
         return False

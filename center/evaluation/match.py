@@ -35,6 +35,7 @@ from center.env.backend import Backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
+from center.evaluation.battle_files import remove_battle_files
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
@@ -427,6 +428,7 @@ def run_battles(
                     with lock:
                         stopped.append(str(exc))
                     stop.set()
+                    continue  # not played: the progress bar does not count it
                 except InfrastructureError as exc:
                     logger.warning("%s; attempt %d", exc, attempt + 1)
                     note_voided(settings.log_dir, scheduled.battle_id, str(exc))
@@ -497,6 +499,8 @@ def _play_one(
         statuses = {"blue": record.blue_status, "red": record.red_status}
         lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
         if void and lost:  # the edge process went away mid-battle: void it, replay it later
+            # Its files would sit next to the row of the battle played again.
+            remove_battle_files(settings.log_dir, scheduled.battle_id)
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the {lost[0]} edge was lost mid-battle; voided"
             )
@@ -507,3 +511,15 @@ def _play_one(
                 source.close_side(guard)
             except Exception as exc:
                 logger.warning("closing a side of %s: %r", scheduled.battle_id, exc)
+
+
+def play_one(
+    env: PokemonEnv, scheduled: ScheduledBattle, source: SideSource, settings: MatchSettings
+) -> BattleRecord:
+    """Open the sides of ``scheduled``, play it in ``env`` and return its record.
+
+    What :func:`run_battles` does for each battle, for a caller with its own loop (a battle runner
+    of :mod:`center.scale`). Raises :class:`EdgeDown` when an edge stayed down through its wait,
+    :class:`InfrastructureError` when the battle is void (its files are removed).
+    """
+    return _play_one(env, scheduled, source, settings)

@@ -148,6 +148,7 @@ class EdgeClient:
         self._connected = False
         self._ever_connected = False
         self._failure: str | None = None  # why the last connection attempt failed
+        self._lost_at: float | None = None  # time.monotonic() when the connection was lost
 
         self._context = zmq.Context()
         self._dealer: zmq.Socket[bytes] | None = None
@@ -179,6 +180,12 @@ class EdgeClient:
     def connected(self) -> bool:
         """Whether a connection to the edge is established right now (handshake done)."""
         return self._connected
+
+    @property
+    def lost_at(self) -> float | None:
+        """When (``time.monotonic()``) the established connection was lost; None while it is
+        up, and before a first connection."""
+        return self._lost_at
 
     def request(self, body: Any, session: str = "", timeout: float | None = None) -> Any:
         """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
@@ -466,7 +473,7 @@ class EdgeClient:
                 return
             kind, value = event["event"], event["value"]
             if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self._connected, self._failure = True, None
+                self._connected, self._failure, self._lost_at = True, None, None
                 logger.info(
                     "%s the edge at %s",
                     "reconnected to" if self._ever_connected else "connected to",
@@ -501,6 +508,7 @@ class EdgeClient:
         if not self._connected:
             return
         self._connected = False
+        self._lost_at = time.monotonic()
         self._receive_all()  # replies that arrived before the connection dropped still count
         message = f"the connection to the edge at {self._address} was lost before the reply"
         with self._lock:

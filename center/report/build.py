@@ -16,7 +16,7 @@ from pathlib import Path
 
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import BattleRecord
-from center.files import write_atomically
+from center.files import existing, write_atomically
 from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
 from center.report.sources import SIDES, LogDir, read_log_dir
@@ -59,6 +59,7 @@ def _replay_page(
 ) -> None:
     log_dir = data.path
     log = log_dir / data.log_path(record)
+    log = existing(log) or log  # logs/ID.log, or logs/ID.log.gz as battle runners keep it
     showdown = log_dir / data.replay_path(record)
     sources = [log, showdown.with_suffix(PLAYERS_SUFFIX)]
     if not force and _mtime(page) > max(newest, *(_mtime(p) for p in sources)):
@@ -78,7 +79,9 @@ def _replay_page(
         "showdown": _relative(showdown, page.parent) if showdown.exists() else None,
         "log": _relative(log, page.parent) if log.exists() else None,
     }
-    _write_atomically(page, render_replay(record, read_battle(log), who, links))
+    _write_atomically(
+        page, render_replay(record, read_battle(log_dir / data.log_path(record)), who, links)
+    )
 
 
 def offline_replay_path(data: LogDir, record: BattleRecord) -> Path:
@@ -104,11 +107,11 @@ def write_report(
         except Exception:  # one odd log must not cost the whole report
             logger.exception("%s: could not write the replay page", record.battle_id)
         showdown = data.replay_path(record)
-        log = data.log_path(record)
+        stored = existing(data.path / data.log_path(record))
         links[record.battle_id] = {
             "offline": _relative(page, data.path) if page.exists() else None,
             "showdown": showdown if (data.path / showdown).exists() else None,
-            "log": log if (data.path / log).exists() else None,
+            "log": _relative(stored, data.path) if stored is not None else None,
         }
     report = data.path / REPORT_HTML
     _write_atomically(report, render_report(data, links))

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from center.files import read_text
+
 _IDENT = re.compile(r"^(p\d)[a-z]?:\s*(.*)$")
 
 
@@ -249,16 +251,18 @@ class _Tracker:
 
 
 def _read_streams(path: Path) -> dict[str, list[str]]:
-    """Each side's frames, in order, from a ``logs/ID.log`` file (bad lines are skipped)."""
+    """Each side's frames, in order, from a ``logs/ID.log`` file, or its compressed twin
+    ``logs/ID.log.gz`` (bad lines are skipped)."""
     frames: dict[str, list[tuple[int, str]]] = {}
-    with path.open(encoding="utf-8") as f:
-        for raw in f:
-            try:
-                doc = json.loads(raw)
-                side, index, frame = str(doc["side"]), int(doc["i"]), str(doc["frame"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            frames.setdefault(side, []).append((index, frame))
+    for raw in read_text(path).split("\n"):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+            side, index, frame = str(doc["side"]), int(doc["i"]), str(doc["frame"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        frames.setdefault(side, []).append((index, frame))
     return {side: [frame for _, frame in sorted(items)] for side, items in frames.items()}
 
 

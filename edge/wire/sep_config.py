@@ -4,7 +4,13 @@ Pinned minimal shape::
 
     {"blue": {"host": "127.0.0.1", "port": 51000}, "red": {"host": "127.0.0.1", "port": 51010}}
 
-Optional ``curve`` sections are described in :mod:`edge.wire.keys`.
+Optional ``curve`` sections are described in :mod:`edge.wire.keys`. For a center spread over
+battle runners (``sep_main --workers``), a side may also be a list of edges, each with its own
+host, port and optional ``curve`` section; each runner uses one edge of each list::
+
+    {"blue": [{"host": "10.0.0.1", "port": 51000}, {"host": "10.0.0.2", "port": 51000}], ...}
+
+A ``sep_edge`` serves one edge: its config names one edge per side.
 """
 
 from __future__ import annotations
@@ -27,9 +33,28 @@ class SepConfig:
     base_dir: Path
     path: Path
 
+    def edge_count(self, side: str) -> int:
+        """How many edges ``side`` lists (1 for a single edge)."""
+        section = self.data.get(side)
+        return len(section) if isinstance(section, list) else 1
+
+    def edge(self, side: str, index: int) -> SepConfig:
+        """This config with ``side`` narrowed to its edge ``index`` (itself for a single edge)."""
+        section = self.data.get(side)
+        if not isinstance(section, list):
+            return self
+        if not section:
+            raise SepConfigError(f"{self.path}: {side} is an empty list of edges")
+        return SepConfig({**self.data, side: section[index]}, self.base_dir, self.path)
+
     def address(self, side: str) -> tuple[str, int]:
         """(host, port) of the ``side`` edge."""
         section = self.data.get(side)
+        if isinstance(section, list):
+            raise SepConfigError(
+                f"{self.path}: {side} lists {len(section)} edges where one is needed (sep_edge "
+                "serves one edge: give it a config naming its own)"
+            )
         if not isinstance(section, dict):
             raise SepConfigError(f"{self.path}: no {side!r} section")
         host, port = section.get("host"), section.get("port")

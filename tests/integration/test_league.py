@@ -285,6 +285,8 @@ def test_an_edge_killed_mid_league_voids_the_battle_and_replays_it_after_restart
     from center.report.sources import read_log_dir
 
     assert [v.battle_id for v in read_log_dir(log_dir).voided] == [voided]
+    # The voided attempt left nothing that reads as the battle's result (its DISCONNECT .err).
+    assert not list((log_dir / "logs").glob("*.err")), list((log_dir / "logs").glob("*.err"))
 
 
 def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
@@ -309,6 +311,35 @@ def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
         {("slow_first", "good_random"): 2, ("good_random", "slow_first"): 2}
     )
     assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+
+
+def test_battles_at_once_share_one_wait_for_an_edge_that_stays_down(
+    showdown, start_edges, tmp_path
+):
+    # Four battles at once find the red edge down one after the other: they wait for it until
+    # one deadline, --edge-wait after it was first found down, not each a wait of its own.
+    edges = start_edges()
+    log_dir = tmp_path / "run"
+    command = _sep_main(
+        edges,
+        showdown,
+        log_dir,
+        "--league",
+        "slow_first",
+        "good_random",
+        "good_team_choice",
+        "-n",
+        "4",
+        "--concurrency",
+        "4",
+        "--edge-wait",
+        "5",
+    )
+    returncode, err, _ = _kill_red_edge_mid_league(edges, command, log_dir, down_for=None)
+    assert returncode == 1, err[-3000:]
+    assert err.strip().splitlines()[-1].startswith("error: red edge down"), err[-3000:]
+    assert len(re.findall(r"the red edge at \S+ does not answer; waiting up to 5s", err)) == 1, err
+    assert not list((log_dir / "logs").glob("*.err"))
 
 
 def test_with_edge_loss_forfeit_a_killed_edge_is_a_disconnect_and_the_league_goes_on(

@@ -1,0 +1,103 @@
+"""The files a battle leaves in LOG_DIR, by battle id: collect them, move them, remove them.
+
+A played battle writes its replay (``replays/ID.html``), its players file
+(``replays/ID.players.json``), its protocol log (``logs/ID.log``), on the simulator its input log
+(``logs/ID.input.log``), and for each side what the side's code printed (``logs/ID.SIDE.out``)
+and why it failed (``logs/ID.SIDE.err``). A battle that is voided must leave none of them: a
+voided attempt's ``.err`` saying DISCONNECT next to the row of the replayed battle would read as
+that battle's result. A battle runner on another host (:mod:`center.scale`) plays into a folder
+of its own and ships these files to the driver, the only writer of LOG_DIR, with the two logs
+compressed (:func:`compress_logs`: ``logs/ID.log.gz``, ``logs/ID.input.log.gz``, about a
+twentieth of their size); readers take either (:func:`center.files.read_text`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from center.errors import ResultsError
+from center.evaluation.records import LOG_SUBDIR, REPLAY_SUBDIR, log_relpath, replay_relpath
+from center.files import COMPRESSED_SUFFIX
+
+__all__ = [
+    "battle_file_relpaths",
+    "compress_logs",
+    "read_battle_files",
+    "remove_battle_files",
+    "write_battle_files",
+]
+
+logger = logging.getLogger(__name__)
+
+_SIDE_SUFFIXES = tuple(f".{side}.{kind}" for side in ("blue", "red") for kind in ("out", "err"))
+
+
+def battle_file_relpaths(battle_id: str) -> list[str]:
+    """Every file a battle may write, relative to LOG_DIR (most are optional)."""
+    replay = PurePosixPath(replay_relpath(battle_id))
+    log = PurePosixPath(log_relpath(battle_id))
+    logs = [str(log), str(log.with_suffix(".input.log"))]
+    return [
+        str(replay),
+        str(replay.with_suffix(".players.json")),
+        *logs,
+        *(path + COMPRESSED_SUFFIX for path in logs),
+        *(str(log.with_suffix(suffix)) for suffix in _SIDE_SUFFIXES),
+    ]
+
+
+def compress_logs(battle_id: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """``files`` with the battle's protocol log and input log gzipped (``.gz`` added to their
+    names); the rest (replay page, players file, ``.out``/``.err``) as they are."""
+    log = PurePosixPath(log_relpath(battle_id))
+    logs = {str(log), str(log.with_suffix(".input.log"))}
+    return {
+        relpath + COMPRESSED_SUFFIX if relpath in logs else relpath: (
+            gzip.compress(data, compresslevel=6, mtime=0) if relpath in logs else data
+        )
+        for relpath, data in files.items()
+    }
+
+
+def read_battle_files(log_dir: Path, battle_id: str) -> dict[str, bytes]:
+    """The battle's files that exist under ``log_dir``, by relative path."""
+    files = {}
+    for relpath in battle_file_relpaths(battle_id):
+        try:
+            files[relpath] = (log_dir / relpath).read_bytes()
+        except FileNotFoundError:
+            continue
+    return files
+
+
+def remove_battle_files(log_dir: Path, battle_id: str) -> None:
+    """Remove whatever the battle wrote under ``log_dir`` (a voided attempt leaves nothing)."""
+    for relpath in battle_file_relpaths(battle_id):
+        try:
+            os.unlink(log_dir / relpath)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # never lose the run over a stale file
+            logger.warning("could not remove %s: %r", log_dir / relpath, exc)
+
+
+def write_battle_files(log_dir: Path, battle_id: str, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (from :func:`read_battle_files` elsewhere) under ``log_dir``.
+
+    Only the battle's own file names are accepted: a runner cannot write anywhere else in
+    LOG_DIR (ResultsError). Stale files of an earlier attempt that this one did not write are
+    removed first.
+    """
+    allowed = set(battle_file_relpaths(battle_id))
+    unknown = sorted(set(files) - allowed)
+    if unknown:
+        raise ResultsError(f"{battle_id}: a runner sent files outside the battle's: {unknown}")
+    remove_battle_files(log_dir, battle_id)
+    for subdir in (REPLAY_SUBDIR, LOG_SUBDIR):
+        (log_dir / subdir).mkdir(parents=True, exist_ok=True)
+    for relpath, data in files.items():
+        (log_dir / relpath).write_bytes(data)

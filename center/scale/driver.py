@@ -1,0 +1,257 @@
+"""The driver: hands the schedule's battles out to runners in order, records what comes back.
+
+The driver is the only writer of LOG_DIR. Each recorded battle's files are written first, then its
+row is appended to battles.csv through the same durable :class:`ResultsWriter` as a run in one
+process (the battles that came back at once share one fsync, a group commit: none is reported
+done before its row is on disk), so ``kill -9`` of the driver loses only the battles in flight and
+a rerun resumes exactly as today. A battle is handed out once at a time and recorded at most once (the writer and the
+driver both refuse a battle id twice).
+
+What comes back decides what happens next:
+
+- recorded: files, then the row; ``on_done(record)``; then ``stop()`` is consulted (a sequential
+  test such as SPRT may end the run: no new battle is handed out, those in flight are recorded);
+- void (the center's infrastructure failed): handed out again, up to ``retries`` more times, then
+  reported as not played, as :func:`center.evaluation.match.run_battles` does;
+- the runner is lost (its process or its node died): the battle is void and handed out again, not
+  counted as an attempt; the runner gets no battle until it answers a probe (its pool restarts
+  it); one that is gone for good, or not back within ``restart_timeout`` seconds, gets no more;
+  when none is left the run stops, resumable;
+- an edge of the runner stayed down through ``--edge-wait``: the battle goes back to the queue and
+  the runner gets no more battles; when no runner is left the run stops, resumable.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from center.evaluation.battle_files import write_battle_files
+from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.match import RunSummary
+from center.evaluation.records import BattleRecord
+from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.voided import note_voided
+from center.scale.outcome import BattleOutcome, OutcomeKind
+
+__all__ = ["RunnerLost", "RunnerPool", "drive_battles"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunnerLost(Exception):
+    """A runner's process (or node) died with a battle in flight; ``final``: it will not return."""
+
+    def __init__(self, runner: int, message: str, *, final: bool) -> None:
+        super().__init__(message)
+        self.runner = runner
+        self.final = final
+
+
+class RunnerPool(Protocol):
+    """Runners that play handed-out battles (Ray actors, or synthetic ones in the benchmark)."""
+
+    @property
+    def size(self) -> int:
+        """How many runners there are (indices 0..size-1)."""
+        ...
+
+    def submit(self, runner: int, battle: ScheduledBattle) -> Hashable:
+        """Hand ``battle`` to ``runner``; a handle to wait on."""
+        ...
+
+    def wait(self, handles: Sequence[Hashable], timeout: float) -> list[Hashable]:
+        """The handles among ``handles`` whose battle is over (at least one, or none at timeout)."""
+        ...
+
+    def result(self, handle: Hashable) -> BattleOutcome:
+        """The outcome of a finished handle; :class:`RunnerLost` if its runner died."""
+        ...
+
+    def probe(self, runner: int) -> Hashable:
+        """A handle that finishes when ``runner`` answers again (after a restart)."""
+        ...
+
+    def probe_result(self, handle: Hashable) -> None:
+        """Return if the probed runner answered; :class:`RunnerLost` if it did not."""
+        ...
+
+
+@dataclass
+class _Flight:
+    runner: int
+    battle: ScheduledBattle
+    attempt: int
+
+
+def drive_battles(
+    schedule: Iterable[ScheduledBattle],
+    pool: RunnerPool,
+    writer: ResultsWriter,
+    log_dir: Path,
+    *,
+    concurrency: int,
+    on_done: Callable[[BattleRecord | None], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    retries: int = 1,
+    poll_s: float = 0.5,
+    restart_timeout: float = 300.0,
+) -> RunSummary:
+    """Play ``schedule`` on ``pool``'s runners, ``concurrency`` battles in flight per runner.
+
+    Battles are taken from ``schedule`` lazily and in order (a voided battle goes first again).
+    Returns what :func:`center.evaluation.match.run_battles` returns; ``stopped`` says why the run
+    stopped before its end (no runner left), and stays empty when ``stop()`` ended it.
+    """
+    battles = _Lookahead(schedule)
+    again: deque[tuple[ScheduledBattle, int]] = deque()
+    in_flight: dict[Hashable, _Flight] = {}
+    load = [0] * pool.size
+    live = set(range(pool.size))
+    played: list[BattleRecord] = []
+    failed: list[tuple[ScheduledBattle, str]] = []
+    recorded: set[str] = set()
+    why_lost: list[str] = []
+    probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
+    handing_out = True
+
+    def next_battle() -> tuple[ScheduledBattle, int] | None:
+        if not handing_out:
+            return None
+        if again:
+            return again.popleft()
+        battle = battles.next()
+        return None if battle is None else (battle, 0)
+
+    def fill() -> None:
+        # One battle per runner in turn, so that battles spread over every runner.
+        while True:
+            idle = [r for r in sorted(live) if load[r] < concurrency]
+            if not idle:
+                return
+            for runner in idle:
+                job = next_battle()
+                if job is None:
+                    return
+                battle, attempt = job
+                in_flight[pool.submit(runner, battle)] = _Flight(runner, battle, attempt)
+                load[runner] += 1
+
+    def retire(runner: int, why: str) -> None:
+        nonlocal handing_out
+        if runner in live:
+            live.discard(runner)
+            why_lost.append(why)
+            logger.warning("runner %d: %s", runner, why)
+        if not live:
+            handing_out = False
+
+    def record(batch: list[tuple[BattleOutcome, _Flight]]) -> None:
+        """Files first, then the rows of every battle that came back at once, with one fsync."""
+        nonlocal handing_out
+        results = []
+        for outcome, flight in batch:
+            if outcome.battle_id != flight.battle.battle_id:
+                failed.append((flight.battle, f"the runner answered for {outcome.battle_id}"))
+            elif outcome.battle_id in recorded:  # never twice, whatever a runner sends
+                logger.warning("%s: recorded already; a second result is ignored", flight.battle)
+            else:
+                write_battle_files(log_dir, outcome.battle_id, outcome.files)
+                results.append(outcome.record())
+                recorded.add(outcome.battle_id)
+        for result, written in zip(results, writer.write_many(results), strict=True):
+            if not written:
+                continue
+            played.append(result)
+            if on_done is not None:
+                on_done(result)
+            if stop is not None and stop():
+                handing_out = False
+
+    def lost(runner: int, exc: RunnerLost) -> None:
+        if exc.final:
+            retire(runner, str(exc))
+        elif runner in live:  # no battle for it until it answers again
+            live.discard(runner)
+            probes[pool.probe(runner)] = (runner, time.monotonic())
+
+    def probed(handle: Hashable) -> None:
+        runner, _ = probes.pop(handle)
+        try:
+            pool.probe_result(handle)
+        except RunnerLost as exc:
+            if exc.final:
+                retire(runner, str(exc))
+            else:
+                probes[pool.probe(runner)] = (runner, time.monotonic())
+            return
+        logger.warning("runner %d is back", runner)
+        live.add(runner)
+
+    def waiting_for_restarts() -> bool:
+        for handle, (runner, since) in list(probes.items()):
+            if time.monotonic() - since > restart_timeout:
+                del probes[handle]
+                retire(runner, f"runner {runner} not back {restart_timeout:.0f}s after it was lost")
+        return bool(probes) and handing_out and bool(again or battles.peek())
+
+    fill()
+    while in_flight or waiting_for_restarts():
+        finished: list[tuple[BattleOutcome, _Flight]] = []
+        for handle in pool.wait([*in_flight, *probes], poll_s):
+            if handle in probes:
+                probed(handle)
+                continue
+            flight = in_flight.pop(handle)
+            load[flight.runner] -= 1
+            try:
+                outcome = pool.result(handle)
+            except RunnerLost as exc:
+                logger.warning("%s voided: %s", flight.battle.battle_id, exc)
+                note_voided(log_dir, flight.battle.battle_id, f"its battle runner was lost: {exc}")
+                again.appendleft((flight.battle, flight.attempt))
+                lost(flight.runner, exc)
+                continue
+            if outcome.kind == OutcomeKind.RECORDED:
+                finished.append((outcome, flight))
+            elif outcome.kind == OutcomeKind.EDGE_DOWN:
+                again.appendleft((flight.battle, flight.attempt))
+                retire(flight.runner, outcome.message)
+            elif outcome.kind == OutcomeKind.VOID and flight.attempt < retries:
+                note_voided(log_dir, flight.battle.battle_id, outcome.message)
+                logger.warning("%s; attempt %d", outcome.message, flight.attempt + 1)
+                again.appendleft((flight.battle, flight.attempt + 1))
+            else:
+                failed.append((flight.battle, outcome.message))
+                if on_done is not None:
+                    on_done(None)
+        record(finished)
+        fill()
+    stopped = ""
+    if not live and (again or battles.peek() is not None):
+        stopped = why_lost[-1] if len(set(why_lost)) == 1 else "; ".join(dict.fromkeys(why_lost))
+        stopped = f"no battle runner left ({stopped})"
+    return RunSummary(played, failed, stopped)
+
+
+class _Lookahead:
+    """The schedule, taken lazily, with a look at the next battle."""
+
+    def __init__(self, schedule: Iterable[ScheduledBattle]) -> None:
+        self._it = iter(schedule)
+        self._next: ScheduledBattle | None = None
+
+    def peek(self) -> ScheduledBattle | None:
+        if self._next is None:
+            self._next = next(self._it, None)
+        return self._next
+
+    def next(self) -> ScheduledBattle | None:
+        battle = self.peek()
+        self._next = None
+        return battle

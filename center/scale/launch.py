@@ -1,0 +1,74 @@
+"""``--workers`` / ``--ray`` of sep_main: the runner pool started, driven, and always stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.match import MatchSettings, RunSummary
+from center.evaluation.records import BattleRecord
+from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.sequential import EarlyStop
+from center.scale.driver import drive_battles
+from center.scale.spec import RunnerSpec, SourceSpec
+
+__all__ = ["ScaleOptions", "run_on_runners"]
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    """Where the runners go: ``workers`` on a local Ray (``address`` None), or over the cluster
+    at ``address`` (``workers`` None: one per node); ``max_restarts`` per runner."""
+
+    workers: int | None
+    address: str | None
+    max_restarts: int = 3
+
+
+def run_on_runners(
+    todo: Sequence[ScheduledBattle],
+    scale: ScaleOptions,
+    settings: MatchSettings,
+    source: SourceSpec,
+    writer: ResultsWriter,
+    *,
+    server_url: str | None,
+    concurrency: int,
+    on_done: Callable[[BattleRecord | None], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    early_stop: EarlyStop | None = None,
+) -> RunSummary:
+    """Play ``todo`` on Ray runners, this process being the driver and LOG_DIR's only writer.
+
+    ``early_stop`` (an SPRT) is consulted as :func:`center.evaluation.match.run_battles` does:
+    before a battle is handed out (``skip``), and told of each record in the order written."""
+    schedule: Iterable[ScheduledBattle] = todo
+    if early_stop is not None:
+        schedule = (battle for battle in todo if not early_stop.skip(battle))
+
+    def done(record: BattleRecord | None) -> None:
+        if record is not None and early_stop is not None:
+            early_stop.observe(record)
+        if on_done is not None:
+            on_done(record)
+
+    from center.scale.ray_pool import RayRunnerPool  # Ray, only now
+
+    spec = RunnerSpec(settings, source, server_url)
+    with RayRunnerPool(
+        spec,
+        workers=scale.workers,
+        address=scale.address,
+        concurrency=concurrency,
+        max_restarts=scale.max_restarts,
+    ) as pool:
+        return drive_battles(
+            schedule,
+            pool,
+            writer,
+            settings.log_dir,
+            concurrency=concurrency,
+            on_done=done,
+            stop=stop,
+        )

@@ -1,0 +1,53 @@
+"""scripts/bench_scale.py runs end to end, tiny: the one-process ceiling (real sep_edge processes,
+the simulator host), sep_main in one process and with --workers 1 and 2 (a local Ray), and the
+driver alone against synthetic runners; every part prints its figures and ratios."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_scale.py"
+
+
+@pytest.mark.showdown
+def test_bench_scale_runs_every_part_and_prints_the_ratios(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--battles",
+            "2",
+            "--levels",
+            "1,2",
+            "--driver-battles",
+            "300",
+            "--runners",
+            "8",
+            "-l",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    ceiling = re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
+    assert [level for level, *_ in ceiling] == ["1", "2"], out
+    assert all(float(rate) > 0 and float(cpu) > 0 for _, rate, cpu, _ in ceiling), out
+    for mode in ("one process", "--workers 1", "--workers 2"):
+        assert re.search(rf"^{mode}\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE), out
+        assert re.search(rf"^{mode}: [\d.]+ KB per battle of battle files", out, re.MULTILINE)
+    assert "ratio --workers 1 / one process:" in out
+    assert re.search(r"^together\s+300 battles\s+\d+ battles/s", out, re.MULTILINE), out
+    assert re.search(r"^one at a time\s+300 battles\s+\d+ battles/s", out, re.MULTILINE), out
+    # The workers' LOG_DIRs are complete, with compressed logs; one process's are plain.
+    rows = (tmp_path / "workers-0---workers_2" / "battles.csv").read_text().splitlines()
+    assert len(rows) == 3
+    assert list((tmp_path / "workers-0---workers_2" / "logs").glob("*.log.gz"))
+    assert not list((tmp_path / "workers-0-one_process" / "logs").glob("*.gz"))

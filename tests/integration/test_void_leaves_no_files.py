@@ -1,0 +1,52 @@
+"""A voided battle leaves no file in LOG_DIR: an edge lost mid-battle forfeits the side with
+DISCONNECT and writes its ``.err`` before the battle is voided; left there, that file would sit
+next to the row of the battle played again and read as its result."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from center.evaluation.battle_files import battle_file_relpaths
+from center.evaluation.battles_csv import ResultsWriter, load_records
+from center.evaluation.in_process import InProcessSource
+from center.evaluation.match import MatchSettings, run_battles
+from center.evaluation.records import SideStatus
+from center.evaluation.schedule import schedule_match
+from center.evaluation.side_guard import Budget, SideGuard
+from tests.integration.edges import AGENTS
+
+pytestmark = pytest.mark.showdown
+
+
+class RedEdgeLostMidBattle(InProcessSource):
+    """In-process sides, except that red's edge goes away at its third decision of each battle
+    (as an EdgeSource's delegator marks it when its edge process dies)."""
+
+    def open_side(self, model_id: str, side: str, *args: Any, **kwargs: Any) -> SideGuard:
+        guard = super().open_side(model_id, side, *args, **kwargs)
+        if side == "red":
+            act, calls = guard.act, itertools.count()
+
+            def act_then_lose(*call: Any) -> Any:
+                if next(calls) == 2:
+                    guard.fail(SideStatus.DISCONNECT, "the red edge went away")
+                return act(*call)
+
+            guard.act = act_then_lose  # type: ignore[method-assign]
+        return guard
+
+
+def test_a_battle_voided_twice_is_not_played_and_leaves_no_file(tmp_path, sim_host):
+    source = RedEdgeLostMidBattle(AGENTS / "candidates.json")
+    settings = MatchSettings("gen9bssfactory", tmp_path, Budget(), backend="sim")
+    (battle,) = schedule_match("good_random", "good_team_choice", 1, 5)
+    with ResultsWriter(tmp_path) as writer:
+        summary = run_battles([battle], source, settings, writer, server=sim_host, retries=1)
+    assert [b.battle_id for b, _ in summary.failed] == [battle.battle_id]
+    assert "lost mid-battle; voided" in summary.failed[0][1]
+    assert load_records(tmp_path) == []
+    left = [p for p in battle_file_relpaths(battle.battle_id) if (tmp_path / p).exists()]
+    assert left == []
