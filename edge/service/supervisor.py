@@ -114,6 +114,10 @@ RESTORE_TIMEOUT: Final = 30.0
 IDLE_WORKER_TIMEOUT: Final = 300.0
 """An idle worker unused this long is retired."""
 
+CENTER_GONE_GRACE: Final = 5.0
+"""Seconds a session outlives its center's connection, for the center to come back (a network
+blip): then it ends, its worker killed."""
+
 SESSION_IDLE_TIMEOUT: Final = 600.0
 """A session without a request this long is dropped (its center is gone)."""
 
@@ -190,6 +194,7 @@ class _Worker:
     cpu: int | None = None  # the CPU its running call holds
     cpu_at_start: float | None = None  # CPU seconds of its processes when the call started
     routing_id: bytes | None = None  # the center connection its session's requests come from
+    center_gone_at: float | None = None  # when that connection closed (None: it is up)
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
@@ -386,18 +391,18 @@ class SandboxServer(EdgeServer):
     def _on_peers_gone(self, routing_ids: list[bytes]) -> None:
         """A center went away without closing its sessions (Ctrl-C, kill -9, a lost host): end
         them now, and their workers, rather than at the idle expiry."""
-        gone = set(routing_ids)
-        for worker in list(self._sessions.values()):
+        gone, now = set(routing_ids), time.monotonic()
+        for worker in self._sessions.values():
             if worker.routing_id in gone and not worker.gone:
                 logger.info(
-                    "session %s (%s): its center disconnected; ending it",
+                    "session %s (%s): its center disconnected; ending it in %.0f s unless it "
+                    "comes back",
                     worker.session,
                     worker.model_id,
+                    CENTER_GONE_GRACE,
                 )
-                if worker.job is not None:
-                    self._retire(worker, "its center disconnected")
-                else:
-                    self._end_session(worker, keep=False)
+                worker.center_gone_at = now
+        self._next_housekeeping = min(self._next_housekeeping, now + CENTER_GONE_GRACE)
 
     def _open(self, job: _Job) -> None:
         assert job.raw is not None and job.header is not None
@@ -450,6 +455,7 @@ class SandboxServer(EdgeServer):
         worker.last_used = time.monotonic()
         if job.routing_id is not None:
             worker.routing_id = job.routing_id
+            worker.center_gone_at = None
         worker.queue.append(job)
         self._next_job(worker)
 
@@ -1135,6 +1141,14 @@ class SandboxServer(EdgeServer):
             if now - worker.last_used > IDLE_WORKER_TIMEOUT:
                 self._retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
         for worker in list(self._sessions.values()):
+            gone_at = worker.center_gone_at
+            if gone_at is not None and now - gone_at >= CENTER_GONE_GRACE and not worker.gone:
+                logger.info("session %s: its center did not come back", worker.session)
+                if worker.job is not None:
+                    self._retire(worker, "its center disconnected")
+                else:
+                    self._end_session(worker, keep=False)
+                continue
             if worker.job is None and now - worker.last_used > SESSION_IDLE_TIMEOUT:
                 logger.info(
                     "session %s expired after %.0f s idle", worker.session, SESSION_IDLE_TIMEOUT

@@ -369,9 +369,14 @@ class _Template:
             channel.close()
 
     def fork(self, spec_data: dict[str, Any], channel: socket.socket) -> int:
+        from edge.contract.provenance import code_digest
         from edge.service.worker import WorkerSpec, run_worker
 
         spec = WorkerSpec(spec_data)
+        # The module's files are hashed here, once per change (the digest caches each file's by
+        # size and mtime), so that a fresh worker only checks them: a battle's worker is new.
+        with contextlib.suppress(Exception):
+            code_digest(spec.candidate)
         with _pid_namespace_for_children(spec.hardening.pid_namespace):
             pid = os.fork()
             if pid == 0:
