@@ -14,7 +14,8 @@ Episode flow: ``reset`` starts a battle and returns the first request of each pl
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
 A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
 side): its action is ignored. An illegal action earns ``rewards.invalid`` at once and leaves the same
-request open; the order is never sent to Showdown.
+request open; the order is never sent to Showdown. The action ``PLAY_DEFAULT`` plays Showdown's
+default choice without asking the Agent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar
 
 import gymnasium
@@ -42,11 +44,21 @@ from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.errors import InvalidActionError
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import canonical_order
+from edge.maple.orders import canonical_order, default_order
 
 logger = logging.getLogger(__name__)
 
 PLAYERS = ("player_0", "player_1")
+
+
+class DefaultChoice(Enum):
+    """An action that needs no Agent: ``PLAY_DEFAULT`` plays Showdown's default choice (the first
+    Pokémon at team preview), as after too many illegal actions in a row."""
+
+    PLAY_DEFAULT = "play_default"
+
+
+PLAY_DEFAULT = DefaultChoice.PLAY_DEFAULT
 SIDES = {"player_0": "blue", "player_1": "red"}
 
 
@@ -340,6 +352,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if seat.state is not SeatState.NEEDS_ACTION or name not in actions:
                 continue
             assert seat.battle is not None
+            if actions[name] is PLAY_DEFAULT:
+                session.submit(name, default_order(seat.battle))
+                continue
             try:
                 order = self.agent_objects[name].deploy(seat.battle, actions[name])
                 message = canonical_order(seat.battle, order)
