@@ -25,7 +25,13 @@ from center.evaluation.side_guard import (
     SideGuard,
     check_space_size,
 )
-from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.isolation.delegator import (
+    OPEN_TIMEOUT,
+    AgentDelegator,
+    EdgeSession,
+    PolicyDelegator,
+    bounded_load_limit,
+)
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
@@ -48,6 +54,8 @@ class EdgeSource:
         self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
+        #: seconds each side's edge gives open_session (its hello's load_limit, bounded)
+        self.load_limits: dict[str, float] = {}
 
     def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
@@ -67,6 +75,7 @@ class EdgeSource:
                 raise ConfigError(
                     f"the edge at {client.address} is the {hello.side} edge, not {side}"
                 )
+            self.load_limits[side] = bounded_load_limit(hello.load_limit)
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
@@ -86,15 +95,16 @@ class EdgeSource:
         player = "player_0" if side == "blue" else "player_1"
         config = InstanceConfig(side, player, battle_format, battle.seed)
         client = self.clients[side]
+        load_limit = self.load_limits.get(side, OPEN_TIMEOUT)
         try:
             try:
-                session = EdgeSession(client, model_id, config, username)
+                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
             except (SideDisconnected, CallTimeout):
                 # An edge that is down before the battle: wait (bounded) for it to come back
                 # rather than forfeit every battle of the league in a second.
                 if not self.wait_for_edge(side):
                     raise
-                session = EdgeSession(client, model_id, config, username)
+                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
         except (SideDisconnected, CallTimeout) as exc:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
