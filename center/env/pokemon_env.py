@@ -39,6 +39,7 @@ from poke_env.ps_client.server_configuration import (
 from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
 from center.env.battle_session import BattleSession
 from center.env.end_reason import EndReason
+from center.env.env_player import disconnect_player
 from center.errors import EnvClosedError, EnvError
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
@@ -175,6 +176,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         }
         self.action_spaces = {p: self.agent_objects[p].action_space for p in self.possible_agents}
         self._server_arg = server
+        self._built_opponent: Player | None = None
         self._owned_server: Any = None
         self._teams = teams
         self._username_prefix = username_prefix
@@ -233,7 +235,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 server_configuration=config,
                 max_concurrent_battles=1,
             )
-            self.opponent = opponent
+            self.opponent = self._built_opponent = opponent
         if opponent is None:
             return None
         theirs = opponent.ps_client.server_configuration.websocket_url
@@ -517,6 +519,10 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if self._session is not None:
                 self._session.close()
         finally:
+            # An opponent built here is this env's to disconnect, before its server stops.
+            if self._built_opponent is not None:
+                disconnect_player(self._built_opponent)
+                self._built_opponent = None
             self._closed = True
             self.agents = []
             if self._owned_server is not None:
