@@ -11,9 +11,12 @@ import time
 from pathlib import Path
 
 from center.errors import (
+    AuthenticationError,
     CallTimeout,
     ConfigError,
     EdgeCallError,
+    EdgeTimeout,
+    EdgeUnavailable,
     RemoteUserError,
     SideDisconnected,
 )
@@ -35,7 +38,7 @@ from center.isolation.delegator import (
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
-from edge.wire.messages import InstanceConfig
+from edge.wire.messages import HelloReply, InstanceConfig
 
 logger = logging.getLogger(__name__)
 
@@ -57,19 +60,32 @@ class EdgeSource:
         #: seconds each side's edge gives open_session (its hello's load_limit, bounded)
         self.load_limits: dict[str, float] = {}
 
-    def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
+    def check_edges(
+        self,
+        models: dict[str, list[str]],
+        timeout: float = 10.0,
+        *,
+        config_name: str = "sep_config.json",
+    ) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
 
         ``models`` maps a side to its model ids: in a match, blue needs only BLUE and red only RED
-        (a participant's edge may serve just its own model); in a league, both need all.
+        (a participant's edge may serve just its own model); in a league, both need all. An
+        address where nothing listens is reported within REFUSED_GRACE_S, not after ``timeout``.
         """
         for side, client in self.clients.items():
             model_ids = models.get(side, [])
             try:
-                hello = client.hello(timeout)
+                hello = _hello(client, timeout)
             except EdgeCallError as exc:
+                cause = (
+                    f"connection refused: is `sep_edge {side}` running there? (the address is "
+                    f"{side}'s in {config_name})"
+                    if client.refused
+                    else f"{exc} (the address is {side}'s in {config_name})"
+                )
                 raise ConfigError(
-                    f"cannot reach the {side} edge at {client.address}: {exc}"
+                    f"cannot reach the {side} edge at {client.address}: {cause}"
                 ) from exc
             if hello.side != side:
                 raise ConfigError(
@@ -156,3 +172,27 @@ class EdgeSource:
     def close(self) -> None:
         for client in self.clients.values():
             client.close()
+
+
+#: How long an edge's address may refuse connections before check_edges says so (an edge that was
+#: just started binds its port within this).
+REFUSED_GRACE_S = 2.0
+
+
+def _hello(client: EdgeClient, timeout: float) -> HelloReply:
+    """The edge's hello within ``timeout``; raises sooner when its address keeps refusing."""
+    deadline = time.monotonic() + timeout
+    refused_since: float | None = None
+    while True:
+        now = time.monotonic()
+        try:
+            return client.hello(max(0.05, min(0.5, deadline - now)))
+        except (EdgeTimeout, EdgeUnavailable) as exc:
+            if isinstance(exc, AuthenticationError):
+                raise
+            now = time.monotonic()
+            refused_since = (refused_since or now) if client.refused else None
+            if now >= deadline or (
+                refused_since is not None and now - refused_since >= REFUSED_GRACE_S
+            ):
+                raise
