@@ -39,6 +39,8 @@ if str(ROOT) not in sys.path:
 
 import center  # noqa: E402  (registers MaplePokemonSim-v0)
 from agents.learned_policy.policy import MLPWeights  # noqa: E402
+from edge.contract.user_module import load_user_model  # noqa: E402
+from edge.errors import EdgeError  # noqa: E402
 from edge.maple.state_observer import StateObserver  # noqa: E402
 
 ACTIVATION_NAMES = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
@@ -132,13 +134,20 @@ def write_module_weights(
 
 
 class PeriodicExport(BaseCallback):
-    """Exports the policy every ``every`` steps (after a rollout), so a long run leaves results."""
+    """Exports the policy (and saves the model zip, given one) every ``every`` steps, after a
+    rollout, so that a long run leaves results and can be continued (``--init-from``)."""
 
     def __init__(
-        self, every: int, out: Path, conditions: dict[str, Any], outcomes: OutcomeCounter
+        self,
+        every: int,
+        out: Path,
+        conditions: dict[str, Any],
+        outcomes: OutcomeCounter,
+        save_model: Path | None,
     ) -> None:
         super().__init__()
         self.every, self.out, self.conditions, self.outcomes = every, out, conditions, outcomes
+        self.save_model = save_model
         self.last = 0
 
     def _on_step(self) -> bool:
@@ -149,6 +158,8 @@ class PeriodicExport(BaseCallback):
             self.last = self.num_timesteps
             assert isinstance(self.model, MaskablePPO)
             write_module_weights(self.model, self.out, self.conditions, self.outcomes)
+            if self.save_model is not None:
+                self.model.save(self.save_model)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,12 +177,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--export-every", type=int, default=0, help="also export every N steps")
     parser.add_argument("--save-model", type=Path, help="also save SB3's own model zip here")
+    parser.add_argument(
+        "--init-from", type=Path, help="continue training a model zip saved with --save-model"
+    )
+    parser.add_argument(
+        "--opponent",
+        metavar="ID",
+        help="train against this candidate of --candidates, in-process (default: random legal)",
+    )
+    parser.add_argument("--candidates", type=Path, default=ROOT / "candidates.json")
     args = parser.parse_args(argv)
     if args.timesteps < 1:
         parser.error("--timesteps must be at least 1")
 
     torch.set_num_threads(1)  # small networks: more threads only contend with the simulator
-    env_kwargs = {"battle_format": args.format, "render_mode": None}
+    env_kwargs: dict[str, Any] = {"battle_format": args.format, "render_mode": None}
+    opponent = "random legal actions (RandomLegalPolicy)"
+    if args.opponent:
+        try:
+            user_model = load_user_model(args.candidates, args.opponent).load()
+        except EdgeError as exc:
+            parser.error(str(exc))
+        instance = {"side": "red", "player": "player_1", "battle_format": args.format}
+        env_kwargs["opponent"] = user_model.new_policy()
+        env_kwargs["opponent_agent"] = user_model.make_agent({**instance, "seed": args.seed})
+        opponent = f"{args.opponent} ({user_model.module_id}, in-process)"
     vec = make_vec_env(
         f"center:{center.SIM_SINGLE_ENV_ID}", n_envs=1, seed=args.seed, env_kwargs=env_kwargs
     )
@@ -180,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["scripts/train_maskable_ppo.py", *(argv or sys.argv[1:])]),
         "algorithm": "MaskablePPO (sb3-contrib), MlpPolicy",
         "environment": f"{center.SIM_SINGLE_ENV_ID} (seeded simulator)",
-        "opponent": "random legal actions (RandomLegalPolicy)",
+        "opponent": opponent,
+        "initialised_from": str(args.init_from) if args.init_from else None,
         "format": args.format,
         "seed": args.seed,
         "n_steps": n_steps,
@@ -193,18 +224,28 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = OutcomeCounter()
     callbacks: list[BaseCallback] = [outcomes]
     if args.export_every > 0:
-        callbacks.append(PeriodicExport(args.export_every, args.out, conditions, outcomes))
+        callbacks.append(
+            PeriodicExport(args.export_every, args.out, conditions, outcomes, args.save_model)
+        )
     started = time.perf_counter()
     try:
-        model = MaskablePPO(
-            "MlpPolicy",
-            vec,
-            n_steps=n_steps,
-            batch_size=conditions["batch_size"],
-            seed=args.seed,
-            verbose=0,
+        if args.init_from is not None:
+            model = MaskablePPO.load(args.init_from, env=vec, seed=args.seed)
+        else:
+            model = MaskablePPO(
+                "MlpPolicy",
+                vec,
+                n_steps=n_steps,
+                batch_size=conditions["batch_size"],
+                seed=args.seed,
+                verbose=0,
+            )
+        conditions["n_steps"], conditions["batch_size"] = model.n_steps, model.batch_size
+        model.learn(
+            total_timesteps=args.timesteps,
+            callback=callbacks,
+            reset_num_timesteps=args.init_from is None,
         )
-        model.learn(total_timesteps=args.timesteps, callback=callbacks)
         conditions["training_seconds"] = round(time.perf_counter() - started, 1)
         write_module_weights(model, args.out, conditions, outcomes)
     finally:
