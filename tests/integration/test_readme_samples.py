@@ -87,3 +87,11 @@ def test_the_episode_example_prints_what_its_comment_shows(showdown, monkeypatch
     outcome = r"(win \{'player_0': (1\.0|-1\.0), 'player_1': (1\.0|-1\.0)\}|tie \{'player_0': 0\.0, 'player_1': 0\.0\})"
     assert re.fullmatch(outcome, shown.group(1)), shown.group(1)
     assert len(printed) == 1 and re.fullmatch(outcome, printed[0]), printed
+
+
+def test_the_sb3_training_example_runs_as_written():
+    block = next(b for b in _blocks("python") if "MaskablePPO(" in b)
+    scope: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    model = scope["model"]
+    assert getattr(model, "num_timesteps", 0) >= 512
