@@ -207,8 +207,8 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
                 break
             actions = {}
         info = infos[me]
-        if me in actions:
-            self._invalid_in_a_row = self._invalid_in_a_row + 1 if info["invalid_action"] else 0
+        # Only the learner's own action can be invalid, and then control comes back at once.
+        self._invalid_in_a_row = self._invalid_in_a_row + 1 if info["invalid_action"] else 0
         self._last_mask = info.get("action_mask")
         if done:
             info = self._learner_outcome(info)

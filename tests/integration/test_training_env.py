@@ -132,6 +132,12 @@ def test_a_policy_that_only_chooses_illegal_actions_cannot_stall_an_episode():
     finally:
         env.close()
     assert max(invalid_runs) == MAX_INVALID_RETRIES
+    # Each default move comes after exactly MAX_INVALID_RETRIES illegal actions, then they count
+    # afresh: 1, 2, 3, 0 (the default), 1, 2, 3, 0, ...
+    defaults = [i for i, run in enumerate(invalid_runs) if run == 0]
+    assert defaults and all(invalid_runs[i - 1] == MAX_INVALID_RETRIES for i in defaults), (
+        invalid_runs
+    )
 
 
 def test_maskable_ppo_learns_on_the_simulator_without_a_wrapper():
