@@ -120,6 +120,19 @@ def _setup_logging(verbose: int) -> None:
     is_flag=True,
     help="Run workers as the edge's user even when it is root.",
 )
+@click.option(
+    "--cpus",
+    default=None,
+    metavar="LIST",
+    help="CPUs for deciding workers, e.g. 0-3,6: at most one deciding worker per CPU, pinned "
+    "to it (shared host-wide with the other edges of this host). Default: every CPU.",
+)
+@click.option(
+    "--reuse-workers",
+    is_flag=True,
+    help="Let a model's worker serve its next battle, keeping what the module remembers "
+    "(by default every battle starts from a fresh import).",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -139,6 +152,8 @@ def sep_edge(
     max_workers: int,
     allow_network: bool,
     no_drop_privileges: bool,
+    cpus: str | None,
+    reuse_workers: bool,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
@@ -170,7 +185,7 @@ def sep_edge(
         raise SystemExit(2)
     try:
         from edge.contract.candidates import load_candidates
-        from edge.service.sandbox import Limits, parse_size
+        from edge.service.sandbox import Limits, parse_cpu_list, parse_size
         from edge.service.supervisor import SandboxServer
         from edge.wire.keys import edge_curve_from_config
         from edge.wire.sep_config import load_sep_config
@@ -182,6 +197,7 @@ def sep_edge(
                 file_size=parse_size(file_size_limit),
                 open_files=open_files_limit,
             )
+            cpu_list = parse_cpu_list(cpus) if cpus is not None else None
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
@@ -200,8 +216,13 @@ def sep_edge(
             max_workers=max_workers,
             curve=curve,
             insecure=insecure,
+            cpus=cpu_list,
+            reuse_workers=reuse_workers,
         )
         server.announce_load_limit(load_limit)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
     except EdgeError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

@@ -35,6 +35,7 @@ from typing import Any, Final
 __all__ = [
     "EXIT_MEMORY",
     "EXIT_SETUP",
+    "PRIVATE_FOLDERS",
     "GiB",
     "Hardening",
     "Limits",
@@ -43,6 +44,9 @@ __all__ = [
     "expose",
     "format_size",
     "libc_call",
+    "make_private_folders",
+    "own_mount_namespace",
+    "parse_cpu_list",
     "parse_size",
     "paths_to_expose",
 ]
@@ -58,6 +62,7 @@ EXIT_SETUP: Final = 87
 CLONE_NEWNET: Final = 0x40000000
 CLONE_NEWPID: Final = 0x20000000
 CLONE_NEWNS: Final = 0x00020000
+CLONE_NEWIPC: Final = 0x08000000
 MS_NOSUID: Final = 2
 MS_NODEV: Final = 4
 MS_BIND: Final = 4096
@@ -117,11 +122,16 @@ def paths_to_expose(paths: Iterable[Path]) -> tuple[dict[str, list[str]], str | 
     return {folder: sorted(children) for folder, children in exposed.items()}, None
 
 
-def expose(exposed: dict[str, list[str]], staging: Path) -> None:
-    """In a new mount namespace of the calling process (a worker, still root), cover each closed
-    folder with an empty tmpfs that others may search, showing only the children listed."""
+def own_mount_namespace() -> None:
+    """Give the calling process a mount namespace of its own, whose mounts never propagate back."""
     libc_call("unshare", CLONE_NEWNS)
     libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing leaks back out
+
+
+def expose(exposed: dict[str, list[str]], staging: Path) -> None:
+    """In the mount namespace of its own of the calling process (a worker, still root: see
+    :func:`own_mount_namespace`), cover each closed folder with an empty tmpfs that others may
+    search, showing only the children listed."""
     for i, (folder, children) in enumerate(sorted(exposed.items())):
         staged = []
         for j, child in enumerate(children):
@@ -197,7 +207,13 @@ class Hardening:
     pid_namespace: bool = False
     """Each worker is the init of a PID namespace of its own."""
     mount_namespace: bool = False
-    """Workers may have a mount namespace of their own (used for :attr:`exposed`)."""
+    """Workers may have a mount namespace of their own (used for :attr:`exposed` and
+    :attr:`private_tmp`)."""
+    ipc_namespace: bool = False
+    """Each worker has an IPC namespace of its own: SysV shared memory, semaphores and message
+    queues, and POSIX message queues, are its own and die with it."""
+    private_tmp: bool = False
+    """Each worker sees an empty tmpfs of its own at /tmp, /var/tmp and /dev/shm."""
     exposed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """Closed folders a worker sees as a tmpfs showing only these children (see expose)."""
     uid_base: int = 100_000
@@ -230,7 +246,41 @@ class Hardening:
                 self.pid_namespace,
                 "a PID namespace per worker: what it starts dies with it",
             ),
+            "private IPC: "
+            + state(
+                "ipc_namespace",
+                self.ipc_namespace,
+                "an IPC namespace per worker: its SysV and POSIX IPC objects die with it",
+            ),
+            "private /tmp and /dev/shm: "
+            + state(
+                "private_tmp",
+                self.private_tmp,
+                "an empty tmpfs of its own per worker at /tmp, /var/tmp and /dev/shm",
+            ),
         ]
+
+
+#: Folders a worker sees empty and its own (a tmpfs each) when it has a mount namespace.
+PRIVATE_FOLDERS: Final = ("/tmp", "/var/tmp", "/dev/shm")
+PRIVATE_TMP_SIZE: Final = 256 * MiB
+
+
+def make_private_folders(folders: Iterable[str] = PRIVATE_FOLDERS) -> None:
+    """In the calling process's own mount namespace (a worker, still root), cover each existing
+    folder of ``folders`` with an empty tmpfs (mode 1777), so that nothing of the host's or another
+    worker's is seen there and nothing written there outlives the worker. Its pages count
+    towards the worker's memory group."""
+    for folder in folders:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            libc_call(
+                "mount",
+                "tmpfs",
+                folder,
+                "tmpfs",
+                MS_NOSUID | MS_NODEV,
+                f"mode=1777,size={PRIVATE_TMP_SIZE}",
+            )
 
 
 def format_size(size: int) -> str:
@@ -254,6 +304,21 @@ def parse_size(text: str) -> int:
     number, unit = float(match.group(1)), match.group(2).lower()
     factor = {"": 1, "k": 1024, "m": MiB, "g": GiB, "t": 1 << 40}[unit]
     return int(number * factor)
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``0-3,6`` → ``[0, 1, 2, 3, 6]``; ValueError otherwise (the kernel's cpuset list format)."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            low, high = int(first), int(last or first)
+            if low < 0 or high < low:
+                raise ValueError
+            cpus.update(range(low, high + 1))
+    except ValueError:
+        raise ValueError(f"not a CPU list: {text!r} (e.g. 0-3,6)") from None
+    return sorted(cpus)
 
 
 def describe_exit(status: int, limits: Limits) -> str:

@@ -168,6 +168,8 @@ class EdgeServer:
         self._state = "bound"  # -> "serving" -> "closed"
         self._thread: threading.Thread | None = None
         self._warned: dict[str, float] = {}
+        #: the connection (file descriptor) each center's routing id last spoke on
+        self._peer_fd: dict[bytes, int] = {}
 
         self._context = zmq.Context()
         self._zap: zmq.Socket[bytes] | None = None
@@ -329,6 +331,10 @@ class EdgeServer:
     def _after_poll(self, events: dict[Any, int]) -> None:
         """Handle the events of the sources registered by :meth:`_before_poll`."""
 
+    def _on_peers_gone(self, routing_ids: list[bytes]) -> None:
+        """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
+        timeout): what is theirs may end."""
+
     def _dispatch(self, routing_id: bytes, raw: bytes) -> None:
         """Serve one request that is not a hello: decode it and queue it for its handler."""
         try:
@@ -399,10 +405,13 @@ class EdgeServer:
             if self._router in events:
                 for _ in range(256):  # bounded, so replies and ZAP are not starved
                     try:
-                        frames = self._router.recv_multipart(zmq.NOBLOCK)
+                        parts = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                     except zmq.Again:
                         break
-                    self._on_message(frames)
+                    if len(parts) == 2:
+                        with contextlib.suppress(zmq.ZMQError, ValueError, TypeError):
+                            self._peer_fd[parts[0].bytes] = int(parts[1].get(zmq.SRCFD))
+                    self._on_message([part.bytes for part in parts])
             self._flush_outbox()
 
     def _on_message(self, frames: list[bytes]) -> None:
@@ -524,6 +533,12 @@ class EdgeServer:
                 logger.debug("client connected")
             elif kind == zmq.EVENT_DISCONNECTED:
                 logger.debug("client disconnected")
+                fd = event["value"]
+                gone = [rid for rid, peer in self._peer_fd.items() if peer == fd]
+                for rid in gone:
+                    del self._peer_fd[rid]
+                if gone:
+                    self._on_peers_gone(gone)
             elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
                 pass  # already logged by the ZAP handler, with the key
             elif kind in (

@@ -30,6 +30,7 @@ import atexit
 import contextlib
 import itertools
 import logging
+import math
 import os
 import shutil
 import signal
@@ -38,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -48,8 +49,16 @@ import zmq
 
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
+from edge.service.cgroups import (
+    CgroupSupport,
+    WorkerGroup,
+    probe_cgroups,
+    remove_edge_groups,
+    remove_stale_groups,
+)
 from edge.service.channel import FRAME_OVERHEAD, FrameReader, Kind, frame
-from edge.service.sandbox import Hardening, Limits, describe_exit, paths_to_expose
+from edge.service.host_locks import HostClaims
+from edge.service.sandbox import Hardening, Limits, describe_exit, format_size, paths_to_expose
 from edge.service.server import EdgeServer
 from edge.service.worker import WorkerSpec
 from edge.service.zygote import Zygote, ZygoteError
@@ -60,10 +69,12 @@ from edge.wire.codec import (
     encode_reply,
     peek_reply,
     peek_request,
+    with_usage,
 )
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     EVALUE_LIMIT,
+    CallUsage,
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
@@ -105,6 +116,16 @@ MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
 
 DEAD_SESSIONS_KEPT: Final = 4096
 
+DEFAULT_QUEUE_LIMIT: Final = 0.0
+"""Seconds a request waits for a free CPU when it carries no ``queue_limit``: none, since a
+caller that does not say what it credits (a center before protocol 1.4) credits nothing."""
+
+CPU_RETRY: Final = 0.005
+"""Seconds between tries for a CPU that another edge of the host holds."""
+
+_USAGE_ROOM: Final = 64
+"""Bytes the supervisor's ``usage`` adds to a reply at most."""
+
 #: Error codes only the supervisor gives; a worker's reply claiming one is refused.
 _SUPERVISOR_CODES: Final = frozenset(
     {
@@ -142,6 +163,9 @@ class _Job:
     routing_id: bytes | None
     timeout: float
     deadline: float = 0.0
+    arrived: float = 0.0  # when it was given to its worker (it may wait for a CPU)
+    started: float | None = None  # when it started on the worker
+    queue_limit: float = DEFAULT_QUEUE_LIMIT
 
     @property
     def what(self) -> str:
@@ -176,6 +200,11 @@ class _Worker:
     cause: str | None = None  # why it ended, once known or decided
     zygote: Zygote | None = None  # the template that forked it (and reports its exit)
     orphaned: bool = False  # its template died: it died too, and no exit status will come
+    group: WorkerGroup | None = None  # its control groups (None: the host gives none)
+    pending: bytes = b""  # what starts its job, written once the job has a CPU
+    cpu: int | None = None  # the CPU its running call holds
+    cpu_at_start: float | None = None  # CPU seconds of its processes when the call started
+    routing_id: bytes | None = None  # the center connection its session's requests come from
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
@@ -207,19 +236,38 @@ class SandboxServer(EdgeServer):
         curve: CurveConfig | None = None,
         insecure: bool = False,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        cpus: Sequence[int] | None = None,
+        reuse_workers: bool = False,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
+        host_cpus = sorted(os.sched_getaffinity(0))
+        if cpus is not None and (not cpus or not set(cpus) <= set(host_cpus)):
+            raise ValueError(f"--cpus must be CPUs of this host ({_cpu_list(host_cpus)})")
         self._candidates = dict(candidates)
         self._limits = limits or Limits()
         self._max_workers = max_workers
+        self._reuse_workers = reuse_workers
+        self._cpus = sorted(set(cpus)) if cpus else host_cpus
+        for stale in remove_stale_work_folders():
+            logger.info("removed the work folder of an edge that is gone: %s", stale)
         self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
-        self._home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-"))
+        self._home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
+        self._cgroups = CgroupSupport()
+        self._uid_claims: HostClaims | None = None
+        self._cpu_claims: HostClaims | None = None
         try:
             self._home_base.chmod(0o711)  # workers reach their own folder, list none
             self._hardening = self._choose_hardening(
                 self._zygote.hardening, drop_privileges, isolate_network
             )
+            for stale in remove_stale_groups():
+                logger.info("removed the control group of an edge that is gone: %s", stale)
+            self._cgroups = probe_cgroups(f"{side}-{os.getpid()}")
+            with contextlib.suppress(OSError):  # without it, CPUs are this edge's alone
+                self._cpu_claims = HostClaims("cpu")
+            if self._hardening.user:
+                self._uid_claims = HostClaims("uid")
             super().__init__(
                 side,
                 host,
@@ -242,6 +290,9 @@ class SandboxServer(EdgeServer):
         self._dead_sessions: OrderedDict[str, str] = OrderedDict()
         self._spawning: dict[int, _Worker] = {}  # by spawn token
         self._slots_in_use: set[int] = set()
+        self._cpus_held: set[int] = set()  # CPUs this edge's running calls hold
+        self._cpu_queue: deque[_Worker] = deque()  # workers whose job waits for a CPU
+        self._groups_to_remove: list[WorkerGroup] = []
         self._numbers = itertools.count(1)
         self._registered: dict[int, int] = {}  # fd -> poll flags registered in the poller
         self._zygote_registered: int | None = None
@@ -282,6 +333,8 @@ class SandboxServer(EdgeServer):
             network=network,
             pid_namespace=possible.pid_namespace,
             mount_namespace=possible.mount_namespace,
+            ipc_namespace=possible.ipc_namespace,
+            private_tmp=possible.private_tmp,
             exposed=exposed,
             uid_base=possible.uid_base,
             gid=possible.gid,
@@ -299,11 +352,19 @@ class SandboxServer(EdgeServer):
 
     def report_lines(self) -> list[str]:
         """The start-up report: one line per limit and per hardening measure."""
+        if self._reuse_workers:
+            workers = "one per session, reused for the model's next battle (--reuse-workers)"
+        else:
+            workers = "a fresh one per battle: nothing a module learns lasts past its battle"
+        shared = "host-wide" if self._cpu_claims is not None else "this edge's alone"
+        pinned = "pinned to it" if self._cgroups.on("cpuset") else "not pinned (no cpuset)"
         return [
             *(f"worker limit, {line}" for line in self._limits.lines()),
             *(f"worker sandbox, {line}" for line in self._hardening.lines()),
-            f"workers: one per session, reused per model, at most {self._max_workers}; "
-            f"their HOME and TMPDIR in {self._home_base}",
+            *(f"worker sandbox, {line}" for line in self._cgroups.lines()),
+            f"CPUs for decisions: {_cpu_list(self._cpus)} ({shared}), at most one deciding "
+            f"worker per CPU, {pinned}",
+            f"workers: {workers}; at most {self._max_workers}; their HOME and TMPDIR in {self._home_base}",
         ]
 
     # -- requests from the center -------------------------------------------------------------
@@ -336,6 +397,22 @@ class SandboxServer(EdgeServer):
                 "UnknownSession",
                 f"no session {session!r} on this edge",
             )
+
+    def _on_peers_gone(self, routing_ids: list[bytes]) -> None:
+        """A center went away without closing its sessions (Ctrl-C, kill -9, a lost host): end
+        them now, and their workers, rather than at the idle expiry."""
+        gone = set(routing_ids)
+        for worker in list(self._sessions.values()):
+            if worker.routing_id in gone and not worker.gone:
+                logger.info(
+                    "session %s (%s): its center disconnected; ending it",
+                    worker.session,
+                    worker.model_id,
+                )
+                if worker.job is not None:
+                    self._retire(worker, "its center disconnected")
+                else:
+                    self._end_session(worker, keep=False)
 
     def _open(self, job: _Job) -> None:
         assert job.raw is not None and job.header is not None
@@ -386,6 +463,8 @@ class SandboxServer(EdgeServer):
             if worker.history_bytes <= MAX_HISTORY_BYTES:
                 worker.history.append(job.raw)
         worker.last_used = time.monotonic()
+        if job.routing_id is not None:
+            worker.routing_id = job.routing_id
         worker.queue.append(job)
         self._next_job(worker)
 
@@ -393,15 +472,121 @@ class SandboxServer(EdgeServer):
         if worker.job is not None or not worker.queue or worker.gone:
             return
         job = worker.queue.popleft()
-        assert job.raw is not None
-        timeout = job.timeout
-        if job.header is not None and job.header.type == RequestType.OPEN_SESSION:
+        assert job.raw is not None and job.header is not None
+        if job.header.type == RequestType.OPEN_SESSION:
             # Answer before the center gives up: a model that cannot be built in time is an error
             # of the model, which the center can only tell from the edge's answer.
-            timeout = max(timeout * 0.95, timeout - 1.0)
-        job.deadline = time.monotonic() + timeout
+            job.timeout = max(job.timeout * 0.95, job.timeout - 1.0)
+        if job.header.queue_limit is not None:
+            job.queue_limit = job.header.queue_limit
+        self._start_job(worker, job, frame(Kind.REQUEST, job.raw))
+
+    # -- calls: a CPU each, the worker thawed while it runs ---------------------------------------
+
+    def _start_job(self, worker: _Worker, job: _Job, data: bytes) -> None:
+        """Give ``job`` to ``worker``: at once when a CPU is free, else after the calls before it
+        (at most its ``queue_limit``); its deadline counts from when it starts."""
+        job.arrived = time.monotonic()
+        job.deadline = math.inf
         worker.job = job
-        self._write(worker, frame(Kind.REQUEST, job.raw))
+        worker.pending = data
+        if not self._cpu_queue and self._take_cpu(worker):
+            self._run(worker)
+        else:
+            self._cpu_queue.append(worker)
+
+    def _take_cpu(self, worker: _Worker) -> bool:
+        """Claim a free CPU of this edge's list (host-wide when claims are shared) for ``worker``."""
+        for cpu in self._cpus:
+            if cpu in self._cpus_held:
+                continue
+            if self._cpu_claims is not None:
+                try:
+                    if not self._cpu_claims.try_claim(cpu):
+                        continue
+                except OSError:
+                    continue
+            self._cpus_held.add(cpu)
+            worker.cpu = cpu
+            return True
+        return False
+
+    def _run(self, worker: _Worker) -> None:
+        """Start the job ``worker`` was given: pinned, thawed, its CPU time counted from now."""
+        job = worker.job
+        assert job is not None
+        now = time.monotonic()
+        job.started = now
+        job.deadline = now + job.timeout
+        group = worker.group
+        if group is not None:
+            group.pin([worker.cpu] if worker.cpu is not None else self._cpus)
+            group.thaw()
+        worker.cpu_at_start = self._cpu_time(worker)
+        data, worker.pending = worker.pending, b""
+        self._write(worker, data)
+
+    def _cpu_time(self, worker: _Worker) -> float | None:
+        if worker.group is not None:
+            seconds = worker.group.cpu_seconds()
+            if seconds is not None:
+                return seconds
+        return _cpu_seconds(worker.pid) if worker.pid is not None else None
+
+    def _end_call(self, worker: _Worker) -> CallUsage:
+        """The call running on ``worker`` is over: what it cost; the worker is frozen and its CPU
+        goes to the next call waiting for one."""
+        job = worker.job
+        cpu = 0.0
+        end = self._cpu_time(worker)
+        if end is not None and worker.cpu_at_start is not None:
+            cpu = max(end - worker.cpu_at_start, 0.0)
+        queued = 0.0
+        if job is not None and job.started is not None:
+            queued = max(job.started - job.arrived, 0.0)
+        if worker.group is not None:
+            worker.group.freeze()
+        worker.cpu_at_start = None
+        self._free_cpu(worker)
+        return CallUsage(cpu=cpu, queued=queued)
+
+    def _free_cpu(self, worker: _Worker) -> None:
+        if worker.cpu is not None:
+            self._cpus_held.discard(worker.cpu)
+            if self._cpu_claims is not None:
+                self._cpu_claims.release(worker.cpu)
+            worker.cpu = None
+        with contextlib.suppress(ValueError):
+            self._cpu_queue.remove(worker)
+        self._serve_cpu_queue()
+
+    def _serve_cpu_queue(self) -> None:
+        """Start waiting calls, in order, on the CPUs free now; a call that waited its
+        ``queue_limit`` starts anyway, on the edge's CPUs shared (the caller credits no more)."""
+        now = time.monotonic()
+        while self._cpu_queue:
+            worker = self._cpu_queue[0]
+            job = worker.job
+            if worker.gone or job is None or job.started is not None:
+                self._cpu_queue.popleft()
+                continue
+            if self._take_cpu(worker):
+                self._cpu_queue.popleft()
+                self._run(worker)
+                continue
+            break
+        for worker in list(self._cpu_queue):
+            job = worker.job
+            if job is not None and job.started is None and now - job.arrived >= job.queue_limit:
+                logger.warning(
+                    "%s of session %s waited %.3g s for a CPU: started without one of its own "
+                    "(more calls at once than CPUs: see --cpus and sep_main --concurrency)",
+                    job.what,
+                    worker.session,
+                    now - job.arrived,
+                )
+                self._cpu_queue.remove(worker)
+                self._run(worker)
 
     def _reply_closed(self, job: _Job) -> None:
         """``close_session`` of a session that is not here: done already (idempotent)."""
@@ -453,7 +638,20 @@ class SandboxServer(EdgeServer):
 
     def _spawn(self, model_id: str) -> _Worker:
         zygote = self._live_zygote()
-        slot = next(i for i in itertools.count() if i not in self._slots_in_use)
+        number = next(self._numbers)
+        if self._uid_claims is not None:  # a user id no worker of any edge of the host has
+            slot = self._uid_claims.claim_lowest()
+        else:
+            slot = next(i for i in itertools.count() if i not in self._slots_in_use)
+        group: WorkerGroup | None = None
+        if self._cgroups.any:
+            group = WorkerGroup(self._cgroups, f"w{number}")
+            try:
+                group.create(memory=self._limits.memory, processes=self._limits.processes)
+            except OSError as exc:
+                logger.warning("no control groups for worker %d: %s", number, exc)
+                group.remove()
+                group = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ours.setblocking(False)
         home = self._home_base / f"w{slot}"
@@ -466,15 +664,20 @@ class SandboxServer(EdgeServer):
             limits=self._limits,
             hardening=self._hardening,
             candidate=self._candidates[model_id],
+            cgroup_procs=group.join_paths() if group is not None else [],
         )
-        number = next(self._numbers)
         worker = _Worker(
             number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
         )
+        worker.group = group
         try:
             zygote.spawn(number, spec, theirs)
         except ZygoteError:
             ours.close()
+            if self._uid_claims is not None:
+                self._uid_claims.release(slot)
+            if group is not None:
+                group.remove()
             raise
         worker.zygote = zygote
         self._slots_in_use.add(slot)
@@ -550,6 +753,8 @@ class SandboxServer(EdgeServer):
     def _why_not_reuse(self, worker: _Worker) -> str | None:
         if worker.gone or worker.pid is None:
             return "not running"
+        if not self._reuse_workers:
+            return "a fresh worker for every battle"
         if worker.tainted:
             return "user code failed in its session"
         if self._limits.cpu_seconds and _cpu_seconds(worker.pid) > self._limits.cpu_seconds / 2:
@@ -611,9 +816,12 @@ class SandboxServer(EdgeServer):
             worker.ready_at = time.monotonic()
             self.startup_ms.append((worker.ready_at - worker.spawned_at) * 1e3)
             worker.state = "ready"
+            if job is None and worker.group is not None:
+                worker.group.freeze()
         elif kind is Kind.REPLY and job is not None and job.header is not None:
             self._on_reply(worker, job, payload)
         elif kind is Kind.RESTORED and job is not None and job.header is None:
+            self._end_call(worker)
             worker.job = None
             logger.info("session %s restored on worker %d", worker.session, worker.number)
             self._next_job(worker)
@@ -637,6 +845,14 @@ class SandboxServer(EdgeServer):
         if header.status == "error" and header.code in _SUPERVISOR_CODES:
             self._violation(worker, f"claimed the error code {header.code!r}")
             return
+        if header.has_usage:
+            self._violation(worker, "claimed the supervisor's usage field")
+            return
+        if self._memory_exceeded(worker):
+            return
+        usage = self._end_call(worker)
+        if len(raw) + _USAGE_ROOM <= self._max_size:
+            raw = with_usage(raw, usage)
         worker.job = None
         if header.status == "error" and header.code in _TAINTING_CODES:
             worker.tainted = True
@@ -649,6 +865,18 @@ class SandboxServer(EdgeServer):
             self._end_session(worker, keep=True)
         else:
             self._next_job(worker)
+
+    def _memory_exceeded(self, worker: _Worker) -> bool:
+        """Whether the kernel killed a process of the worker for the memory limit over all its
+        processes; if so the worker is ended with that cause."""
+        if worker.group is None or not worker.group.oom_kills():
+            return False
+        self._kill(worker)
+        self._gone(worker, self._memory_cause())
+        return True
+
+    def _memory_cause(self) -> str:
+        return f"killed: memory limit {format_size(self._limits.memory)} (all its processes)"
 
     def _violation(self, worker: _Worker, what: str) -> None:
         """A worker broke the supervisor's protocol: it is hostile or broken; it ends."""
@@ -683,7 +911,9 @@ class SandboxServer(EdgeServer):
         """A worker ended by itself: its session ends with the cause."""
         if worker.gone:
             return
-        if worker.status is not None:
+        if worker.group is not None and worker.group.oom_kills():
+            cause = self._memory_cause()
+        elif worker.status is not None:
             cause = describe_exit(worker.status, self._limits)
         elif worker.orphaned:
             cause = "killed: the edge's worker template process died"
@@ -710,6 +940,7 @@ class SandboxServer(EdgeServer):
         worker.state = "gone"
         worker.cause = cause
         self._unregister(worker)
+        self._free_cpu(worker)
         if self._by_fd.get(worker.fd) is worker:
             del self._by_fd[worker.fd]
         with contextlib.suppress(OSError):
@@ -734,7 +965,11 @@ class SandboxServer(EdgeServer):
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self._workers.pop(worker.number, None)
         self._slots_in_use.discard(worker.slot)
+        if self._uid_claims is not None:
+            self._uid_claims.release(worker.slot)
         shutil.rmtree(worker.home, ignore_errors=True)
+        if worker.group is not None and not worker.group.remove():
+            self._groups_to_remove.append(worker.group)  # tried again at housekeeping
 
     def _remember_dead(self, session: str, cause: str) -> None:
         self._dead_sessions[session] = cause
@@ -742,10 +977,13 @@ class SandboxServer(EdgeServer):
             self._dead_sessions.popitem(last=False)
 
     def _kill(self, worker: _Worker) -> None:
-        """SIGKILL the worker's process group (nothing it started survives)."""
+        """SIGKILL the worker's process group and control group (nothing it started survives,
+        frozen or not)."""
         if worker.pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
+        if worker.group is not None:
+            worker.group.kill()
 
     def _on_deadline(self, worker: _Worker, job: _Job) -> None:
         """A call ran past its deadline: kill its worker; the session goes on in a new one."""
@@ -795,13 +1033,12 @@ class SandboxServer(EdgeServer):
         replacement.history_bytes = sum(len(raw) for raw in history)
         replacement.queue = queue
         replacement.tainted = tainted
-        restore = _Job(None, None, None, RESTORE_TIMEOUT, time.monotonic() + RESTORE_TIMEOUT)
-        replacement.job = restore
+        restore = _Job(None, None, None, RESTORE_TIMEOUT)
         data = bytearray()
         for raw in history:
             data += frame(Kind.HISTORY, raw)
         data += frame(Kind.RESTORE)
-        self._write(replacement, bytes(data))
+        self._start_job(replacement, restore, bytes(data))
 
     # -- the poll loop's hooks -----------------------------------------------------------------
 
@@ -820,6 +1057,11 @@ class SandboxServer(EdgeServer):
                 self._registered[fd] = flags
         now = time.monotonic()
         wake = self._next_housekeeping
+        for worker in self._cpu_queue:  # a CPU may free on another edge; a wait may end
+            if worker.job is not None:
+                wake = min(wake, worker.job.arrived + worker.job.queue_limit)
+            if self._cpu_claims is not None:
+                wake = min(wake, now + CPU_RETRY)
         for worker in self._by_fd.values():
             if worker.job is not None:
                 wake = min(wake, worker.job.deadline)
@@ -847,6 +1089,8 @@ class SandboxServer(EdgeServer):
                 self._flush(worker)
             if flags & (zmq.POLLIN | zmq.POLLERR):
                 self._read(worker)
+        if self._cpu_queue:
+            self._serve_cpu_queue()
         now = time.monotonic()
         for worker in list(self._by_fd.values()):
             if worker.gone:
@@ -889,6 +1133,7 @@ class SandboxServer(EdgeServer):
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + 5.0
+        self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
         for worker in [w for ws in self._idle.values() for w in ws]:
             if now - worker.last_used > IDLE_WORKER_TIMEOUT:
                 self._retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
@@ -930,6 +1175,10 @@ class SandboxServer(EdgeServer):
             self._zygote.close()
             self._zygote = None
         shutil.rmtree(self._home_base, ignore_errors=True)
+        remove_edge_groups(self._cgroups)
+        for claims in (self._uid_claims, self._cpu_claims):
+            if claims is not None:
+                claims.release_all()
         with contextlib.suppress(Exception):
             atexit.unregister(self._cleanup)
 
@@ -938,6 +1187,31 @@ class SandboxServer(EdgeServer):
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
         return [w.pid for w in self._by_fd.values() if w.pid is not None and not w.gone]
+
+
+def _cpu_list(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in cpus)
+
+
+def remove_stale_work_folders() -> list[str]:
+    """Remove the work folders (``sep-edge-SIDE-PID-…`` in the temporary directory) of edges whose
+    process is gone: a ``kill -9`` leaves one behind, with candidates' files in it."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob("sep-edge-*-*-*"):
+        parts = folder.name.split("-")
+        if len(parts) < 5 or not parts[3].isdigit() or not folder.is_dir():
+            continue
+        pid = int(parts[3])
+        try:
+            os.kill(pid, 0)
+            continue  # alive (or not ours to signal): its edge may be running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(str(folder))
+    return removed
 
 
 def _cpu_seconds(pid: int) -> float:

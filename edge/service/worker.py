@@ -40,6 +40,7 @@ from edge.service.replies import (
     unsupported_error,
 )
 from edge.service.sandbox import (
+    CLONE_NEWIPC,
     CLONE_NEWNET,
     EXIT_MEMORY,
     EXIT_SETUP,
@@ -50,6 +51,8 @@ from edge.service.sandbox import (
     expose,
     format_size,
     libc_call,
+    make_private_folders,
+    own_mount_namespace,
 )
 from edge.service.server import CallContext
 from edge.service.sessions import EdgeService
@@ -86,6 +89,8 @@ class WorkerSpec:
         self.slot: int = int(data["slot"])
         self.home: str = data["home"]
         self.max_message_size: int = int(data["max_message_size"])
+        #: the ``cgroup.procs`` files of the worker's control groups, joined first thing
+        self.cgroup_procs: list[str] = [str(p) for p in data.get("cgroup_procs", [])]
         self.limits = Limits(**data["limits"])
         self.hardening = Hardening.from_dict(data["hardening"])
         entry = data["candidate"]
@@ -110,9 +115,11 @@ class WorkerSpec:
         limits: Limits,
         hardening: Hardening,
         candidate: Candidate,
+        cgroup_procs: list[str] | None = None,
     ) -> dict[str, Any]:
         """The plain data of a spec (what travels to the template)."""
         return {
+            "cgroup_procs": list(cgroup_procs or []),
             "side": side,
             "instance": instance,
             "slot": slot,
@@ -158,15 +165,28 @@ def run_worker(
 
 
 def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
+    # Into its control groups before anything else: all it ever starts is counted, frozen and
+    # limited with it, and cannot leave (the groups' files are root's).
+    for procs in spec.cgroup_procs:
+        Path(procs).write_text(str(os.getpid()))
     for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_DFL)
     os.setsid()  # a session and process group of its own: the supervisor kills the group
     hardening = spec.hardening
     if hardening.network:
         libc_call("unshare", CLONE_NEWNET)
-    _make_home(spec)
-    if hardening.user and hardening.exposed:
+    if hardening.ipc_namespace:
+        libc_call("unshare", CLONE_NEWIPC)
+    exposing = hardening.user and bool(hardening.exposed)
+    if exposing or hardening.private_tmp:
+        own_mount_namespace()
+    if exposing:
         expose(hardening.exposed, Path(spec.home).parent / f".mounts-{spec.slot}")
+    if hardening.private_tmp:
+        # Its HOME (under the edge's work folder in /tmp, as a rule) is then made in its own
+        # tmpfs: nothing of it is seen by another worker, or stays on the host's disk.
+        make_private_folders()
+    _make_home(spec)
     spec.limits.apply(own_user=hardening.user)
     if hardening.user:
         os.setgroups([])
@@ -196,6 +216,7 @@ def _make_home(spec: WorkerSpec) -> None:
     """A private, writable HOME and TMPDIR: Python and libraries may need one."""
     home = Path(spec.home)
     shutil.rmtree(home, ignore_errors=True)
+    home.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
     home.mkdir(mode=0o700)
     if spec.hardening.user:
         os.chown(home, spec.uid, spec.hardening.gid)

@@ -30,6 +30,7 @@ import msgpack
 
 from edge.errors import EdgeError
 from edge.service.sandbox import (
+    CLONE_NEWIPC,
     CLONE_NEWNET,
     CLONE_NEWNS,
     CLONE_NEWPID,
@@ -38,6 +39,7 @@ from edge.service.sandbox import (
     PR_SET_PDEATHSIG,
     Hardening,
     libc_call,
+    make_private_folders,
 )
 
 __all__ = ["Zygote", "ZygoteError", "main"]
@@ -204,7 +206,9 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     root = os.geteuid() == 0
     if not root:
         reason = "the edge does not run as root"
-        why = {"user": reason, "network": reason, "pid_namespace": reason}
+        why = dict.fromkeys(
+            ("user", "network", "pid_namespace", "ipc_namespace", "private_tmp"), reason
+        )
         return Hardening(uid_base=uid_base, gid=gid, why_off=why)
 
     def in_child(step: Any) -> str | None:
@@ -236,6 +240,13 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     user_problem = in_child(drop_user)
     net_problem = in_child(lambda: libc_call("unshare", CLONE_NEWNET))
     mount_problem = in_child(own_mounts)
+
+    def private_tmp() -> None:
+        own_mounts()
+        make_private_folders()
+
+    ipc_problem = in_child(lambda: libc_call("unshare", CLONE_NEWIPC))
+    tmp_problem = in_child(private_tmp)
     pid_problem: str | None
     try:
         with _pid_namespace_for_children(True):
@@ -246,6 +257,8 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         ("user", user_problem),
         ("network", net_problem),
         ("pid_namespace", pid_problem),
+        ("ipc_namespace", ipc_problem),
+        ("private_tmp", tmp_problem),
     ):
         if problem is not None:
             why[name] = problem
@@ -254,6 +267,8 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         network=net_problem is None,
         pid_namespace=pid_problem is None,
         mount_namespace=mount_problem is None,
+        ipc_namespace=ipc_problem is None,
+        private_tmp=tmp_problem is None,
         uid_base=uid_base,
         gid=gid,
         why_off=why,

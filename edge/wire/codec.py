@@ -23,6 +23,7 @@ from edge.errors import MessageTooLarge, ProtocolError, ProtocolVersionError
 from edge.wire.messages import (
     MAX_CALL_TIMEOUT,
     PROTOCOL_VERSION,
+    CallUsage,
     ErrorBody,
     MessageHeader,
     MessageSpec,
@@ -100,6 +101,8 @@ def encode_request(request: Request, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE
     }
     if request.timeout is not None:
         envelope["timeout"] = _check_timeout(request.timeout)
+    if request.queue_limit is not None:
+        envelope["queue_limit"] = _check_timeout(request.queue_limit)
     envelope["body"] = body  # last: a reader that only wants the header stops before it
     return _pack(envelope, max_size)
 
@@ -134,6 +137,8 @@ def encode_reply(reply: Reply, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> b
         "body": body,
         "output": truncate_text(reply.output, OUTPUT_LIMIT),
     }
+    if reply.usage is not None:
+        envelope["usage"] = _usage_to_wire(reply.usage)
     return _pack(envelope, max_size)
 
 
@@ -149,8 +154,18 @@ def decode_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> R
     timeout = envelope.get("timeout")
     if timeout is not None:
         timeout = _check_timeout(timeout)
+    queue_limit = envelope.get("queue_limit")
+    if queue_limit is not None:
+        queue_limit = _check_timeout(queue_limit)
     body = _body_from_wire(spec.request_body, required_field(envelope, "body", dict), msg_type)
-    return Request(type=spec.request_type, id=msg_id, body=body, session=session, timeout=timeout)
+    return Request(
+        type=spec.request_type,
+        id=msg_id,
+        body=body,
+        session=session,
+        timeout=timeout,
+        queue_limit=queue_limit,
+    )
 
 
 def decode_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Reply:
@@ -179,6 +194,7 @@ def decode_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Rep
         body = _body_from_wire(ErrorBody, raw_body, msg_type)
     else:
         raise ProtocolError(f"reply status must be 'ok' or 'error', not {status!r}")
+    usage = envelope.get("usage")
     return Reply(
         type=msg_type,
         id=msg_id,
@@ -187,6 +203,7 @@ def decode_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Rep
         body=body,
         session=session,
         output=output,
+        usage=None if usage is None else _usage_from_wire(usage),
     )
 
 
@@ -223,6 +240,7 @@ class RequestHeader:
     session: str
     type: str
     timeout: float | None
+    queue_limit: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -234,9 +252,13 @@ class ReplyHeader:
     type: str
     status: str
     code: str
+    #: whether the reply carries ``usage``, which only an edge's supervisor may set (1.4)
+    has_usage: bool = False
 
 
-_HEADER_KEYS: Final = frozenset({"v", "id", "parent", "session", "type", "status", "timeout"})
+_HEADER_KEYS: Final = frozenset(
+    {"v", "id", "parent", "session", "type", "status", "timeout", "queue_limit", "usage"}
+)
 
 
 def _unpacker(size: int) -> msgpack.Unpacker:
@@ -342,8 +364,13 @@ def peek_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Req
     session = required_field(envelope, "session", str)
     _check_session(session, spec)
     timeout = envelope.get("timeout")
+    queue_limit = envelope.get("queue_limit")
     return RequestHeader(
-        msg_id, session, spec.request_type, None if timeout is None else _check_timeout(timeout)
+        msg_id,
+        session,
+        spec.request_type,
+        None if timeout is None else _check_timeout(timeout),
+        None if queue_limit is None else _check_timeout(queue_limit),
     )
 
 
@@ -363,7 +390,56 @@ def peek_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Reply
     code = envelope.get("code", "") if status == "error" else ""
     if not isinstance(code, str):
         raise ProtocolError("an error body's code must be a str")
-    return ReplyHeader(parent, session, msg_type, status, code)
+    return ReplyHeader(parent, session, msg_type, status, code, "usage" in envelope)
+
+
+def with_usage(raw: bytes, usage: CallUsage) -> bytes:
+    """A reply (encoded, from a worker, without ``usage``: see :func:`peek_reply`) with the
+    supervisor's ``usage`` added to its envelope, without decoding the rest: the envelope's map
+    header is rewritten with one more field and the field appended."""
+    if not raw:
+        raise ProtocolError("an empty reply")
+    lead = raw[0]
+    if 0x80 <= lead <= 0x8F:
+        count, rest = lead & 0x0F, raw[1:]
+    elif lead == 0xDE and len(raw) >= 3:
+        count, rest = int.from_bytes(raw[1:3], "big"), raw[3:]
+    elif lead == 0xDF and len(raw) >= 5:
+        count, rest = int.from_bytes(raw[1:5], "big"), raw[5:]
+    else:
+        raise ProtocolError("a reply must be a msgpack map")
+    count += 1
+    if count <= 15:
+        header = bytes([0x80 | count])
+    elif count <= 0xFFFF:
+        header = b"\xde" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdf" + count.to_bytes(4, "big")
+    field = msgpack.packb("usage") + msgpack.packb(_usage_to_wire(usage))
+    return header + rest + field
+
+
+def _usage_to_wire(usage: CallUsage) -> dict[str, float]:
+    return {"cpu": float(usage.cpu), "queued": float(usage.queued)}
+
+
+def _usage_from_wire(data: Any) -> CallUsage:
+    if not isinstance(data, dict):
+        raise ProtocolError("envelope field 'usage' must be a map")
+    values = []
+    for key in ("cpu", "queued"):
+        value = data.get(key)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not 0 <= value <= MAX_CALL_TIMEOUT
+        ):
+            raise ProtocolError(
+                f"usage.{key} must be a number of seconds in [0, {MAX_CALL_TIMEOUT:g}]"
+            )
+        values.append(float(value))
+    return CallUsage(cpu=values[0], queued=values[1])
 
 
 def encode_value(value: Any, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:

@@ -28,6 +28,7 @@ __all__ = [
     "MESSAGES",
     "PROTOCOL_VERSION",
     "TRACEBACK_LIMIT",
+    "CallUsage",
     "CloseSessionReply",
     "CloseSessionRequest",
     "DecideReply",
@@ -65,7 +66,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.4"
+PROTOCOL_VERSION: Final = "1.5"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
@@ -102,7 +103,7 @@ class HelloReply:
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
-    sessions. ``load_limit`` (1.4) is the seconds this edge gives a battle's ``open_session`` to
+    sessions. ``load_limit`` (1.5) is the seconds this edge gives a battle's ``open_session`` to
     load a model (``sep_edge --load-limit``).
     """
 
@@ -425,6 +426,19 @@ class Request:
     body: Any
     session: str = ""
     timeout: float | None = None
+    #: (1.4) seconds the caller credits for waiting for a free CPU before the call starts; an edge
+    #: that has waited this long starts the call anyway
+    queue_limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallUsage:
+    """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
+    ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
+    request waited for a free CPU before it started."""
+
+    cpu: float
+    queued: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +456,7 @@ class Reply:
     body: Any
     session: str = ""
     output: str = ""
+    usage: CallUsage | None = None
 
     @property
     def ok(self) -> bool:

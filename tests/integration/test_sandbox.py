@@ -652,6 +652,21 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
     assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
 
 
+def claimed_uids(edge_pid: int) -> list[str]:
+    """The worker user ids an edge holds host-wide: its flocks on the claims folder's files."""
+    from edge.service.host_locks import claims_folder
+
+    files = {f.stat().st_ino: f.name for f in claims_folder().glob("uid-*.lock")}
+    held = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[4] == str(edge_pid):
+            inode = int(fields[5].split(":")[2])
+            if inode in files:
+                held.append(files[inode])
+    return sorted(held)
+
+
 def _parent_of(pid: int) -> int | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -682,8 +697,10 @@ def test_when_the_worker_template_dies_its_workers_sessions_end_and_their_places
         after = Session(client, "good_random", "after")  # served by a new template
         reply, _ = after.decide()
         assert reply.stepped and reply.step_error is None, reply
-        # The dead workers' places (user ids, HOME folders) serve again: one worker, one HOME.
-        assert sorted(p.name for p in homes.iterdir() if p.name.startswith("w")) == ["w0"]
+        # The dead workers' places serve again: one worker, one user id claimed host-wide, and
+        # its HOME in its own tmpfs (nothing on the host's disk).
+        assert len(claimed_uids(edge.proc.pid)) == 1, claimed_uids(edge.proc.pid)
+        assert not [p.name for p in homes.iterdir() if p.name.startswith("w")]
         after.close()
     finally:
         client.close()

@@ -120,5 +120,5 @@ def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_pat
     assert len(rows) == 3 and len(mine) == 2
     for row in mine:
         side = "blue" if row["blue"] == "mine" else "red"
-        assert row[f"{side}_status"] == "OK", row
+        assert row[f"{side}_status"] == "OK", row[f"{side}_error"]
         assert row["winner"] in ("blue", "red", "tie")

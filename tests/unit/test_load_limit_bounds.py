@@ -24,15 +24,15 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
 
 
 def test_a_hello_reply_of_an_older_edge_reads_as_the_default_limit():
-    # An edge of protocol 1.3 sends no load_limit in its hello reply.
+    # An edge of protocol 1.4 sends no load_limit in its hello reply.
     envelope = {
-        "v": "1.3",
+        "v": "1.4",
         "id": "2",
         "parent": "1",
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {"side": "blue", "protocol_version": "1.3", "models": ["a"], "instance": "x"},
+        "body": {"side": "blue", "protocol_version": "1.4", "models": ["a"], "instance": "x"},
         "output": "",
     }
     reply = decode_reply(msgpack.packb(envelope))
@@ -40,6 +40,6 @@ def test_a_hello_reply_of_an_older_edge_reads_as_the_default_limit():
 
 
 def test_an_announced_limit_crosses_the_wire():
-    reply = Reply("hello_reply", "2", "1", "ok", HelloReply("red", "1.4", ["a"], "x", 45.0))
+    reply = Reply("hello_reply", "2", "1", "ok", HelloReply("red", "1.5", ["a"], "x", 45.0))
     body = decode_reply(encode_reply(reply)).body
     assert isinstance(body, HelloReply) and body.load_limit == 45.0

@@ -1,0 +1,387 @@
+"""Control groups for workers: each worker's processes in a group of their own, so that the kernel
+stops them between calls, counts their CPU time, bounds their memory and number together, and keeps
+them on the CPU a call was given.
+
+A worker's group is created by the supervisor before the worker is forked; the worker joins it
+first thing, still root (:meth:`WorkerGroup.join_paths`), so that everything it or its user code
+starts, in sessions of their own or not, is in the group and cannot leave it (the group's files
+belong to root). The supervisor then:
+
+- **freezes** the group between calls and thaws it when the worker's next request is sent: no
+  process of a worker runs while it is not deciding, so nothing it left spinning takes CPU from
+  another candidate's decision (cgroup v2 ``cgroup.freeze``, or the v1 ``freezer``);
+- reads the group's **CPU time** before and after each call (v2 ``cpu.stat``, or v1 ``cpuacct``);
+- sets a **memory** limit over all the group's processes (v2 ``memory.max`` / v1
+  ``memory.limit_in_bytes``), whose OOM kills it counts, and a **process** limit (``pids.max``);
+- pins the group to the CPU its call was given (``cpuset.cpus``).
+
+Each mechanism is taken from cgroup v2 where the unified hierarchy offers it, else from a v1
+hierarchy, and is off (with the reason, for the start-up report) where neither is mounted and
+writable. cgroup v1 is common on older hosts and hybrid ones; most current hosts have v2 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+__all__ = ["CgroupSupport", "WorkerGroup", "probe_cgroups", "remove_stale_groups"]
+
+logger = logging.getLogger(__name__)
+
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+GROUP_PREFIX: Final = "sep-edge-"
+
+#: What each mechanism needs: the v2 file (in a group) and the v1 hierarchy and file.
+_V2_FILES: Final = {
+    "freeze": "cgroup.freeze",
+    "cpu": "cpu.stat",
+    "memory": "memory.max",
+    "pids": "pids.max",
+    "cpuset": "cpuset.cpus",
+}
+_V1: Final = {
+    "freeze": ("freezer", "freezer.state"),
+    "cpu": ("cpuacct", "cpuacct.usage"),
+    "memory": ("memory", "memory.limit_in_bytes"),
+    "pids": ("pids", "pids.max"),
+    "cpuset": ("cpuset", "cpuset.cpus"),
+}
+_V2_CONTROLLER: Final = {"memory": "memory", "pids": "pids", "cpuset": "cpuset"}
+MECHANISMS: Final = ("freeze", "cpu", "memory", "pids", "cpuset")
+
+
+@dataclass(frozen=True)
+class CgroupSupport:
+    """Where each mechanism lives on this host: ``base[name]`` is the folder under which the edge's
+    groups go for that mechanism (None: off, ``why_off[name]`` says why), and ``v2[name]``
+    whether that folder is in the unified (v2) hierarchy."""
+
+    base: dict[str, str | None] = field(default_factory=dict)
+    v2: dict[str, bool] = field(default_factory=dict)
+    why_off: dict[str, str] = field(default_factory=dict)
+
+    def on(self, name: str) -> bool:
+        return self.base.get(name) is not None
+
+    @property
+    def any(self) -> bool:
+        return any(self.on(name) for name in MECHANISMS)
+
+    def lines(self) -> list[str]:
+        """One line per mechanism for the start-up report."""
+        what = {
+            "freeze": "a worker's processes stopped between its calls",
+            "cpu": "CPU time of all a worker's processes, per call",
+            "memory": "the memory limit over all a worker's processes",
+            "pids": "the process limit over all a worker's processes",
+            "cpuset": "a deciding worker pinned to its CPU",
+        }
+        lines = []
+        for name in MECHANISMS:
+            base = self.base.get(name)
+            if base is not None:
+                kind = "cgroup v2" if self.v2.get(name) else "cgroup v1"
+                lines.append(f"cgroup {name}: on ({what[name]}; {kind}, {base})")
+            else:
+                lines.append(f"cgroup {name}: off ({self.why_off.get(name, 'not available')})")
+        return lines
+
+    def as_dict(self) -> dict[str, object]:
+        return {"base": dict(self.base), "v2": dict(self.v2), "why_off": dict(self.why_off)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> CgroupSupport:
+        return cls(
+            base=dict(data.get("base") or {}),  # type: ignore[call-overload]
+            v2=dict(data.get("v2") or {}),  # type: ignore[call-overload]
+            why_off=dict(data.get("why_off") or {}),  # type: ignore[call-overload]
+        )
+
+
+def _unified_root(root: Path) -> Path | None:
+    """The mount point of the unified (v2) hierarchy: ``root`` itself on a v2 host, its
+    ``unified`` folder on a hybrid one."""
+    for candidate in (root, root / "unified"):
+        if (candidate / "cgroup.controllers").is_file():
+            return candidate
+    return None
+
+
+def _own_v2_group(unified: Path) -> Path:
+    """This process's group in the unified hierarchy (``0::/path`` of /proc/self/cgroup)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return unified / line[3:].lstrip("/")
+    return unified
+
+
+def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
+    """Which mechanisms this host gives the edge named ``edge_name`` (e.g. ``blue-1234``), each
+    tried by creating a group; the edge's folder for each is created (see :class:`WorkerGroup`)."""
+    base: dict[str, str | None] = dict.fromkeys(MECHANISMS)
+    v2: dict[str, bool] = {}
+    why: dict[str, str] = {}
+    if os.geteuid() != 0:
+        reason = "the edge does not run as root"
+        return CgroupSupport(base, v2, dict.fromkeys(MECHANISMS, reason))
+    unified = _unified_root(root)
+    if unified is not None:
+        parent = _own_v2_group(unified)
+        # A group with processes cannot have children with controllers ("no internal
+        # processes"): the edge's groups go beside its own, under its parent.
+        if parent != unified and (parent / "cgroup.procs").read_text().strip():
+            parent = parent.parent
+        available = set((parent / "cgroup.controllers").read_text().split())
+        for name in _V2_CONTROLLER.values():
+            if name in available:
+                with contextlib.suppress(OSError):
+                    (parent / "cgroup.subtree_control").write_text(f"+{name}")
+        folder = parent / f"{GROUP_PREFIX}{edge_name}"
+        try:
+            folder.mkdir(exist_ok=True)
+            enabled = set((parent / "cgroup.subtree_control").read_text().split())
+            for name in available & set(_V2_CONTROLLER.values()):
+                if name in enabled:
+                    with contextlib.suppress(OSError):
+                        (folder / "cgroup.subtree_control").write_text(f"+{name}")
+            test = folder / "probe"
+            test.mkdir(exist_ok=True)
+            try:
+                for name, filename in _V2_FILES.items():
+                    if (test / filename).exists():
+                        base[name], v2[name] = str(folder), True
+            finally:
+                test.rmdir()
+        except OSError as exc:
+            why.update(dict.fromkeys(MECHANISMS, f"cgroup v2 at {parent}: {exc.strerror}"))
+    for name, (hierarchy, filename) in _V1.items():
+        if base[name] is not None:
+            continue
+        mount = root / hierarchy
+        if not (mount / filename).exists() and not (mount / "cgroup.procs").exists():
+            why.setdefault(name, f"no cgroup v2 {name} and no v1 {hierarchy} hierarchy mounted")
+            continue
+        folder = mount / f"{GROUP_PREFIX}{edge_name}"
+        try:
+            folder.mkdir(exist_ok=True)
+            if hierarchy == "cpuset":
+                for setting in ("cpuset.cpus", "cpuset.mems"):
+                    (folder / setting).write_text((mount / setting).read_text())
+                (folder / "cgroup.clone_children").write_text("1")
+            test = folder / "probe"
+            test.mkdir(exist_ok=True)
+            try:
+                if (test / filename).exists():
+                    base[name], v2[name] = str(folder), False
+                    why.pop(name, None)
+            finally:
+                test.rmdir()
+        except OSError as exc:
+            why[name] = f"cgroup v1 {hierarchy}: {exc.strerror}"
+    for name in MECHANISMS:
+        if base[name] is None:
+            why.setdefault(name, "not available")
+    return CgroupSupport(base, v2, why)
+
+
+def _remove_tree(folder: Path) -> None:
+    """Remove a group and its children (each empty of processes, or killed first)."""
+    for child in sorted((p for p in folder.glob("*") if p.is_dir()), reverse=True):
+        _remove_tree(child)
+    procs = folder / "cgroup.procs"
+    for _ in range(50):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            return
+        with contextlib.suppress(OSError, ValueError):
+            for pid in procs.read_text().split():
+                os.kill(int(pid), signal.SIGKILL)
+        _thaw_folder(folder)
+        time.sleep(0.01)
+    logger.warning("could not remove the control group %s", folder)
+
+
+def _thaw_folder(folder: Path) -> None:
+    for name, value in (("cgroup.freeze", "0"), ("freezer.state", "THAWED")):
+        with contextlib.suppress(OSError):
+            if (folder / name).exists():
+                (folder / name).write_text(value)
+
+
+def remove_edge_groups(support: CgroupSupport) -> None:
+    """Remove the edge's folders (at its stop)."""
+    for folder in {b for b in support.base.values() if b is not None}:
+        _remove_tree(Path(folder))
+
+
+_STALE_RE: Final = re.compile(rf"{re.escape(GROUP_PREFIX)}\w+-(\d+)")
+
+
+def remove_stale_groups(root: Path = CGROUP_ROOT) -> list[str]:
+    """Remove the groups of edges that died without removing them (their process is gone);
+    what was removed, for the log."""
+    removed = []
+    folders: list[Path] = []
+    unified = _unified_root(root)
+    if unified is not None:
+        folders += list(unified.glob(f"**/{GROUP_PREFIX}*"))
+    for hierarchy, _ in _V1.values():
+        folders += list((root / hierarchy).glob(f"{GROUP_PREFIX}*"))
+    for folder in folders:
+        match = _STALE_RE.fullmatch(folder.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        _remove_tree(folder)
+        removed.append(str(folder))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class WorkerGroup:
+    """One worker's control groups (one folder per hierarchy in use)."""
+
+    def __init__(self, support: CgroupSupport, name: str) -> None:
+        self.support = support
+        self.name = name
+        self.folders: dict[str, Path] = {}
+        for mechanism in MECHANISMS:
+            base = support.base.get(mechanism)
+            if base is not None:
+                self.folders[mechanism] = Path(base) / name
+        self._frozen = False
+
+    def create(self, *, memory: int, processes: int) -> None:
+        """Create the folders and set the limits (0: none)."""
+        for folder in set(self.folders.values()):
+            folder.mkdir(exist_ok=True)
+        if memory and "memory" in self.folders:
+            v2 = self.support.v2.get("memory")
+            path = self.folders["memory"] / ("memory.max" if v2 else "memory.limit_in_bytes")
+            path.write_text(str(memory))
+            if v2:  # no swapping past the limit either
+                with contextlib.suppress(OSError):
+                    (self.folders["memory"] / "memory.swap.max").write_text("0")
+            else:
+                with contextlib.suppress(OSError):
+                    (self.folders["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory))
+        if processes and "pids" in self.folders:
+            (self.folders["pids"] / "pids.max").write_text(str(processes))
+
+    def join_paths(self) -> list[str]:
+        """The ``cgroup.procs`` files a worker writes its pid to, to join its groups."""
+        return sorted({str(folder / "cgroup.procs") for folder in self.folders.values()})
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def freeze(self) -> None:
+        if "freeze" in self.folders and not self._frozen:
+            self._write_freeze(True)
+            self._frozen = True
+
+    def thaw(self) -> None:
+        if "freeze" in self.folders and self._frozen:
+            self._write_freeze(False)
+            self._frozen = False
+
+    def _write_freeze(self, frozen: bool) -> None:
+        folder = self.folders["freeze"]
+        with contextlib.suppress(OSError):
+            if self.support.v2.get("freeze"):
+                (folder / "cgroup.freeze").write_text("1" if frozen else "0")
+            else:
+                (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by the group's processes so far (None: not counted on this host)."""
+        folder = self.folders.get("cpu")
+        if folder is None:
+            return None
+        try:
+            if self.support.v2.get("cpu"):
+                for line in (folder / "cpu.stat").read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+                return None
+            return int((folder / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return None
+
+    def oom_kills(self) -> int:
+        """How many processes of the group the kernel killed for its memory limit."""
+        folder = self.folders.get("memory")
+        if folder is None:
+            return 0
+        name = "memory.events" if self.support.v2.get("memory") else "memory.oom_control"
+        with contextlib.suppress(OSError, ValueError):
+            for line in (folder / name).read_text().splitlines():
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+        return 0
+
+    def pin(self, cpus: Iterable[int]) -> None:
+        """Keep the group's processes on ``cpus``."""
+        folder = self.folders.get("cpuset")
+        if folder is not None:
+            with contextlib.suppress(OSError):
+                (folder / "cpuset.cpus").write_text(",".join(str(c) for c in cpus))
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """SIGKILL every process of the group, frozen ones included."""
+        folder = next(iter(self.folders.values()), None)
+        if folder is None:
+            return
+        kill_file = folder / "cgroup.kill"
+        if kill_file.exists():
+            with contextlib.suppress(OSError):
+                kill_file.write_text("1")
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                for pid in (folder / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+        # A v1-frozen process only dies once thawed; a v2-frozen one dies at once.
+        self._write_freeze(False)
+        self._frozen = False
+
+    def empty(self) -> bool:
+        for folder in self.folders.values():
+            with contextlib.suppress(OSError):
+                if (folder / "cgroup.procs").read_text().strip():
+                    return False
+        return True
+
+    def remove(self) -> bool:
+        """Remove the folders, without waiting: whether all are gone. A folder that still has
+        processes has them killed, and is removed by a later call."""
+        done = True
+        for folder in set(self.folders.values()):
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                done = False
+        if not done:
+            self.kill()
+        return done

@@ -1,0 +1,189 @@
+"""Fair play against cheating candidates: real ``sep_edge`` processes (both on this host, as the
+README's demo runs them), real ZeroMQ, Showdown's simulator, ``sep_main`` as an organizer runs it.
+
+Each module of ``tests/fairplay_agents`` is written from docs/contract.md alone and tries to *win*
+by attacking the service or its opponent rather than by playing: CPU taken from the opponent's
+decisions (``cpu_hog``), files of the other edge's workers (``file_spy``), memory over the limit in
+pieces (``memory_children``), SysV shared memory that outlives its battle (``shm_leaver``), the
+memory of its own team from the first battle of a seed pair (``pair_memory``). An honest
+candidate's results must not change.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.edges import EdgeProcess, write_config
+
+AGENTS = Path(__file__).resolve().parents[1] / "fairplay_agents" / "candidates.json"
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="the sandbox's kernel mechanisms are Linux's"
+)
+
+
+@pytest.fixture
+def edges(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, EdgeProcess]]:
+    """A blue and a red edge on this host serving tests/fairplay_agents (extra sep_edge arguments
+    from the ``edge_args`` marker)."""
+    marker = request.node.get_closest_marker("edge_args")
+    extra = list(marker.args) if marker else []
+    config = write_config(tmp_path / "sep_config.json")
+    started = {
+        side: EdgeProcess(side, config, AGENTS, tmp_path / f"{side}.log", extra=extra)
+        for side in ("blue", "red")
+    }
+    try:
+        for process in started.values():
+            process.start()
+        yield started
+    finally:
+        for process in started.values():
+            process.stop()
+
+
+def play(edges: dict[str, EdgeProcess], log_dir: Path, *args: str) -> list[dict[str, str]]:
+    """Run sep_main through ``edges`` (bounded) and return battles.csv's rows."""
+    blue = edges["blue"]
+    run = subprocess.run(
+        [
+            *SEP_MAIN,
+            *args,
+            "-l",
+            str(log_dir),
+            "--config",
+            str(blue.config),
+            "--candidates",
+            str(blue.candidates),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def printed(log_dir: Path, battle_id: str, side: str) -> str:
+    """What a side's user code printed during a battle (logs/ID.SIDE.out)."""
+    path = log_dir / "logs" / f"{battle_id}.{side}.out"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time(edges, tmp_path):
+    """The hog's 8 spinning processes (each in a session of its own) are frozen between its calls
+    and kept on its own CPU during them: the honest side's ~0.3 s of CPU per decision stays
+    within its free time, so it never draws its (small) bank dry."""
+    rows = play(
+        edges,
+        tmp_path / "run",
+        "cpu_honest",
+        "cpu_hog",
+        "-n",
+        "2",
+        "--seed",
+        "3",
+        "--concurrency",
+        "1",
+        "--decision-time",
+        "1.0",
+        "--bank",
+        "2.0",
+    )
+    assert len(rows) == 2
+    for row in rows:
+        assert row["blue"] == "cpu_honest" and row["blue_status"] == "OK", row
+        assert row["red_status"] == "OK", row
+        assert int(row["blue_decisions"]) >= 5, row  # it played: its decisions were counted
+
+
+def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(edges, tmp_path):
+    """Blue's and red's workers on one host leave notes in /tmp, /var/tmp, /dev/shm and their
+    HOME, and look for the other side's: each sees only its own (a tmpfs of its own at each, a
+    user id no other worker of the host has)."""
+    log_dir = tmp_path / "run"
+    rows = play(edges, log_dir, "file_spy", "file_spy", "-n", "2", "--concurrency", "2")
+    assert len(rows) == 2
+    wrote = 0
+    for row in rows:
+        for side in ("blue", "red"):
+            out = printed(log_dir, row["battle_id"], side)
+            wrote += out.count("WROTE")
+            assert "FOUND" not in out, out[:2000]
+    assert wrote >= 8, "the spy must have left notes for the test to mean anything"
+
+
+@pytest.mark.edge_args("--memory-limit", "1GiB")
+def test_memory_over_the_limit_in_several_processes_ends_the_worker_with_the_cause(edges, tmp_path):
+    """4 children of 320 MiB each, under the 1 GiB limit one by one, over it together: the
+    worker is ended, its side booked ERROR with the cause, its opponent unharmed."""
+    rows = play(edges, tmp_path / "run", "plain_random", "memory_children", "-n", "1")
+    (row,) = rows
+    assert row["red_status"] == "ERROR", row
+    assert "memory limit 1 GiB (all its processes)" in row["red_error"], row
+    assert row["blue_status"] == "OK" and row["winner"] == "blue", row
+
+
+def _shm_keys() -> set[str]:
+    """The keys of the host IPC namespace's SysV shared memory segments (hex)."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {f"{int(line.split()[0]):08x}" for line in lines if line.split()}
+
+
+def test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another(edges, tmp_path):
+    """Each worker has an IPC namespace of its own: a segment it leaves is not found by the next
+    battle's worker nor by the other side's, and is gone from the host when the battle ends."""
+    key = "5e9f0017"
+    assert key not in _shm_keys()
+    log_dir = tmp_path / "run"
+    rows = play(edges, log_dir, "shm_leaver", "shm_leaver", "-n", "2", "--concurrency", "1")
+    created = 0
+    for row in rows:
+        assert row["blue_status"] == row["red_status"] == "OK", row
+        for side in ("blue", "red"):
+            out = printed(log_dir, row["battle_id"], side)
+            created += out.count("CREATED")
+            assert "FOUND" not in out, out
+    assert created == 4, "each side of each battle creates its segment"
+    assert key not in _shm_keys()
+
+
+def test_what_a_module_remembers_of_the_first_battle_of_a_pair_is_gone_in_the_second(
+    edges, tmp_path
+):
+    """In the twin battle each side holds the team its opponent had: a module that wrote its own
+    team down (a module global, a file in its HOME) must find nothing of it in the second
+    battle (played on the other edge) nor in the next pair (on the same edge, whose worker was
+    reused before): every battle starts from a fresh import."""
+    log_dir = tmp_path / "run"
+    rows = play(
+        edges,
+        log_dir,
+        "pair_memory",
+        "plain_random",
+        "-n",
+        "4",
+        "--paired",
+        "--concurrency",
+        "1",
+        "--seed",
+        "5",
+    )
+    rows.sort(key=lambda r: r["battle_id"][-4:])  # the number in the schedule
+    assert rows[0]["seed"] == rows[1]["seed"] and rows[2]["seed"] == rows[3]["seed"]  # pairs
+    noted = 0
+    for row in rows:
+        side = "blue" if row["blue"] == "pair_memory" else "red"
+        out = printed(log_dir, row["battle_id"], side)
+        noted += out.count("NOTED")
+        assert "REMEMBERED" not in out, out
+    assert noted == 4, "the module must have noted its team in every battle"
