@@ -19,6 +19,7 @@ host permits it (as root, on Linux):
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
@@ -49,6 +50,7 @@ __all__ = [
     "parse_cpu_list",
     "parse_size",
     "paths_to_expose",
+    "paths_under",
 ]
 
 MiB: Final = 1 << 20
@@ -213,7 +215,7 @@ class Hardening:
     """Each worker has an IPC namespace of its own: SysV shared memory, semaphores and message
     queues, and POSIX message queues, are its own and die with it."""
     private_tmp: bool = False
-    """Each worker sees an empty tmpfs of its own at /tmp, /var/tmp and /dev/shm."""
+    """Each worker sees an empty tmpfs of its own at each of PRIVATE_FOLDERS (/tmp, /dev/shm…)."""
     exposed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """Closed folders a worker sees as a tmpfs showing only these children (see expose)."""
     uid_base: int = 100_000
@@ -256,31 +258,70 @@ class Hardening:
             + state(
                 "private_tmp",
                 self.private_tmp,
-                "an empty tmpfs of its own per worker at /tmp, /var/tmp and /dev/shm",
+                "an empty tmpfs of its own per worker at " + ", ".join(PRIVATE_FOLDERS),
             ),
         ]
 
 
 #: Folders a worker sees empty and its own (a tmpfs each) when it has a mount namespace.
-PRIVATE_FOLDERS: Final = ("/tmp", "/var/tmp", "/dev/shm")
+PRIVATE_FOLDERS: Final = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 PRIVATE_TMP_SIZE: Final = 256 * MiB
 
 
-def make_private_folders(folders: Iterable[str] = PRIVATE_FOLDERS) -> None:
+MS_RDONLY: Final = 1
+MS_REMOUNT: Final = 32
+O_PATH: Final = getattr(os, "O_PATH", 0o10000000)
+
+
+def make_private_folders(
+    folders: Iterable[str] = PRIVATE_FOLDERS, keep: Iterable[str] = ()
+) -> None:
     """In the calling process's own mount namespace (a worker, still root), cover each existing
     folder of ``folders`` with an empty tmpfs (mode 1777), so that nothing of the host's or another
     worker's is seen there and nothing written there outlives the worker. Its pages count
-    towards the worker's memory group."""
-    for folder in folders:
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            libc_call(
-                "mount",
-                "tmpfs",
-                folder,
-                "tmpfs",
-                MS_NOSUID | MS_NODEV,
-                f"mode=1777,size={PRIVATE_TMP_SIZE}",
-            )
+    towards the worker's memory group.
+
+    The folders of ``keep`` that lie under a covered folder (a candidate's module in /tmp, say)
+    stay visible at their paths, read-only."""
+    kept = []
+    for path in sorted(set(keep)):
+        with contextlib.suppress(OSError):  # opened before it is covered, bound back after
+            kept.append((path, os.open(path, O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+    kept_paths = {path for path, _ in kept}
+    try:
+        for folder in folders:
+            if folder in kept_paths:
+                continue  # a module lives right there: that folder stays the host's
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                libc_call(
+                    "mount",
+                    "tmpfs",
+                    folder,
+                    "tmpfs",
+                    MS_NOSUID | MS_NODEV,
+                    f"mode=1777,size={PRIVATE_TMP_SIZE}",
+                )
+        for path, fd in kept:
+            if os.path.isdir(path) and os.path.samestat(os.stat(path), os.fstat(fd)):
+                continue  # not covered
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            libc_call("mount", f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
+            libc_call("mount", None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID, None)
+    finally:
+        for _, fd in kept:
+            os.close(fd)
+
+
+def paths_under(folders: Iterable[str], paths: Iterable[Path]) -> list[str]:
+    """The folders of ``paths`` that lie under one of ``folders`` (resolved, existing)."""
+    roots = [Path(f) for f in folders]
+    found = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            resolved = path.resolve(strict=True)
+            if resolved.is_dir() and any(resolved.is_relative_to(r) for r in roots):
+                found.add(str(resolved))
+    return sorted(found)
 
 
 def format_size(size: int) -> str:

@@ -58,7 +58,15 @@ from edge.service.cgroups import (
 )
 from edge.service.channel import FRAME_OVERHEAD, FrameReader, Kind, frame
 from edge.service.host_locks import HostClaims
-from edge.service.sandbox import Hardening, Limits, describe_exit, format_size, paths_to_expose
+from edge.service.sandbox import (
+    PRIVATE_FOLDERS,
+    Hardening,
+    Limits,
+    describe_exit,
+    format_size,
+    paths_to_expose,
+    paths_under,
+)
 from edge.service.server import EdgeServer
 from edge.service.worker import WorkerSpec
 from edge.service.zygote import Zygote, ZygoteError
@@ -665,6 +673,7 @@ class SandboxServer(EdgeServer):
             hardening=self._hardening,
             candidate=self._candidates[model_id],
             cgroup_procs=group.join_paths() if group is not None else [],
+            keep_paths=self._keep_paths(model_id),
         )
         worker = _Worker(
             number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
@@ -686,6 +695,17 @@ class SandboxServer(EdgeServer):
         self._spawning[number] = worker
         logger.debug("starting worker %d for %s (slot %d)", number, model_id, slot)
         return worker
+
+    def _keep_paths(self, model_id: str) -> list[str]:
+        """What a worker of ``model_id`` must still see under its private folders: the module's
+        folder, its team's, Python's own paths, when they lie in /tmp, say."""
+        if not self._hardening.private_tmp:
+            return []
+        candidate = self._candidates[model_id]
+        needed = [candidate.folder, *(Path(p) for p in sys.path if p)]
+        if candidate.team_path is not None:
+            needed.append(candidate.team_path.parent)
+        return paths_under(PRIVATE_FOLDERS, needed)
 
     def _live_zygote(self) -> Zygote:
         if self._zygote is not None and self._zygote.process.poll() is not None:

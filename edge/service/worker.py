@@ -91,6 +91,8 @@ class WorkerSpec:
         self.max_message_size: int = int(data["max_message_size"])
         #: the ``cgroup.procs`` files of the worker's control groups, joined first thing
         self.cgroup_procs: list[str] = [str(p) for p in data.get("cgroup_procs", [])]
+        #: folders under the private ones (a module in /tmp) that stay visible, read-only
+        self.keep_paths: list[str] = [str(p) for p in data.get("keep_paths", [])]
         self.limits = Limits(**data["limits"])
         self.hardening = Hardening.from_dict(data["hardening"])
         entry = data["candidate"]
@@ -116,10 +118,12 @@ class WorkerSpec:
         hardening: Hardening,
         candidate: Candidate,
         cgroup_procs: list[str] | None = None,
+        keep_paths: list[str] | None = None,
     ) -> dict[str, Any]:
         """The plain data of a spec (what travels to the template)."""
         return {
             "cgroup_procs": list(cgroup_procs or []),
+            "keep_paths": list(keep_paths or []),
             "side": side,
             "instance": instance,
             "slot": slot,
@@ -185,7 +189,7 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     if hardening.private_tmp:
         # Its HOME (under the edge's work folder in /tmp, as a rule) is then made in its own
         # tmpfs: nothing of it is seen by another worker, or stays on the host's disk.
-        make_private_folders()
+        make_private_folders(keep=spec.keep_paths)
     _make_home(spec)
     spec.limits.apply(own_user=hardening.user)
     if hardening.user:

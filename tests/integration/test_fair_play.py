@@ -187,3 +187,63 @@ def test_what_a_module_remembers_of_the_first_battle_of_a_pair_is_gone_in_the_se
         noted += out.count("NOTED")
         assert "REMEMBERED" not in out, out
     assert noted == 4, "the module must have noted its team in every battle"
+
+
+CENTER_THAT_VANISHES = """
+import sys, time
+from center.isolation.edge_client import EdgeClient
+from tests.integration.test_sandbox import Session
+
+client = EdgeClient(sys.argv[1])
+session = Session(client, "cpu_hog", "vanishing")
+session.decide(timeout=30.0)  # the hog's spinners start
+print("READY", flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_workers(
+    edges, tmp_path
+):
+    """kill -9 of a center mid-battle: its connection closes, and the edge ends its sessions at
+    once (not at the 600 s idle expiry), their workers and all they started with them."""
+    from tests.integration.test_sandbox import leftovers, wait_until, workers_of
+
+    blue = edges["blue"]
+    marks = [(f" {blue.proc.pid} ", blue.log.read_text().split("TMPDIR in ")[1].split()[0])]
+    center = subprocess.Popen(
+        [sys.executable, "-c", CENTER_THAT_VANISHES, blue.endpoint],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert center.stdout is not None
+        line = center.stdout.readline()  # bounded: the session's calls have timeouts
+        assert line.startswith("READY"), line
+        assert wait_until(lambda: workers_of(blue), 5.0)
+        center.kill()
+        center.wait(timeout=10)
+        assert wait_until(lambda: not workers_of(blue), 15.0), workers_of(blue)
+        template = [p for p, cmd in leftovers(marks) if "edge.service.zygote" in cmd]
+        assert len(leftovers(marks)) == len(template) == 1, leftovers(marks)
+    finally:
+        if center.poll() is None:
+            center.kill()
+            center.wait(timeout=10)
+
+
+def test_an_edge_removes_the_work_folder_a_killed_edge_left(tmp_path):
+    """kill -9 leaves an edge's work folder behind; the next edge on the host removes it."""
+    config = write_config(tmp_path / "sep_config.json")
+    first = EdgeProcess("blue", config, AGENTS, tmp_path / "first.log").start()
+    folder = Path(first.log.read_text().split("TMPDIR in ")[1].split()[0])
+    assert folder.is_dir()
+    first.kill()
+    assert folder.is_dir()  # what a kill -9 leaves
+    second = EdgeProcess("red", config, AGENTS, tmp_path / "second.log")
+    try:
+        second.start()
+        assert not folder.exists()
+    finally:
+        second.stop()
