@@ -150,6 +150,9 @@ class PeriodicExport(BaseCallback):
         self.save_model = save_model
         self.last = 0
 
+    def _on_training_start(self) -> None:
+        self.last = self.num_timesteps  # a continued run (--init-from) counts from where it was
+
     def _on_step(self) -> bool:
         return True
 
