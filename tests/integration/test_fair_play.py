@@ -12,6 +12,8 @@ candidate's results must not change.
 from __future__ import annotations
 
 import csv
+import ctypes
+import ctypes.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -139,10 +141,18 @@ def _shm_keys() -> set[str]:
     return {f"{int(line.split()[0]):08x}" for line in lines if line.split()}
 
 
+def _remove_shm(key: int) -> None:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    shmid = libc.shmget(key, 0, 0)
+    if shmid >= 0:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+
+
 def test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another(edges, tmp_path):
     """Each worker has an IPC namespace of its own: a segment it leaves is not found by the next
     battle's worker nor by the other side's, and is gone from the host when the battle ends."""
     key = "5e9f0017"
+    _remove_shm(int(key, 16))  # one left by an earlier run of unfixed code, say
     assert key not in _shm_keys()
     log_dir = tmp_path / "run"
     rows = play(edges, log_dir, "shm_leaver", "shm_leaver", "-n", "2", "--concurrency", "1")
