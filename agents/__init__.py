@@ -7,5 +7,5 @@ and ``isUserAgentSingleAsset(args)``. They are listed in the top-level ``candida
 - ``random_agent``: a uniformly random legal action.
 - ``max_power``: the legal move with the highest base power × type effectiveness × STAB.
 - ``heuristic``: poke-env's ``SimpleHeuristicsPlayer`` behind the contract.
-- ``learned_policy``: a small numpy MLP imitating the heuristic (``scripts/train_learned_policy.py``).
+- ``learned_policy``: a MaskablePPO network run with numpy (``scripts/train_maskable_ppo.py``).
 """

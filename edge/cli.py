@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
+from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,15 @@ def _setup_logging(verbose: int) -> None:
     help="Open files of each worker process (0: the system's).",
 )
 @click.option(
+    "--load-limit",
+    type=click.FloatRange(0, 3600, min_open=True),
+    default=DEFAULT_LOAD_LIMIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a battle's session gives to loading a model (import, contract functions, policy, "
+    "Agent); announced to the center. With --check: the limit checked.",
+)
+@click.option(
     "--max-workers",
     type=click.IntRange(1),
     default=64,
@@ -138,6 +148,7 @@ def sep_edge(
     cpu_limit: int,
     file_size_limit: str,
     open_files_limit: int,
+    load_limit: float,
     max_workers: int,
     allow_network: bool,
     no_drop_privileges: bool,
@@ -160,6 +171,7 @@ def sep_edge(
         from edge.checker.__main__ import main as check_main
 
         argv = [check_model, "--candidates", str(candidates), "--memory-limit", memory_limit]
+        argv += ["--load-limit", repr(load_limit)]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:
@@ -207,6 +219,7 @@ def sep_edge(
             cpus=cpu_list,
             reuse_workers=reuse_workers,
         )
+        server.announce_load_limit(load_limit)
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

@@ -14,6 +14,10 @@ VENV="$REPO_ROOT/.venv"
 SHOWDOWN_PREFIX="$REPO_ROOT/.showdown"
 SHOWDOWN_PKG="$SHOWDOWN_PREFIX/node_modules/pokemon-showdown"
 PIP_STAMP="$VENV/.sep-pyproject.sha256"
+# torch for the `train` extra (Stable-Baselines3): the CPU-only build, found through pip's own
+# configuration or PyTorch's CPU index. PyPI's default build pulls ~3 GB of CUDA libraries.
+TORCH_CPU="torch==2.13.0+cpu"
+TORCH_CPU_INDEX="${SEP_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
 
 step() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
@@ -60,12 +64,22 @@ else
     "$PY" -m venv "$VENV" || die "could not create $VENV; install the venv module (e.g. apt-get install -y python3-venv)"
 fi
 
+TORCH_INSTALLED="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)"
+if [[ -n "$TORCH_INSTALLED" ]]; then
+    step "torch: $TORCH_INSTALLED present"
+else
+    step "torch: installing the CPU-only $TORCH_CPU"
+    # Pip's own configuration first (a local wheel or index), then PyTorch's CPU index.
+    "$VENV/bin/python" -m pip install -q "$TORCH_CPU" >/dev/null 2>&1 \
+        || quietly "$VENV/bin/python" -m pip install "$TORCH_CPU" --extra-index-url "$TORCH_CPU_INDEX"
+fi
+
 PYPROJECT_HASH="$(sha256sum "$REPO_ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [[ -f "$PIP_STAMP" ]] && [[ "$(cat "$PIP_STAMP")" == "$PYPROJECT_HASH" ]]; then
     step "pip: up to date (pyproject.toml unchanged)"
 else
-    step "pip: installing maple-sep[test,ray] (editable)"
-    quietly "$VENV/bin/python" -m pip install -e "$REPO_ROOT[test,ray]"
+    step "pip: installing maple-sep[test,ray,train] (editable)"
+    quietly "$VENV/bin/python" -m pip install -e "$REPO_ROOT[test,ray,train]"
     printf '%s\n' "$PYPROJECT_HASH" >"$PIP_STAMP"
 fi
 

@@ -1,8 +1,9 @@
-"""Learned: a small numpy MLP over the MapleAgent vector, trained to imitate the heuristic.
+"""Learned: a MaskablePPO policy over the MapleAgent vector, run with numpy only (no torch).
 
 The weights (``weights.npz``, loaded without pickle) and their training conditions
-(``weights.json``) are written by ``scripts/train_learned_policy.py``. ``args["weights"]``
-(optional) names another weights file, relative to this folder unless absolute.
+(``weights.json``) are written by ``scripts/train_maskable_ppo.py``. ``args["weights"]``
+(optional) names another weights file, relative to this folder unless absolute: a network you
+trained is submitted by pointing a candidate at its file.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def getUserAgentModelConfig(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def getUserPolicy(args: dict[str, Any]) -> LearnedPolicy:
-    """The MLP policy with ``args["weights"]`` (default: the committed ``weights.npz``)."""
+    """The network's policy with ``args["weights"]`` (default: the committed ``weights.npz``)."""
     path = Path(args.get("weights") or DEFAULT_WEIGHTS)
     if not path.is_absolute():
         path = Path(__file__).parent / path

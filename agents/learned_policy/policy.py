@@ -1,15 +1,19 @@
-"""LearnedPolicy: a one-hidden-layer MLP over the MapleAgent vector, numpy only.
+"""LearnedPolicy: a feed-forward network over the MapleAgent vector, run with numpy only.
 
-``logits = relu(((x - mean) / scale) @ w1 + b1) @ w2 + b2``; the action is the legal argmax.
+The network is the policy half of a Stable-Baselines3 ``MlpPolicy`` (MaskablePPO), exported by
+``scripts/train_maskable_ppo.py``: hidden layers ``x = act(x @ W + b)`` (tanh or relu), then a linear
+layer to the logits; the action is the legal argmax. No torch here: importing this module takes
+what importing numpy takes, far inside the edge's loading limit.
+
 The weights file is a plain ``.npz`` (loaded with ``allow_pickle=False``) that also stores the
 feature name of every input, so a policy trained on one observation layout still reads the right
-elements after features are added or reordered (a feature that disappeared reads as its mean).
+elements after features are added or reordered (a feature that disappeared reads as 0).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,60 +25,65 @@ from edge.contract.policy import StandalonePolicy
 
 logger = logging.getLogger(__name__)
 
-ARRAYS = ("w1", "b1", "w2", "b2", "mean", "scale")
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"tanh": np.tanh, "relu": _relu}
 
 
 @dataclass
 class MLPWeights:
-    """The parameters of the MLP and the input layout they were trained on."""
+    """The layers of the network (``weights[i]`` is (n_in, n_out)) and the inputs' names."""
 
-    w1: np.ndarray
-    b1: np.ndarray
-    w2: np.ndarray
-    b2: np.ndarray
-    mean: np.ndarray
-    scale: np.ndarray
+    weights: list[np.ndarray]
+    biases: list[np.ndarray]
+    activation: str
     feature_names: list[str]
 
     def __post_init__(self) -> None:
-        n_in, n_hidden = self.w1.shape
-        n_out = self.w2.shape[1]
-        expected = {
-            "b1": (n_hidden,),
-            "w2": (n_hidden, n_out),
-            "b2": (n_out,),
-            "mean": (n_in,),
-            "scale": (n_in,),
-        }
-        for name, shape in expected.items():
-            if getattr(self, name).shape != shape:
-                raise ValueError(
-                    f"weights: {name} has shape {getattr(self, name).shape}, not {shape}"
-                )
-        if len(self.feature_names) != n_in:
-            raise ValueError(f"weights: {len(self.feature_names)} feature names for {n_in} inputs")
+        if not self.weights or len(self.weights) != len(self.biases):
+            raise ValueError("weights: give one bias per layer, and at least one layer")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"weights: activation {self.activation!r} is not one of {list(ACTIVATIONS)}"
+            )
+        n_in = self.n_inputs
+        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            if w.ndim != 2 or w.shape[0] != n_in or b.shape != (w.shape[1],):
+                raise ValueError(f"weights: layer {i} has shapes {w.shape} and {b.shape}")
+            n_in = w.shape[1]
+        if len(self.feature_names) != self.n_inputs:
+            raise ValueError(
+                f"weights: {len(self.feature_names)} feature names for {self.n_inputs} inputs"
+            )
 
     @property
     def n_inputs(self) -> int:
         """Length of the input vector."""
-        return int(self.w1.shape[0])
+        return int(self.weights[0].shape[0])
 
     @property
     def n_actions(self) -> int:
         """Number of logits (the size of the Discrete action space)."""
-        return int(self.w2.shape[1])
+        return int(self.weights[-1].shape[1])
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Logits for inputs ``x`` of shape (n_inputs,) or (batch, n_inputs)."""
-        hidden = np.maximum(((x - self.mean) / self.scale) @ self.w1 + self.b1, 0.0)
-        out: np.ndarray = hidden @ self.w2 + self.b2
+        act = ACTIVATIONS[self.activation]
+        for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
+            x = act(x @ w + b)
+        out: np.ndarray = x @ self.weights[-1] + self.biases[-1]
         return out
 
     def save(self, path: str | Path) -> None:
-        """Write a pickle-free ``.npz`` (float32 arrays, feature names as a unicode array)."""
-        arrays: dict[str, Any] = {
-            name: np.asarray(getattr(self, name), dtype=np.float32) for name in ARRAYS
-        }
+        """Write a pickle-free ``.npz`` (float32 arrays, names as unicode arrays)."""
+        arrays: dict[str, Any] = {}
+        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            arrays[f"layer{i}_weight"] = np.asarray(w, dtype=np.float32)
+            arrays[f"layer{i}_bias"] = np.asarray(b, dtype=np.float32)
+        arrays["activation"] = np.asarray(self.activation, dtype=str)
         arrays["feature_names"] = np.asarray(self.feature_names, dtype=str)
         np.savez_compressed(path, **arrays)
 
@@ -82,12 +91,18 @@ class MLPWeights:
     def load(cls, path: str | Path) -> MLPWeights:
         """Read weights written by :meth:`save`; never unpickles anything."""
         with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in (*ARRAYS, "feature_names") if k not in data.files]
+            missing = [k for k in ("layer0_weight", "activation", "feature_names") if k not in data]
             if missing:
                 raise ValueError(f"{path}: missing arrays {missing}")
-            arrays = {name: np.asarray(data[name], dtype=np.float32) for name in ARRAYS}
+            weights: list[np.ndarray] = []
+            biases: list[np.ndarray] = []
+            while f"layer{len(weights)}_weight" in data:
+                i = len(weights)
+                weights.append(np.asarray(data[f"layer{i}_weight"], dtype=np.float32))
+                biases.append(np.asarray(data[f"layer{i}_bias"], dtype=np.float32))
+            activation = str(data["activation"])
             names = [str(n) for n in data["feature_names"]]
-        return cls(**arrays, feature_names=names)
+        return cls(weights, biases, activation, names)
 
 
 def masked_argmax(logits: np.ndarray, mask: np.ndarray | None) -> int:
@@ -101,7 +116,7 @@ def masked_argmax(logits: np.ndarray, mask: np.ndarray | None) -> int:
 
 
 class LearnedPolicy(StandalonePolicy):
-    """Plays the legal action with the highest logit; at team preview, the default team.
+    """Plays the legal action with the highest logit, as MaskablePPO's deterministic prediction.
 
     ``observation_names`` names the elements of the observations the policy will receive (the
     Agent's ``StateObserver.feature_names()``); inputs are picked from them by name.
@@ -115,14 +130,14 @@ class LearnedPolicy(StandalonePolicy):
         missing = [n for n in weights.feature_names if n not in position]
         if missing:
             logger.warning(
-                "%d trained features are not in the observation (they read as their mean), e.g. %s",
+                "%d trained features are not in the observation (they read as 0), e.g. %s",
                 len(missing),
                 missing[:3],
             )
         self._identity = not missing and np.array_equal(self._take, np.arange(self.n_observation))
 
     def inputs(self, observation: Any) -> np.ndarray:
-        """The MLP input (trained layout) for one observation vector."""
+        """The network's input (trained layout) for one observation vector."""
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.n_observation,):
             raise ValueError(
@@ -130,7 +145,7 @@ class LearnedPolicy(StandalonePolicy):
             )
         if self._identity:
             return obs
-        x = np.where(self._take >= 0, obs[np.maximum(self._take, 0)], self.weights.mean)
+        x = np.where(self._take >= 0, obs[np.maximum(self._take, 0)], 0.0)
         return x.astype(np.float32)
 
     def step(
@@ -143,7 +158,5 @@ class LearnedPolicy(StandalonePolicy):
         observation_space: gymnasium.Space[Any],
         action_space: gymnasium.Space[Any],
     ) -> int:
-        if done or info.get("team_preview"):
-            return 0
         logits = self.weights.logits(self.inputs(observation))
         return masked_argmax(logits, info.get("action_mask"))

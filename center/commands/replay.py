@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from center.commands.suggest import did_you_mean, swapped_battle_id
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
 from center.evaluation.match import input_log_relpath
@@ -164,9 +165,17 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
     Raises ConfigError when the battle cannot be replayed (unknown, no input log, server backend).
     """
     log_dir = Path(log_dir)
-    record = next((r for r in load_records(log_dir) if r.battle_id == battle_id), None)
+    records = load_records(log_dir)
+    record = next((r for r in records if r.battle_id == battle_id), None)
     if record is None:
-        raise ConfigError(f"no battle {battle_id!r} in {log_dir / 'battles.csv'}")
+        # A paired run's odd battles have the sides swapped in their ids: suggest that one first.
+        swapped = swapped_battle_id(battle_id)
+        hint = did_you_mean(
+            battle_id, [r.battle_id for r in records], first=[swapped] if swapped else []
+        )
+        raise ConfigError(
+            f"no battle {battle_id!r} in {log_dir / 'battles.csv'}{f'; {hint}' if hint else ''}"
+        )
     run = read_run_config(log_dir)
     if run is not None and run.backend != "sim":
         raise ConfigError(

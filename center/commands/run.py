@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import click
 
+from center.commands.suggest import did_you_mean
 from center.env.backend import BACKENDS, Backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
@@ -212,7 +213,11 @@ def run_command(
         chosen = opts.ids
     unknown = [i for i in chosen if i not in all_ids]
     if unknown:
-        raise ConfigError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(all_ids)}")
+        hint = did_you_mean(unknown[0], all_ids) if len(unknown) == 1 else ""
+        raise ConfigError(
+            f"unknown candidate(s) {', '.join(unknown)}{f' ({hint})' if hint else ''}; "
+            f"known: {', '.join(all_ids)}"
+        )
     # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
     showdown_format = check_format(opts.battle_format)
     battle_format = showdown_format.id
@@ -420,7 +425,8 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--candidates",
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            # Not exists=True: a missing file is one line from the loader, not click's usage text.
+            type=click.Path(dir_okay=False, path_type=Path),
             default=Path("candidates.json"),
             show_default=True,
         ),
@@ -694,7 +700,7 @@ def sep_main(
                 )
             checked = [edge_source(config, index) for index in range(count)]
             for source in checked:
-                source.check_edges(sides)
+                source.check_edges(sides, config_name=str(config_path))
             return checked[0]
 
         try:

@@ -95,8 +95,7 @@ class EnvPlayer(Player):
 
     @property
     def connected(self) -> bool:
-        listening: Future[Any] | None = getattr(self.ps_client, "_listening_coroutine", None)
-        return listening is not None and not listening.done()
+        return player_connected(self)
 
     # -- frames ---------------------------------------------------------------------------------
 
@@ -186,12 +185,30 @@ class EnvPlayer(Player):
 
     def disconnect(self, timeout: float = 5.0) -> None:
         """Close the websocket; a no-op when it is already closed."""
-        if not self.connected:
-            return
-        try:
-            self.run(self.ps_client.stop_listening(), timeout)
-        except Exception as exc:  # the server may already be gone
-            logger.debug("closing %s: %s", self.username, exc)
+        disconnect_player(self, timeout)
+
+
+def player_connected(player: Player) -> bool:
+    """Whether ``player``'s websocket is still listening."""
+    listening: Future[Any] | None = getattr(player.ps_client, "_listening_coroutine", None)
+    return listening is not None and not listening.done()
+
+
+def disconnect_player(player: Player, timeout: float = 5.0) -> None:
+    """Close any poke-env ``player``'s websocket with a close frame, from another thread.
+
+    A no-op when it is already closed. A player left connected when its server stops sees the
+    connection reset and logs ``no close frame received or sent`` with a traceback.
+    """
+    if not player_connected(player):
+        return
+    client = player.ps_client
+    try:
+        asyncio.run_coroutine_threadsafe(
+            _as_coroutine(client.stop_listening()), client.loop
+        ).result(timeout)
+    except Exception as exc:  # the server may already be gone
+        logger.debug("closing %s: %s", player.username, exc)
 
 
 async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:

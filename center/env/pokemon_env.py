@@ -17,8 +17,9 @@ Episode flow: ``reset`` starts a battle and returns the first request of each pl
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
 A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
 side): its action is ignored, and its observation is the one of its last decision (its Agent's
-``makeObs`` is called once per decision, and once more when the episode ends). An illegal action earns ``rewards.invalid`` at once and leaves the same
-request open; the order is never sent to Showdown.
+``makeObs`` is called once per decision, and once more when the episode ends). An illegal action
+earns ``rewards.invalid`` at once and leaves the same request open; the order is never sent to
+Showdown. The action ``PLAY_DEFAULT`` plays Showdown's default choice without asking the Agent.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar
 
 import gymnasium
@@ -41,17 +43,28 @@ from poke_env.ps_client.server_configuration import (
 from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
 from center.env.battle_session import BattleSession
 from center.env.end_reason import EndReason
+from center.env.env_player import disconnect_player
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.errors import InvalidActionError
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import canonical_order
+from edge.maple.orders import canonical_order, default_order
 
 logger = logging.getLogger(__name__)
 
 PLAYERS = ("player_0", "player_1")
+
+
+class DefaultChoice(Enum):
+    """An action that needs no Agent: ``PLAY_DEFAULT`` plays Showdown's default choice (the first
+    Pokémon at team preview), as after too many illegal actions in a row."""
+
+    PLAY_DEFAULT = "play_default"
+
+
+PLAY_DEFAULT = DefaultChoice.PLAY_DEFAULT
 SIDES = {"player_0": "blue", "player_1": "red"}
 
 
@@ -171,6 +184,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         }
         self.action_spaces = {p: self.agent_objects[p].action_space for p in self.possible_agents}
         self._server_arg = server
+        self._built_opponent: Player | None = None
         self._owned_server: Any = None
         self._teams = teams
         self._username_prefix = username_prefix
@@ -232,7 +246,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 server_configuration=config,
                 max_concurrent_battles=1,
             )
-            self.opponent = opponent
+            self.opponent = self._built_opponent = opponent
         if opponent is None:
             return None
         theirs = opponent.ps_client.server_configuration.websocket_url
@@ -352,6 +366,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if seat.state is not SeatState.NEEDS_ACTION or name not in actions:
                 continue
             assert seat.battle is not None
+            if actions[name] is PLAY_DEFAULT:
+                session.submit(name, default_order(seat.battle))
+                continue
             try:
                 order = self.agent_objects[name].deploy(seat.battle, actions[name])
                 message = canonical_order(seat.battle, order)
@@ -520,6 +537,10 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if self._session is not None:
                 self._session.close()
         finally:
+            # An opponent built here is this env's to disconnect, before its server stops.
+            if self._built_opponent is not None:
+                disconnect_player(self._built_opponent)
+                self._built_opponent = None
             self._closed = True
             self.agents = []
             if self._owned_server is not None:

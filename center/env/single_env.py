@@ -14,28 +14,36 @@ so an episode is not reproducible from ``reset(seed)`` alone: only the agent-sid
 (``MaplePokemon-v0`` is registered with ``nondeterministic=True``). On the simulator
 (``backend="sim"``, registered as ``MaplePokemonSim-v0``) the battle is seeded too, and the same
 ``reset(seed)`` and actions give the same episode; a poke-env ``Player`` opponent needs the server.
+
+For training: rewards are Python floats, ``action_masks()`` gives the learner's legal actions (as
+sb3-contrib's MaskablePPO expects, no wrapper needed), and at an episode's end ``info["won"]`` is
+True, False, or None (a tie or no result) and ``info["end_reason"]`` reads from the learner's side
+(``"loss"`` where the multi-agent environment says ``"win"`` for the opponent). After
+``MAX_INVALID_RETRIES`` illegal actions in a row, of the learner or of the opponent policy, the
+environment plays the default move for it, as the match runner does, so no policy stalls an episode.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium
 import numpy as np
 from poke_env.player import Player
 
 from center.env.backend import Backend
-from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv, RewardConfig
-from center.errors import EnvError
+from center.env.end_reason import EndReason
+from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv, RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
-from edge.maple.action_helper import ActionHelper
 from edge.maple.maple_agent import MapleAgent
+from edge.maple.orders import MAX_INVALID_RETRIES
 
 logger = logging.getLogger(__name__)
 
-MAX_OPPONENT_INVALID = 3
+#: ``info["end_reason"]`` of an episode the learner lost (the multi-agent environment says "win").
+LOSS = "loss"
 
 
 class RandomLegalPolicy(StandalonePolicy):
@@ -66,7 +74,8 @@ class RandomLegalPolicy(StandalonePolicy):
 class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
     """The learner's view of a battle against an opponent played inside the environment."""
 
-    metadata = {"render_modes": ["human", "ansi"]}  # noqa: RUF012 - typed as an instance variable by gymnasium.Env
+    # render_fps: the pace of "human" rendering in tools that play episodes back (one turn a second).
+    metadata = {"render_modes": ["human", "ansi"], "render_fps": 1}  # noqa: RUF012 - typed as an instance variable by gymnasium.Env
 
     def __init__(
         self,
@@ -123,6 +132,13 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         self.observation_space = self.env.observation_space(PLAYERS[0])
         self.action_space = self.env.action_space(PLAYERS[0])
         self._opp: tuple[Any, float, bool, dict[str, Any]] | None = None
+        self._mask_size = (
+            int(self.action_space.n)
+            if isinstance(self.action_space, gymnasium.spaces.Discrete)
+            else None
+        )
+        self._last_mask: np.ndarray | None = None
+        self._invalid_in_a_row = 0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -135,7 +151,23 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         observations, infos = self.env.reset(seed=seed, options=options)
         if self._policy is not None:
             self._opp = (observations[PLAYERS[1]], 0.0, False, infos[PLAYERS[1]])
-        return observations[PLAYERS[0]], infos[PLAYERS[0]]
+        self._invalid_in_a_row = 0
+        info = infos[PLAYERS[0]]
+        self._last_mask = info.get("action_mask")
+        return observations[PLAYERS[0]], info
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions now, as booleans (sb3-contrib's MaskablePPO calls this).
+
+        Where no action is legal (after the episode's end) every action reads as allowed, so that a
+        masked distribution stays defined; the environment ignores actions then anyway.
+        """
+        if self._mask_size is None:
+            raise NotImplementedError("action masks need a Discrete action space")
+        mask = self._last_mask
+        if mask is None or not np.any(mask):
+            return np.ones(self._mask_size, dtype=bool)
+        return np.asarray(mask, dtype=bool)
 
     def _opponent_action(self) -> Any:
         assert self._policy is not None and self._opp is not None
@@ -151,27 +183,18 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
             agent.action_space,
         )
 
-    def _fallback_action(self, invalid_in_a_row: int) -> Any:
-        """A legal action for an opponent policy that keeps choosing illegal ones."""
-        agent = self.env.agent_objects[PLAYERS[1]]
-        battle = self.env.battle(PLAYERS[1])
-        helper = getattr(agent, "helper", None)
-        if isinstance(helper, ActionHelper) and battle is not None:
-            return helper.random_legal_action(battle)
-        if invalid_in_a_row > 10 * MAX_OPPONENT_INVALID:
-            raise EnvError("the opponent policy keeps choosing illegal actions")
-        return self._opponent_action()
-
-    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         me, opp = PLAYERS
-        actions = {me: action}
+        # The learner's illegal actions in a row are bounded as in the match runner: then the
+        # default move is played for it, so no policy (a deterministic one above all) stalls.
+        actions = {me: PLAY_DEFAULT if self._invalid_in_a_row >= MAX_INVALID_RETRIES else action}
         total = 0.0
         opp_invalid = 0
         while True:
             if self._policy is not None and self._opp is not None and self._opp[3]["needs_action"]:
-                actions[opp] = self._opponent_action()
-                if opp_invalid >= MAX_OPPONENT_INVALID:
-                    actions[opp] = self._fallback_action(opp_invalid)
+                actions[opp] = (
+                    PLAY_DEFAULT if opp_invalid >= MAX_INVALID_RETRIES else self._opponent_action()
+                )
             observations, rewards, terminated, truncated, infos = self.env.step(actions)
             total += float(rewards[me])
             if self._policy is not None:
@@ -183,9 +206,24 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
             if done or infos[me]["needs_action"]:
                 break
             actions = {}
+        info = infos[me]
+        # Only the learner's own action can be invalid, and then control comes back at once.
+        self._invalid_in_a_row = self._invalid_in_a_row + 1 if info["invalid_action"] else 0
+        self._last_mask = info.get("action_mask")
+        if done:
+            info = self._learner_outcome(info)
         if self.render_mode == "human":
             self.env.render("human")
-        return observations[me], np.float32(total), terminated[me], truncated[me], infos[me]
+        return observations[me], total, terminated[me], truncated[me], info
+
+    def _learner_outcome(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` at an episode's end with ``won`` and the learner's ``end_reason``."""
+        battle = self.env.battle(PLAYERS[0])
+        reason = self.env.end_reason
+        won: bool | None = None
+        if reason == EndReason.WIN and battle is not None and (battle.won or battle.lost):
+            won = bool(battle.won)
+        return {**info, "won": won, "end_reason": LOSS if won is False else reason}
 
     def render(self) -> str | None:
         return self.env.render(self.render_mode or "ansi")

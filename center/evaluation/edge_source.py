@@ -12,9 +12,12 @@ import time
 from pathlib import Path
 
 from center.errors import (
+    AuthenticationError,
     CallTimeout,
     ConfigError,
     EdgeCallError,
+    EdgeTimeout,
+    EdgeUnavailable,
     RemoteUserError,
     SideDisconnected,
 )
@@ -26,11 +29,17 @@ from center.evaluation.side_guard import (
     SideGuard,
     check_space_size,
 )
-from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
+from center.isolation.delegator import (
+    OPEN_TIMEOUT,
+    AgentDelegator,
+    EdgeSession,
+    PolicyDelegator,
+    bounded_load_limit,
+)
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
-from edge.wire.messages import InstanceConfig
+from edge.wire.messages import HelloReply, InstanceConfig
 
 logger = logging.getLogger(__name__)
 
@@ -57,25 +66,41 @@ class EdgeSource:
         self._closing = False
         self._down_lock = threading.Lock()
         self._down_until: dict[str, float] = {}  # side: when the wait for it ends (monotonic)
+        #: seconds each side's edge gives open_session (its hello's load_limit, bounded)
+        self.load_limits: dict[str, float] = {}
 
-    def check_edges(self, models: dict[str, list[str]], timeout: float = 10.0) -> None:
+    def check_edges(
+        self,
+        models: dict[str, list[str]],
+        timeout: float = 10.0,
+        *,
+        config_name: str = "sep_config.json",
+    ) -> None:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
 
         ``models`` maps a side to its model ids: in a match, blue needs only BLUE and red only RED
-        (a participant's edge may serve just its own model); in a league, both need all.
+        (a participant's edge may serve just its own model); in a league, both need all. An
+        address where nothing listens is reported within REFUSED_GRACE_S, not after ``timeout``.
         """
         for side, client in self.clients.items():
             model_ids = models.get(side, [])
             try:
-                hello = client.hello(timeout)
+                hello = _hello(client, timeout)
             except EdgeCallError as exc:
+                cause = (
+                    f"connection refused: is `sep_edge {side}` running there? (the address is "
+                    f"{side}'s in {config_name})"
+                    if client.refused
+                    else f"{exc} (the address is {side}'s in {config_name})"
+                )
                 raise ConfigError(
-                    f"cannot reach the {side} edge at {client.address}: {exc}"
+                    f"cannot reach the {side} edge at {client.address}: {cause}"
                 ) from exc
             if hello.side != side:
                 raise ConfigError(
                     f"the edge at {client.address} is the {hello.side} edge, not {side}"
                 )
+            self.load_limits[side] = bounded_load_limit(hello.load_limit)
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
@@ -96,18 +121,19 @@ class EdgeSource:
         player = "player_0" if side == "blue" else "player_1"
         config = InstanceConfig(side, player, battle_format, agent_seed)
         client = self.clients[side]
+        load_limit = self.load_limits.get(side, OPEN_TIMEOUT)
         try:
             try:
                 if getattr(client, "lost_at", None) is not None and not self.wait_for_edge(side):
                     # Known lost and not back in time: no open that would wait out its timeout.
                     raise SideDisconnected(f"the {side} edge at {client.address} is down")
-                session = EdgeSession(client, model_id, config, username)
+                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
             except (SideDisconnected, CallTimeout):
                 # An edge that is down before the battle: wait (bounded) for it to come back
                 # rather than forfeit every battle of the league in a second.
                 if not self.wait_for_edge(side):
                     raise
-                session = EdgeSession(client, model_id, config, username)
+                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
         except (SideDisconnected, CallTimeout) as exc:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
@@ -224,3 +250,27 @@ class EdgeSource:
             )
         for client in self.clients.values():
             client.close()
+
+
+#: How long an edge's address may refuse connections before check_edges says so (an edge that was
+#: just started binds its port within this).
+REFUSED_GRACE_S = 2.0
+
+
+def _hello(client: EdgeClient, timeout: float) -> HelloReply:
+    """The edge's hello within ``timeout``; raises sooner when its address keeps refusing."""
+    deadline = time.monotonic() + timeout
+    refused_since: float | None = None
+    while True:
+        now = time.monotonic()
+        try:
+            return client.hello(max(0.05, min(0.5, deadline - now)))
+        except (EdgeTimeout, EdgeUnavailable) as exc:
+            if isinstance(exc, AuthenticationError):
+                raise
+            now = time.monotonic()
+            refused_since = (refused_since or now) if client.refused else None
+            if now >= deadline or (
+                refused_since is not None and now - refused_since >= REFUSED_GRACE_S
+            ):
+                raise

@@ -55,8 +55,7 @@ from edge.contract.decision import action_accepted, decide, observation_accepted
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
-from edge.maple.action_helper import team_order, team_size
-from edge.maple.orders import canonical_order
+from edge.maple.orders import MAX_INVALID_RETRIES, canonical_order, default_order
 from edge.wire.messages import CallUsage, policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -89,7 +88,7 @@ class Budget:
     decision_time: float = 2.0
     bank: float = 30.0
     call_cap: float = 10.0
-    max_invalid_retries: int = 3
+    max_invalid_retries: int = MAX_INVALID_RETRIES
 
 
 @runtime_checkable
@@ -588,13 +587,6 @@ def check_space_size(space: gymnasium.Space[Any], what: str) -> None:
     elif isinstance(space, gymnasium.spaces.Tuple):
         for i, sub in enumerate(space.spaces):
             check_space_size(sub, f"{what}[{i}]")
-
-
-def default_order(battle: AbstractBattle) -> str:
-    """Showdown's default choice for the current request (the first Pokémon at team preview)."""
-    if battle.teampreview:
-        return team_order(battle, list(range(team_size(battle))))
-    return "/choose default"
 
 
 def _canonical(space: gymnasium.Space[Any]) -> gymnasium.Space[Any]:

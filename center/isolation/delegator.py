@@ -67,6 +67,20 @@ from edge.wire.messages import (
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = LOAD_TIME_LIMIT  # opening a session may load a model's weights
+#: The most an edge may ask for loading (``sep_edge --load-limit``): a league waits for it.
+MAX_LOAD_LIMIT = 600.0
+
+
+def bounded_load_limit(announced: Any) -> float:
+    """The open_session timeout for an edge that announced ``announced`` seconds (its hello):
+    bounded by MAX_LOAD_LIMIT, and the default for anything that is not a positive number."""
+    if isinstance(announced, bool) or not isinstance(announced, int | float):
+        return OPEN_TIMEOUT
+    if not announced > 0:  # NaN included
+        return OPEN_TIMEOUT
+    return float(min(announced, MAX_LOAD_LIMIT))
+
+
 OUTPUT_KEEP = 64 * 1024
 
 

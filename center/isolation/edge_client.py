@@ -177,6 +177,11 @@ class EdgeClient:
         return self._address
 
     @property
+    def refused(self) -> bool:
+        """Whether the last connection attempt was refused: nothing listens at the address."""
+        return self._failure == "refused"
+
+    @property
     def connected(self) -> bool:
         """Whether a connection to the edge is established right now (handshake done)."""
         return self._connected

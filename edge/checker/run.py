@@ -72,6 +72,12 @@ SETUP_CALLS = {
 #: The setup calls a battle's open_session makes (with the first ``agent_init``) under one limit.
 LOADING_CALLS = frozenset({"import", "functions", "agent_class", "optional_functions", "policy"})
 
+#: What to do when the module's import is what takes the loading time.
+IMPORT_HINT = (
+    "import heavy frameworks (torch, tensorflow) inside the functions that need them, or export "
+    "the network to numpy (docs/contract.md, 'Time')"
+)
+
 
 class _Run:
     """One run of every check on one model."""
@@ -85,6 +91,8 @@ class _Run:
         self.user_folder: Path | None = None
         #: seconds the setup calls took in all (a battle's open_session makes them all at once)
         self.load_seconds = 0.0
+        #: seconds the module's own import took (timed apart: heavy frameworks show there)
+        self.import_seconds = 0.0
         self.recorded = RecordedBattles(
             self.worker,
             self.tallies,
@@ -117,8 +125,9 @@ class _Run:
             tally.skipped = f"skipped: {exc} earlier"
             return None
         except UserCallTimeout as exc:
-            tally.fail(str(exc))
-            self.tallies["time"].fail(f"{exc} (load limit)")
+            hint = f"; {IMPORT_HINT}" if name == "import" else ""
+            tally.fail(f"{exc}{hint}")
+            self.tallies["time"].fail(f"{exc} (load limit){hint}")
             return None
         except KeyboardInterrupt:
             raise
@@ -127,8 +136,11 @@ class _Run:
             return None
         finally:
             # What a battle's open_session does: these once, and one Agent.
+            elapsed = time.monotonic() - start
             if name in LOADING_CALLS or (name == "agent_init" and tally.ran == 0):
-                self.load_seconds += time.monotonic() - start
+                self.load_seconds += elapsed
+            if name == "import":
+                self.import_seconds = elapsed
         tally.ok(value if isinstance(value, str) else "")
         return value
 
@@ -279,9 +291,16 @@ def _finish(run: _Run, samples: list[SampleBattle]) -> None:
     run.skip_all("the Agent has no action_mask", ["action_mask"])
     run.skip_all("no Discrete action mask to compare with", ["legal_actions"])
     if run.load_seconds > run.load_limit and not t["time"].failed:
+        # Say which part is the problem: most often the import of a heavy framework.
+        import_share = (
+            f"; the import alone took {run.import_seconds:.1f} s: {IMPORT_HINT}"
+            if run.import_seconds >= run.load_seconds / 2
+            else f" (the import {run.import_seconds:.1f} s)"
+        )
         t["time"].fail(
             f"loading took {run.load_seconds:.1f} s in all (the import, the contract functions, "
             f"the policy and an Agent); a battle gives {run.load_limit:g} s for all of it"
+            + import_share
         )
     if not t["time"].failed:
         parts = [

@@ -31,6 +31,7 @@ from edge.contract.binding import bind_agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.errors import CandidatesError, ContractError
+from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +44,10 @@ __all__ = [
     "load_user_model",
 ]
 
-#: Seconds a battle's session gives, in all, to loading a model: the import, the contract functions,
-#: the Agent's constructor and ``getUserPolicy`` (docs/contract.md, "Time").
-LOAD_TIME_LIMIT = 30.0
+#: Seconds a battle's session gives, in all, to loading a model by default: the import, the contract
+#: functions, the Agent's constructor and ``getUserPolicy`` (docs/contract.md, "Time"); an edge may
+#: give more (``sep_edge --load-limit``).
+LOAD_TIME_LIMIT = DEFAULT_LOAD_LIMIT
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
 OPTIONAL_FUNCTIONS = ("getUserAgentModelConfig", "isUserAgentSingleAsset")

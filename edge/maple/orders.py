@@ -19,10 +19,21 @@ from poke_env.data import to_id_str
 from poke_env.player import BattleOrder
 
 from edge.errors import InvalidActionError
-from edge.maple.action_helper import decision_required, team_order
+from edge.maple.action_helper import decision_required, team_order, team_size
 from edge.maple.battle_view import active_request_moves, request_party
 
 MAX_ORDER_LENGTH = 200
+
+#: How many illegal actions in a row a player may choose before the default move is played for it
+#: (by the match runner and by the single-agent environment alike).
+MAX_INVALID_RETRIES = 3
+
+
+def default_order(battle: AbstractBattle) -> str:
+    """Showdown's default choice for the current request (the first Pokémon at team preview)."""
+    if battle.teampreview:
+        return team_order(battle, list(range(team_size(battle))))
+    return "/choose default"
 
 
 def canonical_order(battle: AbstractBattle, order: BattleOrder | str) -> str:

@@ -55,6 +55,7 @@ from edge.wire.codec import (
 )
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
+    DEFAULT_LOAD_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
     ErrorBody,
@@ -157,6 +158,7 @@ class EdgeServer:
         self._max_size = max_message_size
         self._curve = curve
         self._instance = uuid.uuid4().hex
+        self._load_limit = DEFAULT_LOAD_LIMIT
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
         self._lanes = _SessionLanes(max_workers, max_pending_per_session, self._run_job, side)
@@ -238,6 +240,12 @@ class EdgeServer:
     def instance(self) -> str:
         """Random id of this server, sent in every hello reply."""
         return self._instance
+
+    def announce_load_limit(self, seconds: float) -> None:
+        """Tell centers (in the hello reply) that a battle's open_session may load for ``seconds``."""
+        if not seconds > 0 or seconds == float("inf"):
+            raise ValueError("the load limit must be a positive number of seconds")
+        self._load_limit = float(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         """Serve until :meth:`stop`; then release the sockets and return.
@@ -370,7 +378,9 @@ class EdgeServer:
         except ProtocolError as exc:
             self._refuse_undecodable(routing_id, raw, exc)
             return
-        body = HelloReply(self._side, PROTOCOL_VERSION, list(self._models), self._instance)
+        body = HelloReply(
+            self._side, PROTOCOL_VERSION, list(self._models), self._instance, self._load_limit
+        )
         self._send(routing_id, self._ok_reply(request, body, ""))
 
     # -- the I/O loop (continued) --------------------------------------------------------------

@@ -23,6 +23,7 @@ import numpy as np
 from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaError
 
 __all__ = [
+    "DEFAULT_LOAD_LIMIT",
     "ERROR_CODES",
     "EVALUE_LIMIT",
     "MESSAGES",
@@ -68,9 +69,13 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.4"
+PROTOCOL_VERSION: Final = "1.5"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
+
+DEFAULT_LOAD_LIMIT: Final = 30.0
+"""Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
+otherwise (``sep_edge --load-limit``; docs/contract.md, "Time")."""
 
 TRACEBACK_LIMIT: Final = 4096
 """An error reply keeps the last this-many characters of the remote traceback."""
@@ -101,13 +106,15 @@ class HelloReply:
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
-    sessions.
+    sessions. ``load_limit`` (1.5) is the seconds this edge gives a battle's ``open_session`` to
+    load a model (``sep_edge --load-limit``).
     """
 
     side: str
     protocol_version: str
     models: list[str]
     instance: str
+    load_limit: float = DEFAULT_LOAD_LIMIT
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -13,9 +14,10 @@ from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
 import center
-from center.env.env_player import unique_username
+from center.env.env_player import player_connected, unique_username
 from center.env.single_env import SinglizedEnv
 from center.errors import EnvError
+from center.showdown.server import ShowdownServer
 
 pytestmark = pytest.mark.showdown
 
@@ -112,18 +114,40 @@ def _readme_block(marker: str) -> str:
     return found[0]
 
 
-def test_the_readmes_single_agent_example_runs_as_written(showdown, monkeypatch):
+def test_the_readmes_single_agent_example_runs_as_written(showdown, monkeypatch, capsys):
     # As written: no server= given, the environment finds the running server ($SEP_SHOWDOWN_URL
     # here, as for a user who runs one), and builds the RandomPlayer class on it.
     monkeypatch.setenv("SEP_SHOWDOWN_URL", showdown.url)
     scope: dict[str, object] = {}
-    exec(compile(_readme_block("opponent=RandomPlayer"), "README.md", "exec"), scope)
-    envs = [scope["env"], scope["env_vs_player"]]
+    block = _readme_block("opponent=RandomPlayer")
     try:
-        for env in envs:
-            assert isinstance(env, gymnasium.Env)
-            total, terminated, truncated = _play(env, 0)
-            assert terminated and not truncated and total in (-1.0, 0.0, 1.0)
+        exec(compile(block, "README.md", "exec"), scope)
     finally:
-        for env in envs:
+        env = scope.get("env")
+        if isinstance(env, gymnasium.Env):
             env.close()
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert len(printed) == 1, printed
+    # The line the README shows, "False loss -1.0", has this shape whoever won.
+    assert re.fullmatch(r"(True win 1\.0|False loss -1\.0|None tie 0\.0)", printed[0]), printed
+    shown = re.search(r"# e\.g\. (.*)", block.split("print(")[1]).group(1)
+    assert re.fullmatch(r"(True win 1\.0|False loss -1\.0|None tie 0\.0)", shown), shown
+
+
+def test_closing_an_env_that_built_its_player_opponent_disconnects_it_cleanly(caplog):
+    # The env's own server (no server= given) stops at close: the RandomPlayer it built must be
+    # gone first, or its websocket is reset and poke-env logs "no close frame received or sent".
+    server = ShowdownServer().start()
+    try:
+        env = SinglizedEnv("gen9randombattle", server=server, opponent=RandomPlayer)
+        _play(env, 0)
+        opponent = env.env.opponent
+        assert isinstance(opponent, RandomPlayer) and player_connected(opponent)
+        with caplog.at_level(logging.DEBUG):
+            env.close()
+            assert not player_connected(opponent)
+            server.stop()
+    finally:
+        server.stop()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]

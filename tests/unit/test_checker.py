@@ -643,3 +643,55 @@ def test_loading_is_timed_in_all_as_a_battle_times_it(tmp_module: tuple[Path, st
     message = report.result("time").message
     assert message.startswith("loading took ") and "a battle gives 0.6 s for all of it" in message
     assert check_user_module(path, "m", load_limit=5.0).ok
+
+
+_SLOW_IMPORT_MODULE = """
+import time
+import gymnasium as gym
+import numpy as np
+time.sleep({import_sleep})  # a heavy framework imported at module level
+
+class Agent:
+    def __init__(self, modelConfig, instanceConfig):
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+    def makeObs(self, battle):
+        return np.zeros(1, np.float32)
+    def deploy(self, battle, action):
+        return "/team 123" if battle.teampreview else "/choose default"
+
+class Policy:
+    def reset(self):
+        pass
+    def step(self, observation, reward, done, info, agentFullName, obs_space, act_space):
+        return 0
+
+def getUserAgentClass(args):
+    return Agent
+
+def getUserPolicy(args):
+    time.sleep(0.1)
+    return Policy()
+"""
+
+
+def test_when_the_import_takes_the_loading_time_the_checker_says_so(
+    tmp_module: tuple[Path, str],
+) -> None:
+    path, name = tmp_module
+    write_module(path, name, _SLOW_IMPORT_MODULE.format(import_sleep=0.5))
+    report = check_user_module(path, "m", load_limit=0.55)
+    assert failed(report) == {"time"}, report.format()
+    message = report.result("time").message
+    assert message.startswith("loading took ") and "the import alone took 0." in message
+    assert "import heavy frameworks" in message and "export the network to numpy" in message
+
+
+def test_an_import_past_the_load_limit_fails_with_the_advice(
+    tmp_module: tuple[Path, str],
+) -> None:
+    path, name = tmp_module
+    write_module(path, name, _SLOW_IMPORT_MODULE.format(import_sleep=2.0))
+    report = check_user_module(path, "m", load_limit=0.5)
+    assert "import" in failed(report), report.format()
+    assert "import heavy frameworks" in report.result("time").message

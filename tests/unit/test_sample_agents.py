@@ -300,7 +300,8 @@ def test_learned_weights_are_a_small_pickle_free_npz_with_their_training_conditi
     assert set(weights.feature_names) <= set(StateObserver().feature_names())
     assert weights.n_actions == ACTION_SPACE_SIZE
     conditions = json.loads(DEFAULT_WEIGHTS.with_suffix(".json").read_text(encoding="utf-8"))
-    assert {"battles", "val_accuracy", "train_accuracy", "seed", "date"} <= set(conditions)
+    assert {"algorithm", "timesteps", "seed", "date", "training_outcomes"} <= set(conditions)
+    assert conditions["algorithm"].startswith("MaskablePPO")
 
 
 def test_learned_policy_only_chooses_legal_actions():

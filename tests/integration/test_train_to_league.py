@@ -1,0 +1,124 @@
+"""The README's path from training to a league, with a tiny budget: MaskablePPO on the simulator,
+the export to a numpy-only user module, ``sep_edge --check`` on it, and a league through real edges
+against the samples."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.learned_policy.policy import MLPWeights
+from tests.integration.edges import SEP_EDGE
+
+pytestmark = pytest.mark.showdown
+
+ROOT = Path(__file__).resolve().parents[2]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+
+
+def _submission(tmp_path: Path) -> Path:
+    """A participant's folder: the sample modules and a candidates file, as the README sets up."""
+    folder = tmp_path / "submission"
+    shutil.copytree(
+        ROOT / "agents", folder / "agents", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    candidates = {
+        "mine": {"userModuleID": "agents.learned_policy", "args": {"weights": "mine.npz"}},
+        "random": {"userModuleID": "agents.random_agent", "args": {"seed": 0}},
+        "maxpower": {"userModuleID": "agents.max_power", "args": {}},
+    }
+    (folder / "candidates.json").write_text(json.dumps(candidates))
+    return folder
+
+
+def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_path):
+    folder = _submission(tmp_path)
+    weights_file = folder / "agents" / "learned_policy" / "mine.npz"
+    train = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "train_maskable_ppo.py"),
+            "--timesteps",
+            "256",
+            "--n-steps",
+            "128",
+            "--out",
+            str(weights_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert train.returncode == 0, train.stderr[-3000:]
+    conditions = json.loads(weights_file.with_suffix(".json").read_text())
+    assert conditions["timesteps"] >= 256 and conditions["export_max_logit_difference"] < 1e-3
+    weights = MLPWeights.load(weights_file)
+    committed = MLPWeights.load(ROOT / "agents" / "learned_policy" / "weights.npz")
+    assert not np.array_equal(weights.weights[0], committed.weights[0]), "nothing was trained"
+
+    # The module runs on the edge without torch: importing it must not import torch.
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, agents.learned_policy as m; m.getUserPolicy({'weights': 'mine.npz'}); "
+            "print('torch' in sys.modules)",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0 and probe.stdout.strip() == "False", probe.stdout + probe.stderr
+
+    check = subprocess.run(
+        [*SEP_EDGE, "--check", "mine", "--candidates", str(folder / "candidates.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    edges = start_edges(folder / "candidates.json")
+    blue = edges["blue"]
+    league = subprocess.run(
+        [
+            *SEP_MAIN,
+            "--league",
+            "mine",
+            "random",
+            "maxpower",
+            "-n",
+            "1",
+            "-l",
+            str(tmp_path / "run"),
+            "--config",
+            str(blue.config),
+            "--candidates",
+            str(blue.candidates),
+            "--server",
+            showdown.url,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert league.returncode == 0, league.stderr[-3000:]
+    with (tmp_path / "run" / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    mine = [r for r in rows if "mine" in (r["blue"], r["red"])]
+    assert len(rows) == 3 and len(mine) == 2
+    for row in mine:
+        side = "blue" if row["blue"] == "mine" else "red"
+        assert row[f"{side}_status"] == "OK", row[f"{side}_error"]
+        assert row["winner"] in ("blue", "red", "tie")

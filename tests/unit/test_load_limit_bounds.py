@@ -1,0 +1,45 @@
+"""What the center makes of the load limit an edge announces in its hello reply."""
+
+from __future__ import annotations
+
+import math
+
+import msgpack
+import pytest
+
+from center.isolation.delegator import MAX_LOAD_LIMIT, OPEN_TIMEOUT, bounded_load_limit
+from edge.wire.codec import decode_reply, encode_reply
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, Reply
+
+
+def test_an_announced_limit_is_used_up_to_the_centers_bound():
+    assert bounded_load_limit(45.0) == 45.0
+    assert bounded_load_limit(12) == 12.0
+    assert bounded_load_limit(1e9) == MAX_LOAD_LIMIT
+
+
+@pytest.mark.parametrize("announced", [0, -5.0, math.nan, None, "60", True, [60]])
+def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
+    assert bounded_load_limit(announced) == OPEN_TIMEOUT == DEFAULT_LOAD_LIMIT
+
+
+def test_a_hello_reply_of_an_older_edge_reads_as_the_default_limit():
+    # An edge of protocol 1.4 sends no load_limit in its hello reply.
+    envelope = {
+        "v": "1.4",
+        "id": "2",
+        "parent": "1",
+        "session": "",
+        "type": "hello_reply",
+        "status": "ok",
+        "body": {"side": "blue", "protocol_version": "1.4", "models": ["a"], "instance": "x"},
+        "output": "",
+    }
+    reply = decode_reply(msgpack.packb(envelope))
+    assert isinstance(reply.body, HelloReply) and reply.body.load_limit == DEFAULT_LOAD_LIMIT
+
+
+def test_an_announced_limit_crosses_the_wire():
+    reply = Reply("hello_reply", "2", "1", "ok", HelloReply("red", "1.5", ["a"], "x", 45.0))
+    body = decode_reply(encode_reply(reply)).body
+    assert isinstance(body, HelloReply) and body.load_limit == 45.0
