@@ -41,7 +41,7 @@ def test_bench_delegation_reports_overhead_startup_and_throughput():
     p50, p99 = numbers("overhead, paired (delegated - in-process)")
     assert 0 < p50 <= p99
     fresh = numbers("open_session, fresh worker (fork+import)")
-    reused = numbers("open_session, reused idle worker")
+    reused = numbers("open_session, same model again")
     assert fresh[0] > 0 and reused[0] > 0
     assert any("fork to serving:" in line and "workers, p50" in line for line in lines)
     assert sum("decisions/s" in line for line in lines) == 2
