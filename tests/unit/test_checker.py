@@ -484,6 +484,7 @@ def test_check_observation_accepts_a_valid_nested_observation() -> None:
     check_observation(observation, space)
 
 
+@pytest.mark.filterwarnings("ignore:.*Casting input x to numpy array")
 def test_check_observation_takes_what_a_battle_takes() -> None:
     """A list for a Box: Gymnasium's ``contains`` casts it, and so a battle accepts it; the
     checker does too (it used to refuse it, failing a module that plays)."""

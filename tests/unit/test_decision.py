@@ -49,6 +49,7 @@ def test_outside_a_team_preview_a_team_choice_is_an_invalid_action():
     assert not action_accepted(SPACE, [1, 0, 2], team_preview=False)
 
 
+@pytest.mark.filterwarnings("ignore:.*Casting input x to numpy array")
 @pytest.mark.parametrize(
     ("observation", "accepted"),
     [
