@@ -206,17 +206,11 @@ class EdgeSession:
             logger.debug("closing session %s: %r", self.session_id, exc)
 
 
-class AgentDelegator(Agent):
-    """The user's Agent on an edge (see the module docstring)."""
+class _OnSession:
+    """The deadline, the credit for waiting and the last call's usage of a delegator: those of
+    its session, which its guard sets and reads before and after each call."""
 
-    def __init__(self, session: EdgeSession) -> None:
-        super().__init__({}, session.instance_config.to_dict())
-        self.session = session
-        self.observation_space = session.observation_space
-        self.action_space = session.action_space
-        self._mask: np.ndarray | None = None
-        self._mask_battle: int | None = None
-        self._seed: int | None = None
+    session: EdgeSession
 
     @property
     def call_timeout(self) -> float:
@@ -241,6 +235,19 @@ class AgentDelegator(Agent):
     @last_usage.setter
     def last_usage(self, value: CallUsage | None) -> None:
         self.session.last_usage = value
+
+
+class AgentDelegator(_OnSession, Agent):
+    """The user's Agent on an edge (see the module docstring)."""
+
+    def __init__(self, session: EdgeSession) -> None:
+        super().__init__({}, session.instance_config.to_dict())
+        self.session = session
+        self.observation_space = session.observation_space
+        self.action_space = session.action_space
+        self._mask: np.ndarray | None = None
+        self._mask_battle: int | None = None
+        self._seed: int | None = None
 
     def expect_step(self, reward: float, info: dict[str, Any]) -> None:
         """The environment's cooperation: the policy's next step, if the next ``makeObs`` leads
@@ -303,35 +310,11 @@ class AgentDelegator(Agent):
         self.session.call(EpisodeEndRequest(self.session.new_frames(battle)))
 
 
-class PolicyDelegator(StandalonePolicy):
+class PolicyDelegator(_OnSession, StandalonePolicy):
     """The user's StandalonePolicy on an edge, in the same session as its AgentDelegator."""
 
     def __init__(self, session: EdgeSession) -> None:
         self.session = session
-
-    @property
-    def call_timeout(self) -> float:
-        return self.session.call_timeout
-
-    @call_timeout.setter
-    def call_timeout(self, value: float) -> None:
-        self.session.call_timeout = value
-
-    @property
-    def queue_limit(self) -> float:
-        return self.session.queue_limit
-
-    @queue_limit.setter
-    def queue_limit(self, value: float) -> None:
-        self.session.queue_limit = value
-
-    @property
-    def last_usage(self) -> CallUsage | None:
-        return self.session.last_usage
-
-    @last_usage.setter
-    def last_usage(self, value: CallUsage | None) -> None:
-        self.session.last_usage = value
 
     def reset(self) -> None:
         self.session.call(ResetRequest("policy"))
