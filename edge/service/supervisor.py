@@ -102,6 +102,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: The folder of this package: workers read its files (data, lazily imported modules) at run time.
+_EDGE_PACKAGE: Final = Path(__file__).resolve().parents[1]
+
 DEFAULT_MAX_SESSION_WORKERS: Final = 64
 """Worker processes at most (sessions served at once); idle ones are reused, then evicted."""
 
@@ -681,11 +684,12 @@ class SandboxServer(EdgeServer):
 
     def _keep_paths(self, model_id: str) -> list[str]:
         """What a worker of ``model_id`` must still see under its private folders: the module's
-        folder, its team's, Python's own paths, when they lie in /tmp, say."""
+        folder, its team's, Python's own paths and this package's (an editable install finds it
+        through an import hook, not sys.path), when they lie in /tmp, say."""
         if not self._hardening.private_tmp:
             return []
         candidate = self._candidates[model_id]
-        needed = [candidate.folder, *(Path(p) for p in sys.path if p)]
+        needed = [candidate.folder, _EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]
         if candidate.team_path is not None:
             needed.append(candidate.team_path.parent)
         return paths_under(PRIVATE_FOLDERS, needed)

@@ -35,6 +35,8 @@ class EdgeProcess:
     candidates: Path
     log: Path
     extra: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -56,6 +58,8 @@ class EdgeProcess:
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=None if self.env is None else {**os.environ, **self.env},
+            cwd=self.cwd,
         )
         out.close()
         self.wait_ready(ready_timeout)

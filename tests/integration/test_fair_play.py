@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import ctypes
 import ctypes.util
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -257,3 +259,52 @@ def test_an_edge_removes_the_work_folder_a_killed_edge_left(tmp_path):
         assert not folder.exists()
     finally:
         second.stop()
+
+
+def test_an_edge_installed_under_tmp_serves_its_workers_despite_their_private_tmp(tmp_path):
+    """Each worker gets an empty /tmp of its own; an edge whose own package lies under /tmp (a
+    checkout there, as CI may make, installed editable: found through an import hook, not a
+    sys.path entry) must still show its workers that package, read-only. The MapleAgent of
+    ``good_random`` reads its observation spec from it, and modules imported lazily come from it.
+    Before, every such battle was ERROR ('cannot read observation spec')."""
+    installed = tmp_path / "installed"
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "edge",
+        installed / "edge",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    env = {
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "fixtures" / "edge_from"),
+        "SEP_TEST_EDGE_FROM": str(installed),
+    }
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import edge, sys; print(edge.__file__, {str(installed)!r} in sys.path)",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd="/",
+        timeout=60,
+    )
+    assert found.stdout.split() == [str(installed / "edge" / "__init__.py"), "False"], found
+    config = write_config(tmp_path / "sep_config.json")
+    candidates = Path(__file__).resolve().parents[1] / "agents" / "candidates.json"
+    edges = {
+        side: EdgeProcess(
+            side, config, candidates, tmp_path / f"{side}.log", env=env, cwd=Path("/")
+        )
+        for side in ("blue", "red")
+    }
+    try:
+        for process in edges.values():
+            process.start()
+        rows = play(edges, tmp_path / "run", "good_random", "good_random", "-n", "2", "--seed", "5")
+    finally:
+        for process in edges.values():
+            process.stop()
+    assert len(rows) == 2
+    for row in rows:
+        assert (row["blue_status"], row["red_status"]) == ("OK", "OK"), row
