@@ -137,17 +137,17 @@ def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
     unified = _unified_root(root)
     if unified is not None:
         parent = _own_v2_group(unified)
-        # A group with processes cannot have children with controllers ("no internal
-        # processes"): the edge's groups go beside its own, under its parent.
-        if parent != unified and (parent / "cgroup.procs").read_text().strip():
-            parent = parent.parent
-        available = set((parent / "cgroup.controllers").read_text().split())
-        for name in _V2_CONTROLLER.values():
-            if name in available:
-                with contextlib.suppress(OSError):
-                    (parent / "cgroup.subtree_control").write_text(f"+{name}")
-        folder = parent / f"{GROUP_PREFIX}{edge_name}"
         try:
+            # A group with processes cannot have children with controllers ("no internal
+            # processes"): the edge's groups go beside its own, under its parent.
+            if parent != unified and (parent / "cgroup.procs").read_text().strip():
+                parent = parent.parent
+            available = set((parent / "cgroup.controllers").read_text().split())
+            for name in _V2_CONTROLLER.values():
+                if name in available:
+                    with contextlib.suppress(OSError):
+                        (parent / "cgroup.subtree_control").write_text(f"+{name}")
+            folder = parent / f"{GROUP_PREFIX}{edge_name}"
             folder.mkdir(exist_ok=True)
             enabled = set((parent / "cgroup.subtree_control").read_text().split())
             for name in available & set(_V2_CONTROLLER.values()):
@@ -376,7 +376,8 @@ class WorkerGroup:
                     with contextlib.suppress(OSError):
                         os.kill(int(pid), signal.SIGKILL)
         # A v1-frozen process only dies once thawed; a v2-frozen one dies at once.
-        self._write_freeze(False)
+        if "freeze" in self.folders:
+            self._write_freeze(False)
         self._frozen = False
 
     def empty(self) -> bool:

@@ -1,0 +1,48 @@
+"""The edge's control groups on hosts unlike this one (fake hierarchies under tmp_path): a host
+that gives some mechanisms but not the freezer, and a v2 host whose own group is not where
+/proc/self/cgroup says (a container without a cgroup namespace of its own). Neither may stop an
+edge: what is missing is reported off, with a reason."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from edge.service import cgroups
+from edge.service.cgroups import MECHANISMS, CgroupSupport, WorkerGroup, probe_cgroups
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the probe tries nothing without root")
+
+
+def test_a_group_without_a_freezer_is_killed_and_removed_without_error(tmp_path):
+    base = tmp_path / "memory"
+    base.mkdir()
+    support = CgroupSupport(base={"memory": str(base)}, v2={"memory": True})
+    group = WorkerGroup(support, "w1")
+    group.create(memory=1 << 30, processes=0)
+    assert (base / "w1" / "memory.max").read_text() == str(1 << 30)
+    group.freeze()  # no freezer: nothing to do
+    group.thaw()
+    group.kill()  # raised KeyError('freeze') before: every retired worker took its edge down
+    assert group.empty()
+
+
+@needs_root
+def test_a_v2_host_whose_own_group_is_missing_reports_every_mechanism_off(tmp_path, monkeypatch):
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids cpuset\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    monkeypatch.setattr(cgroups, "_own_v2_group", lambda unified: unified / "not" / "here")
+    support = probe_cgroups("blue-1", root=tmp_path)
+    assert not support.any
+    for name in MECHANISMS:
+        assert "cgroup v2 at" in support.why_off[name], support.why_off
+    assert all(line.endswith(")") and ": off (" in line for line in support.lines())
+
+
+@needs_root
+def test_a_host_with_no_hierarchy_at_all_says_so_per_mechanism(tmp_path: Path):
+    support = probe_cgroups("red-1", root=tmp_path)
+    assert not support.any
+    assert support.why_off["freeze"].startswith("no cgroup v2 freeze and no v1 freezer")
