@@ -47,6 +47,7 @@ __all__ = [
     "libc_call",
     "make_private_folders",
     "own_mount_namespace",
+    "own_proc",
     "parse_cpu_list",
     "parse_size",
     "paths_to_expose",
@@ -67,6 +68,7 @@ CLONE_NEWNS: Final = 0x00020000
 CLONE_NEWIPC: Final = 0x08000000
 MS_NOSUID: Final = 2
 MS_NODEV: Final = 4
+MS_NOEXEC: Final = 8
 MS_BIND: Final = 4096
 MS_MOVE: Final = 8192
 MS_REC: Final = 16384
@@ -128,6 +130,14 @@ def own_mount_namespace() -> None:
     """Give the calling process a mount namespace of its own, whose mounts never propagate back."""
     libc_call("unshare", CLONE_NEWNS)
     libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing leaks back out
+
+
+def own_proc() -> None:
+    """In the calling process's own mount namespace (a worker, still root, the init of a PID
+    namespace of its own), mount a procfs of that PID namespace at /proc: the worker sees its own
+    processes there and no other process of the host (the organizer's command line, the other
+    workers' CPU counters)."""
+    libc_call("mount", "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
 
 
 def expose(exposed: dict[str, list[str]], staging: Path) -> None:
@@ -246,7 +256,8 @@ class Hardening:
             + state(
                 "pid_namespace",
                 self.pid_namespace,
-                "a PID namespace per worker: what it starts dies with it",
+                "a PID namespace per worker: what it starts dies with it"
+                + ("; its own /proc" if self.mount_namespace else ""),
             ),
             "private IPC: "
             + state(

@@ -53,6 +53,7 @@ from edge.service.sandbox import (
     libc_call,
     make_private_folders,
     own_mount_namespace,
+    own_proc,
 )
 from edge.service.server import CallContext
 from edge.service.sessions import EdgeService
@@ -175,8 +176,11 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     if hardening.ipc_namespace:
         libc_call("unshare", CLONE_NEWIPC)
     exposing = hardening.user and bool(hardening.exposed)
-    if exposing or hardening.private_tmp:
+    private_proc = hardening.pid_namespace and hardening.mount_namespace
+    if exposing or hardening.private_tmp or private_proc:
         own_mount_namespace()
+    if private_proc:
+        own_proc()
     if exposing:
         expose(hardening.exposed, Path(spec.home).parent / f".mounts-{spec.slot}")
     if hardening.private_tmp:

@@ -261,6 +261,22 @@ def test_an_edge_removes_the_work_folder_a_killed_edge_left(tmp_path):
         second.stop()
 
 
+def test_a_worker_sees_no_process_but_its_own_in_proc(edges, tmp_path):
+    """``proc_spy`` reads /proc at every decision. On the host's /proc it found sep_main's
+    command line, whose ``--seed`` is what the run secret comes from (and the opponent's workers,
+    whose CPU counters are a timing side channel); a worker's own /proc shows its own processes
+    only."""
+    log_dir = tmp_path / "run"
+    rows = play(edges, log_dir, "proc_spy", "proc_spy", "-n", "1", "--seed", "424242")
+    assert len(rows) == 1 and rows[0]["blue_status"] == rows[0]["red_status"] == "OK", rows
+    for side in ("blue", "red"):
+        out = printed(log_dir, rows[0]["battle_id"], side)
+        counts = [int(line.split()[1]) for line in out.splitlines() if line.startswith("PIDS ")]
+        assert counts, "the spy must have looked for the test to mean anything"
+        assert max(counts) <= 2, out[:2000]  # the worker itself (and a child it may have)
+        assert "CMDLINE" not in out and "424242" not in out, out[:2000]
+
+
 def test_an_edge_installed_under_tmp_serves_its_workers_despite_their_private_tmp(tmp_path):
     """Each worker gets an empty /tmp of its own; an edge whose own package lies under /tmp (a
     checkout there, as CI may make, installed editable: found through an import hook, not a
