@@ -689,7 +689,14 @@ class SandboxServer(EdgeServer):
         if not self._hardening.private_tmp:
             return []
         candidate = self._candidates[model_id]
-        needed = [candidate.folder, _EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]
+        top = candidate.module_id.split(".")[0]
+        needed = [
+            candidate.folder,
+            candidate.folder / top,  # where a link there leads (the checker links the module)
+            (candidate.folder / f"{top}.py").resolve().parent,
+            _EDGE_PACKAGE,
+            *(Path(p) for p in sys.path if p),
+        ]
         if candidate.team_path is not None:
             needed.append(candidate.team_path.parent)
         return paths_under(PRIVATE_FOLDERS, needed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import signal
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from center.errors import EdgeRemoteError
+from center.showdown.install import find_install
 from edge.wire.messages import (
     CloseSessionRequest,
     ErrorCode,
@@ -43,6 +45,51 @@ def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
             side,
             config,
             AGENTS / "candidates.json",
+            tmp_path / f"{side}.log",
+            extra=["--memory-limit", "16GiB"],
+        )
+        for side in ("blue", "red")
+    }
+    try:
+        for process in processes.values():
+            process.start()
+        yield processes
+    finally:
+        for process in processes.values():
+            process.stop()
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+@pytest.fixture
+def oracle_edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
+    """Real edges serving the oracle and ``good_random`` from a folder that also holds a copy of
+    Showdown's simulator (hard links where it can), next to the oracle as a cheater would bundle
+    it: the oracle then always has a simulator to run, even where the service's own install is
+    out of its sight (a checkout under /tmp, which each worker sees empty)."""
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    entries = json.loads((AGENTS / "candidates.json").read_text())
+    for name in (ORACLE, "good_random"):
+        shutil.copytree(AGENTS / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "candidates.json").write_text(
+        json.dumps({name: entries[name] for name in (ORACLE, "good_random")})
+    )
+    modules = find_install().resolve().parent  # node_modules: the simulator and what it needs
+    shutil.copytree(
+        modules, folder / ".showdown" / "node_modules", symlinks=True, copy_function=_link_or_copy
+    )
+    config = write_config(tmp_path / "sep_config.json")
+    processes = {
+        side: EdgeProcess(
+            side,
+            config,
+            folder / "candidates.json",
             tmp_path / f"{side}.log",
             extra=["--memory-limit", "16GiB"],
         )
@@ -110,8 +157,9 @@ def _oracle_reports(out: Path) -> list[dict[str, Any]]:
 
 
 def test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given(
-    edges: dict[str, EdgeProcess], open_log_dir: Path
+    oracle_edges: dict[str, EdgeProcess], open_log_dir: Path
 ):
+    edges = oracle_edges
     # A pair, one battle after the other: in the second, the first one's files exist (its input
     # log holds the very team seeds of the second, which plays the same draw with sides swapped).
     run = subprocess.run(
