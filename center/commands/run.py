@@ -211,6 +211,11 @@ def run_command(
         if len(opts.ids) != 2:
             raise click.UsageError("give BLUE and RED, or --league [ID ...]")
         chosen = opts.ids
+        if sprt is not None and chosen[0] == chosen[1]:
+            raise ConfigError(
+                f"--sprt tests one candidate against another: {chosen[0]!r} against itself "
+                "has no winner to count (play it without --sprt, or give a second candidate)"
+            )
     unknown = [i for i in chosen if i not in all_ids]
     if unknown:
         hint = did_you_mean(unknown[0], all_ids) if len(unknown) == 1 else ""

@@ -68,7 +68,19 @@ def test_sep_eval_sprt_stops_a_lopsided_match_early_and_writes_the_decision(
     showdown_install, tmp_path
 ):
     log_dir = tmp_path / "run"
-    run = _sep_eval(log_dir, "heuristic", "random", "--sprt", "0,150", "-n", "200", "--seed", "1")
+    run = _sep_eval(
+        log_dir,
+        "heuristic",
+        "random",
+        "--sprt",
+        "0,150",
+        "-n",
+        "200",
+        "--seed",
+        "1",
+        "--concurrency",
+        "2",
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     rows = _rows(log_dir)
     assert 4 <= len(rows) < 100, f"{len(rows)} battles for a lopsided match"
@@ -125,14 +137,16 @@ def test_a_rerun_continues_the_test_and_one_after_the_decision_plays_nothing(
     assert "--sprt 0,150" in other.stderr and other.stderr.count("\n") == 1
 
 
-def test_sprt_refuses_a_league_and_an_odd_n_in_one_line(showdown_install, tmp_path):
+def test_sprt_refuses_a_league_an_odd_n_and_a_mirror_in_one_line(showdown_install, tmp_path):
     league = _sep_eval(tmp_path / "a", "--league", "--sprt", "0,50", "-q")
     assert league.returncode == 2 and "--league" in league.stderr
     odd = _sep_eval(tmp_path / "b", "heuristic", "random", "--sprt", "0,50", "-n", "5", "-q")
     assert odd.returncode == 2 and "-n must be even" in odd.stderr
     bad = _sep_eval(tmp_path / "c", "heuristic", "random", "--sprt", "50,0", "-q")
     assert bad.returncode == 2 and "ELO0 must be less than ELO1" in bad.stderr
-    for result in (league, odd, bad):
+    mirror = _sep_eval(tmp_path / "d", "random", "random", "--sprt", "0,50", "-q")
+    assert mirror.returncode == 2 and "against itself" in mirror.stderr
+    for result in (league, odd, bad, mirror):
         assert "Traceback" not in result.stderr
 
 
