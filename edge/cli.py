@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
-from edge.wire.messages import DEFAULT_LOAD_LIMIT
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _setup_logging(verbose: int) -> None:
 )
 @click.option(
     "--load-limit",
-    type=click.FloatRange(0, 3600, min_open=True),
+    type=click.FloatRange(0, MAX_LOAD_LIMIT, min_open=True),
     default=DEFAULT_LOAD_LIMIT,
     show_default=True,
     metavar="SECONDS",

@@ -46,7 +46,9 @@ python_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) els
 
 find_python() {
     local candidate
-    for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    # 3.11 first: the version the project is tested with, and the one CPU-only torch wheels are
+    # most often at hand for (a local wheel, or pip's own index).
+    for candidate in "${PYTHON:-}" python3.11 python3 python3.12 python3.13; do
         [[ -n "$candidate" ]] || continue
         if command -v "$candidate" >/dev/null 2>&1 && python_ok "$candidate"; then
             command -v "$candidate"

@@ -49,6 +49,7 @@ from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import LOAD_TIME_LIMIT
 from edge.errors import InvalidActionError
 from edge.wire.messages import (
+    MAX_LOAD_LIMIT,
     CallUsage,
     CloseSessionRequest,
     DecideRequest,
@@ -67,8 +68,6 @@ from edge.wire.messages import (
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = LOAD_TIME_LIMIT  # opening a session may load a model's weights
-#: The most an edge may ask for loading (``sep_edge --load-limit``): a league waits for it.
-MAX_LOAD_LIMIT = 600.0
 
 
 def bounded_load_limit(announced: Any) -> float:

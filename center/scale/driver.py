@@ -118,6 +118,7 @@ def drive_battles(
     recorded: set[str] = set()
     why_lost: list[str] = []
     probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
+    retired: set[int] = set()
     handing_out = True
 
     def next_battle() -> tuple[ScheduledBattle, int] | None:
@@ -144,11 +145,12 @@ def drive_battles(
 
     def retire(runner: int, why: str) -> None:
         nonlocal handing_out
-        if runner in live:
+        if runner not in retired:
+            retired.add(runner)
             live.discard(runner)
             why_lost.append(why)
             logger.warning("runner %d: %s", runner, why)
-        if not live:
+        if not live and not probes:  # none left, and none that may still come back
             handing_out = False
 
     def record(batch: list[tuple[BattleOutcome, _Flight]]) -> None:
@@ -181,14 +183,14 @@ def drive_battles(
             probes[pool.probe(runner)] = (runner, time.monotonic())
 
     def probed(handle: Hashable) -> None:
-        runner, _ = probes.pop(handle)
+        runner, since = probes.pop(handle)
         try:
             pool.probe_result(handle)
         except RunnerLost as exc:
             if exc.final:
                 retire(runner, str(exc))
-            else:
-                probes[pool.probe(runner)] = (runner, time.monotonic())
+            else:  # still restarting: the time it has to come back counts from its loss
+                probes[pool.probe(runner)] = (runner, since)
             return
         logger.warning("runner %d is back", runner)
         live.add(runner)

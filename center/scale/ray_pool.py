@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Hashable, Sequence
 from typing import Any, Self
 
@@ -71,14 +73,21 @@ class RayRunnerPool:
             "logging_level": logging.ERROR,
             "configure_logging": False,
         }
+        # Ray installs its own SIGTERM handler (exit at once); the caller's, which stops the run
+        # as Ctrl-C does, comes back after ray.init.
+        saved = _own_signal_handlers()
         try:
             if address is None:
                 assert workers is not None
-                ray.init(num_cpus=max(workers, os.cpu_count() or 1), **init)
+                # "local": a cluster of its own, even where RAY_ADDRESS or `ray start` names one
+                ray.init(address="local", num_cpus=max(workers, os.cpu_count() or 1), **init)
             else:
                 ray.init(address=address, **init)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"cannot join the Ray cluster at {address}: {_short(exc)}") from exc
+        finally:
+            for signum, handler in saved.items():
+                signal.signal(signum, handler)
         self._actors: list[Any] = []
         try:
             if workers is None:
@@ -132,10 +141,11 @@ class RayRunnerPool:
         assert isinstance(handle, _Handle)
         try:
             outcome: BattleOutcome = ray.get(handle.ref)
-        except ray.exceptions.ActorUnavailableError as exc:  # restarting
+        except ray.exceptions.RayActorError as exc:
+            # A battle in flight fails alike whether its runner restarts or not (ActorDiedError
+            # either way): the ping that follows tells, as it waits for a restarting runner and
+            # fails at once for one that is dead for good.
             raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=False) from exc
-        except ray.exceptions.RayActorError as exc:  # dead for good: no restart left
-            raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=True) from exc
         return outcome
 
     def probe(self, runner: int) -> Hashable:
@@ -172,6 +182,15 @@ class RayRunnerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _own_signal_handlers() -> dict[int, Any]:
+    """SIGTERM's and SIGINT's handlers, when this is the main thread (the only one that may set
+    them again)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    return {signum: handler for signum, handler in saved.items() if handler is not None}
 
 
 class _Handle:

@@ -74,8 +74,8 @@ LOADING_CALLS = frozenset({"import", "functions", "agent_class", "optional_funct
 
 #: What to do when the module's import is what takes the loading time.
 IMPORT_HINT = (
-    "import heavy frameworks (torch, tensorflow) inside the functions that need them, or export "
-    "the network to numpy (docs/contract.md, 'Time')"
+    "keep heavy frameworks (torch, tensorflow) off the edge: export the network to numpy, or ask "
+    "for an edge with a higher --load-limit (docs/contract.md, 'Time')"
 )
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_LOAD_LIMIT",
     "ERROR_CODES",
     "EVALUE_LIMIT",
+    "MAX_LOAD_LIMIT",
     "MESSAGES",
     "PROTOCOL_VERSION",
     "TRACEBACK_LIMIT",
@@ -74,6 +75,8 @@ PROTOCOL_VERSION: Final = "1.5"
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
+#: The most loading time an edge may announce: a center waits no longer to open a session.
+MAX_LOAD_LIMIT: Final = 600.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
 otherwise (``sep_edge --load-limit``; docs/contract.md, "Time")."""
 

@@ -194,6 +194,7 @@ def test_workers_2_play_the_same_battles_as_one_process_and_a_plain_run_imports_
     _nothing_left(two.mark)
 
 
+@pytest.mark.timeout(900)  # real Ray, kills and reruns: several minutes on 2 loaded cores
 def test_killed_runners_void_their_battles_which_are_replayed_once_and_none_left_stops_the_run(
     start_edges, tmp_path
 ):
@@ -244,12 +245,14 @@ def test_killed_runners_void_their_battles_which_are_replayed_once_and_none_left
             rerun.kill()
             rerun.communicate(timeout=30)
     assert rerun.returncode == 0, err[-3000:]
+    assert "is back" in err, err[-3000:]  # the killed runner restarted and played again
     rows = _complete(tmp_path / "run", 12)
     assert set(Counter(frozenset((r["blue"], r["red"])) for r in rows).values()) == {4}
     assert [r for r in rows[: len(stopped_at)]] == stopped_at  # rows are final: never rewritten
     _nothing_left(league.mark)
 
 
+@pytest.mark.timeout(900)  # real Ray, kills and reruns: several minutes on 2 loaded cores
 def test_driver_kill_9_leaves_nothing_running_and_the_rerun_completes_exactly(
     start_edges, tmp_path
 ):
@@ -283,14 +286,17 @@ def test_driver_kill_9_leaves_nothing_running_and_the_rerun_completes_exactly(
     assert set(Counter(frozenset((r["blue"], r["red"])) for r in rows).values()) == {2}
 
 
-def test_ctrl_c_stops_every_runner_and_simulator_host(start_edges, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_every_runner_and_simulator_host(start_edges, tmp_path, signum):
+    """Ctrl-C, or SIGTERM (whose handler Ray replaces with its own at ray.init: sep_main sets its
+    own again), stops the run with its one line and leaves nothing running."""
     edges = start_edges()
     league = League(edges["blue"].config, tmp_path / "run", *LEAGUE, "-n", "4", "--seed", "5")
     proc = league.start("--workers", "2")
     try:
         league.wait_rows(proc, 1)
         assert any("sim_host" in _cmdline(p) for p in _marked(league.mark))
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -301,6 +307,7 @@ def test_ctrl_c_stops_every_runner_and_simulator_host(start_edges, tmp_path):
     _nothing_left(league.mark)
 
 
+@pytest.mark.timeout(900)  # real Ray, kills and reruns: several minutes on 2 loaded cores
 def test_an_edge_that_stays_down_retires_every_runner_and_the_rerun_completes(
     start_edges, tmp_path
 ):
@@ -458,6 +465,7 @@ def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.timeout(900)  # real Ray, kills and reruns: several minutes on 2 loaded cores
 def test_a_league_over_a_two_node_cluster_survives_losing_a_node(
     two_node_cluster, start_edges, tmp_path
 ):

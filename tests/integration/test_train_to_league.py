@@ -39,6 +39,7 @@ def _submission(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.timeout(1200)  # training, the checker and a league: each step bounded below
 def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_path):
     folder = _submission(tmp_path)
     weights_file = folder / "agents" / "learned_policy" / "mine.npz"

@@ -43,3 +43,15 @@ def test_an_announced_limit_crosses_the_wire():
     reply = Reply("hello_reply", "2", "1", "ok", HelloReply("red", "1.5", ["a"], "x", 45.0))
     body = decode_reply(encode_reply(reply)).body
     assert isinstance(body, HelloReply) and body.load_limit == 45.0
+
+
+def test_an_edge_refuses_a_load_limit_no_center_would_wait_for():
+    """`sep_edge --load-limit` above the center's bound would pass a module in --check that no
+    battle could ever open: one line, exit 2."""
+    from click.testing import CliRunner
+
+    from edge.cli import sep_edge
+
+    result = CliRunner().invoke(sep_edge, ["--check", "random", "--load-limit", "900"])
+    assert result.exit_code == 2
+    assert "--load-limit" in result.output and "600" in result.output, result.output

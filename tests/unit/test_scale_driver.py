@@ -189,6 +189,26 @@ def test_a_lost_runner_voids_its_battle_and_gets_battles_again_once_it_answers(t
     assert sum(1 for _, battle_id in pool.handed if battle_id == voided) == 2
 
 
+def test_a_runner_that_never_comes_back_is_retired_at_the_restart_timeout_from_its_loss(
+    tmp_path, monkeypatch
+):
+    """Each failed probe is followed by another, but the time the runner has to come back counts
+    from its loss: a runner that stays 'restarting' cannot keep the driver waiting for ever."""
+    clock = iter(itertools.count(0.0, 1.0))  # every look at the clock is one second later
+    monkeypatch.setattr("center.scale.driver.time.monotonic", lambda: next(clock))
+
+    def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
+        if runner == 0:
+            return RunnerLost(0, "runner lost (restarting)", final=False)
+        return RunnerLost(1, "runner lost (node gone)", final=True)
+
+    pool = ScriptedPool(2, behaviour)
+    pool.probe_answers[0] = itertools.repeat(RunnerLost(0, "still restarting", final=False))
+    summary = _drive(tmp_path, pool, restart_timeout=30.0)
+    assert "not back 30s after it was lost" in summary.stopped, summary.stopped
+    assert 1 <= len(pool.probes) < 40, len(pool.probes)
+
+
 def test_when_no_runner_is_left_the_run_stops_resumable(tmp_path):
     def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
         if battle.index >= 2:  # half of the league is played, then every runner dies
