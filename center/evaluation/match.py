@@ -469,6 +469,9 @@ def _play_one(
 ) -> BattleRecord:
     names = {"player_0": scheduled.blue, "player_1": scheduled.red}
     sides: dict[str, SideGuard] = {}
+    # What an attempt that was never booked left (an interrupted or killed run): this attempt's
+    # files must not sit beside what it leaves out (a .err of a side that is OK this time).
+    remove_battle_files(settings.log_dir, scheduled.battle_id)
     try:
         usernames = env.usernames()
         for p in PLAYERS:

@@ -50,3 +50,23 @@ def test_a_battle_voided_twice_is_not_played_and_leaves_no_file(tmp_path, sim_ho
     assert load_records(tmp_path) == []
     left = [p for p in battle_file_relpaths(battle.battle_id) if (tmp_path / p).exists()]
     assert left == []
+
+
+def test_files_of_an_attempt_that_was_never_booked_are_gone_when_the_battle_is_played(
+    tmp_path, sim_host
+):
+    """A run killed after a battle wrote its files but before its row: the rerun plays it again,
+    and the old attempt's ``.err`` (a DISCONNECT, say) must not sit next to the new OK row."""
+    source = InProcessSource(AGENTS / "candidates.json")
+    settings = MatchSettings("gen9bssfactory", tmp_path, Budget(), backend="sim")
+    (battle,) = schedule_match("good_random", "good_team_choice", 1, 5)
+    stale = tmp_path / "logs" / f"{battle.battle_id}.red.err"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("DISCONNECT: the red edge went away\n")
+    assert f"logs/{battle.battle_id}.red.err" in battle_file_relpaths(battle.battle_id)
+    with ResultsWriter(tmp_path) as writer:
+        summary = run_battles([battle], source, settings, writer, server=sim_host)
+    assert not summary.failed
+    (record,) = load_records(tmp_path)
+    assert record.red_status is SideStatus.OK
+    assert not stale.exists()
