@@ -25,7 +25,10 @@ How battles count:
   interval; the prior's curvature never does. Battles are sorted by ``battle_id`` first, so the
   same battles give the same files in whatever order they finished.
 - ``p_best``, how sure the order is: the share of the bootstrap resamples in which the candidate
-  has the highest rating (shared equally on a tie), NaN without bootstrap.
+  has the highest rating (shared equally on a tie), or, where that is surer of the leader, the
+  share of as many draws from the regularised fit's normal approximation (its covariance scaled
+  by the design effects): a bootstrap of a 4–0 match always crowns the same winner, the fit does
+  not. NaN without bootstrap.
 
 Paired runs (each seed played twice with the sides swapped, ``paired=True``):
 
@@ -172,7 +175,8 @@ class Standings:
             f"mean-centred; 95% percentile bootstrap over {resampled}, widened to at least "
             "the normal interval of the regularised fit (Fisher information, prior included)",
             "p_best": f"share of the bootstrap resamples (over {resampled}) in which the "
-            "candidate has the highest rating",
+            "candidate has the highest rating, or of as many draws from the regularised fit's "
+            "normal approximation where those are less sure of the leader",
             "bootstrap": self.bootstrap,
             "seed": self.seed,
             "prior_games": self.prior_games,
@@ -438,15 +442,23 @@ def laplace_half_width(
     with ``c = e_i - mean over the rated``.
     """
     k = len(log_strength)
+    covariance = fit_covariance(log_strength, games, prior_games)
+    centre = np.eye(k) - np.where(rated, 1.0 / max(1, int(rated.sum())), 0.0)[None, :]
+    variance = np.einsum("ij,jk,ik->i", centre, covariance, centre)
+    return z * 400.0 / math.log(10.0) * np.sqrt(np.maximum(variance, 0.0))
+
+
+def fit_covariance(
+    log_strength: NDArray[np.float64], games: NDArray[np.float64], prior_games: float
+) -> NDArray[np.float64]:
+    """The inverse of the regularised fit's Fisher information at ``log_strength`` (see
+    :func:`laplace_half_width`): the covariance of the log-strengths' normal approximation."""
     win = 1.0 / (1.0 + np.exp(log_strength[None, :] - log_strength[:, None]))  # P(i beats j)
     weight = games * win * (1.0 - win)
     info = np.diag(weight.sum(axis=1)) - weight
     virtual = 1.0 / (1.0 + np.exp(-log_strength))
     info += np.diag(prior_games * virtual * (1.0 - virtual))
-    covariance = np.linalg.inv(info)
-    centre = np.eye(k) - np.where(rated, 1.0 / max(1, int(rated.sum())), 0.0)[None, :]
-    variance = np.einsum("ij,jk,ik->i", centre, covariance, centre)
-    return z * 400.0 / math.log(10.0) * np.sqrt(np.maximum(variance, 0.0))
+    return np.asarray(np.linalg.inv(info), dtype=np.float64)
 
 
 def _p_best(boot: NDArray[np.float64], rated: NDArray[np.bool_]) -> NDArray[np.float64]:
@@ -454,6 +466,16 @@ def _p_best(boot: NDArray[np.float64], rated: NDArray[np.bool_]) -> NDArray[np.f
     masked = np.where(rated[None, :], boot, -np.inf)
     top = masked == masked.max(axis=1, keepdims=True)
     return np.asarray((top / top.sum(axis=1, keepdims=True)).mean(axis=0), dtype=np.float64)
+
+
+def _less_sure(
+    first: NDArray[np.float64], second: NDArray[np.float64], rated: NDArray[np.bool_]
+) -> NDArray[np.float64]:
+    """Of two P(best) vectors, the one less sure of its leader (as an interval takes the wider
+    of the bootstrap's and the fit's)."""
+    if not rated.any():
+        return first
+    return second if second[rated].max() < first[rated].max() else first
 
 
 def _ratings(
@@ -488,7 +510,12 @@ def _ratings(
         half = laplace_half_width(log_strength, games, prior_games, rated)
         half = half * np.sqrt(design_effect)
         lo, hi = np.minimum(lo, rating - half), np.maximum(hi, rating + half)
-        p_best = _p_best(boot, rated)
+        # The same for P(best): draws from the fit's normal approximation (design effect
+        # included), so that a bootstrap of a few identical battles cannot read 100%.
+        scale = np.sqrt(design_effect)
+        covariance = fit_covariance(log_strength, games, prior_games) * np.outer(scale, scale)
+        draws = rng.multivariate_normal(log_strength, covariance, size=bootstrap, method="eigh")
+        p_best = _less_sure(_p_best(boot, rated), _p_best(elo_ratings(draws, rated), rated), rated)
     # Unrated candidates sit at the prior; a number there would look like a measurement.
     for values in (rating, lo, hi, p_best):
         values[~rated] = np.nan

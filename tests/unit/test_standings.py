@@ -440,3 +440,12 @@ def test_p_best_says_how_sure_the_order_is() -> None:
     assert math.isnan(
         compute_standings([battle("a", "b", "blue", 0)], bootstrap=0).candidates[0].p_best
     )
+
+
+def test_p_best_of_a_four_nil_match_is_not_certainty() -> None:
+    """Every bootstrap resample of four identical wins crowns the same winner; the regularised
+    fit's normal approximation keeps some doubt, as the rating interval does."""
+    standings = compute_standings([battle("a", "b", "blue", n) for n in range(4)])
+    a, b = by_id(standings)["a"], by_id(standings)["b"]
+    assert 0.6 < a.p_best < 1.0 and a.p_best + b.p_best == pytest.approx(1.0), (a, b)
+    assert a.rating_lo < b.rating_hi  # the intervals overlap: the order is not settled
