@@ -41,7 +41,7 @@ from center.evaluation.match import (
     start_backend,
 )
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
-from center.evaluation.provenance import check_code, source_digests
+from center.evaluation.provenance import check_code, describe_change, source_digests
 from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import (
     RunConfig,
@@ -341,6 +341,16 @@ def run_command(
                 progress.close()
                 if server is not None:
                     server.stop()
+    during: list[dict[str, Any]] = getattr(source, "code_changes_during_run", list)()
+    if during:  # an edge's files changed while the run played: run.json says when, and where
+        for change in during:
+            click.echo(f"warning: code changed during the run: {describe_change(change)}", err=True)
+        provenance = kept["provenance"]
+        for change in during:
+            provenance.setdefault(change["model"], {})[change["where"]] = change["after"]
+        record_run_results(
+            log_dir, {"provenance": provenance, "code_changes": kept["code_changes"] + during}
+        )
     records = [r for r in load_records(log_dir) if r.battle_id in {b.battle_id for b in schedule}]
     sections: dict[str, Any] = {}
     sprt_results = tests.results() if tests is not None else []

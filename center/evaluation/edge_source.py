@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from center.errors import (
     AuthenticationError,
@@ -23,6 +24,7 @@ from center.errors import (
 )
 from center.evaluation.in_process import failed_side
 from center.evaluation.records import SideStatus
+from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import (
     Budget,
@@ -62,6 +64,7 @@ class EdgeSource:
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
         self._digests: dict[str, dict[str, str]] = {}
+        self._changed: list[dict[str, Any]] = []
         self._lock = threading.Lock()  # battle threads open and close sides while close() runs
         self._closing = False
         self._down_lock = threading.Lock()
@@ -162,12 +165,33 @@ class EdgeSource:
             guard.close()
             return failed_side(model_id, budget, SideStatus.DISCONNECT, "the run is ending")
         if session.code_digest:
-            seen = self._digests.setdefault(model_id, {})
-            where = f"{side} edge"
-            if seen.get(where, session.code_digest) != session.code_digest:
-                logger.warning("the code of %s on the %s changed during the run", model_id, where)
-            seen[where] = session.code_digest
+            with self._lock:
+                seen = self._digests.setdefault(model_id, {})
+                where = f"{side} edge"
+                before = seen.get(where, session.code_digest)
+                if before != session.code_digest:
+                    logger.warning(
+                        "the code of %s on the %s changed during the run", model_id, where
+                    )
+                    self._changed.append(
+                        {
+                            "model": model_id,
+                            "where": where,
+                            "before": [before],
+                            "after": session.code_digest,
+                            "at": utc_now(),
+                            "during_run": True,
+                            "battle": battle.battle_id,
+                        }
+                    )
+                seen[where] = session.code_digest
         return guard
+
+    def code_changes_during_run(self) -> list[dict[str, Any]]:
+        """Each time a model's code on an edge was not the code it had there when the run (this
+        source) first opened it: run.json records them under ``code_changes``."""
+        with self._lock:
+            return list(self._changed)
 
     def code_digests(self) -> dict[str, dict[str, str]]:
         """Per model, the digest of its files on each edge it opened on, as the edge reported it."""

@@ -162,11 +162,17 @@ def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
         info.append(("code", f"{data.name(model)} ({model}): {where}"))
     for change in data.run_doc.get("code_changes") or []:
         try:
-            text = (
-                f"{describe_change(change)}, allowed at {change['at']} after "
-                f"{change['battles_before']} battles"
-            )
-        except (KeyError, TypeError):
+            if change.get("during_run"):
+                text = (
+                    f"{describe_change(change)}, during the run at {change['at']} "
+                    f"(first played in {change['battle']})"
+                )
+            else:
+                text = (
+                    f"{describe_change(change)}, allowed at {change['at']} after "
+                    f"{change['battles_before']} battles"
+                )
+        except (KeyError, TypeError, AttributeError):
             continue
         info.append(("code change", text))
     return info

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,42 @@ def test_sep_main_records_the_digest_each_edge_computed_of_its_own_files(start_e
     rerun = subprocess.run([*command, "-n", "4"], capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 2, rerun.stderr[-3000:]
     assert "good_team_choice (red edge)" in rerun.stderr
+
+
+def test_code_that_changes_on_an_edge_during_a_run_is_recorded_in_run_json(start_edges, tmp_path):
+    """The red participant edits their module while the run plays: the battles after the edit
+    are played by other code, and run.json says so (code_changes, during_run) instead of keeping
+    the digest of the start alone."""
+    candidates = copy_agents(tmp_path / "agents")
+    edges: dict[str, EdgeProcess] = start_edges(candidates)
+    log_dir = tmp_path / "run"
+    command = [*SEP_MAIN, *MODELS, "-n", "8", "--seed", "6", "--backend", "sim", "--config"]
+    command += [str(edges["blue"].config), "--candidates", str(candidates), "-l", str(log_dir)]
+    command += ["-q", "--concurrency", "1"]
+    before = digests(candidates)["good_team_choice"]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        rows = log_dir / "battles.csv"
+        deadline = time.monotonic() + 300
+        while run.poll() is None and time.monotonic() < deadline:
+            if rows.exists() and len(rows.read_text().splitlines()) >= 2:  # one battle played
+                break
+            time.sleep(0.1)
+        assert run.poll() is None, "the run ended before the edit: nothing to test"
+        with (candidates.parent / "good_team_choice" / "__init__.py").open("a") as f:
+            f.write("\n# changed on the red host during the run\n")
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate(timeout=30)
+    assert run.returncode == 0, stderr[-3000:]
+    after = digests(candidates)["good_team_choice"]
+    assert "code changed during the run: good_team_choice (red edge)" in stderr
+    doc = run_json(log_dir)
+    [change] = doc["code_changes"]
+    assert change["during_run"] is True and change["where"] == "red edge"
+    assert (change["before"], change["after"]) == ([before], after)
+    assert doc["provenance"]["good_team_choice"] == {"red edge": after}
+    report = (log_dir / "report.html").read_text(encoding="utf-8")
+    assert after in report and "during the run at" in report
