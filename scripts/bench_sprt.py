@@ -91,7 +91,11 @@ def record_pairs(
     command = [*SEP_EVAL, a, b, "-n", str(battles), "--paired", "--seed", str(seed)]
     command += ["--backend", "sim", "--candidates", str(candidates)]
     command += ["-l", str(log_dir), "-q"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    limit = 300 + 10 * battles  # seconds: a battle takes about one; a hung run must end
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=limit)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"sep_eval {a} {b} did not finish within {limit} s")
     if done.returncode != 0:
         sys.exit(f"sep_eval failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     with (log_dir / "battles.csv").open(newline="", encoding="utf-8") as f:
