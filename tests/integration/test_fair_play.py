@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import ctypes
 import ctypes.util
+import itertools
 import os
 import shutil
 import subprocess
@@ -108,6 +109,28 @@ def test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time(edges, tmp_
         assert row["blue"] == "cpu_honest" and row["blue_status"] == "OK", row
         assert row["red_status"] == "OK", row
         assert int(row["blue_decisions"]) >= 5, row  # it played: its decisions were counted
+
+
+@pytest.mark.edge_args("--cpus", "0")
+def test_with_one_listed_cpu_one_worker_decides_at_a_time_pinned_to_it(edges, tmp_path):
+    """``sep_edge --cpus 0``: two battles at once, each side's decisions spin ~50 ms; on each
+    edge the decisions of the two battles never overlap in time, and each runs on CPU 0 alone.
+    (Two edges on one host share the listed CPUs: blue's and red's do not overlap either.)"""
+    log_dir = tmp_path / "run"
+    rows = play(edges, log_dir, "cpu_probe", "cpu_probe", "-n", "2", "--concurrency", "2")
+    assert len(rows) == 2 and all(r["blue_status"] == r["red_status"] == "OK" for r in rows)
+    decisions = []
+    for row in rows:
+        for side in ("blue", "red"):
+            for line in printed(log_dir, row["battle_id"], side).splitlines():
+                if line.startswith("DECISION "):
+                    _, start, end, cpus = line.split()
+                    decisions.append((float(start), float(end), cpus, row["battle_id"], side))
+    assert len(decisions) >= 8, "the probe must have decided for the test to mean anything"
+    assert {cpus for _, _, cpus, _, _ in decisions} == {"0"}, decisions[:5]
+    decisions.sort()
+    for before, after in itertools.pairwise(decisions):
+        assert before[1] <= after[0] + 0.002, (before, after)  # one at a time, host-wide
 
 
 def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(edges, tmp_path):
