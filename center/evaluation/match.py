@@ -425,6 +425,7 @@ def run_battles(
                             early_stop.observe(record)
                 except EdgeDown as exc:  # nothing more can be played: stop, book nothing
                     logger.warning("%s", exc)
+                    note_voided(settings.log_dir, scheduled.battle_id, f"not played: {exc}")
                     with lock:
                         stopped.append(str(exc))
                     stop.set()

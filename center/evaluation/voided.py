@@ -1,4 +1,5 @@
-"""``LOG_DIR/voided.jsonl``: the battles voided by the center's own failures, with their causes.
+"""``LOG_DIR/voided.jsonl``: the battles voided by the center's own failures, with their causes
+(and those an edge that stayed down left unplayed when it stopped the run: ``not played: …``).
 
 A voided battle is not recorded in battles.csv and is played again (at once, or on resume), so
 without this file nothing would say it happened. One JSON line per voiding, appended:

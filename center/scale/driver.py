@@ -222,6 +222,7 @@ def drive_battles(
             if outcome.kind == OutcomeKind.RECORDED:
                 finished.append((outcome, flight))
             elif outcome.kind == OutcomeKind.EDGE_DOWN:
+                note_voided(log_dir, flight.battle.battle_id, f"not played: {outcome.message}")
                 again.appendleft((flight.battle, flight.attempt))
                 retire(flight.runner, outcome.message)
             elif outcome.kind == OutcomeKind.VOID and flight.attempt < retries:

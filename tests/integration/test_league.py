@@ -302,6 +302,9 @@ def test_an_edge_that_stays_down_stops_the_run_and_the_rerun_completes(
     assert "battles not played" in last
     done = _rows(log_dir)
     assert len(done) < 4 and all(r["red_status"] == "OK" for r in done)
+    # The outage is on the record (the report's Run section shows voided.jsonl with causes).
+    noted = [json.loads(line) for line in (log_dir / "voided.jsonl").read_text().splitlines()]
+    assert any(n["cause"].startswith("not played: red edge down") for n in noted), noted
     edges["red"].start()
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

@@ -339,6 +339,8 @@ def test_an_edge_that_stays_down_retires_every_runner_and_the_rerun_completes(
     stopped_at = _rows(tmp_path / "run")
     assert all(r["red_status"] == "OK" for r in stopped_at)
     assert not list((tmp_path / "run" / "logs").glob("*.err"))  # no voided attempt's files
+    voided = (tmp_path / "run" / "voided.jsonl").read_text()
+    assert "not played: red edge down" in voided, voided[-2000:]
     _nothing_left(league.mark)
     edges["red"].start()
     rerun = league.run("--workers", "2")
