@@ -226,6 +226,8 @@ class Hardening:
     queues, and POSIX message queues, are its own and die with it."""
     private_tmp: bool = False
     """Each worker sees an empty tmpfs of its own at each of PRIVATE_FOLDERS (/tmp, /dev/shm…)."""
+    private_proc: bool = False
+    """Each worker sees a /proc of its own PID namespace: its own processes, none of the host's."""
     exposed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """Closed folders a worker sees as a tmpfs showing only these children (see expose)."""
     uid_base: int = 100_000
@@ -256,14 +258,19 @@ class Hardening:
             + state(
                 "pid_namespace",
                 self.pid_namespace,
-                "a PID namespace per worker: what it starts dies with it"
-                + ("; its own /proc" if self.mount_namespace else ""),
+                "a PID namespace per worker: what it starts dies with it",
             ),
             "private IPC: "
             + state(
                 "ipc_namespace",
                 self.ipc_namespace,
                 "an IPC namespace per worker: its SysV and POSIX IPC objects die with it",
+            ),
+            "private /proc: "
+            + state(
+                "private_proc",
+                self.private_proc,
+                "a /proc of its own per worker: no other process of the host in sight",
             ),
             "private /tmp and /dev/shm: "
             + state(

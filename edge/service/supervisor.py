@@ -328,6 +328,7 @@ class SandboxServer(EdgeServer):
             mount_namespace=possible.mount_namespace,
             ipc_namespace=possible.ipc_namespace,
             private_tmp=possible.private_tmp,
+            private_proc=possible.private_proc,
             exposed=exposed,
             uid_base=possible.uid_base,
             gid=possible.gid,

@@ -176,10 +176,9 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     if hardening.ipc_namespace:
         libc_call("unshare", CLONE_NEWIPC)
     exposing = hardening.user and bool(hardening.exposed)
-    private_proc = hardening.pid_namespace and hardening.mount_namespace
-    if exposing or hardening.private_tmp or private_proc:
+    if exposing or hardening.private_tmp or hardening.private_proc:
         own_mount_namespace()
-    if private_proc:
+    if hardening.private_proc:
         own_proc()
     if exposing:
         expose(hardening.exposed, Path(spec.home).parent / f".mounts-{spec.slot}")

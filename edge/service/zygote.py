@@ -41,6 +41,7 @@ from edge.service.sandbox import (
     Hardening,
     libc_call,
     make_private_folders,
+    own_proc,
 )
 
 __all__ = ["Zygote", "ZygoteError", "main"]
@@ -217,7 +218,8 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     if not root:
         reason = "the edge does not run as root"
         why = dict.fromkeys(
-            ("user", "network", "pid_namespace", "ipc_namespace", "private_tmp"), reason
+            ("user", "network", "pid_namespace", "ipc_namespace", "private_tmp", "private_proc"),
+            reason,
         )
         return Hardening(uid_base=uid_base, gid=gid, why_off=why)
 
@@ -258,17 +260,26 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     ipc_problem = in_child(lambda: libc_call("unshare", CLONE_NEWIPC))
     tmp_problem = in_child(private_tmp)
     pid_problem: str | None
+    proc_problem: str | None
+
+    def private_proc() -> None:
+        own_mounts()
+        own_proc()
+
     try:
         with _pid_namespace_for_children(True):
             pid_problem = in_child(lambda: None)
+        with _pid_namespace_for_children(True):
+            proc_problem = in_child(private_proc)
     except OSError as exc:
-        pid_problem = str(exc)
+        pid_problem = proc_problem = str(exc)
     for name, problem in (
         ("user", user_problem),
         ("network", net_problem),
         ("pid_namespace", pid_problem),
         ("ipc_namespace", ipc_problem),
         ("private_tmp", tmp_problem),
+        ("private_proc", proc_problem),
     ):
         if problem is not None:
             why[name] = problem
@@ -279,6 +290,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         mount_namespace=mount_problem is None,
         ipc_namespace=ipc_problem is None,
         private_tmp=tmp_problem is None,
+        private_proc=proc_problem is None,
         uid_base=uid_base,
         gid=gid,
         why_off=why,

@@ -475,8 +475,9 @@ def test_a_league_over_a_two_node_cluster_survives_losing_a_node(
     edges = start_edges()
     league = League(edges["blue"].config, tmp_path / "run", *LEAGUE, "-n", "4", "--seed", "2")
     league.env["RAY_AUTH_MODE"] = "disabled"
+    league.env["RAY_ADDRESS"] = address  # what `--ray auto` reads
     # No --workers: one runner per node.
-    proc = league.start("--ray", address, "--max-restarts", "2")
+    proc = league.start("--ray", "auto", "--max-restarts", "2")
     try:
         league.wait_rows(proc, 2)
         assert len(_runners(marks["head"])) == 1 and len(_runners(marks["second"])) == 1
