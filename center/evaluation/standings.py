@@ -512,10 +512,17 @@ def _ratings(
         lo, hi = np.minimum(lo, rating - half), np.maximum(hi, rating + half)
         # The same for P(best): draws from the fit's normal approximation (design effect
         # included), so that a bootstrap of a few identical battles cannot read 100%.
+        # Only the rated block is drawn (an unrated candidate changes nothing), by Cholesky (the
+        # prior makes it positive definite; the draws do not hang on a LAPACK's eigenvector signs).
         scale = np.sqrt(design_effect)
         covariance = fit_covariance(log_strength, games, prior_games) * np.outer(scale, scale)
-        draws = rng.multivariate_normal(log_strength, covariance, size=bootstrap, method="eigh")
-        p_best = _less_sure(_p_best(boot, rated), _p_best(elo_ratings(draws, rated), rated), rated)
+        block = np.ix_(rated, rated)
+        draws = np.full((bootstrap, k), -np.inf)
+        draws[:, rated] = rng.multivariate_normal(
+            log_strength[rated], covariance[block], size=bootstrap, method="cholesky"
+        )
+        p_fit = _p_best(draws, rated)
+        p_best = _less_sure(_p_best(boot, rated), p_fit, rated)
     # Unrated candidates sit at the prior; a number there would look like a measurement.
     for values in (rating, lo, hi, p_best):
         values[~rated] = np.nan

@@ -145,9 +145,9 @@ def drive_battles(
 
     def retire(runner: int, why: str) -> None:
         nonlocal handing_out
+        live.discard(runner)
         if runner not in retired:
             retired.add(runner)
-            live.discard(runner)
             why_lost.append(why)
             logger.warning("runner %d: %s", runner, why)
         if not live and not probes:  # none left, and none that may still come back
@@ -184,6 +184,8 @@ def drive_battles(
 
     def probed(handle: Hashable) -> None:
         runner, since = probes.pop(handle)
+        if runner in retired:  # retired meanwhile (its edge stayed down, say): it stays so
+            return
         try:
             pool.probe_result(handle)
         except RunnerLost as exc:

@@ -305,11 +305,8 @@ def make_private_folders(
     for path in sorted(set(keep)):
         with contextlib.suppress(OSError):  # opened before it is covered, bound back after
             kept.append((path, os.open(path, O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
-    kept_paths = {path for path, _ in kept}
     try:
         for folder in folders:
-            if folder in kept_paths:
-                continue  # a module lives right there: that folder stays the host's
             if os.path.isdir(folder) and not os.path.islink(folder):
                 libc_call(
                     "mount",
@@ -331,13 +328,17 @@ def make_private_folders(
 
 
 def paths_under(folders: Iterable[str], paths: Iterable[Path]) -> list[str]:
-    """The folders of ``paths`` that lie under one of ``folders`` (resolved, existing)."""
+    """The folders of ``paths`` that lie under one of ``folders`` (resolved, existing), never one
+    of ``folders`` itself: that one is always covered (a module right in /tmp is kept by its
+    own folder, not by all of /tmp)."""
     roots = [Path(f) for f in folders]
     found = set()
     for path in paths:
         with contextlib.suppress(OSError):
             resolved = path.resolve(strict=True)
-            if resolved.is_dir() and any(resolved.is_relative_to(r) for r in roots):
+            if resolved.is_dir() and any(
+                resolved.is_relative_to(r) and resolved != r for r in roots
+            ):
                 found.add(str(resolved))
     return sorted(found)
 

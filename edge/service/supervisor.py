@@ -309,6 +309,7 @@ class SandboxServer(EdgeServer):
             needed = [Path(p) for p in sys.path if p and Path(p).is_dir()]
             needed += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
             needed += [c.folder for c in self._candidates.values()]
+            needed += [_EDGE_PACKAGE, *(_module_place(c) for c in self._candidates.values())]
             exposed, unreadable = paths_to_expose(needed)
             if unreadable is not None or (exposed and not possible.mount_namespace):
                 user = False
@@ -693,8 +694,8 @@ class SandboxServer(EdgeServer):
         top = candidate.module_id.split(".")[0]
         needed = [
             candidate.folder,
-            candidate.folder / top,  # where a link there leads (the checker links the module)
-            (candidate.folder / f"{top}.py").resolve().parent,
+            candidate.folder / top,  # a package right in /tmp is kept by itself
+            _module_place(candidate),  # where a link there leads (the checker links the module)
             _EDGE_PACKAGE,
             *(Path(p) for p in sys.path if p),
         ]
@@ -1210,6 +1211,18 @@ class SandboxServer(EdgeServer):
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
         return [w.pid for w in self._by_fd.values() if w.pid is not None and not w.gone]
+
+
+def _module_place(candidate: Candidate) -> Path:
+    """The folder that holds the candidate's module where it really is: the target of a link in
+    the candidates' folder (the checker links the module into a folder of its own), resolved."""
+    top = candidate.module_id.split(".")[0]
+    for place in (candidate.folder / top, candidate.folder / f"{top}.py"):
+        with contextlib.suppress(OSError):
+            if place.exists():
+                resolved = place.resolve(strict=True)
+                return resolved if resolved.is_dir() else resolved.parent
+    return candidate.folder
 
 
 def _cpu_list(cpus: Iterable[int]) -> str:

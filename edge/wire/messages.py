@@ -75,10 +75,11 @@ PROTOCOL_VERSION: Final = "1.5"
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
-#: The most loading time an edge may announce: a center waits no longer to open a session.
-MAX_LOAD_LIMIT: Final = 600.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
 otherwise (``sep_edge --load-limit``; docs/contract.md, "Time")."""
+
+MAX_LOAD_LIMIT: Final = 600.0
+"""The most loading time an edge may announce: a center waits no longer to open a session."""
 
 TRACEBACK_LIMIT: Final = 4096
 """An error reply keeps the last this-many characters of the remote traceback."""

@@ -46,3 +46,14 @@ def test_a_host_with_no_hierarchy_at_all_says_so_per_mechanism(tmp_path: Path):
     support = probe_cgroups("red-1", root=tmp_path)
     assert not support.any
     assert support.why_off["freeze"].startswith("no cgroup v2 freeze and no v1 freezer")
+
+
+def test_a_private_folder_itself_is_never_kept_only_what_lies_below_it(tmp_path: Path):
+    """A module right in /tmp is kept by its own folder: /tmp itself must still be covered (kept,
+    it would stay the host's, shared and writable by every worker)."""
+    from edge.service.sandbox import paths_under
+
+    module = tmp_path / "mybot"
+    module.mkdir()
+    assert paths_under([str(tmp_path)], [tmp_path, module]) == [str(module)]
+    assert paths_under([str(tmp_path)], [tmp_path / "missing"]) == []

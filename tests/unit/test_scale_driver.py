@@ -209,6 +209,25 @@ def test_a_runner_that_never_comes_back_is_retired_at_the_restart_timeout_from_i
     assert 1 <= len(pool.probes) < 40, len(pool.probes)
 
 
+def test_a_runner_retired_while_its_probe_is_out_is_not_revived_by_the_probe(tmp_path):
+    """Runner 0 loses a battle (restarting: probed) while its other battle reports its edge down
+    (retired). The probe then answers: the runner stays retired, and the run stops resumable
+    instead of handing the same battles to it for ever."""
+
+    lost: list[str] = []
+
+    def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
+        if runner == 0 and not lost:  # its first battle; its second one then finds the edge down
+            lost.append(battle.battle_id)
+            return RunnerLost(0, "runner lost (restarting)", final=False)
+        return BattleOutcome(OutcomeKind.EDGE_DOWN, battle.battle_id, message="red edge down")
+
+    pool = ScriptedPool(2, behaviour)
+    summary = _drive(tmp_path, pool)
+    assert summary.stopped.startswith("no battle runner left"), summary.stopped
+    assert len(pool.handed) < 10, pool.handed
+
+
 def test_when_no_runner_is_left_the_run_stops_resumable(tmp_path):
     def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
         if battle.index >= 2:  # half of the league is played, then every runner dies
