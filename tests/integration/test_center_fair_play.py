@@ -36,17 +36,13 @@ ORACLE = "hostile_seed_oracle"
 MARK = "seed-oracle: "
 
 
-@pytest.fixture
-def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
-    """Real blue and red edges serving tests/agents (memory limit raised: the oracle runs node)."""
+def _serving(tmp_path: Path, candidates: Path) -> Iterator[dict[str, EdgeProcess]]:
+    """Real blue and red edges serving ``candidates`` (memory limit raised: the oracle runs
+    node), stopped after."""
     config = write_config(tmp_path / "sep_config.json")
     processes = {
         side: EdgeProcess(
-            side,
-            config,
-            AGENTS / "candidates.json",
-            tmp_path / f"{side}.log",
-            extra=["--memory-limit", "16GiB"],
+            side, config, candidates, tmp_path / f"{side}.log", extra=["--memory-limit", "16GiB"]
         )
         for side in ("blue", "red")
     }
@@ -57,6 +53,12 @@ def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
     finally:
         for process in processes.values():
             process.stop()
+
+
+@pytest.fixture
+def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
+    """Real blue and red edges serving tests/agents."""
+    yield from _serving(tmp_path, AGENTS / "candidates.json")
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -84,24 +86,7 @@ def oracle_edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
     shutil.copytree(
         modules, folder / ".showdown" / "node_modules", symlinks=True, copy_function=_link_or_copy
     )
-    config = write_config(tmp_path / "sep_config.json")
-    processes = {
-        side: EdgeProcess(
-            side,
-            config,
-            folder / "candidates.json",
-            tmp_path / f"{side}.log",
-            extra=["--memory-limit", "16GiB"],
-        )
-        for side in ("blue", "red")
-    }
-    try:
-        for process in processes.values():
-            process.start()
-        yield processes
-    finally:
-        for process in processes.values():
-            process.stop()
+    yield from _serving(tmp_path, folder / "candidates.json")
 
 
 @pytest.fixture
