@@ -42,6 +42,7 @@ from poke_env.ps_client.server_configuration import (
 
 from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
 from center.env.battle_session import BattleSession
+from center.env.cooperation import ExpectsStep
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
 from center.errors import EnvClosedError, EnvError
@@ -473,11 +474,16 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         battle = self.battle(name)
         assert battle is not None
         agent = self.agent_objects[name]
-        # A remote Agent fetches a whole decision in one round trip when it knows, before makeObs,
-        # what the policy's step will be given (the mask aside, which makeObs gives).
-        expect_step = getattr(agent, "expect_step", None)
-        if expect_step is not None and self._needs_action(name):
-            expect_step(float(np.float32(reward)), self._info(name, {name: invalid}, mask=False))
+        # A guarded or remote Agent takes a whole decision in one call when it knows, before
+        # makeObs, what the policy's step will be given (the mask aside, which makeObs gives):
+        # while the battle goes on, the next decision's; at its end, the policy's last step.
+        if isinstance(agent, ExpectsStep):
+            if self._needs_action(name):
+                info = self._info(name, {name: invalid}, mask=False)
+                agent.expect_step(float(np.float32(reward)), info)
+            elif self._over:
+                info = self._info(name, {name: invalid})
+                agent.expect_step(float(np.float32(reward)), info, done=True)
         observation = self._observed[name] = agent.makeObs(battle)
         return observation
 

@@ -31,6 +31,8 @@ follow use those answers when their arguments are the expected ones, and are ord
 otherwise. So the three calls of a decision share one deadline, as they do through an edge's
 ``decide_request``, and an in-process side costs one thread hand-off per decision instead of three.
 What the step or deploy raised is raised again when its answer is used, as the call would have.
+At the end of a battle the environment tells the agent the policy's last step (``done``): the call
+that runs the last ``makeObs`` runs that step too, before ``onEpisodeEnd``, as on an edge.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import numpy as np
 from poke_env.battle import AbstractBattle
 
 from center.env import frames as frame_registry
+from center.env.cooperation import ExpectsStep
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SideStatus
@@ -146,6 +149,7 @@ class _Decided:
     info: dict[str, Any]
     battle: int
     frames: int
+    done: bool = False
     action: Any = None
     step_error: BaseException | None = None
     order: str | None = None
@@ -183,8 +187,9 @@ class SideGuard:
         #: what the side's code printed during the battle (captured in-process, or on its edge)
         self.output: Callable[[], str] = self._runner.output if self._runner else lambda: ""
         self._must_default = False
-        #: the reward and info of the next policy step, told by the environment (in-process)
-        self._expected: tuple[float, dict[str, Any]] | None = None
+        #: the reward, info and done of the next policy step, told by the environment
+        #: (in-process)
+        self._expected: tuple[float, dict[str, Any], bool] | None = None
         #: the decision the last makeObs call took, until act uses it
         self._decided: _Decided | None = None
         #: the decision whose order deploy may use, once act used its action
@@ -301,7 +306,8 @@ class SideGuard:
         space = self.inner_agent.action_space
         decided, self._decided = self._decided, None
         if decided is not None and not (
-            observation is decided.observation
+            not decided.done
+            and observation is decided.observation
             and float(reward) == decided.reward
             and same_info(info, decided.info)
         ):
@@ -338,6 +344,21 @@ class SideGuard:
     def finish(self, observation: Any, reward: float, info: dict[str, Any]) -> None:
         """Tell the policy the episode is over (its answer is ignored; failures are only logged)."""
         if self.fatal is not None:
+            return
+        decided, self._decided = self._decided, None
+        if (
+            decided is not None
+            and decided.done
+            and observation is decided.observation
+            and float(reward) == decided.reward
+            and same_info(info, decided.info)
+        ):
+            # Taken with the last makeObs, in the same guarded call.
+            if decided.step_error is not None:
+                logger.info(
+                    "%s: final policy.step failed: %r", self.agent_full_name, decided.step_error
+                )
+            self._used, self._cpu = 0.0, None
             return
         try:
             self._call(
@@ -389,9 +410,9 @@ class _GuardedAgent(Agent):
             # One guarded call for both: the environment always asks for the mask right after;
             # with the whole decision when the environment said what the step will get.
             if expected is not None:
-                reward, info = expected
+                reward, info, done = expected
                 observation, mask, decided = guard._call(
-                    "makeObs", lambda: self._decide(battle, reward, info)
+                    "makeObs", lambda: self._decide(battle, reward, info, done)
                 )
             else:
                 observation, mask = guard._call(
@@ -415,18 +436,21 @@ class _GuardedAgent(Agent):
         return observation
 
     def _decide(
-        self, battle: AbstractBattle, reward: float, info: dict[str, Any]
+        self, battle: AbstractBattle, reward: float, info: dict[str, Any], done: bool
     ) -> tuple[Any, Any, _Decided | None]:
         """The decision as the match loop will take it (:func:`edge.contract.decision.decide`, as
         an edge's worker and the checker run it), on the user-code thread under the makeObs
         call's deadline. No decision when the observation is refused: the loop will not step."""
         guard, inner = self.guard, self.guard.inner_agent
-        decision = decide(inner, guard.policy, battle, reward, info, guard.agent_full_name)
+        decision = decide(
+            inner, guard.policy, battle, reward, info, guard.agent_full_name, done=done
+        )
         if not decision.stepped:
             return decision.observation, decision.mask, None
-        info = {**info, "action_mask": policy_mask(decision.mask, self.action_space)}
+        if not done:
+            info = {**info, "action_mask": policy_mask(decision.mask, self.action_space)}
         frames = len(frame_registry.frames_of(battle) or ())
-        decided = _Decided(decision.observation, reward, info, id(battle), frames)
+        decided = _Decided(decision.observation, reward, info, id(battle), frames, done)
         decided.action = decision.action
         # Raised again if the loop takes this step, or the environment deploys this action.
         decided.step_error = decision.step_error
@@ -434,18 +458,18 @@ class _GuardedAgent(Agent):
         decided.deploy_error = decision.deploy_error
         return decision.observation, decision.mask, decided
 
-    def expect_step(self, reward: float, info: dict[str, Any]) -> None:
+    def expect_step(self, reward: float, info: dict[str, Any], done: bool = False) -> None:
         """The environment's cooperation: the next policy step, if the next makeObs leads to one,
-        gets ``reward`` and ``info`` (its mask aside). A remote Agent asks its edge for the whole
+        gets ``reward``, ``info`` (its mask aside, while the battle goes on) and ``done`` (the
+        battle is over: the policy's last step). A remote Agent asks its edge for the whole
         decision in one round trip; in-process, the guard takes it in one call."""
         guard = self.guard
         if guard.fatal is not None:
             return
-        expect_step = getattr(guard.inner_agent, "expect_step", None)
-        if expect_step is not None:
-            expect_step(reward, info)
-        elif guard._runner is not None and info.get("needs_action"):
-            guard._expected = (reward, dict(info))
+        if isinstance(guard.inner_agent, ExpectsStep):
+            guard.inner_agent.expect_step(reward, info, done)
+        elif guard._runner is not None and (done or info.get("needs_action")):
+            guard._expected = (reward, dict(info), done)
 
     def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
         guard = self.guard

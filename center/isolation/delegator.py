@@ -12,13 +12,15 @@ its deadline raises :class:`CallTimeout` (also when the edge stopped it: error c
 illegal action reported by the edge raises ``InvalidActionError``, anything else the user code
 raised, or the death of the worker running it, is a :class:`RemoteUserError`.
 
-A decision takes one round trip when the environment cooperates: before ``makeObs`` it tells the
-AgentDelegator, through :meth:`AgentDelegator.expect_step`, the reward and info the policy's step
-will get. ``makeObs`` then sends a ``decide_request``: the edge runs makeObs, the policy's step and
-deploy at once, and the step and deploy that follow here use the answers when their arguments are
-the expected ones (the mask, which the edge computes, included). Otherwise (no cooperation, or
-other arguments) they are ordinary calls: ``policy_step`` deploying speculatively (protocol 1.1),
-then ``deploy`` only when the order cannot be reused.
+A decision is one ``decide`` request (protocol 2.0, the only decision message) when the environment
+cooperates, as PokemonEnv does: before ``makeObs`` it tells the AgentDelegator, through
+:meth:`AgentDelegator.expect_step`, the reward and info the policy's step will get (and, at the end
+of a battle, those of its last step, ``done``). ``makeObs`` then sends one ``decide_request``: the
+edge runs makeObs, the policy's step and deploy at once, and the step and deploy that follow here
+are answered from its reply. Without that cooperation ``makeObs`` asks for the observation only;
+a step with other arguments than the expected ones asks for the decision again (makeObs runs a
+second time), and deploying another action than the policy's sends that action
+(``given_action``): these are the paths of a caller that is not PokemonEnv.
 """
 
 from __future__ import annotations
@@ -52,15 +54,13 @@ from edge.wire.messages import (
     MAX_LOAD_LIMIT,
     CallUsage,
     CloseSessionRequest,
+    DecideReply,
     DecideRequest,
-    DeployRequest,
     EpisodeEndRequest,
     ErrorBody,
     ErrorCode,
     InstanceConfig,
-    MakeObsRequest,
     OpenSessionRequest,
-    PolicyStepRequest,
     ResetRequest,
     policy_mask,
 )
@@ -85,11 +85,12 @@ OUTPUT_KEEP = 64 * 1024
 
 @dataclass
 class _Decided:
-    """What the edge answered to a decide request: the step's expected arguments and results."""
+    """What the edge answered to a decide request: the step's arguments and what it gave."""
 
     observation: Any
     reward: float
     info: dict[str, Any]
+    done: bool
     action: Any
     order: str | None
     deploy_error: ErrorBody | None
@@ -121,11 +122,11 @@ class EdgeSession:
         self.output: list[str] = []
         self._output_size = 0
         self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
-        #: the action of the last policy step and what the edge's deploy made of it (1.1)
+        #: the action of the last policy step and what the edge's deploy made of it
         self.speculative: tuple[Any, str | None, ErrorBody | None] | None = None
-        #: the reward and info the next policy step is expected to get (see expect_step)
-        self.expected_step: tuple[float, dict[str, Any]] | None = None
-        #: the policy step the edge took with the last makeObs (decide_request, 1.3)
+        #: the reward, info and done the next policy step is expected to get (see expect_step)
+        self.expected_step: tuple[float, dict[str, Any], bool] | None = None
+        #: the policy step the edge took with the last makeObs
         self.decided: _Decided | None = None
         self.username = username
         reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout=timeout)
@@ -157,7 +158,7 @@ class EdgeSession:
             if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
                 raise CallTimeout(exc.evalue) from exc
             error = ErrorBody(exc.ename, exc.evalue, exc.traceback, exc.code)
-            self.raise_remote(error, deploying=isinstance(body, DeployRequest), cause=exc)
+            self.raise_remote(error, deploying=False, cause=exc)
         except EdgeTimeout as exc:
             if not self.client.connected:
                 raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
@@ -174,7 +175,7 @@ class EdgeSession:
         self, error: ErrorBody, *, deploying: bool, cause: BaseException | None = None
     ) -> NoReturn:
         """Raise what user code on the edge raised: an illegal action (only deploy judges
-        actions), or a RemoteUserError."""
+        actions: its ``deploy_error``), or a RemoteUserError."""
         if deploying and error.code == ErrorCode.INVALID_ACTION:
             raise InvalidActionError(error.evalue) from cause
         raise RemoteUserError(error.ename, error.evalue, error.traceback) from cause
@@ -248,11 +249,12 @@ class AgentDelegator(_OnSession, Agent):
         self._mask_battle: int | None = None
         self._seed: int | None = None
 
-    def expect_step(self, reward: float, info: dict[str, Any]) -> None:
+    def expect_step(self, reward: float, info: dict[str, Any], done: bool = False) -> None:
         """The environment's cooperation: the policy's next step, if the next ``makeObs`` leads
-        to one, gets ``reward`` and ``info`` (``info["action_mask"]`` aside, which comes from
-        makeObs). That ``makeObs`` then asks the edge for the whole decision at once."""
-        self.session.expected_step = (float(reward), _plain_info(info))
+        to one, gets ``reward``, ``info`` and ``done`` (``info["action_mask"]`` aside while the
+        battle goes on: it comes from makeObs). That ``makeObs`` then asks the edge for the whole
+        decision at once; with ``done``, for the last step."""
+        self.session.expected_step = (float(reward), _plain_info(info), bool(done))
 
     def makeObs(self, battle: AbstractBattle) -> Any:
         # makeObs and action_mask are one round trip: the edge returns both. A new observation
@@ -260,44 +262,64 @@ class AgentDelegator(_OnSession, Agent):
         session = self.session
         session.speculative = session.decided = None
         expected, session.expected_step = session.expected_step, None
-        frames = session.new_frames(battle)
-        if expected is None or not expected[1].get("needs_action"):
-            reply = session.call(MakeObsRequest(frames))
-            self._mask, self._mask_battle = reply.action_mask, id(battle)
-            return reply.observation
-        reward, info = expected
-        info = {**info, "action_mask": None}  # the edge puts the Agent's mask there
-        decided = session.call(DecideRequest(frames, reward, info, deploy=True))
-        self._mask, self._mask_battle = decided.action_mask, id(battle)
-        if decided.stepped:
-            info["action_mask"] = policy_mask(decided.action_mask, self.action_space)
+        info: dict[str, Any]
+        if expected is None:
+            reward, info, done = 0.0, {"needs_action": False}, False
+        else:
+            reward, info, done = expected
+            if not done:
+                info = {**info, "action_mask": None}  # the edge puts the Agent's mask there
+        reply = self._decide(battle, reward, info, done)
+        self._mask, self._mask_battle = reply.action_mask, id(battle)
+        if reply.stepped:
+            if not done:
+                info["action_mask"] = policy_mask(reply.action_mask, self.action_space)
             session.decided = _Decided(
-                decided.observation,
+                reply.observation,
                 reward,
                 info,
-                decided.action,
-                decided.order,
-                decided.deploy_error,
-                decided.step_error,
+                done,
+                reply.action,
+                reply.order,
+                reply.deploy_error,
+                reply.step_error,
             )
-        return decided.observation
+        return reply.observation
+
+    def _decide(
+        self, battle: AbstractBattle, reward: float, info: dict[str, Any], done: bool
+    ) -> DecideReply:
+        session = self.session
+        reply: DecideReply = session.call(
+            DecideRequest(session.new_frames(battle), reward, info, done=done)
+        )
+        return reply
 
     def action_mask(self, battle: AbstractBattle) -> np.ndarray | None:
         return self._mask if self._mask_battle == id(battle) else None
 
     def deploy(self, battle: AbstractBattle, action: Any) -> Order:
         session = self.session
-        frames = session.new_frames(battle)
         speculative, session.speculative = session.speculative, None
-        if speculative is not None and not frames and same_action(speculative[0], action):
+        if speculative is not None and same_action(speculative[0], action):
+            # Deployed by the edge on the battle of this request (frames that arrived since
+            # cannot change it: a new request comes only after this order). They go with the
+            # next call.
             _, order, error = speculative
             if error is not None:  # raise what the edge's deploy raised, as the call would have
                 session.raise_remote(error, deploying=True)
             if order is not None:
                 return order
-        reply = session.call(DeployRequest(frames, _plain(action)))
-        deployed: str = reply.order
-        return deployed
+        logger.info("%s: deploying an action its policy did not choose", session.model_id)
+        frames = session.new_frames(battle)
+        reply: DecideReply = session.call(
+            DecideRequest(frames, given_action=True, action=_plain(action))
+        )
+        if reply.deploy_error is not None:
+            session.raise_remote(reply.deploy_error, deploying=True)
+        if reply.order is None:
+            raise RemoteUserError("ContractError", "the edge deployed no order", "")
+        return reply.order
 
     def seed(self, seed: int | None) -> None:
         self._seed = seed
@@ -330,27 +352,47 @@ class PolicyDelegator(_OnSession, StandalonePolicy):
     ) -> Any:
         session = self.session
         decided, session.decided = session.decided, None
-        if decided is not None and not done:
-            if (
-                observation is decided.observation
-                and float(reward) == decided.reward
-                and same_info(_plain_info(info), decided.info)
-            ):
-                if decided.step_error is not None:
-                    session.raise_remote(decided.step_error, deploying=False)
-                session.speculative = (decided.action, decided.order, decided.deploy_error)
-                return decided.action
-            # The edge stepped with other arguments than these: the policy steps again.
-            logger.info(
-                "%s: the edge's step of this decision had other arguments", session.model_id
-            )
-        # The edge's session knows its name and spaces; only what changes per call travels.
-        body = PolicyStepRequest(
-            _plain(observation), float(reward), bool(done), _plain_info(info), deploy=not done
+        info = _plain_info(info)
+        if not (
+            decided is not None
+            and decided.done == bool(done)
+            and observation is decided.observation
+            and float(reward) == decided.reward
+            and same_info(info, decided.info)
+        ):
+            # Not the step the edge took with makeObs (a caller that is not PokemonEnv): the
+            # decision again, with these arguments (makeObs runs once more on the edge).
+            logger.info("%s: a policy step the edge did not expect", session.model_id)
+            decided = _redecide(session, float(reward), info, bool(done))
+        if decided.step_error is not None:
+            session.raise_remote(decided.step_error, deploying=False)
+        session.speculative = (
+            None if done else (decided.action, decided.order, decided.deploy_error)
         )
-        reply = self.session.call(body)
-        self.session.speculative = None if done else (reply.action, reply.order, reply.deploy_error)
-        return reply.action
+        return decided.action
+
+
+def _redecide(session: EdgeSession, reward: float, info: dict[str, Any], done: bool) -> _Decided:
+    """The decision again on the edge's battle as it stands (no new frames), for a step with
+    ``reward``, ``info`` and ``done``; RemoteUserError when the policy did not step."""
+    sent = info if done else {**info, "needs_action": True, "action_mask": None}
+    reply: DecideReply = session.call(DecideRequest([], reward, sent, done=done))
+    if not reply.stepped:
+        raise RemoteUserError(
+            "InvalidObservation", "makeObs returned a value outside observation_space", ""
+        )
+    if not done:
+        sent = {**sent, "action_mask": policy_mask(reply.action_mask, session.action_space)}
+    return _Decided(
+        reply.observation,
+        reward,
+        sent,
+        done,
+        reply.action,
+        reply.order,
+        reply.deploy_error,
+        reply.step_error,
+    )
 
 
 def same_action(speculated: Any, action: Any) -> bool:

@@ -195,7 +195,7 @@ class EdgeClient:
     def request(self, body: Any, session: str = "", timeout: float | None = None) -> Any:
         """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
 
-        ``body`` is a request body (e.g. ``MakeObsRequest``); its class says the request type.
+        ``body`` is a request body (e.g. ``DecideRequest``); its class says the request type.
         Raises EdgeRemoteError (error reply), EdgeTimeout, EdgeUnavailable, AuthenticationError,
         EdgeProtocolError.
         """

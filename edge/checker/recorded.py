@@ -4,9 +4,9 @@ For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` 
 of :class:`~edge.service.sessions.EdgeService`: ``open_session`` → ``reset`` (the Agent, with a
 seed from the top of a battle's range; the policy) → at every recorded decision point one
 ``decide`` with the frames since the last call and the info a battle gives (makeObs, action_mask,
-policy.step and deploy, as an isolated battle asks for them; ``deploy`` again when the action had
-to change) → at the end ``make_obs`` on the finished battle, ``episode_end`` and the last
-``policy_step`` with ``done=True`` → ``close_session``. Requests and replies cross the wire codec,
+policy.step and deploy, as an isolated battle asks for them; a ``decide`` with the checker's own
+action when the action had to change) → at the end one ``decide`` with ``done`` on the finished
+battle (makeObs and the policy's last step) and ``episode_end`` → ``close_session``. Requests and replies cross the wire codec,
 so a reply that could not reach the center fails here, not in a battle. A failure is attributed to
 the user call that raised (``makeObs``, ``action_mask``, ``policy.step``, ``deploy``, the hooks)
 and to the check of what it returned; orders are judged on the session's own replica battle.
@@ -46,18 +46,16 @@ from edge.service.server import CallContext, Handler
 from edge.service.sessions import EdgeService
 from edge.wire.codec import decode_request, encode_request
 from edge.wire.messages import (
+    DEPLOY_CALL,
     MESSAGES,
     CloseSessionRequest,
+    DecideReply,
     DecideRequest,
-    DeployRequest,
     EpisodeEndRequest,
     ErrorBody,
     ErrorCode,
     InstanceConfig,
-    MakeObsReply,
-    MakeObsRequest,
     OpenSessionRequest,
-    PolicyStepRequest,
     Request,
     RequestType,
     ResetRequest,
@@ -151,7 +149,7 @@ class _Session:
 
     def battle(self) -> AbstractBattle:
         """The session's own replica battle: orders are judged on the battle deploy saw."""
-        context = CallContext(RequestType.DEPLOY, "checker", self.session_id)
+        context = CallContext(RequestType.DECIDE, "checker", self.session_id)
         battle = self.service._session(context).replica.battle
         if battle is None:
             raise _SampleProblem("no battle frames were applied")
@@ -331,6 +329,7 @@ class RecordedBattles:
         self.hook(session, ResetRequest("agent", seed), start)
         self.hook(session, ResetRequest("policy"), start)
         last = -1
+        point: DecisionPoint | None = None
         try:
             for point in decision_points(sample):
                 frames = list(sample.frames[last + 1 : point.index + 1])
@@ -340,23 +339,10 @@ class RecordedBattles:
                 self.decisions[kind] = self.decisions.get(kind, 0) + 1
         except ReplicaError as exc:
             raise _SampleProblem(str(exc)) from exc
-        self.end(session, list(sample.frames[last + 1 :]))
-
-    def observe(self, session: _Session, frames: list[str], where: str) -> MakeObsReply | None:
-        """make_obs (a battle's last observation): the reply as the center receives it, or None
-        after a failure."""
-        try:
-            reply = self.handle(
-                session,
-                RequestType.MAKE_OBS,
-                MakeObsRequest(frames),
-                label="makeObs + action_mask",
-                where=where,
-            )
-        except _HandlerFailure as failure:
-            self.observation_failed(failure, where)
-            return None
-        return self.check_observation(session, reply.observation, reply.action_mask, where)
+        if point is None:
+            raise _SampleProblem("the battle asked for no decision")
+        # Once the replay is exhausted, the last point's battle is the finished battle.
+        self.end(session, list(sample.frames[last + 1 :]), point.battle)
 
     def observation_failed(self, failure: _HandlerFailure, where: str) -> None:
         name = "action_mask" if failure.called == "action_mask" else "observation"
@@ -364,19 +350,19 @@ class RecordedBattles:
 
     def check_observation(
         self, session: _Session, observation: Any, action_mask: Any, where: str
-    ) -> MakeObsReply | None:
+    ) -> DecideReply | None:
         """The observation and mask as the center decodes and checks them; None if they fail."""
         t = self.tallies
-        reply_type = _reply_type(RequestType.MAKE_OBS)
+        reply_type = _reply_type(RequestType.DECIDE)
         try:
-            check_wire(reply_type, MakeObsReply(observation))
+            check_wire(reply_type, DecideReply(observation))
         except ContractError as exc:
             t["observation"].fail(
                 f"makeObs returned {short_repr(observation)}, which {exc} at {where}"
             )
             return None
         try:
-            decoded: MakeObsReply = check_wire(reply_type, MakeObsReply(observation, action_mask))
+            decoded: DecideReply = check_wire(reply_type, DecideReply(observation, action_mask))
         except ContractError as exc:
             t["action_mask"].fail(
                 f"action_mask returned {short_repr(action_mask)}, which {exc} at {where}"
@@ -392,7 +378,7 @@ class RecordedBattles:
     def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
         """One decision, as a battle makes it: one ``decide`` request (makeObs, action_mask,
         policy.step and deploy on the edge), with the info the center gives the step; a
-        ``deploy`` request when the action had to change."""
+        ``decide`` request with the center's own action when the action had to change."""
         t = self.tallies
         where = point.where
         # What the center knows of the request from its own battle (here the sample's replay).
@@ -410,7 +396,7 @@ class RecordedBattles:
             reply = self.handle(
                 session,
                 RequestType.DECIDE,
-                DecideRequest(frames, 0.0, info, deploy=True),
+                DecideRequest(frames, 0.0, info),
                 label="makeObs + action_mask + policy.step + deploy",
                 where=where,
             )
@@ -487,23 +473,22 @@ class RecordedBattles:
     def deploy(
         self, session: _Session, action: Any, where: str
     ) -> tuple[str | None, ErrorBody | None]:
-        """A deploy request (no new frames): ``(order, None)`` or ``(None, what it raised)``."""
-        request = DeployRequest([], _plain(action))
+        """A decide request with the checker's own action (no new frames): ``(order, None)`` or
+        ``(None, what deploy raised)``."""
+        request = DecideRequest([], given_action=True, action=_plain(action))
         try:
-            reply = self.handle(session, RequestType.DEPLOY, request, label="deploy", where=where)
+            reply = self.handle(session, RequestType.DECIDE, request, label="deploy", where=where)
         except _HandlerFailure as failure:
-            return None, error_body(failure.exc, RequestType.DEPLOY)
-        order: str = check_wire(_reply_type(RequestType.DEPLOY), reply).order
-        return order, None
+            return None, error_body(failure.exc, DEPLOY_CALL)
+        decoded: DecideReply = check_wire(_reply_type(RequestType.DECIDE), reply)
+        if decoded.deploy_error is not None:
+            return None, decoded.deploy_error
+        return decoded.order, None
 
-    def end(self, session: _Session, frames: list[str]) -> None:
-        """The battle's end: the last observation, episode_end, the policy's step with done."""
+    def end(self, session: _Session, frames: list[str], battle: AbstractBattle) -> None:
+        """The battle's end, as a battle ends: one ``decide`` with ``done`` (the last
+        observation and the policy's last step), then ``episode_end``."""
         where = f"{session.sample.name}, end"
-        reply = self.observe(session, frames, where)
-        self.hook(session, EpisodeEndRequest([]), where)
-        if reply is None:
-            return  # a battle has no last observation for the policy either
-        battle = session.battle()
         reward = 1.0 if battle.won else -1.0 if battle.lost else 0.0
         space = session.action_space
         info = {
@@ -517,14 +502,28 @@ class RecordedBattles:
             "battle_tag": battle.battle_tag,
             "end_reason": "win" if battle.won or battle.lost else "tie",
         }
-        request = PolicyStepRequest(reply.observation, reward, True, info, deploy=False)
-        # A battle ignores what this last step returns, and only logs what it raises.
         try:
-            step = self.handle(
-                session, RequestType.POLICY_STEP, request, label="policy.step (done)", where=where
+            reply = self.handle(
+                session,
+                RequestType.DECIDE,
+                DecideRequest(frames, reward, info, done=True),
+                label="makeObs + action_mask + policy.step (done)",
+                where=where,
             )
-            check_wire(_reply_type(RequestType.POLICY_STEP), step)
         except _HandlerFailure as failure:
-            self.final_step_failures.append(self.failure_message(failure, where, "policy.step"))
-        except ContractError as exc:
-            self.final_step_failures.append(f"policy.step returned a value which {exc} at {where}")
+            self.observation_failed(failure, where)
+            reply = None
+        if reply is not None:
+            decoded = self.check_observation(session, reply.observation, reply.action_mask, where)
+            # A battle ignores what this last step returns, and only logs what it raises.
+            if decoded is not None and reply.step_error is not None:
+                described = describe_body(reply.step_error, self.user_folder)
+                self.final_step_failures.append(f"policy.step raised {described} at {where}")
+            elif decoded is not None and reply.stepped:
+                try:
+                    check_wire(_reply_type(RequestType.DECIDE), reply)
+                except ContractError as exc:
+                    self.final_step_failures.append(
+                        f"policy.step returned a value which {exc} at {where}"
+                    )
+        self.hook(session, EpisodeEndRequest([]), where)

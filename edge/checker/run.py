@@ -44,7 +44,7 @@ __all__ = [
     "check_user_module",
 ]
 
-#: Seconds one handler call of a battle (make_obs, policy_step, deploy, reset, episode_end) may take.
+#: Seconds one handler call of a battle (decide, reset, episode_end) may take.
 DEFAULT_CALL_LIMIT = 10.0
 #: Seconds the import, each contract function, the Agent's construction and open_session may take:
 #: what a battle gives them (in all: the setup's total is checked against it too).

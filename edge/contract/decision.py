@@ -27,6 +27,7 @@ __all__ = [
     "Decision",
     "action_accepted",
     "decide",
+    "deploy_given",
     "is_team_choice",
     "observation_accepted",
     "order_text",
@@ -109,6 +110,7 @@ def decide(
     agent_full_name: str,
     *,
     deploy: bool = True,
+    done: bool = False,
 ) -> Decision:
     """Run one decision on ``battle`` (see the module docstring).
 
@@ -116,13 +118,34 @@ def decide(
     :func:`policy_mask`. The step runs only when ``info["needs_action"]`` (True when absent) and
     the observation is accepted; deploy only when ``deploy`` and the action is accepted. Errors of
     makeObs and action_mask propagate; MemoryError always does (a worker out of memory ends).
+
+    With ``done`` the battle is over: after makeObs and action_mask, the policy's last step
+    (``done=True``) gets ``reward`` and ``info`` as they are (the mask the environment gives a side
+    with nothing to do included), when the observation is accepted; nothing is deployed.
     """
     observation = agent.makeObs(battle)
     mask = agent.action_mask(battle)
     decision = Decision(observation, mask)
-    if not info.get("needs_action", True) or not observation_accepted(
-        agent.observation_space, observation
-    ):
+    accepted = observation_accepted(agent.observation_space, observation)
+    if done:
+        if accepted:
+            decision.stepped = True
+            try:
+                decision.action = policy.step(
+                    observation,
+                    reward,
+                    True,
+                    info,
+                    agent_full_name,
+                    agent.observation_space,
+                    agent.action_space,
+                )
+            except MemoryError:
+                raise
+            except BaseException as exc:
+                decision.step_error = exc
+        return decision
+    if not info.get("needs_action", True) or not accepted:
         return decision
     info = {**info, "action_mask": policy_mask(mask, agent.action_space)}
     decision.stepped = True
@@ -146,10 +169,22 @@ def decide(
     )
     if not deploy or not decision.action_ok:
         return decision
+    _deploy(agent, battle, decision)
+    return decision
+
+
+def deploy_given(agent: Agent, battle: AbstractBattle, action: Any) -> Decision:
+    """``deploy`` of an action the caller chose (not the policy's): no other user call. What
+    deploy raised is kept as data, as in :func:`decide`."""
+    decision = Decision(None, None, action=action, action_ok=True)
+    _deploy(agent, battle, decision)
+    return decision
+
+
+def _deploy(agent: Agent, battle: AbstractBattle, decision: Decision) -> None:
     try:
         decision.order = order_text(agent.deploy(battle, decision.action))
     except MemoryError:
         raise
     except BaseException as exc:
         decision.deploy_error = exc
-    return decision

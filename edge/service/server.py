@@ -111,7 +111,7 @@ Handler = Callable[[CallContext, Any], Any]
 class EdgeServer:
     """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
 
-    ``handlers`` maps request types (``RequestType`` values, e.g. ``"make_obs_request"``) to
+    ``handlers`` maps request types (``RequestType`` values, e.g. ``"decide_request"``) to
     :data:`Handler` functions; ``hello_request`` is answered by the server itself with ``side``,
     the protocol version and ``models``. The socket is bound at construction (``port=0`` picks a
     free port, see :attr:`port`); :meth:`serve_forever` or :meth:`start` serve it.

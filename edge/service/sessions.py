@@ -29,7 +29,7 @@ from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
-from edge.contract.decision import decide, order_text
+from edge.contract.decision import decide, deploy_given
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
 from edge.contract.runner import CappedText, capturing, install_capture
@@ -39,21 +39,16 @@ from edge.maple.replica import ReplicaBattle
 from edge.service.server import CallContext, Handler
 from edge.wire.codec import OUTPUT_LIMIT
 from edge.wire.messages import (
+    DEPLOY_CALL,
     CloseSessionReply,
     CloseSessionRequest,
     DecideReply,
     DecideRequest,
-    DeployReply,
-    DeployRequest,
     EpisodeEndReply,
     EpisodeEndRequest,
     ErrorCode,
-    MakeObsReply,
-    MakeObsRequest,
     OpenSessionReply,
     OpenSessionRequest,
-    PolicyStepReply,
-    PolicyStepRequest,
     RequestType,
     ResetReply,
     ResetRequest,
@@ -148,9 +143,6 @@ class EdgeService:
         """The transport's dispatch table."""
         return {
             RequestType.OPEN_SESSION: self.open_session,
-            RequestType.MAKE_OBS: self.make_obs,
-            RequestType.POLICY_STEP: self.policy_step,
-            RequestType.DEPLOY: self.deploy,
             RequestType.DECIDE: self.decide,
             RequestType.RESET: self.reset,
             RequestType.EPISODE_END: self.episode_end,
@@ -208,72 +200,34 @@ class EdgeService:
             self._sessions[context.session] = session
         return OpenSessionReply(agent.observation_space, agent.action_space, name, digest)
 
-    def make_obs(self, context: CallContext, body: MakeObsRequest) -> MakeObsReply:
-        session = self._session(context)
-        battle = session.battle(body.frames)
-        with self.captured(context):
-            observation = session.agent.makeObs(battle)
-            mask = session.agent.action_mask(battle)
-        return MakeObsReply(observation, mask)
-
-    def policy_step(self, context: CallContext, body: PolicyStepRequest) -> PolicyStepReply:
-        session = self._session(context)
-        agent = session.agent
-        with self.captured(context):
-            action = session.policy.step(
-                body.observation,
-                body.reward,
-                body.done,
-                body.info,
-                session.agent_full_name,
-                agent.observation_space,
-                agent.action_space,
-            )
-            if not body.deploy or session.replica.battle is None:
-                return PolicyStepReply(action)
-            # Deploy right away on the battle as it stands (protocol 1.1); what deploy raises
-            # travels back as data and becomes an error only if the center uses this order.
-            try:
-                order = order_text(agent.deploy(session.replica.battle, action))
-            except MemoryError:
-                raise
-            except Exception as exc:
-                return PolicyStepReply(action, deploy_error=error_body(exc, RequestType.DEPLOY))
-        return PolicyStepReply(action, order=order)
-
-    def deploy(self, context: CallContext, body: DeployRequest) -> DeployReply:
-        session = self._session(context)
-        battle = session.battle(body.frames)
-        with self.captured(context):
-            order = session.agent.deploy(battle, body.action)
-        return DeployReply(order_text(order))
-
     def decide(self, context: CallContext, body: DecideRequest) -> DecideReply:
-        """A whole decision in one call (:func:`edge.contract.decision.decide`, as the center's
-        guard and the checker run it). What the step or deploy raises travels back as data."""
+        """The side's decision in one call (:func:`edge.contract.decision.decide`, as the center's
+        guard and the checker run it; :func:`~edge.contract.decision.deploy_given` for the
+        center's own action). What the step or deploy raises travels back as data."""
         session = self._session(context)
         battle = session.battle(body.frames)
         with self.captured(context):
-            decision = decide(
-                session.agent,
-                session.policy,
-                battle,
-                body.reward,
-                body.info,
-                session.agent_full_name,
-                deploy=body.deploy,
-            )
-        if not decision.stepped:
-            return DecideReply(decision.observation, decision.mask)
+            if body.given_action:
+                decision = deploy_given(session.agent, battle, body.action)
+            else:
+                decision = decide(
+                    session.agent,
+                    session.policy,
+                    battle,
+                    body.reward,
+                    body.info,
+                    session.agent_full_name,
+                    done=body.done,
+                )
         step_error = deploy_error = None
         if decision.step_error is not None:
-            step_error = error_body(decision.step_error, RequestType.POLICY_STEP)
+            step_error = error_body(decision.step_error)
         if decision.deploy_error is not None:
-            deploy_error = error_body(decision.deploy_error, RequestType.DEPLOY)
+            deploy_error = error_body(decision.deploy_error, DEPLOY_CALL)
         return DecideReply(
             decision.observation,
             decision.mask,
-            True,
+            decision.stepped,
             decision.action,
             order=decision.order,
             deploy_error=deploy_error,

@@ -24,6 +24,7 @@ from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaE
 
 __all__ = [
     "DEFAULT_LOAD_LIMIT",
+    "DEPLOY_CALL",
     "ERROR_CODES",
     "EVALUE_LIMIT",
     "MAX_LOAD_LIMIT",
@@ -35,8 +36,6 @@ __all__ = [
     "CloseSessionRequest",
     "DecideReply",
     "DecideRequest",
-    "DeployReply",
-    "DeployRequest",
     "EpisodeEndReply",
     "EpisodeEndRequest",
     "ErrorBody",
@@ -45,14 +44,10 @@ __all__ = [
     "HelloReply",
     "HelloRequest",
     "InstanceConfig",
-    "MakeObsReply",
-    "MakeObsRequest",
     "MessageHeader",
     "MessageSpec",
     "OpenSessionReply",
     "OpenSessionRequest",
-    "PolicyStepReply",
-    "PolicyStepRequest",
     "Reply",
     "Request",
     "RequestType",
@@ -70,7 +65,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "1.5"
+PROTOCOL_VERSION: Final = "2.0"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored)."""
 
@@ -159,67 +154,35 @@ class OpenSessionReply:
 
 
 @dataclass(frozen=True, slots=True)
-class MakeObsRequest:
-    """Apply the player's protocol frames received since the last call, then ``makeObs``."""
-
-    frames: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class MakeObsReply:
-    """The observation and the Agent's action mask (None when it gives none)."""
-
-    observation: Any
-    action_mask: np.ndarray | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyStepRequest:
-    """Arguments of ``StandalonePolicy.step``; the spaces and name are the session's.
-
-    ``deploy`` (1.1) asks the edge to also run ``deploy(battle, action)`` right after, on the
-    battle as it stands, and to return the order with the action: the center then needs no
-    deploy round trip when it accepts that action unchanged and no new frames arrived.
-    """
-
-    observation: Any
-    reward: float
-    done: bool
-    info: dict[str, Any] = field(default_factory=dict)
-    deploy: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyStepReply:
-    """The Policy's action; with ``deploy`` asked (1.1), the order, or what deploy raised."""
-
-    action: Any
-    order: str | None = None
-    deploy_error: ErrorBody | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class DecideRequest:
-    """A whole decision in one round trip (1.3): apply ``frames``, ``makeObs`` and
-    ``action_mask``, then ``policy.step`` and ``deploy`` on the battle as it stands.
+    """The decision message (2.0: the only one): apply ``frames``, then run the side's decision.
 
-    ``reward`` and ``info`` are the step's arguments as the center will pass them (``done`` is
-    false); ``info`` has no ``action_mask``: the edge adds the mask the Agent just gave, as the
-    center presents it to a policy (see :func:`policy_mask`). The edge runs the step only when
-    ``info["needs_action"]`` is true and the observation lies in ``observation_space``.
+    - By default: ``makeObs`` and ``action_mask``, then, when ``info["needs_action"]`` is true and
+      the observation lies in ``observation_space``, ``policy.step`` and ``deploy`` on the battle
+      as it stands. ``reward`` and ``info`` are the step's arguments as the center passes them
+      (``done`` false); ``info`` has no ``action_mask``: the edge adds the mask the Agent just
+      gave, as the center presents it to a policy (see :func:`policy_mask`). With
+      ``needs_action`` false only the observation is made.
+    - ``done``: the battle is over: ``makeObs`` and ``action_mask``, then the policy's last step
+      (``done=True``) with ``reward`` and ``info`` as given (its mask included), when the
+      observation lies in ``observation_space``. Nothing is deployed.
+    - ``given_action``: the center's own ``action`` is deployed on the battle as it stands; no
+      other user call is made (a stand-in asked to deploy another action than its policy's).
     """
 
     frames: list[str]
-    reward: float
+    reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
-    deploy: bool = True
+    done: bool = False
+    given_action: bool = False
+    action: Any = None
 
 
 @dataclass(frozen=True, slots=True)
 class DecideReply:
-    """``make_obs_reply``'s fields, then what the step gave when it ran (``stepped``): the
-    action and the order, or what ``policy.step`` (``step_error``) or ``deploy``
-    (``deploy_error``) raised, as data."""
+    """What the decision gave: the observation and the Agent's mask (None with
+    ``given_action``), whether the policy stepped (``stepped``), the action and the order, or
+    what ``policy.step`` (``step_error``) or ``deploy`` (``deploy_error``) raised, as data."""
 
     observation: Any
     action_mask: np.ndarray | None = None
@@ -228,21 +191,6 @@ class DecideReply:
     order: str | None = None
     deploy_error: ErrorBody | None = None
     step_error: ErrorBody | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeployRequest:
-    """Apply new frames (if any), then ``deploy(battle, action)``."""
-
-    frames: list[str]
-    action: Any
-
-
-@dataclass(frozen=True, slots=True)
-class DeployReply:
-    """The order as a Showdown choice string (``/choose …``, ``/team …``)."""
-
-    order: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,9 +317,6 @@ class RequestType(StrEnum):
 
     HELLO = "hello_request"
     OPEN_SESSION = "open_session_request"
-    MAKE_OBS = "make_obs_request"
-    POLICY_STEP = "policy_step_request"
-    DEPLOY = "deploy_request"
     DECIDE = "decide_request"
     RESET = "reset_request"
     EPISODE_END = "episode_end_request"
@@ -407,25 +352,6 @@ MESSAGES: Final[Mapping[str, MessageSpec]] = {
             OpenSessionRequest,
             OpenSessionReply,
             needs_session=True,
-            replayed_on_restore=True,
-        ),
-        MessageSpec(
-            RequestType.MAKE_OBS,
-            MakeObsRequest,
-            MakeObsReply,
-            needs_session=True,
-            carries_frames=True,
-            replayed_on_restore=True,
-        ),
-        MessageSpec(
-            RequestType.POLICY_STEP, PolicyStepRequest, PolicyStepReply, needs_session=True
-        ),
-        MessageSpec(
-            RequestType.DEPLOY,
-            DeployRequest,
-            DeployReply,
-            needs_session=True,
-            carries_frames=True,
             replayed_on_restore=True,
         ),
         MessageSpec(
@@ -577,8 +503,13 @@ def truncate_text(text: str, limit: int, *, keep: Literal["head", "tail"] = "tai
 # --------------------------------------------------------------------------------------------
 
 
-def error_code_for(exc: BaseException, request_type: str | None = None) -> ErrorCode:
-    """The code of an error reply to a ``request_type`` request whose handling raised ``exc``.
+DEPLOY_CALL: Final = "deploy"
+"""The ``call`` of :func:`error_code_for` and :func:`error_body` for what ``deploy`` raised."""
+
+
+def error_code_for(exc: BaseException, call: str | None = None) -> ErrorCode:
+    """The code of an error ``exc`` raised by ``call`` (a request type, or the user call
+    :data:`DEPLOY_CALL`).
 
     An exception class may name its code in an ``error_code`` class attribute (the session
     logic's refusals do: unknown session, unknown model).
@@ -591,7 +522,7 @@ def error_code_for(exc: BaseException, request_type: str | None = None) -> Error
     if isinstance(named, ErrorCode):
         return named
     # deploy judges the action: its ValueErrors (InvalidActionError is one) refuse the action.
-    if request_type == RequestType.DEPLOY and isinstance(exc, ValueError):
+    if call == DEPLOY_CALL and isinstance(exc, ValueError):
         return ErrorCode.INVALID_ACTION
     # The edge's own code raises the root class itself; its subclasses (contract, actions, state
     # specs) are raised on behalf of user code.
@@ -600,7 +531,7 @@ def error_code_for(exc: BaseException, request_type: str | None = None) -> Error
     return ErrorCode.USER_ERROR
 
 
-def error_body(exc: BaseException, request_type: str | None = None) -> ErrorBody:
+def error_body(exc: BaseException, call: str | None = None) -> ErrorBody:
     """The ErrorBody describing ``exc``: type name, message (truncated), traceback (truncated)
     and the code of :func:`error_code_for`."""
     formatted = "".join(traceback_module.format_exception(exc))
@@ -608,7 +539,7 @@ def error_body(exc: BaseException, request_type: str | None = None) -> ErrorBody
         ename=type(exc).__name__,
         evalue=truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
         traceback=truncate_text(formatted, TRACEBACK_LIMIT),
-        code=error_code_for(exc, request_type),
+        code=error_code_for(exc, call),
     )
 
 

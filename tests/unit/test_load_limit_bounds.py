@@ -23,16 +23,16 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
     assert bounded_load_limit(announced) == OPEN_TIMEOUT == DEFAULT_LOAD_LIMIT
 
 
-def test_a_hello_reply_of_an_older_edge_reads_as_the_default_limit():
-    # An edge of protocol 1.4 sends no load_limit in its hello reply.
+def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
+    # A hello reply without the optional load_limit (an edge of 1.4 sent none).
     envelope = {
-        "v": "1.4",
+        "v": "2.0",
         "id": "2",
         "parent": "1",
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {"side": "blue", "protocol_version": "1.4", "models": ["a"], "instance": "x"},
+        "body": {"side": "blue", "protocol_version": "2.0", "models": ["a"], "instance": "x"},
         "output": "",
     }
     reply = decode_reply(msgpack.packb(envelope))

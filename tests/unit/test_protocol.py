@@ -41,6 +41,7 @@ from edge.wire.codec import (
     peek_header,
 )
 from edge.wire.messages import (
+    DEPLOY_CALL,
     ERROR_CODES,
     EVALUE_LIMIT,
     MESSAGES,
@@ -50,8 +51,6 @@ from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
     DecideRequest,
-    DeployReply,
-    DeployRequest,
     EpisodeEndReply,
     EpisodeEndRequest,
     ErrorBody,
@@ -59,12 +58,8 @@ from edge.wire.messages import (
     HelloReply,
     HelloRequest,
     InstanceConfig,
-    MakeObsReply,
-    MakeObsRequest,
     OpenSessionReply,
     OpenSessionRequest,
-    PolicyStepReply,
-    PolicyStepRequest,
     Reply,
     Request,
     RequestType,
@@ -74,6 +69,7 @@ from edge.wire.messages import (
     error_code_for,
     error_code_spec,
     spec_for_body,
+    versions_compatible,
 )
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -95,26 +91,6 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
             username="blue-1",
         ),
         OpenSessionReply(OBS_SPACE, spaces.Discrete(11), "Maple:Random:Random"),
-    ),
-    RequestType.MAKE_OBS: (
-        MakeObsRequest(frames=[">battle-gen9-1", "|turn|1", "|move|p1a: Pikachu|Thunderbolt|"]),
-        MakeObsReply(
-            observation={"board": np.zeros((2, 3), np.float32), "slots": [2, np.ones(6, np.int8)]},
-            action_mask=np.array([1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0], dtype=np.int8),
-        ),
-    ),
-    RequestType.POLICY_STEP: (
-        PolicyStepRequest(
-            observation=np.linspace(0, 1, 5, dtype=np.float32),
-            reward=-0.5,
-            done=False,
-            info={"team_preview": True, "action_mask": np.ones(11, np.int8)},
-        ),
-        PolicyStepReply(action=np.int64(3)),
-    ),
-    RequestType.DEPLOY: (
-        DeployRequest(frames=[], action="/team 213"),
-        DeployReply(order="/choose move 1 terastallize"),
     ),
     RequestType.DECIDE: (
         DecideRequest(
@@ -176,7 +152,7 @@ def envelope(**changes: Any) -> dict[str, Any]:
         "v": PROTOCOL_VERSION,
         "id": "c-9",
         "session": "s",
-        "type": "make_obs_request",
+        "type": "decide_request",
         "body": {"frames": ["|turn|1"]},
     }
     base.update(changes)
@@ -294,7 +270,7 @@ def test_reply_body_round_trips(msg_type):
 
 def test_error_reply_round_trips():
     body = ErrorBody("KeyError", "'x'", "tb", ErrorCode.USER_ERROR)
-    reply = Reply("make_obs_reply", "e-2", "c-2", "error", body, "s")
+    reply = Reply("decide_reply", "e-2", "c-2", "error", body, "s")
     decoded = decode_reply(encode_reply(reply))
     assert not decoded.ok
     assert decoded.body == ErrorBody("KeyError", "'x'", "tb", "user_error")
@@ -303,7 +279,7 @@ def test_error_reply_round_trips():
 
 def test_error_bodies_without_a_code_or_with_an_unknown_one_are_accepted():
     old = {
-        "v": "1.1", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": "2.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "error", "body": {"ename": "KeyError", "evalue": "'x'"},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(old)).body == ErrorBody("KeyError", "'x'", "", "")
@@ -320,19 +296,20 @@ class _Refusal(EdgeError):
 @pytest.mark.parametrize(
     ("exc", "request_type", "code"),
     [
-        (ProtocolVersionError("2.0"), None, ErrorCode.VERSION),
-        (ProtocolError("bad"), RequestType.DEPLOY, ErrorCode.PROTOCOL),
+        (ProtocolVersionError("3.0"), None, ErrorCode.VERSION),
+        (ProtocolError("bad"), DEPLOY_CALL, ErrorCode.PROTOCOL),
         (MessageTooLarge("big"), None, ErrorCode.PROTOCOL),
         (_Refusal("no such model"), RequestType.OPEN_SESSION, ErrorCode.UNKNOWN_MODEL),
-        (InvalidActionError("move 9"), RequestType.DEPLOY, ErrorCode.INVALID_ACTION),
-        (ValueError("bad literal"), RequestType.DEPLOY, ErrorCode.INVALID_ACTION),
-        (ValueError("bad literal"), RequestType.MAKE_OBS, ErrorCode.USER_ERROR),
-        (InvalidActionError("move 9"), RequestType.POLICY_STEP, ErrorCode.USER_ERROR),
+        (InvalidActionError("move 9"), DEPLOY_CALL, ErrorCode.INVALID_ACTION),
+        (ValueError("bad literal"), DEPLOY_CALL, ErrorCode.INVALID_ACTION),
+        (ValueError("bad literal"), RequestType.DECIDE, ErrorCode.USER_ERROR),
+        (InvalidActionError("move 9"), RequestType.DECIDE, ErrorCode.USER_ERROR),
+        (InvalidActionError("move 9"), None, ErrorCode.USER_ERROR),
         (ContractError("no makeObs"), RequestType.OPEN_SESSION, ErrorCode.USER_ERROR),
-        (KeyError("x"), RequestType.DEPLOY, ErrorCode.USER_ERROR),
+        (KeyError("x"), DEPLOY_CALL, ErrorCode.USER_ERROR),
         (SystemExit(3), None, ErrorCode.USER_ERROR),
-        (EdgeError("no battle frames received yet"), RequestType.MAKE_OBS, ErrorCode.INTERNAL),
-        (ReplicaError("cannot apply a frame"), RequestType.MAKE_OBS, ErrorCode.INTERNAL),
+        (EdgeError("no battle frames received yet"), RequestType.DECIDE, ErrorCode.INTERNAL),
+        (ReplicaError("cannot apply a frame"), RequestType.DECIDE, ErrorCode.INTERNAL),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else None,
 )
@@ -367,7 +344,9 @@ def test_instance_config_gives_the_agent_a_plain_dict():
     [3, -1, 0.25, [0, 2, 1], "/team 213", np.int64(5), np.array([1, 0, 2]), None, {"a": 1}],
 )
 def test_actions_of_every_kind_round_trip(action):
-    decoded = request_roundtrip("deploy_request", DeployRequest(frames=[], action=action))
+    body = DecideRequest(frames=[], given_action=True, action=action)
+    decoded = request_roundtrip("decide_request", body)
+    assert decoded.body.given_action is True
     assert_same(decoded.body.action, action)
 
 
@@ -381,18 +360,25 @@ def test_float64_scalars_arrive_as_float():
 
 
 def test_reward_accepts_ints_and_numpy_numbers():
-    body = PolicyStepRequest(observation=0, reward=np.float32(1.5), done=np.bool_(True))
-    decoded = request_roundtrip("policy_step_request", body).body
+    body = DecideRequest(frames=[], reward=np.float32(1.5), done=np.bool_(True))
+    decoded = request_roundtrip("decide_request", body).body
     assert decoded.reward == 1.5 and decoded.done is True
 
 
 def test_unknown_body_fields_are_ignored():
     raw = msgpack.packb(envelope(body={"frames": [], "future_field": 1}))
-    assert decode_request(raw).body == MakeObsRequest(frames=[])
+    assert decode_request(raw).body == DecideRequest(frames=[])
 
 
 def test_a_minor_version_bump_is_accepted():
-    assert decode_request(msgpack.packb(envelope(v="1.9"))).body == MakeObsRequest(["|turn|1"])
+    assert decode_request(msgpack.packb(envelope(v="2.9"))).body == DecideRequest(["|turn|1"])
+
+
+def test_a_1x_peer_is_refused():
+    """2.0 removed make_obs, policy_step and deploy: a 1.x center or edge is another major."""
+    with pytest.raises(ProtocolVersionError):
+        decode_request(msgpack.packb(envelope(v="1.5")))
+    assert not versions_compatible("1.5")
 
 
 # -- numpy -----------------------------------------------------------------------------------
@@ -562,8 +548,8 @@ def test_bad_space_descriptions_are_protocol_errors(wire):
 
 
 def test_wrong_major_version_is_a_version_error():
-    with pytest.raises(ProtocolVersionError, match=r"2\.0"):
-        decode_request(msgpack.packb(envelope(v="2.0")))
+    with pytest.raises(ProtocolVersionError, match=r"3\.0"):
+        decode_request(msgpack.packb(envelope(v="3.0")))
 
 
 @pytest.mark.parametrize("version", [1, "1", "one.zero", "", "1.0.0"])
@@ -598,11 +584,15 @@ def test_missing_envelope_fields_are_refused(missing):
         {"type": "reset_request", "body": {"target": "both"}},
         {"type": "reset_request", "body": {"seed": 1.5}},
         {"type": "reset_request", "body": {"seed": True}},
-        {"type": "policy_step_request", "body": {"observation": 1, "reward": "1", "done": False}},
-        {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": 0}},
-        {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": False, "info": {}}, "session": ""},
+        {"type": "decide_request", "body": {"frames": [], "reward": "1", "done": False}},
+        {"type": "decide_request", "body": {"frames": [], "reward": 1, "done": 0}},
+        {"type": "decide_request", "body": {"frames": [], "reward": 1, "given_action": 1}},
+        {"type": "decide_request", "body": {"frames": [], "reward": 1, "info": {}}, "session": ""},
+        {"type": "make_obs_request", "body": {"frames": []}},
+        {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": False}},
+        {"type": "deploy_request", "body": {"frames": [], "action": 1}},
         {"type": "open_session_request", "body": {"model_id": "m", "username": "u", "instance_config": {"side": "blue"}}},
-        {"type": "make_obs_reply"},
+        {"type": "decide_reply"},
     ],
 )  # fmt: skip
 def test_wrong_or_missing_fields_are_refused(changes):
@@ -627,7 +617,7 @@ def test_malformed_msgpack_is_a_protocol_error(raw):
 
 def test_reply_validation():
     good = {
-        "v": "1.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": "2.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "ok", "body": {},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(good)).body == ResetReply()
@@ -643,14 +633,14 @@ def test_reply_validation():
 
 
 def test_encoder_checks_the_body_class():
-    with pytest.raises(ProtocolError, match="MakeObsRequest"):
-        encode_request(Request("make_obs_request", "c", DeployRequest([], 1), "s"))
+    with pytest.raises(ProtocolError, match="DecideRequest"):
+        encode_request(Request("decide_request", "c", ResetRequest(), "s"))
     with pytest.raises(ProtocolError, match="order"):
-        encode_reply(ok_reply("deploy_request", DeployReply(order=3)))  # type: ignore[arg-type]
+        encode_reply(ok_reply("decide_request", DecideReply(None, order=3)))  # type: ignore[arg-type]
     with pytest.raises(ProtocolError, match="session"):
-        encode_request(Request("make_obs_request", "c", MakeObsRequest([]), ""))
+        encode_request(Request("decide_request", "c", DecideRequest([]), ""))
     with pytest.raises(ProtocolError, match="unknown message type"):
-        encode_request(Request("teleport_request", "c", MakeObsRequest([]), "s"))
+        encode_request(Request("teleport_request", "c", DecideRequest([]), "s"))
 
 
 def test_error_body_truncates_the_traceback_and_keeps_its_end():
@@ -679,7 +669,7 @@ def test_reply_output_is_truncated_to_its_tail():
 
 def test_peek_header_salvages_the_id_of_a_bad_request():
     header = peek_header(msgpack.packb(envelope(v="9.0", id="c-77", session="s-1")))
-    assert (header.id, header.session, header.type) == ("c-77", "s-1", "make_obs_request")
+    assert (header.id, header.session, header.type) == ("c-77", "s-1", "decide_request")
     bad_array = msgpack.ExtType(EXT_NDARRAY, b"junk")
     assert peek_header(msgpack.packb(envelope(body={"frames": bad_array}))).id == "c-9"
     assert peek_header(b"\xc1").id is None
@@ -690,13 +680,13 @@ def test_peek_header_salvages_the_id_of_a_bad_request():
 
 
 def test_encoder_refuses_oversized_messages():
-    body = MakeObsRequest(frames=["x" * 2000])
+    body = DecideRequest(frames=["x" * 2000])
     with pytest.raises(MessageTooLarge):
-        encode_request(Request("make_obs_request", "c", body, "s"), max_size=1024)
+        encode_request(Request("decide_request", "c", body, "s"), max_size=1024)
 
 
 def test_decoder_refuses_oversized_messages():
-    raw = encode_request(Request("make_obs_request", "c", MakeObsRequest(["x" * 2000]), "s"))
+    raw = encode_request(Request("decide_request", "c", DecideRequest(["x" * 2000]), "s"))
     with pytest.raises(MessageTooLarge):
         decode_request(raw, max_size=1024)
     assert decode_request(raw, max_size=len(raw)).body.frames == ["x" * 2000]
@@ -721,9 +711,9 @@ def test_nesting_up_to_the_limit_is_fine_and_beyond_is_refused():
 
 
 def test_observation_nesting_counts_from_the_envelope():
-    body = MakeObsReply(observation=nested(MAX_NESTING_DEPTH))
+    body = DecideReply(observation=nested(MAX_NESTING_DEPTH))
     with pytest.raises(ProtocolError, match="nested"):
-        encode_reply(ok_reply("make_obs_request", body))
+        encode_reply(ok_reply("decide_request", body))
 
 
 @pytest.mark.parametrize(
@@ -803,7 +793,7 @@ def test_fuzz_arbitrary_msgpack_only_raises_protocol_error(value):
 
 @FUZZ
 @given(
-    st.sampled_from([*sorted(MESSAGES), "make_obs_reply", "error_reply", "x"]),
+    st.sampled_from([*sorted(MESSAGES), "decide_reply", "error_reply", "x"]),
     st.sampled_from(["1.0", "1.3", "2.0", "", "x"]),
     st.sampled_from(["ok", "error", "", None]),
     st.dictionaries(
