@@ -269,7 +269,7 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import zmq
 
     from edge.wire.codec import decode_reply, encode_request
-    from edge.wire.messages import PROTOCOL_VERSION, HelloRequest, MakeObsRequest, Request
+    from edge.wire.messages import PROTOCOL_VERSION, DecideRequest, HelloRequest, Request
 
     config = write_config(tmp_path / "sep_config.json")
     edge = EdgeProcess("blue", config, AGENTS / "candidates.json", tmp_path / "blue.log").start()
@@ -301,9 +301,10 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
         for raw in (
             envelope(v="99.0"),  # wrong protocol version
             envelope(type="steal_secrets_request"),  # unknown message type
-            envelope(type="make_obs_request", session="nope", body={"frames": 3}),  # malformed body
+            envelope(type="decide_request", session="nope", body={"frames": 3}),  # malformed body
+            envelope(type="make_obs_request", session="nope", body={"frames": []}),  # 1.x only
             encode_request(
-                Request("make_obs_request", "x2", MakeObsRequest([]), session="nope")
+                Request("decide_request", "x2", DecideRequest([]), session="nope")
             ),  # unknown session
         ):
             reply = exchange(raw)

@@ -55,21 +55,19 @@ from edge.wire.keys import (
     write_keypair,
 )
 from edge.wire.messages import (
+    DEPLOY_CALL,
     PROTOCOL_VERSION,
     CallUsage,
-    DeployReply,
-    DeployRequest,
+    DecideReply,
+    DecideRequest,
     ErrorCode,
     InstanceConfig,
-    MakeObsReply,
-    MakeObsRequest,
     OpenSessionReply,
     OpenSessionRequest,
-    PolicyStepReply,
-    PolicyStepRequest,
     RequestType,
     ResetReply,
     ResetRequest,
+    error_body,
 )
 from edge.wire.transport import tcp_endpoint
 
@@ -93,60 +91,80 @@ class FakeSession:
     def handlers(self) -> dict[str, Callable[[CallContext, Any], Any]]:
         return {
             RequestType.OPEN_SESSION: self.open_session,
-            RequestType.MAKE_OBS: self.make_obs,
-            RequestType.POLICY_STEP: self.policy_step,
-            RequestType.DEPLOY: self.deploy,
+            RequestType.DECIDE: self.decide,
         }
 
     def open_session(self, ctx: CallContext, body: OpenSessionRequest) -> OpenSessionReply:
         space = gymnasium.spaces.Discrete(3)
         return OpenSessionReply(space, space, f"Fake:{body.model_id}:Fake")
 
-    def make_obs(self, ctx: CallContext, body: MakeObsRequest) -> MakeObsReply:
+    def decide(self, ctx: CallContext, body: DecideRequest) -> Any:
+        """A deploy of the center's action (``given_action``), a policy's step on
+        ``info["what"]``, or else an observation of the frames."""
+        if body.given_action:
+            return self.deploy(body.action)
+        if "what" in body.info:
+            return self.policy_step(ctx, body.info["what"])
+        return self.make_obs(ctx, body.frames)
+
+    def make_obs(self, ctx: CallContext, frames: list[str]) -> DecideReply:
         with self.lock:
             if ctx.session in self.active:
                 self.overlaps.append(ctx.session)
             self.active.add(ctx.session)
         try:
-            if body.frames[:1] == ["block"]:
+            if frames[:1] == ["block"]:
                 self.entered.set()
                 self.gate.wait(60)
-            if body.frames[:1] == ["gone"]:
+            if frames[:1] == ["gone"]:
                 raise UnknownSession(f"no session {ctx.session!r} on this edge")
             with self.lock:
-                self.seen.setdefault(ctx.session, []).extend(len(f) for f in body.frames[:1])
-            return MakeObsReply(
-                observation={"frames": body.frames, "session": ctx.session},
+                self.seen.setdefault(ctx.session, []).extend(len(f) for f in frames[:1])
+            return DecideReply(
+                observation={"frames": frames, "session": ctx.session},
                 action_mask=np.ones(3, dtype=np.int8),
             )
         finally:
             with self.lock:
                 self.active.discard(ctx.session)
 
-    def policy_step(self, ctx: CallContext, body: PolicyStepRequest) -> Any:
-        what = body.observation
+    def policy_step(self, ctx: CallContext, what: Any) -> Any:
         if what == "raise":
             ctx.output = "about to fail\n"
             raise ValueError("the user's policy is broken")
         if what == "exit":
             sys.exit(3)
         if what == "wrong body":
-            return DeployReply(order="/choose move 1")
+            return ResetReply()
         if what == "object array":
-            return PolicyStepReply(action=np.array([object()], dtype=object))
+            return DecideReply(None, stepped=True, action=np.array([object()], dtype=object))
         if what == "huge":
-            return PolicyStepReply(action=np.zeros(200_000, dtype=np.float64))
+            return DecideReply(None, stepped=True, action=np.zeros(200_000, dtype=np.float64))
         ctx.output = f"step {what}\n"
-        return PolicyStepReply(action=what)
+        return DecideReply(None, stepped=True, action=what)
 
-    def deploy(self, ctx: CallContext, body: DeployRequest) -> DeployReply:
-        if body.action == "illegal":
-            raise InvalidActionError("move 9 is not legal now")
-        if body.action == "not a number":
-            raise ValueError("invalid literal for int()")
-        if body.action == "crash":
-            raise KeyError("the user's deploy is broken")
-        return DeployReply(order=f"/choose {body.action}")
+    def deploy(self, action: Any) -> DecideReply:
+        """As the edge's sessions do: what deploy raised travels back as data."""
+        try:
+            if action == "illegal":
+                raise InvalidActionError("move 9 is not legal now")
+            if action == "not a number":
+                raise ValueError("invalid literal for int()")
+            if action == "crash":
+                raise KeyError("the user's deploy is broken")
+        except Exception as exc:
+            return DecideReply(None, action=action, deploy_error=error_body(exc, DEPLOY_CALL))
+        return DecideReply(None, action=action, order=f"/choose {action}")
+
+
+def step(what: Any) -> DecideRequest:
+    """A decide request on which the fake steps its policy with ``what``."""
+    return DecideRequest([], info={"what": what})
+
+
+def deploy(action: Any) -> DecideRequest:
+    """A decide request that deploys the center's own ``action``."""
+    return DecideRequest([], given_action=True, action=action)
 
 
 @pytest.fixture
@@ -265,27 +283,27 @@ def test_hello_tells_side_version_and_models(client: EdgeClient, server: EdgeSer
 
 
 def test_a_request_gets_its_reply_body_and_the_user_output(client: EdgeClient):
-    reply = client.call(PolicyStepRequest([1, 2], 0.0, False), "s1", WAIT)
-    assert reply.body == PolicyStepReply(action=[1, 2])
+    reply = client.call(step([1, 2]), "s1", WAIT)
+    assert reply.body == DecideReply(None, stepped=True, action=[1, 2])
     assert reply.output == "step [1, 2]\n"
-    body = client.request(MakeObsRequest(["|turn|1"]), "s1", WAIT)
+    body = client.request(DecideRequest(["|turn|1"]), "s1", WAIT)
     assert body.observation == {"frames": ["|turn|1"], "session": "s1"}
     np.testing.assert_array_equal(body.action_mask, np.ones(3, dtype=np.int8))
 
 
 def test_a_handler_that_raises_gives_an_error_reply_and_the_server_goes_on(client: EdgeClient):
     with pytest.raises(EdgeRemoteError) as caught:
-        client.request(PolicyStepRequest("raise", 0.0, False), "s", WAIT)
+        client.request(step("raise"), "s", WAIT)
     error = caught.value
     assert error.ename == "ValueError"
     assert error.code == ErrorCode.USER_ERROR
     assert error.evalue == "the user's policy is broken"
-    assert "in policy_step" in error.traceback
+    assert "in policy_step" in error.traceback  # the fake's
     assert "_run_job" not in error.traceback  # the trace starts at the handler
     assert error.output == "about to fail\n"
     with pytest.raises(EdgeRemoteError, match="SystemExit"):
-        client.request(PolicyStepRequest("exit", 0.0, False), "s", WAIT)
-    assert client.request(PolicyStepRequest(1, 0.0, False), "s", WAIT)
+        client.request(step("exit"), "s", WAIT)
+    assert client.request(step(1), "s", WAIT)
 
 
 @pytest.mark.parametrize(
@@ -305,10 +323,10 @@ def test_a_reply_that_breaks_the_protocol_becomes_an_error_reply(
     server = make_server(max_message_size=64 * 1024)
     client = make_client(server.endpoint, max_message_size=64 * 1024)
     with pytest.raises(EdgeRemoteError) as caught:
-        client.request(PolicyStepRequest(observation, 0.0, False), "s", WAIT)
+        client.request(step(observation), "s", WAIT)
     assert caught.value.ename == ename
     assert caught.value.code == ErrorCode.PROTOCOL
-    assert client.request(PolicyStepRequest(2, 0.0, False), "s", WAIT)
+    assert client.request(step(2), "s", WAIT)
 
 
 def test_a_request_type_without_handler_is_an_error_reply(client: EdgeClient):
@@ -321,12 +339,9 @@ def test_a_request_type_without_handler_is_an_error_reply(client: EdgeClient):
 @pytest.mark.parametrize(
     ("body", "code", "ename"),
     [
-        (PolicyStepRequest("raise", 0.0, False), ErrorCode.USER_ERROR, "ValueError"),
-        (PolicyStepRequest("exit", 0.0, False), ErrorCode.USER_ERROR, "SystemExit"),
-        (MakeObsRequest(["gone"]), ErrorCode.UNKNOWN_SESSION, "UnknownSession"),
-        (DeployRequest([], "illegal"), ErrorCode.INVALID_ACTION, "InvalidActionError"),
-        (DeployRequest([], "not a number"), ErrorCode.INVALID_ACTION, "ValueError"),
-        (DeployRequest([], "crash"), ErrorCode.USER_ERROR, "KeyError"),
+        (step("raise"), ErrorCode.USER_ERROR, "ValueError"),
+        (step("exit"), ErrorCode.USER_ERROR, "SystemExit"),
+        (DecideRequest(["gone"]), ErrorCode.UNKNOWN_SESSION, "UnknownSession"),
         (ResetRequest(), ErrorCode.UNSUPPORTED, "NotImplementedError"),
     ],
     ids=lambda value: value if isinstance(value, str) else None,
@@ -348,11 +363,11 @@ def test_a_session_with_too_many_waiting_requests_is_busy(
     sock.linger = 0
     try:
         sock.connect(server.endpoint)
-        sock.send(raw_request("make_obs_request", "running", {"frames": ["block"]}))
+        sock.send(raw_request("decide_request", "running", {"frames": ["block"]}))
         assert fake.entered.wait(WAIT)
         # One connection: the edge reads these two in order, the first fills the session's lane.
-        sock.send(raw_request("make_obs_request", "waiting", {"frames": ["next"]}))
-        sock.send(raw_request("make_obs_request", "refused", {"frames": ["next"]}))
+        sock.send(raw_request("decide_request", "waiting", {"frames": ["next"]}))
+        sock.send(raw_request("decide_request", "refused", {"frames": ["next"]}))
         refused = decode_reply(receive(sock))
         assert refused.parent == "refused" and not refused.ok
         assert (refused.body.code, refused.body.ename) == (ErrorCode.BUSY, "EdgeBusy")
@@ -364,32 +379,49 @@ def test_a_session_with_too_many_waiting_requests_is_busy(
         context.destroy(linger=0)
 
 
+@pytest.mark.parametrize(
+    ("action", "code", "ename"),
+    [
+        ("illegal", ErrorCode.INVALID_ACTION, "InvalidActionError"),
+        ("not a number", ErrorCode.INVALID_ACTION, "ValueError"),
+        ("crash", ErrorCode.USER_ERROR, "KeyError"),
+    ],
+)
+def test_what_deploy_raised_comes_back_as_data_with_its_code(
+    client: EdgeClient, action: str, code: ErrorCode, ename: str
+):
+    reply = client.request(deploy(action), "s", WAIT)
+    assert reply.order is None and reply.deploy_error is not None
+    assert (reply.deploy_error.code, reply.deploy_error.ename) == (code, ename)
+
+
 def test_the_delegator_matches_error_codes_not_names(client: EdgeClient):
     config = InstanceConfig("blue", "player_0", "gen9randombattle")
     session = EdgeSession(client, "Random", config, "blue-1", timeout=WAIT)
     assert session.agent_full_name == "Fake:Random:Fake"
+    errors = {a: session.call(deploy(a)).deploy_error for a in ("illegal", "not a number", "crash")}
     with pytest.raises(InvalidActionError, match="not legal"):
-        session.call(DeployRequest([], "illegal"))
+        session.raise_remote(errors["illegal"], deploying=True)
     with pytest.raises(InvalidActionError):
-        session.call(DeployRequest([], "not a number"))
+        session.raise_remote(errors["not a number"], deploying=True)
     with pytest.raises(RemoteUserError, match="KeyError"):
-        session.call(DeployRequest([], "crash"))
+        session.raise_remote(errors["crash"], deploying=True)
     with pytest.raises(RemoteUserError, match="ValueError"):  # only deploy judges actions
-        session.call(PolicyStepRequest("raise", 0.0, False))
+        session.call(step("raise"))
     with pytest.raises(SideDisconnected, match="lost the session"):
-        session.call(MakeObsRequest(["gone"]))
-    assert session.call(DeployRequest([], "move 1")).order == "/choose move 1"
+        session.call(DecideRequest(["gone"]))
+    assert session.call(deploy("move 1")).order == "/choose move 1"
 
 
 def test_the_client_refuses_to_send_what_breaks_the_protocol(client: EdgeClient):
     with pytest.raises(EdgeProtocolError):
-        client.request(MakeObsRequest(["x" * 9_000_000]), "s", WAIT)
+        client.request(DecideRequest(["x" * 9_000_000]), "s", WAIT)
     with pytest.raises(EdgeProtocolError, match="not a request body"):
-        client.request(DeployReply(order="/choose move 1"), "s", WAIT)
+        client.request(DecideReply(None, order="/choose move 1"), "s", WAIT)
     with pytest.raises(EdgeProtocolError, match="not a request body"):
-        client.request({"type": "make_obs_request", "frames": []}, "s", WAIT)
+        client.request({"type": "decide_request", "frames": []}, "s", WAIT)
     with pytest.raises(EdgeProtocolError, match="session"):
-        client.request(MakeObsRequest([]), "", WAIT)
+        client.request(DecideRequest([]), "", WAIT)
 
 
 def test_unknown_handler_types_are_refused_at_construction(fake: FakeSession):
@@ -408,9 +440,9 @@ def test_server_survives_malformed_and_hostile_messages(
     raw_dealer.send(b"\xc1 not msgpack")  # no id to answer: dropped
     raw_dealer.send_multipart([b"two", b"frames"])  # dropped
     raw_dealer.send(b"\xdd\xff\xff\xff\xff")  # an array claiming 4 billion elements: dropped
-    raw_dealer.send(raw_request("make_obs_request", "v2", {"frames": []}, v="2.0"))
+    raw_dealer.send(raw_request("decide_request", "v2", {"frames": []}, v="1.5"))
     raw_dealer.send(raw_request("teleport_request", "tp", {}))
-    raw_dealer.send(raw_request("make_obs_request", "bad", {"frames": "not a list"}))
+    raw_dealer.send(raw_request("decide_request", "bad", {"frames": "not a list"}))
     raw_dealer.send(raw_request("hello_request", "h", {}, session=""))
 
     replies = [decode_reply(receive(raw_dealer)) for _ in range(4)]
@@ -435,9 +467,9 @@ def test_an_oversized_message_is_refused_by_the_socket(
     # refuses it by dropping the connection, and the in-flight request fails at once.
     client = make_client(server.endpoint, max_message_size=1024 * 1024)
     with pytest.raises(EdgeUnavailable, match="lost"):
-        client.request(MakeObsRequest(["x" * 100_000]), "s", WAIT)
+        client.request(DecideRequest(["x" * 100_000]), "s", WAIT)
     assert client.hello(WAIT).side == "blue"  # reconnected
-    assert client.request(MakeObsRequest(["ok"]), "s", WAIT)
+    assert client.request(DecideRequest(["ok"]), "s", WAIT)
 
 
 # -- a client that survives a hostile edge ---------------------------------------------------
@@ -478,8 +510,9 @@ def error(ename: str, code: str = "") -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "raised", "text"),
     [
-        ({"v": "2.0"}, EdgeProtocolError, "incompatible protocol"),
-        ({"type": "deploy_reply", "body": {"order": "x"}}, EdgeProtocolError, "expected"),
+        ({"v": "3.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "1.5"}, EdgeProtocolError, "incompatible protocol"),
+        ({"type": "decide_reply", "body": {"observation": "x"}}, EdgeProtocolError, "expected"),
         ({"type": "make_obs_reply", "body": {}}, EdgeProtocolError, "bad reply"),
         ({"body": {"x": {"y": [1] * 3}}, "output": 7}, EdgeProtocolError, "bad reply"),
         (error("KeyError"), EdgeRemoteError, "KeyError"),
@@ -540,10 +573,10 @@ def test_a_deadline_raises_edge_timeout_and_the_late_reply_is_dropped(
     client: EdgeClient, fake: FakeSession
 ):
     with pytest.raises(EdgeTimeout):
-        client.request(MakeObsRequest(["block"]), "s1", SHORT)
+        client.request(DecideRequest(["block"]), "s1", SHORT)
     fake.gate.set()
     # Same session: runs after the late one, whose reply reaches the client first and is dropped.
-    body = client.request(MakeObsRequest(["next"]), "s1", WAIT)
+    body = client.request(DecideRequest(["next"]), "s1", WAIT)
     assert body.observation["frames"] == ["next"]
 
 
@@ -554,9 +587,9 @@ def test_a_slow_session_does_not_block_other_sessions_or_hello(
 ):
     server = make_server(max_workers=2)
     client = make_client(server.endpoint)
-    blocked = in_thread(lambda: client.request(MakeObsRequest(["block"]), "slow", WAIT * 3))
+    blocked = in_thread(lambda: client.request(DecideRequest(["block"]), "slow", WAIT * 3))
     assert fake.entered.wait(WAIT)
-    body = client.request(MakeObsRequest(["fast"]), "other", WAIT)
+    body = client.request(DecideRequest(["fast"]), "other", WAIT)
     assert body.observation["session"] == "other"
     assert client.hello(WAIT).side == "blue"
     fake.gate.set()
@@ -571,7 +604,7 @@ def test_hello_is_answered_when_every_worker_is_busy(
 ):
     server = make_server(max_workers=1)
     client = make_client(server.endpoint)
-    in_thread(lambda: client.request(MakeObsRequest(["block"]), "a", WAIT))
+    in_thread(lambda: client.request(DecideRequest(["block"]), "a", WAIT))
     assert fake.entered.wait(WAIT)
     assert client.hello(WAIT).side == "blue"
 
@@ -581,7 +614,7 @@ def test_one_shared_client_serves_many_threads_and_sessions(client: EdgeClient, 
         problems = []
         for i in range(40):
             frame = f"battle {n} call {i}"
-            body = client.request(MakeObsRequest([frame]), f"s{n}", WAIT)
+            body = client.request(DecideRequest([frame]), f"s{n}", WAIT)
             if body.observation != {"frames": [frame], "session": f"s{n}"}:
                 problems.append(f"{frame}: got {body.observation}")
         return problems
@@ -596,7 +629,7 @@ def test_one_shared_client_serves_many_threads_and_sessions(client: EdgeClient, 
 def test_requests_of_one_session_run_one_at_a_time_in_order(client: EdgeClient, fake: FakeSession):
     sizes = list(range(1, 30))
     pending = [
-        in_thread(lambda n=n: client.request(MakeObsRequest(["x" * n]), "one", WAIT)) for n in sizes
+        in_thread(lambda n=n: client.request(DecideRequest(["x" * n]), "one", WAIT)) for n in sizes
     ]
     for run in pending:
         assert outcome(run)[0] == "ok"
@@ -626,12 +659,12 @@ def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
     finally:
         first.close()
     with pytest.raises(EdgeUnavailable):
-        client.request(MakeObsRequest(["down"]), "s", 1.0)
+        client.request(DecideRequest(["down"]), "s", 1.0)
     second = EdgeServer("blue", "127.0.0.1", port, fake.handlers())
     second.start()
     try:
         assert client.hello(WAIT).instance != old
-        body = client.request(MakeObsRequest(["up"]), "s", WAIT)
+        body = client.request(DecideRequest(["up"]), "s", WAIT)
         assert body.observation["frames"] == ["up"]
     finally:
         second.close()
@@ -643,7 +676,7 @@ def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
     server = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
     server.start()
     client = make_client(server.endpoint)
-    waiting = in_thread(lambda: client.request(MakeObsRequest(["block"]), "s", 60))
+    waiting = in_thread(lambda: client.request(DecideRequest(["block"]), "s", 60))
     assert fake.entered.wait(WAIT)
     server.close()
     status, error = outcome(waiting)
@@ -652,7 +685,7 @@ def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
 
 
 def test_closing_the_client_fails_waiting_requests(client: EdgeClient, fake: FakeSession):
-    waiting = in_thread(lambda: client.request(MakeObsRequest(["block"]), "s", 60))
+    waiting = in_thread(lambda: client.request(DecideRequest(["block"]), "s", 60))
     assert fake.entered.wait(WAIT)
     client.close()
     status, error = outcome(waiting)
@@ -682,7 +715,7 @@ def test_curve_with_the_right_keys_connects(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
     )
     assert client.hello(WAIT).side == "blue"
-    body = client.request(MakeObsRequest(["secret"]), "s", WAIT)
+    body = client.request(DecideRequest(["secret"]), "s", WAIT)
     assert body.observation["frames"] == ["secret"]
 
 
