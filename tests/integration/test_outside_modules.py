@@ -269,7 +269,8 @@ def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(start
 @pytest.mark.parametrize("command", ["sep_eval", "sep_main"])
 def test_make_obs_runs_once_per_decision_and_only_when_the_side_must_act(command, tmp_path):
     """A module that counts its calls: makeObs once per decision (each ends in a deploy) and once
-    when the battle ends; never while the opponent makes a forced switch alone."""
+    when the battle ends; never while the opponent makes a forced switch alone. The policy's last
+    step (done=True) comes once, before onEpisodeEnd."""
     log_dir = tmp_path / "counts"
     args = ["plain_counts_calls", "plain_no_hooks", "-n", "3", "--seed", "2", "-l", str(log_dir)]
     if command == "sep_eval":
@@ -311,8 +312,11 @@ def test_make_obs_runs_once_per_decision_and_only_when_the_side_must_act(command
     for row in _rows(log_dir):
         assert row["blue_status"] == "OK", row
         out = (log_dir / "logs" / f"{row['battle_id']}.blue.out").read_text()
-        (line,) = [ln for ln in out.splitlines() if ln.startswith("CALLS")]
+        lines = out.splitlines()
+        (line,) = [ln for ln in lines if ln.startswith("CALLS")]
         make_obs, deploy = (int(part.split("=")[1]) for part in line.split()[1:])
         assert make_obs == deploy + 1, line
+        (done,) = [i for i, ln in enumerate(lines) if ln.startswith("DONE")]
+        assert done < lines.index(line), out
         counted += 1
     assert counted == 3

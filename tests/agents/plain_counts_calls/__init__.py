@@ -1,6 +1,7 @@
 """Counts its calls, written from docs/contract.md alone: how often makeObs and deploy run in a
 battle. The contract says makeObs runs once per decision (and once more when the battle ends),
-and only when the side must act; it prints ``CALLS makeObs=N deploy=M`` when the battle ends."""
+and only when the side must act; it prints ``CALLS makeObs=N deploy=M`` when the battle ends. The
+policy prints ``DONE`` at its last step (done=True), which the contract puts before onEpisodeEnd."""
 
 import random
 
@@ -45,6 +46,8 @@ class Policy:
         pass
 
     def step(self, observation, reward, done, info, agentFullName, observation_space, action_space):
+        if done:
+            print(f"DONE reward={reward}")
         return self.rng.randrange(16)
 
 
