@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from center.commands.suggest import did_you_mean, swapped_battle_id
+from center.env.backend import backend_spec
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
 from center.evaluation.match import input_log_relpath
@@ -177,7 +178,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
             f"no battle {battle_id!r} in {log_dir / 'battles.csv'}{f'; {hint}' if hint else ''}"
         )
     run = read_run_config(log_dir)
-    if run is not None and run.backend != "sim":
+    if run is not None and not backend_spec(run.backend).seeded:
         raise ConfigError(
             f"{log_dir} ran on --backend {run.backend}: only simulator battles keep an input log"
         )

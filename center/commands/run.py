@@ -29,7 +29,7 @@ from typing import Any, Literal
 import click
 
 from center.commands.suggest import did_you_mean
-from center.env.backend import BACKENDS, Backend
+from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.gauntlet import gauntlet_section
@@ -164,9 +164,9 @@ def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Pat
     if choice:
         return choice
     if server_url:
-        return "server"
+        return server_url_backend()
     stored = read_run_config(log_dir)
-    return stored.backend if stored is not None else "sim"
+    return stored.backend if stored is not None else DEFAULT_RUN_BACKEND
 
 
 def run_command(
@@ -476,7 +476,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--backend",
             "backend_choice",
-            type=click.Choice(BACKENDS),
+            type=click.Choice(tuple(BACKENDS)),
             default=None,
             help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
             "gives the same battles, and sep_replay re-plays any of them) or the Showdown server. "

@@ -1,6 +1,7 @@
-"""Where an environment's battles run, and what PokemonEnv needs of a backend's session.
+"""Where an environment's battles run: the declared table of backends (:data:`BACKENDS`).
 
-Two backends play the same battles behind one interface (:class:`BattleBackend`):
+Two backends play the same battles behind one interface
+(:class:`~center.env.session_api.BattleBackend`):
 
 - ``"server"``: the local Showdown server over WebSocket, through poke-env players
   (:class:`~center.env.battle_session.BattleSession`). Showdown draws teams and rolls on the server.
@@ -9,158 +10,252 @@ Two backends play the same battles behind one interface (:class:`BattleBackend`)
 
 Either way each player's protocol frames feed that player's poke-env ``Battle`` and are registered
 in :mod:`center.env.frames`, so agents, delegators and edges cannot tell the backends apart.
+
+Everything that differs between backends is a field of its :class:`BackendSpec` (looked up with
+:func:`backend_spec`); no other module compares a backend's name. A new backend is a row of
+:data:`BACKENDS` (and its name in :data:`Backend`).
 """
 
 from __future__ import annotations
 
-import enum
-import time
-from collections.abc import Callable, Mapping
-from typing import Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
 
-from poke_env.battle import AbstractBattle
+from poke_env.ps_client.server_configuration import (
+    LocalhostServerConfiguration,
+    ServerConfiguration,
+)
+
+from center.env.session_api import (
+    BattleBackend,
+    RoundOutcome,
+    RoundSeat,
+    SeatState,
+    SessionSeat,
+    await_round,
+)
+from center.errors import EnvError
+
+if TYPE_CHECKING:
+    from poke_env.player import Player
+
+    from center.showdown.sim_seeds import RunSecret
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_RUN_BACKEND",
     "Backend",
+    "BackendSpec",
     "BattleBackend",
     "RoundOutcome",
     "RoundSeat",
     "SeatState",
+    "SessionRequest",
     "SessionSeat",
     "await_round",
+    "backend_spec",
+    "resolve_server",
+    "resolve_simulator",
+    "server_url_backend",
 ]
 
 Backend = Literal["server", "sim"]
-BACKENDS: tuple[Backend, ...] = ("server", "sim")
-
-RoundOutcome = Literal["ok", "timeout", "disconnected"]
 
 
-class SeatState(enum.Enum):
-    """Where a seat stands in the current round."""
+@dataclass(frozen=True)
+class SessionRequest:
+    """What a PokemonEnv asks of a backend's session: its seats, format, teams and names, and what
+    it plays on (``server``: the environment's ``server`` argument, None to start one)."""
 
-    IDLE = "idle"  # no battle yet
-    NEEDS_ACTION = "needs_action"  # Showdown awaits this seat's choice
-    SUBMITTED = "submitted"  # choice sent, Showdown has not answered
-    WAITING = "waiting"  # Showdown told this seat to wait for the other side
-    FINISHED = "finished"
+    players: Sequence[str]
+    battle_format: str
+    server: Any
+    teams: dict[str, str | None] | None
+    username_prefix: str
+    secret: RunSecret
+    #: the outside poke-env Player for the backend's server configuration (None: two seats)
+    opponent: Callable[[ServerConfiguration], Player | None]
 
 
-class SessionSeat(Protocol):
-    """One controlled side of the current battle, as PokemonEnv reads it."""
+#: a session for the request, and what the call started for it (to ``stop()`` with the env), or None
+SessionFactory = Callable[[SessionRequest], tuple[BattleBackend, Any]]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: everything the center asks of it besides its session's interface."""
+
+    name: Backend
+    #: what the backend is, after its name on the report's ``backend`` line
+    description: str
+    #: every battle is seeded from its per-battle seed: reproducible, its input log is kept and
+    #: ``sep_replay`` re-plays it
+    seeded: bool
+    #: an outside poke-env ``Player`` may play one side (PokemonEnv's ``opponent``)
+    outside_player: bool
+    #: its players' names are part of the (reproducible) battle: every worker uses the same ones;
+    #: otherwise each worker's names need a prefix of their own (one login each on one server)
+    shared_usernames: bool
+    #: it plays on a Showdown server that ``--server`` (a URL) may name
+    takes_server_url: bool
+    #: start what a run plays on (for the caller to ``stop()``), given ``--server``'s URL or None
+    start: Callable[[str | None], Any]
+    #: make a PokemonEnv's session
+    session: SessionFactory
 
     @property
-    def state(self) -> SeatState: ...
+    def label(self) -> str:
+        """The report's one line: ``name: description``."""
+        return f"{self.name}: {self.description}"
 
-    @property
-    def battle(self) -> AbstractBattle | None: ...
-
-    @property
-    def retry(self) -> bool:
-        """Showdown refused this seat's last choice and asks again."""
-        ...
+    def username_prefix(self, base: str, worker: str) -> str:
+        """The username prefix of one worker's environment (``worker`` names it within the run)."""
+        return base if self.shared_usernames else f"{base}{worker}"
 
 
-class BattleBackend(Protocol):
-    """One battle at a time between the seats, driven from the caller's thread, with deadlines.
+# -- the server -----------------------------------------------------------------------------------
 
-    After a round of choices (:meth:`submit` for each seat that needs one, then
-    :meth:`await_round`) Showdown has answered every seat: a request, a wait, or the end; or only
-    the seat whose choice it rejected, which is asked again (``retry``).
+
+def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
+    """Turn ``server`` (None, a ShowdownServer, a ServerConfiguration or a URL) into a configuration.
+
+    Returns the configuration and, when this call started a server, that server (to stop later).
     """
+    if isinstance(server, ServerConfiguration):
+        return server, None
+    if isinstance(server, str):
+        url = server.rstrip("/")
+        if url.startswith("http"):
+            url = "ws" + url[4:]
+        if not url.endswith("/showdown/websocket"):
+            url += "/showdown/websocket"
+        return ServerConfiguration(url, LocalhostServerConfiguration.authentication_url), None
+    from center.showdown import ShowdownServer
 
-    @property
-    def seats(self) -> Mapping[str, SessionSeat]: ...
-
-    @property
-    def finished(self) -> bool:
-        """Every seat has seen the end of the battle."""
-        ...
-
-    @property
-    def live(self) -> bool:
-        """A battle has started and is not over."""
-        ...
-
-    @property
-    def disconnect_detail(self) -> str:
-        """Why the backend was lost, after a round that ended ``"disconnected"``."""
-        ...
-
-    def usernames(self) -> dict[str, str]:
-        """The Showdown name of each seat's player."""
-        ...
-
-    def start_battle(self, timeout: float, seed: int | None = None) -> None:
-        """Start a battle (seeded where the backend can be) and wait for every seat's first request.
-
-        Raises ``ResetTimeout`` when that takes longer than ``timeout``.
-        """
-        ...
-
-    def submit(self, seat_name: str, message: str) -> None:
-        """Send ``message`` (an order rebuilt by ``canonical_order``) as the seat's choice."""
-        ...
-
-    def await_round(self, timeout: float) -> RoundOutcome:
-        """Wait until Showdown has answered every seat after the choices just submitted."""
-        ...
-
-    def drain(self) -> None:
-        """Apply what has already arrived, without waiting."""
-        ...
-
-    def abandon(self, forfeiter: str | None = None) -> None:
-        """End the current battle now: ``forfeiter`` loses (or, without one, as the backend can)."""
-        ...
-
-    def battle(self, seat_name: str) -> AbstractBattle | None:
-        """The seat's battle in the current (or last) episode."""
-        ...
-
-    def set_teams(self, teams: dict[str, str | None]) -> None:
-        """Teams for the next battles (formats where teams are brought)."""
-        ...
-
-    def close(self) -> None:
-        """Abandon any battle and release the session's connections."""
-        ...
+    if server is None:
+        started = ShowdownServer.find_or_start()
+        return started.server_configuration(), started
+    if isinstance(server, ShowdownServer):
+        return server.server_configuration(), None
+    raise EnvError(f"unsupported server argument {server!r}")
 
 
-class RoundSeat(Protocol):
-    """A seat as :func:`await_round` reads and updates it."""
+def _start_server(server_url: str | None) -> Any:
+    from center.showdown import ShowdownServer
 
-    state: SeatState
-    retry: bool
-    fresh: bool  # heard from Showdown since the last round was submitted
+    return ShowdownServer.find_or_start(server_url)
 
 
-def await_round(
-    seats: Mapping[str, RoundSeat],
-    timeout: float,
-    *,
-    disconnected: Callable[[], bool],
-    next_event: Callable[[float], bool],
-) -> RoundOutcome:
-    """Wait until Showdown has answered every seat after the choices just submitted (or only the
-    seat whose choice it refused): the round of :meth:`BattleBackend.await_round`, for either
-    backend.
+def _server_session(request: SessionRequest) -> tuple[BattleBackend, Any]:
+    from center.env.battle_session import BattleSession
 
-    ``next_event(deadline)`` applies one event, False when none came by ``deadline``;
-    ``disconnected()`` says whether the backend was lost.
+    config, started = resolve_server(request.server)
+    try:
+        session = BattleSession(
+            request.players,
+            opponent=request.opponent(config),
+            battle_format=request.battle_format,
+            server_configuration=config,
+            teams=request.teams,
+            username_prefix=request.username_prefix,
+        )
+    except BaseException:
+        if started is not None:
+            started.stop()
+        raise
+    return session, started
+
+
+# -- the simulator --------------------------------------------------------------------------------
+
+
+def resolve_simulator(server: Any) -> tuple[Any, Any]:
+    """Turn ``server`` (None or a SimHost) into the simulator host to play on.
+
+    Returns the host and, when this call started it, that host again (to stop later).
     """
-    for seat in seats.values():
-        if seat.state is not SeatState.FINISHED:
-            seat.fresh = False
-    deadline = time.monotonic() + timeout
-    while True:
-        if disconnected():
-            return "disconnected"
-        current = seats.values()
-        if all(seat.fresh or seat.state is SeatState.FINISHED for seat in current):
-            return "ok"
-        if any(s.fresh and s.retry and s.state is SeatState.NEEDS_ACTION for s in current):
-            return "ok"
-        if not next_event(deadline):
-            return "disconnected" if disconnected() else "timeout"
+    from center.showdown.sim_host import SimHost
+
+    if server is None:
+        started = SimHost().start()
+        return started, started
+    if isinstance(server, SimHost):
+        return server, None
+    raise EnvError(
+        f'backend="sim" plays on a SimHost (or starts its own), not on {server!r}; '
+        'use backend="server" for a Showdown server'
+    )
+
+
+def _start_simulator(server_url: str | None) -> Any:
+    from center.showdown.sim_host import SimHost
+
+    return SimHost().start()
+
+
+def _sim_session(request: SessionRequest) -> tuple[BattleBackend, Any]:
+    from center.env.sim_session import SimSession
+
+    host, started = resolve_simulator(request.server)
+    try:
+        session = SimSession(
+            request.players,
+            battle_format=request.battle_format,
+            host=host,
+            teams=request.teams,
+            username_prefix=request.username_prefix,
+            secret=request.secret,
+        )
+    except BaseException:
+        if started is not None:
+            started.stop()
+        raise
+    return session, started
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+_SPECS = (
+    BackendSpec(
+        name="server",
+        description="the Showdown server over WebSocket",
+        seeded=False,
+        outside_player=True,
+        shared_usernames=False,
+        takes_server_url=True,
+        start=_start_server,
+        session=_server_session,
+    ),
+    BackendSpec(
+        name="sim",
+        description="Showdown's seeded simulator (each battle replays exactly from its seed)",
+        seeded=True,
+        outside_player=False,
+        shared_usernames=True,
+        takes_server_url=False,
+        start=_start_simulator,
+        session=_sim_session,
+    ),
+)
+
+#: every backend by name, in the order the CLI lists them
+BACKENDS: Mapping[str, BackendSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
+
+#: where ``sep_main`` / ``sep_eval`` run battles unless told (DESIGN.md: the seeded simulator)
+DEFAULT_RUN_BACKEND: Backend = "sim"
+
+
+def backend_spec(name: str) -> BackendSpec:
+    """The backend called ``name``; EnvError (a clear one) for a name not in :data:`BACKENDS`."""
+    spec = BACKENDS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise EnvError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    return spec
+
+
+def server_url_backend() -> Backend:
+    """The backend that ``--server`` (a Showdown server's URL) implies."""
+    (name,) = (spec.name for spec in BACKENDS.values() if spec.takes_server_url)
+    return name

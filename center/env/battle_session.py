@@ -22,8 +22,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import RoundOutcome, SeatState, await_round
 from center.env.env_player import EnvPlayer, SeatEvent
+from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout
 
 __all__ = ["ABANDON_TIMEOUT", "BattleSession", "RoundOutcome", "Seat", "SeatState"]

@@ -35,13 +35,9 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from poke_env.battle import AbstractBattle
 from poke_env.player import Player
-from poke_env.ps_client.server_configuration import (
-    LocalhostServerConfiguration,
-    ServerConfiguration,
-)
+from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import BACKENDS, Backend, BattleBackend, SeatState
-from center.env.battle_session import BattleSession
+from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest, backend_spec
 from center.env.cooperation import ExpectsStep
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
@@ -80,48 +76,6 @@ class RewardConfig:
     invalid: float = -0.01
 
 
-def resolve_server(server: Any) -> tuple[ServerConfiguration, Any]:
-    """Turn ``server`` (None, a ShowdownServer, a ServerConfiguration or a URL) into a configuration.
-
-    Returns the configuration and, when this call started a server, that server (to stop later).
-    """
-    if isinstance(server, ServerConfiguration):
-        return server, None
-    if isinstance(server, str):
-        url = server.rstrip("/")
-        if url.startswith("http"):
-            url = "ws" + url[4:]
-        if not url.endswith("/showdown/websocket"):
-            url += "/showdown/websocket"
-        return ServerConfiguration(url, LocalhostServerConfiguration.authentication_url), None
-    from center.showdown import ShowdownServer
-
-    if server is None:
-        started = ShowdownServer.find_or_start()
-        return started.server_configuration(), started
-    if isinstance(server, ShowdownServer):
-        return server.server_configuration(), None
-    raise EnvError(f"unsupported server argument {server!r}")
-
-
-def resolve_simulator(server: Any) -> tuple[Any, Any]:
-    """Turn ``server`` (None or a SimHost) into the simulator host to play on.
-
-    Returns the host and, when this call started it, that host again (to stop later).
-    """
-    from center.showdown.sim_host import SimHost
-
-    if server is None:
-        started = SimHost().start()
-        return started, started
-    if isinstance(server, SimHost):
-        return server, None
-    raise EnvError(
-        f'backend="sim" plays on a SimHost (or starts its own), not on {server!r}; '
-        'use backend="server" for a Showdown server'
-    )
-
-
 class PokemonEnv(ParallelEnv[str, Any, Any]):
     """Two players battle on Showdown; each step takes one decision from each player that has one."""
 
@@ -151,9 +105,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         opponent: Player | type[Player] | None = None,
         run_secret: RunSecret | None = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise EnvError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        if backend == "sim" and opponent is not None:
+        if not backend_spec(backend).outside_player and opponent is not None:
             raise EnvError('an outside poke-env Player plays on a server: use backend="server"')
         self.backend: Backend = backend
         self.battle_format = battle_format
@@ -212,29 +164,17 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             raise EnvClosedError("the environment is closed")
         if self._session is not None:
             return self._session
-        session: BattleBackend
-        if self.backend == "sim":
-            from center.env.sim_session import SimSession
-
-            host, self._owned_server = resolve_simulator(self._server_arg)
-            session = SimSession(
+        session, self._owned_server = backend_spec(self.backend).session(
+            SessionRequest(
                 self.possible_agents,
                 battle_format=self.battle_format,
-                host=host,
+                server=self._server_arg,
                 teams=self._teams,
                 username_prefix=self._username_prefix,
                 secret=self.run_secret,
+                opponent=self._outside_opponent,
             )
-        else:
-            config, self._owned_server = resolve_server(self._server_arg)
-            session = BattleSession(
-                self.possible_agents,
-                opponent=self._outside_opponent(config),
-                battle_format=self.battle_format,
-                server_configuration=config,
-                teams=self._teams,
-                username_prefix=self._username_prefix,
-            )
+        )
         self._session = session
         return session
 
@@ -329,7 +269,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             # From the secret: an Agent's seed must not tell it the battle's seed.
             agent.seed(self.run_secret.agent_seed(episode_seed, agent_name, SEED_BOUND))
             agent.reset()
-        battle_seed = episode_seed if self.backend == "sim" else None
+        battle_seed = episode_seed if backend_spec(self.backend).seeded else None
         self.end_reason = None
         self._over = False
         self.agents = list(self.possible_agents)

@@ -27,7 +27,7 @@ import orjson
 from poke_env.battle import AbstractBattle
 
 from center.env import frames as frame_registry
-from center.env.backend import RoundOutcome, SeatState, await_round
+from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout, ShowdownError
 from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart
 from center.showdown.sim_host import SimHost

@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from center.env import frames
-from center.env.backend import Backend
+from center.env.backend import Backend, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
@@ -335,14 +335,12 @@ def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
 def start_backend(backend: Backend, server_url: str | None = None) -> Any:
     """Start what a run plays on, for the caller to ``stop()``: a simulator host (``sim``), or the
     Showdown server at ``server_url`` (default: found or started, ``server``)."""
-    from center.showdown import ShowdownServer
-    from center.showdown.sim_host import SimHost
-
-    if backend == "sim":
-        if server_url:
-            raise ConfigError("--server names a Showdown server: it needs --backend server")
-        return SimHost().start()
-    return ShowdownServer.find_or_start(server_url)
+    spec = backend_spec(backend)
+    if server_url and not spec.takes_server_url:
+        raise ConfigError(
+            f"--server names a Showdown server: it needs --backend {server_url_backend()}"
+        )
+    return spec.start(server_url)
 
 
 @dataclass
@@ -400,7 +398,7 @@ def run_battles(
             server=server,
             max_turns=settings.max_turns,
             # On the simulator the names are part of the reproducible battle: the same everywhere.
-            username_prefix="sep" if settings.backend == "sim" else f"sep{index}",
+            username_prefix=backend_spec(settings.backend).username_prefix("sep", str(index)),
             run_secret=settings.run_secret,
         )
         try:

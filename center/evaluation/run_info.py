@@ -121,7 +121,7 @@ class RunConfig:
         if self.paired:
             check_paired_n(self.n)
         if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be 'sim' or 'server', got {self.backend!r}")
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
 
     def schedule(self) -> list[ScheduledBattle]:
         """Every battle of the run, in playing order (the seed must be resolved)."""

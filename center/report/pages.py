@@ -20,6 +20,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
+from center.env.backend import BACKENDS
 from center.evaluation.provenance import describe_change
 from center.evaluation.records import BattleRecord, SideStatus, Winner
 from center.evaluation.standings import CandidateStanding
@@ -132,10 +133,6 @@ def winner_label(record: BattleRecord, names: Mapping[str, str]) -> str:
     return "tie" if record.winner is Winner.TIE else "no result"
 
 
-_BACKENDS = {
-    "sim": "sim: Showdown's seeded simulator (each battle replays exactly from its seed)",
-    "server": "server: the Showdown server over WebSocket",
-}
 _EDGE_LOSS = {
     "void": "void: a battle during which an edge process was lost is voided and played again",
     "forfeit": "forfeit: a lost edge is that side's DISCONNECT forfeit",
@@ -196,7 +193,7 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
             ("battles", f"{run.n} {per}"),
             ("format", run.format),
             ("seed", str(run.seed)),
-            ("backend", _BACKENDS.get(run.backend, run.backend)),
+            ("backend", BACKENDS[run.backend].label if run.backend in BACKENDS else run.backend),
             (
                 "pairing",
                 "paired: each seed played twice with the sides swapped; standings count pairs"

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
 from center.evaluation.battle_files import compress_logs, read_battle_files, remove_battle_files
@@ -61,8 +62,8 @@ class BattleRunner:
                     server=self.server,
                     max_turns=self.settings.max_turns,
                     # On the simulator the names are part of the reproducible battle.
-                    username_prefix=(
-                        "sep" if self.settings.backend == "sim" else f"sep{self.index}t{thread}"
+                    username_prefix=backend_spec(self.settings.backend).username_prefix(
+                        "sep", f"{self.index}t{thread}"
                     ),
                     run_secret=self.settings.run_secret,  # the driver's: the same battles
                 )
