@@ -37,7 +37,14 @@ from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battle_files import remove_battle_files
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.records import BattleRecord, SideStatus, Winner, log_relpath, replay_relpath
+from center.evaluation.records import (
+    SIDE_STATUSES,
+    BattleRecord,
+    SideStatus,
+    Winner,
+    log_relpath,
+    replay_relpath,
+)
 from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
@@ -49,13 +56,6 @@ from edge.contract.agent import SEED_BOUND
 
 logger = logging.getLogger(__name__)
 
-# The end reason of a battle forfeited by a side, by the side's fatal status (SideGuard makes only
-# these statuses fatal).
-_FORFEIT_REASON = {
-    SideStatus.ERROR: EndReason.ERROR,
-    SideStatus.TIMEOUT: EndReason.TIMEOUT,
-    SideStatus.DISCONNECT: EndReason.DISCONNECT,
-}
 # What ends a battle on the center's side: not recorded, the battle is replayed.
 _INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
 
@@ -152,7 +152,7 @@ def play_battle(
     if forfeited is None and env.end_reason in _INFRASTRUCTURE_REASONS:
         raise InfrastructureError(f"{scheduled.battle_id}: Showdown failed ({env.end_reason})")
     if forfeited is not None:
-        env.forfeit(forfeited, reason=_FORFEIT_REASON[sides[forfeited].stats.status])
+        env.forfeit(forfeited, reason=_forfeit_reason(sides[forfeited]))
     for p in PLAYERS:
         if forfeited is None:
             sides[p].finish(observations.get(p), float(rewards.get(p, 0.0)), infos.get(p, {}))
@@ -164,6 +164,15 @@ def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
         if sides[p].fatal is not None:
             return p
     return None
+
+
+def _forfeit_reason(side: SideGuard) -> EndReason:
+    """The end reason of a battle that ``side`` forfeited, by its fatal status (the status table's
+    ``forfeit_reason``: SideGuard makes only those statuses fatal)."""
+    reason = SIDE_STATUSES[side.stats.status].forfeit_reason
+    if reason is None:
+        raise ValueError(f"{side.stats.status} is not a status that forfeits a battle")
+    return reason
 
 
 def _record(
@@ -185,7 +194,7 @@ def _record(
         winner = (
             Winner.NONE if both_failed else Winner.RED if forfeited == "player_0" else Winner.BLUE
         )
-        end_reason = _FORFEIT_REASON[sides[forfeited].stats.status]
+        end_reason = _forfeit_reason(sides[forfeited])
     elif env.end_reason == EndReason.WIN:
         winner = Winner.BLUE if blue_battle.won else Winner.RED
         end_reason = EndReason.WIN

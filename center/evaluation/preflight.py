@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from center.errors import ConfigError
 from center.evaluation.match import SideSource
-from center.evaluation.records import BattleRecord, SideStatus
+from center.evaluation.records import SIDE_STATUSES, BattleRecord
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget
 from center.showdown.formats import ShowdownFormat
@@ -68,7 +68,7 @@ def failure_summary(records: list[BattleRecord]) -> list[str]:
             (record.blue, record.blue_status, record.blue_error),
             (record.red, record.red_status, record.red_error),
         ):
-            if status == SideStatus.OK:
+            if not SIDE_STATUSES[status].failure:
                 continue
             tally = counts.setdefault(model, {})
             tally[status.value] = tally.get(status.value, 0) + 1

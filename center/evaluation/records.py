@@ -2,10 +2,10 @@
 
 The columns (:data:`COLUMNS`) are a pinned interface: their names, order and values stay as they
 are. ``winner`` is a :class:`Winner`, ``end_reason`` an :class:`~center.env.end_reason.EndReason`,
-``blue_status`` and ``red_status`` are :class:`SideStatus` values; a row holding another value is
-malformed (every value the center ever wrote is in them). ``replay`` and ``log`` are paths
-relative to ``LOG_DIR`` (see :func:`replay_relpath` and :func:`log_relpath`); empty when there is
-none. ``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's
+``blue_status`` and ``red_status`` are :class:`SideStatus` values (what each means: the status
+table, :data:`SIDE_STATUSES`); a row holding another value is malformed (every value the center
+ever wrote is in them). ``replay`` and ``log`` are paths relative to ``LOG_DIR`` (see
+:func:`replay_relpath` and :func:`log_relpath`); empty when there is none. ``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's
 status is not OK; empty when it is.
 """
 
@@ -15,17 +15,20 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from center.env.end_reason import EndReason
 
 __all__ = [
     "COLUMNS",
+    "FAILURE_STATUSES",
     "LOG_SUBDIR",
     "PINNED_COLUMNS",
     "REPLAY_SUBDIR",
+    "SIDE_STATUSES",
     "BattleRecord",
     "SideStatus",
+    "SideStatusSpec",
     "Winner",
     "log_relpath",
     "replay_relpath",
@@ -43,6 +46,72 @@ class SideStatus(StrEnum):
     ERROR = "ERROR"
     INVALID = "INVALID"
     DISCONNECT = "DISCONNECT"
+
+
+@dataclass(frozen=True)
+class SideStatusSpec:
+    """What a :class:`SideStatus` means to the code that notes it and to the outputs that count it
+    (a row of :data:`SIDE_STATUSES`)."""
+
+    #: a side's status is the most severe one noted in its battle (OK, the least, is 0)
+    severity: int
+    #: counted against the side: a column of the standings (``status_<value>`` in standings.csv)
+    #: and of the report, and a reason for preflight to name the side
+    failure: bool
+    #: the column head in the terminal's standings table ('' for a status that is no column)
+    short: str
+    #: the type of the failure recorded for a forfeit with this status that no exception explains
+    #: (its ``Type: message`` line is the battle's ``<side>_error``)
+    failure_type: str
+    #: the battle's end reason when the side forfeits it with this status; None: never fatal
+    forfeit_reason: EndReason | None
+
+
+SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
+    SideStatus.OK: SideStatusSpec(
+        severity=0,
+        failure=False,
+        short="",
+        failure_type="",
+        forfeit_reason=None,
+    ),
+    SideStatus.TIMEOUT: SideStatusSpec(
+        severity=2,
+        failure=True,
+        short="TO",
+        failure_type="Timeout",
+        forfeit_reason=EndReason.TIMEOUT,
+    ),
+    SideStatus.ERROR: SideStatusSpec(
+        severity=3,
+        failure=True,
+        short="ERR",
+        failure_type="Error",
+        forfeit_reason=EndReason.ERROR,
+    ),
+    SideStatus.INVALID: SideStatusSpec(
+        severity=1,
+        failure=True,
+        short="INV",
+        failure_type="Invalid",
+        forfeit_reason=None,
+    ),
+    SideStatus.DISCONNECT: SideStatusSpec(
+        severity=4,
+        failure=True,
+        short="DC",
+        failure_type="SideDisconnected",
+        forfeit_reason=EndReason.DISCONNECT,
+    ),
+}
+"""The status table: one row per :class:`SideStatus`, in the order of the standings' and the
+report's status columns. The guard (severity, failure type), the match (forfeit reason), the
+standings, their files, preflight and the report (columns) read what a status means here and loop
+over the rows, so a new status is a member of the enum and a row of this table (and, for its colour
+in the report, a rule in ``center/report/static/style.css``)."""
+
+FAILURE_STATUSES: Final = tuple(s for s, spec in SIDE_STATUSES.items() if spec.failure)
+"""The statuses counted against a side, in the order of their columns."""
 
 
 class Winner(StrEnum):

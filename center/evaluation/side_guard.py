@@ -51,7 +51,7 @@ from center.env import frames as frame_registry
 from center.env.cooperation import ExpectsStep
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.queue_credit import credited_wait, queue_credit
-from center.evaluation.records import SideStatus
+from center.evaluation.records import SIDE_STATUSES, SideStatus
 from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
 from edge.contract.decision import action_accepted, decide, observation_accepted, order_text
@@ -70,15 +70,6 @@ T = TypeVar("T")
 DEFAULT_ACTION = "__default__"
 #: The action a guard hands the environment for an action outside the side's action space.
 INVALID_ACTION = "__invalid__"
-
-_SEVERITY = {
-    SideStatus.OK: 0,
-    SideStatus.INVALID: 1,
-    SideStatus.TIMEOUT: 2,
-    SideStatus.ERROR: 3,
-    SideStatus.DISCONNECT: 4,
-}
-
 
 #: What an in-process side's code may print per battle before the rest is dropped (counted).
 OUTPUT_PER_BATTLE = 65536
@@ -124,7 +115,7 @@ class SideStats:
     failure: UserFailure | None = None
 
     def note(self, status: SideStatus, why: UserFailure | None = None) -> None:
-        if _SEVERITY[status] > _SEVERITY[self.worst]:
+        if SIDE_STATUSES[status].severity > SIDE_STATUSES[self.worst].severity:
             self.worst = status
         if why is not None and self.failure is None:
             self.failure = why
@@ -254,7 +245,7 @@ class SideGuard:
         if self.stats.fatal is None:
             self.stats.fatal = status
             self.stats.detail = detail[:2000]
-            self.stats.failure = failure or UserFailure(_FAILURE_TYPE[status], detail)
+            self.stats.failure = failure or UserFailure(SIDE_STATUSES[status].failure_type, detail)
             logger.info("%s: %s (%s)", self.agent_full_name, status.value, detail[:200])
         self.stats.note(status)
 
@@ -567,15 +558,6 @@ class _GuardedAgent(Agent):
             guard._call("onEpisodeEnd", lambda: guard.inner_agent.onEpisodeEnd(battle))
         except Exception as exc:
             logger.info("%s: onEpisodeEnd failed: %r", guard.agent_full_name, exc)
-
-
-_FAILURE_TYPE = {
-    SideStatus.TIMEOUT: "Timeout",
-    SideStatus.ERROR: "Error",
-    SideStatus.INVALID: "Invalid",
-    SideStatus.DISCONNECT: "SideDisconnected",
-    SideStatus.OK: "",
-}
 
 
 def _failure_of(exc: BaseException, what: str) -> UserFailure:

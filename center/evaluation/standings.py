@@ -68,7 +68,7 @@ from center.evaluation.rating_model import (
 from center.evaluation.rating_model import (
     p_best as _p_best,
 )
-from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
 
 __all__ = [
     "FAILURE_STATUSES",
@@ -85,8 +85,6 @@ __all__ = [
     "wilson_interval",
 ]
 
-FAILURE_STATUSES = tuple(s for s in SideStatus if s is not SideStatus.OK)
-"""The statuses other than OK, in the order of :attr:`CandidateStanding.statuses`."""
 PENTANOMIAL_POINTS = (0.0, 0.5, 1.0, 1.5, 2.0)
 """What a candidate can score in a pair, in the order of a pentanomial count."""
 
@@ -112,7 +110,8 @@ class CandidateStanding:
     rating_hi: float
     no_result: int
     statuses: dict[str, int] = field(default_factory=dict)
-    """Battles that ended with each non-OK status for this candidate's side (all 4 keys)."""
+    """Battles that ended with each failure status for this candidate's side (a key for each of
+    :data:`FAILURE_STATUSES`, in their order)."""
     pairs: int = 0
     """Paired runs: complete pairs played (both battles decided)."""
     pentanomial: Pentanomial = _NO_PAIRS
@@ -328,7 +327,7 @@ def _tally(records: Sequence[BattleRecord], ids: Sequence[str], paired: bool) ->
     for r in records:
         b, d = index[r.blue], index[r.red]
         for cid, status in ((r.blue, r.blue_status), (r.red, r.red_status)):
-            if status is not SideStatus.OK:
+            if SIDE_STATUSES[status].failure:
                 statuses[cid][status.value] += 1
         pair = pairs.setdefault((min(r.blue, r.red), max(r.blue, r.red)), [0, 0, 0, 0])
         if r.winner is Winner.NONE:

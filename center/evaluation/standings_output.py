@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import SIDE_STATUSES, BattleRecord
 from center.evaluation.standings import (
     FAILURE_STATUSES,
     PENTANOMIAL_POINTS,
@@ -131,6 +131,12 @@ def write_standings(
     return standings
 
 
+def _status_cells(cells: Iterable[str | int]) -> str:
+    """The status columns of the terminal table, one per failure status (the status table's
+    ``short`` heads them), 4 wide."""
+    return " ".join(f"{cell:>4}" for cell in cells)
+
+
 def format_standings(standings: Standings) -> str:
     """A fixed-width table of the standings for the terminal (with pair counts when paired)."""
     width = max([len("candidate"), *(len(c.id) for c in standings.candidates)])
@@ -138,7 +144,8 @@ def format_standings(standings: Standings) -> str:
     head = (
         f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
         f"{'win%':>6}  {'95% CI':<15}  {'rating':>6}  {'95% CI':<15}  "
-        f"{'none':>4} {'TO':>4} {'ERR':>4} {'INV':>4} {'DC':>4}  {'P(best)':>7}"
+        f"{'none':>4} {_status_cells(SIDE_STATUSES[s].short for s in FAILURE_STATUSES)}  "
+        f"{'P(best)':>7}"
     )
     if standings.paired:
         head += "  pairs 0-½-1-1½-2"
@@ -153,13 +160,11 @@ def format_standings(standings: Standings) -> str:
     for c in standings.candidates:
         rate_ci = f"[{pct(c.win_rate_lo)}, {pct(c.win_rate_hi)}]"
         rating_ci = f"[{elo(c.rating_lo)}, {elo(c.rating_hi)}]"
-        s = c.statuses
         lines.append(
             f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
             f"{pct(c.win_rate):>6}  {rate_ci:<15}  {elo(c.rating):>6}  {rating_ci:<15}  "
-            f"{c.no_result:>4} {s['TIMEOUT']:>4} {s['ERROR']:>4} {s['INVALID']:>4} "
-            f"{s['DISCONNECT']:>4}  {pct(c.p_best):>7}"
-            + (f"  {ptnml[c.id]}" if standings.paired else "")
+            f"{c.no_result:>4} {_status_cells(c.statuses[s.value] for s in FAILURE_STATUSES)}  "
+            f"{pct(c.p_best):>7}" + (f"  {ptnml[c.id]}" if standings.paired else "")
         )
     lines.append(
         f"{standings.battles} battles, {standings.no_result} without result; ties count half; "

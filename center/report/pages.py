@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from center.env.backend import BACKENDS
 from center.evaluation.provenance import describe_change
-from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.voided import count_causes
 from center.report import plots
@@ -283,7 +283,7 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             scheduled=data.scheduled,
             pending=data.pending,
             failures=FAILURES,
-            statuses=[s.value for s in SideStatus],
+            statuses=[s.value for s in SIDE_STATUSES],
             standings=[_StandingRow(c, data.name(c.id)) for c in standings.candidates],
             bootstrap=standings.bootstrap,
             ratings_svg=plots.ratings(standings, data.names),
@@ -445,7 +445,7 @@ def render_replay(
         result = "Tie" if record.winner is Winner.TIE else "No result"
     result += f" · {record.end_reason} after {record.turns} turns"
     statuses = [f"{labels[s]} {getattr(record, s + '_status').value}" for s in SIDES]
-    if any(getattr(record, s + "_status") is not SideStatus.OK for s in SIDES):
+    if any(SIDE_STATUSES[getattr(record, s + "_status")].failure for s in SIDES):
         result += " · " + ", ".join(statuses)
     player_ids = battle.player_of if battle is not None else {"blue": "p1", "red": "p2"}
     return (

@@ -20,9 +20,10 @@ from center.evaluation.battles_csv import BATTLES_CSV, load_records
 from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import (
+    FAILURE_STATUSES,
     REPLAY_SUBDIR,
+    SIDE_STATUSES,
     BattleRecord,
-    SideStatus,
     log_relpath,
     replay_relpath,
 )
@@ -34,7 +35,8 @@ from center.evaluation.voided import VoidedBattle, read_voided
 logger = logging.getLogger(__name__)
 
 SIDES = ("blue", "red")
-FAILURES = tuple(s.value for s in SideStatus if s is not SideStatus.OK)
+FAILURES = tuple(s.value for s in FAILURE_STATUSES)
+"""The report's status columns (the failure rows of the status table, in its order)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,7 @@ def _summaries(
             if player is not None:
                 summary.decision_ms.extend(player.decision_ms)
                 timed.add(cid)
-            if status is not SideStatus.OK and summary.first_error is None:
+            if SIDE_STATUSES[status].failure and summary.first_error is None:
                 line = _error_line(log_dir, r, side)
                 summary.first_error = FirstError(
                     r.battle_id, status.value, line, r.log or log_relpath(r.battle_id)

@@ -1,0 +1,220 @@
+"""The status table (records.SIDE_STATUSES): a row for every SideStatus, and the guard, the match,
+the standings, their files, preflight and the report read a status's meaning from it."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from center.env.end_reason import EndReason
+from center.evaluation import match
+from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.in_process import failed_side
+from center.evaluation.preflight import failure_summary
+from center.evaluation.records import (
+    FAILURE_STATUSES,
+    SIDE_STATUSES,
+    BattleRecord,
+    SideStatus,
+)
+from center.evaluation.side_guard import Budget, SideStats
+from center.evaluation.standings import compute_standings
+from center.evaluation.standings_output import (
+    STANDINGS_COLUMNS,
+    STANDINGS_CSV,
+    format_standings,
+    write_standings,
+)
+from center.report import write_report
+from center.report.sources import FAILURES, read_log_dir
+
+
+def battle(k: int, blue_status: SideStatus, red_status: SideStatus = SideStatus.OK) -> BattleRecord:
+    return BattleRecord(
+        battle_id=f"a-vs-b-{k:04d}",
+        blue="a",
+        red="b",
+        winner="red" if blue_status is not SideStatus.OK else "blue",  # type: ignore[arg-type]
+        end_reason="win",  # type: ignore[arg-type]
+        turns=10,
+        duration_s=1.0,
+        blue_status=blue_status,
+        red_status=red_status,
+        seed=k,
+        format="gen9bssfactory",
+        blue_error="" if blue_status is SideStatus.OK else f"Boom: {blue_status}",
+    )
+
+
+def terminal_cells(text: str, candidate: str) -> dict[str, str]:
+    """The terminal table's row of ``candidate``, keyed by column head (tokens line up)."""
+    lines = text.splitlines()
+    row = next(line for line in lines[2:] if line.split()[1] == candidate)
+    return dict(zip(lines[0].split(), row.split(), strict=False))
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def test_every_status_has_one_row_in_the_order_of_the_enum() -> None:
+    assert list(SIDE_STATUSES) == list(SideStatus)
+
+
+def test_the_rows_are_consistent() -> None:
+    severities = [spec.severity for spec in SIDE_STATUSES.values()]
+    assert len(set(severities)) == len(severities), "a side's worst status must be unambiguous"
+    ok = SIDE_STATUSES[SideStatus.OK]
+    assert (ok.severity, ok.failure, ok.short, ok.failure_type) == (0, False, "", "")
+    assert ok.forfeit_reason is None
+    assert tuple(s for s in SideStatus if s is not SideStatus.OK) == FAILURE_STATUSES
+    for status in FAILURE_STATUSES:
+        spec = SIDE_STATUSES[status]
+        assert spec.severity > ok.severity
+        assert spec.short and len(spec.short) <= 4  # a 4-wide column of the terminal table
+        assert spec.failure_type
+
+
+def test_the_pinned_meaning_of_each_status() -> None:
+    # What the outputs and battles.csv show: the table must keep it (see /work/shared/DESIGN.md).
+    rows = {
+        s.value: (spec.severity, spec.short, spec.failure_type, spec.forfeit_reason)
+        for s, spec in SIDE_STATUSES.items()
+    }
+    assert rows == {
+        "OK": (0, "", "", None),
+        "INVALID": (1, "INV", "Invalid", None),
+        "TIMEOUT": (2, "TO", "Timeout", EndReason.TIMEOUT),
+        "ERROR": (3, "ERR", "Error", EndReason.ERROR),
+        "DISCONNECT": (4, "DC", "SideDisconnected", EndReason.DISCONNECT),
+    }
+    assert STANDINGS_COLUMNS[13:17] == (
+        "status_timeout",
+        "status_error",
+        "status_invalid",
+        "status_disconnect",
+    )
+    head = format_standings(compute_standings([battle(0, SideStatus.OK)])).splitlines()[0]
+    assert " none   TO  ERR  INV   DC  P(best)" in head
+
+
+# --- each failure status reaches every output ----------------------------------------------------
+
+
+@pytest.mark.parametrize("status", FAILURE_STATUSES, ids=str)
+def test_a_failure_status_is_counted_in_its_column_everywhere(
+    status: SideStatus, tmp_path: Path
+) -> None:
+    records = [battle(0, status), battle(1, SideStatus.OK)]
+    others = {s.value: 0 for s in FAILURE_STATUSES if s is not status}
+    standings = compute_standings(records)
+    a = next(c for c in standings.candidates if c.id == "a")
+    assert a.statuses == {**others, status.value: 1}
+    # the terminal table: under the row's short head
+    cells = terminal_cells(format_standings(standings), "a")
+    assert cells[SIDE_STATUSES[status].short] == "1"
+    assert all(cells[SIDE_STATUSES[s].short] == "0" for s in FAILURE_STATUSES if s is not status)
+    # standings.csv
+    write_standings(records, tmp_path / "standings")
+    with (tmp_path / "standings" / STANDINGS_CSV).open(encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["id"] == "a")
+    assert row[f"status_{status.value.lower()}"] == "1"
+    # preflight's summary
+    first = f"first: Boom: {status} [{records[0].battle_id}]"
+    assert failure_summary(records)[1] == f"  a: 1 {status.value}; {first}"
+    # the report: its columns, the candidate's counts and first error
+    log_dir = tmp_path / "run"
+    with ResultsWriter(log_dir) as writer:
+        for record in records:
+            writer.write(record)
+    assert status.value in FAILURES
+    data = read_log_dir(log_dir)
+    summary = next(s for s in data.candidates if s.id == "a")
+    assert summary.statuses[status.value] == 1
+    assert summary.first_error is not None and summary.first_error.status == status.value
+    html = write_report(log_dir).read_text(encoding="utf-8")
+    assert f'<th class="num">{status.value}</th>' in html
+    assert f'data-col="status_{status.value.lower()}">1</td>' in html
+    assert f'<option value="{status.value}">{status.value}</option>' in html  # the battle filter
+
+
+@pytest.mark.parametrize("status", list(SideStatus), ids=str)
+def test_a_forfeit_takes_its_failure_type_and_end_reason_from_the_table(status: SideStatus) -> None:
+    guard = failed_side("m", Budget(), status, "gone")  # how a side that cannot start fails
+    try:
+        assert guard.stats.status is status
+        assert guard.stats.failure is not None
+        assert guard.stats.failure.line().startswith(
+            f"{SIDE_STATUSES[status].failure_type}: setting up m: gone"
+        )
+        reason = SIDE_STATUSES[status].forfeit_reason
+        if reason is None:
+            with pytest.raises(ValueError, match="not a status that forfeits"):
+                match._forfeit_reason(guard)
+        else:
+            assert match._forfeit_reason(guard) is reason
+    finally:
+        guard.close()
+
+
+def test_the_worst_status_noted_follows_severity() -> None:
+    by_severity = sorted(SideStatus, key=lambda s: SIDE_STATUSES[s].severity)
+    for n, low in enumerate(by_severity):
+        for high in by_severity[n:]:
+            for first, second in ((low, high), (high, low)):
+                stats = SideStats()
+                stats.note(first)
+                stats.note(second)
+                assert stats.status is high
+
+
+# --- the consumers read the table (change a row: they follow) ------------------------------------
+
+
+def test_the_terminal_heads_come_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = SIDE_STATUSES[SideStatus.TIMEOUT]
+    monkeypatch.setitem(SIDE_STATUSES, SideStatus.TIMEOUT, dataclasses.replace(spec, short="TMO"))
+    records = [battle(0, SideStatus.TIMEOUT)]
+    cells = terminal_cells(format_standings(compute_standings(records)), "a")
+    assert cells["TMO"] == "1" and "TO" not in cells
+
+
+def test_severity_comes_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = SIDE_STATUSES[SideStatus.INVALID]
+    monkeypatch.setitem(SIDE_STATUSES, SideStatus.INVALID, dataclasses.replace(spec, severity=9))
+    stats = SideStats()
+    stats.note(SideStatus.DISCONNECT)
+    stats.note(SideStatus.INVALID)
+    assert stats.status is SideStatus.INVALID
+
+
+def test_only_failure_rows_are_counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = SIDE_STATUSES[SideStatus.INVALID]
+    monkeypatch.setitem(SIDE_STATUSES, SideStatus.INVALID, dataclasses.replace(spec, failure=False))
+    records = [battle(0, SideStatus.INVALID), battle(1, SideStatus.ERROR)]
+    a = next(c for c in compute_standings(records).candidates if c.id == "a")
+    assert (a.statuses["INVALID"], a.statuses["ERROR"]) == (0, 1)
+    assert failure_summary(records)[1].startswith("  a: 1 ERROR;")
+    log_dir = tmp_path / "run"
+    with ResultsWriter(log_dir) as writer:
+        for record in records:
+            writer.write(record)
+    summary = next(s for s in read_log_dir(log_dir).candidates if s.id == "a")
+    assert summary.first_error is not None and summary.first_error.status == "ERROR"
+    assert terminal_cells(format_standings(compute_standings(records)), "a")["INV"] == "0"
+
+
+def test_failure_type_and_forfeit_reason_come_from_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = SIDE_STATUSES[SideStatus.ERROR]
+    changed = dataclasses.replace(spec, failure_type="Crash", forfeit_reason=EndReason.TIMEOUT)
+    monkeypatch.setitem(SIDE_STATUSES, SideStatus.ERROR, changed)
+    guard = failed_side("m", Budget(), SideStatus.ERROR, "gone")
+    try:
+        assert guard.stats.error_line.startswith("Crash: ")
+        assert match._forfeit_reason(guard) is EndReason.TIMEOUT
+    finally:
+        guard.close()
