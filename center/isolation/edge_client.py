@@ -6,6 +6,13 @@ at once. Each request gets a fresh id and a deadline; its reply is matched by th
 when the edge comes back; the client also rebuilds its socket after a failed CURVE handshake
 (libzmq gives up on those) the next time a request is waiting.
 
+A request is sent only on a connection the socket monitor has seen established and not yet lost,
+and every request sent on a connection fails as soon as the monitor reports it lost. libzmq reports
+a disconnection before it detaches the connection's pipe from the socket, so a message sent in
+between would go into a pipe that is being thrown away, and its caller would wait out the whole
+deadline for a reply that cannot come. Requests made while there is no connection wait in the
+outbox (until their deadline) and go out on the next one.
+
 Failures are told apart, because they mean different statuses for a battle side:
 
 - :class:`~center.errors.EdgeTimeout`: the request reached the edge, no reply in time (slow or
@@ -382,7 +389,7 @@ class EdgeClient:
             now = time.monotonic()
             if self._dealer is None and self._outbox and now >= self._rebuild_at:
                 self._open_socket()
-            if self._dealer is not None and self._outbox:
+            if self._sending and self._outbox:
                 self._send_all()  # right away: most of the time the connection is up
             if watched[:1] != [self._dealer]:
                 for sock in watched:
@@ -393,7 +400,8 @@ class EdgeClient:
                     poller.register(self._monitor, zmq.POLLIN)
             timeout_ms: int | None = None
             if self._dealer is not None:
-                poller.register(self._dealer, zmq.POLLIN | (zmq.POLLOUT if self._outbox else 0))
+                sending = self._sending and bool(self._outbox)
+                poller.register(self._dealer, zmq.POLLIN | (zmq.POLLOUT if sending else 0))
             elif self._outbox:
                 timeout_ms = max(1, int((self._rebuild_at - now) * 1000) + 1)
             events = dict(poller.poll(timeout_ms))
@@ -406,8 +414,14 @@ class EdgeClient:
             if self._dealer is not None and self._dealer in events:
                 if events[self._dealer] & zmq.POLLIN:
                     self._receive_all()
-                if events[self._dealer] & zmq.POLLOUT:
+                if events[self._dealer] & zmq.POLLOUT and self._sending:
                     self._send_all()
+
+    @property
+    def _sending(self) -> bool:
+        """Whether requests may be sent now: on a connection established and not lost (I/O
+        thread). Never on a lost one: its pipe may still take a message, which is then lost."""
+        return self._dealer is not None and self._connected
 
     def _purge_outbox(self) -> None:
         """Drop unsent requests whose callers gave up (under the lock)."""
@@ -478,6 +492,12 @@ class EdgeClient:
                 return
             kind, value = event["event"], event["value"]
             if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                # libzmq queued the socket's commands (the lost connection's pipe detached, the
+                # new one attached) before this event: process them before the first send, which
+                # may skip them (libzmq throttles command processing on send).
+                if self._dealer is not None:
+                    with contextlib.suppress(zmq.ZMQError):
+                        self._dealer.getsockopt(zmq.EVENTS)
                 self._connected, self._failure, self._lost_at = True, None, None
                 logger.info(
                     "%s the edge at %s",

@@ -2,7 +2,7 @@
 space is laid out, and the checks that rebuild them from hostile input.
 
 Everything here raises :class:`~edge.errors.ProtocolError` for what breaks the format;
-:mod:`edge.wire.codec` wraps arrays and scalars in msgpack extension types.
+:mod:`edge.wire.msgpack_values` wraps arrays and scalars in msgpack extension types.
 """
 
 from __future__ import annotations
