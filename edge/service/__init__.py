@@ -1,5 +1,22 @@
-"""The edge as a service: the ZeroMQ server, its sandboxing supervisor with the worker template and
-the sandboxed workers, sessions serving user code (on replica battles).
+"""The edge as a service: ``sep_edge`` serves a participant's modules to the center, running their
+code in sandboxed worker processes. One module per idea:
+
+- ``server``: the socket server (ZeroMQ, CURVE authentication, ``hello``, replies); what serves
+  the other requests is a dispatcher it holds;
+- ``supervisor``: :class:`~edge.service.supervisor.SandboxedEdge`, which composes the parts below;
+- ``routing``: the sandbox's dispatcher: requests to their sessions' workers, the restore history,
+  what a worker's death or overrun means to its session;
+- ``worker_pool``: the template process and the workers it forks for each model (acquire, reuse,
+  retire), and the hardening they get;
+- ``worker_io``: the workers' channels (polling, frames, what a reply may claim);
+- ``scheduling``: a CPU per running call (``--cpus``), the queue for one, deadlines, usage;
+- ``worker_handle``: the supervisor's records of a call and of a worker process;
+- ``processes``: /proc (CPU seconds, a process group's members) and stale work folders;
+- ``zygote``, ``worker``, ``sandbox``, ``cgroups``, ``channel``, ``host_locks``: the template
+  process, the worker process, its sandbox and control groups, the supervisor↔worker byte
+  channel, host-wide claims;
+- ``sessions``: :class:`~edge.service.sessions.EdgeService`, the sessions serving user code (on
+  replica battles) inside a worker; ``replies``: encoded replies.
 
 May import ``edge.maple``, ``edge.contract``, ``edge.wire`` and ``edge.errors``. Imported only by
 ``edge.checker`` (which runs recorded decisions through its sessions) and ``edge.cli``; never by

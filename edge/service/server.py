@@ -1,17 +1,20 @@
-"""The edge's ZeroMQ server: a ROUTER socket that answers the center's requests.
+"""The edge's socket server: a ZeroMQ ROUTER socket, its authentication (CURVE keys, checked by
+a ZAP handler), ``hello``, and the replies; what serves the other requests is a :class:`Dispatcher`
+it holds.
 
-Concurrency model. One I/O thread (the one running :meth:`EdgeServer.serve_forever`) owns every
-socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
-authorization) handler, and sends every reply. Other requests go to a fixed pool of worker
-threads through per-session lanes: requests of one session run one at a time in arrival order,
-requests of different sessions run in parallel (round robin when sessions outnumber workers).
-A slow or stuck handler therefore blocks only its own session, and ``hello`` keeps answering
-even when every worker is busy. Workers are daemon threads: user code that never returns cannot
-keep the process alive after :meth:`EdgeServer.stop`.
+Concurrency model. One I/O thread (the one running :meth:`EdgeSocketServer.serve_forever`) owns
+every socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
+authorization) handler, and sends every reply. Other requests go to the dispatcher, which runs in
+that thread too, and may poll sources of its own in the server's poll loop.
 
-``sep_edge`` serves with :class:`~edge.service.supervisor.SandboxServer`, a subclass whose requests
-go to sandboxed worker processes instead of threads; this class, with handler functions, remains
-for embedding and tests.
+``sep_edge``'s dispatcher is the sandbox's router (:mod:`edge.service.routing`, put together by
+:class:`~edge.service.supervisor.SandboxedEdge`): requests go to sandboxed worker processes.
+Without one, the server runs handler functions on a fixed pool of threads (embedding and tests)
+through per-session lanes: requests of one session run one at a time in arrival order, requests
+of different sessions run in parallel (round robin when sessions outnumber workers). A slow or
+stuck handler therefore blocks only its own session, and ``hello`` keeps answering even when
+every worker is busy. Workers are daemon threads: user code that never returns cannot keep the
+process alive after :meth:`EdgeSocketServer.stop`.
 
 A request the server cannot decode gets an error reply when its id can be read, and is dropped
 with a log line otherwise; a handler that raises gives an error reply with an error code (see
@@ -34,7 +37,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import zmq
 from zmq.utils import z85
@@ -71,7 +74,9 @@ __all__ = [
     "DEFAULT_MAX_PENDING_PER_SESSION",
     "DEFAULT_MAX_WORKERS",
     "CallContext",
+    "Dispatcher",
     "EdgeServer",
+    "EdgeSocketServer",
     "Handler",
     "is_loopback",
     "tcp_endpoint",
@@ -108,13 +113,43 @@ Handler = Callable[[CallContext, Any], Any]
 """``handler(context, request_body) -> reply_body`` (the bodies of one row of MESSAGES)."""
 
 
-class EdgeServer:
+class Dispatcher(Protocol):
+    """What serves the requests an :class:`EdgeSocketServer` receives, hello aside. Every method
+    runs in the server's I/O thread; replies go out through the server's :meth:`~EdgeSocketServer.send`
+    (or :meth:`~EdgeSocketServer.post` from another thread)."""
+
+    def start(self) -> None:
+        """Serving begins."""
+
+    def stop(self) -> None:
+        """Serving ends (called once, before :meth:`release`)."""
+
+    def before_poll(self, poller: zmq.Poller) -> int | None:
+        """Register more sources with ``poller``; return the poll timeout in ms (None: none)."""
+
+    def after_poll(self, events: dict[Any, int]) -> None:
+        """Handle the events of the sources registered by :meth:`before_poll`."""
+
+    def peers_gone(self, routing_ids: list[bytes]) -> None:
+        """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
+        timeout): what is theirs may end."""
+
+    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
+        """Serve one request that is not a hello (its raw bytes, from ``routing_id``)."""
+
+    def release(self) -> None:
+        """The server's sockets are closed: free what the dispatcher holds."""
+
+
+class EdgeSocketServer:
     """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
 
-    ``handlers`` maps request types (``RequestType`` values, e.g. ``"decide_request"``) to
-    :data:`Handler` functions; ``hello_request`` is answered by the server itself with ``side``,
-    the protocol version and ``models``. The socket is bound at construction (``port=0`` picks a
-    free port, see :attr:`port`); :meth:`serve_forever` or :meth:`start` serve it.
+    ``hello_request`` is answered by the server itself with ``side``, the protocol version and
+    ``models``; other requests go to the dispatcher ``dispatch_with(server)`` makes or, without
+    one, to ``handlers``, which maps request types (``RequestType`` values, e.g.
+    ``"decide_request"``) to :data:`Handler` functions run on threads. The socket is bound at
+    construction (``port=0`` picks a free port, see :attr:`port`); :meth:`serve_forever` or
+    :meth:`start` serve it.
 
     Without ``curve`` the server only binds loopback addresses unless ``insecure=True``. With
     ``curve`` it requires CurveZMQ and accepts only the client keys in
@@ -134,6 +169,7 @@ class EdgeServer:
         models: Iterable[str] = (),
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_pending_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION,
+        dispatch_with: Callable[[EdgeSocketServer], Dispatcher] | None = None,
     ) -> None:
         if not isinstance(side, str) or not side:
             raise ValueError("side must be a non-empty str (blue or red)")
@@ -154,14 +190,17 @@ class EdgeServer:
             )
         self._side = side
         self._models = [str(m) for m in models]
-        self._handlers = dict(handlers)
         self._max_size = max_message_size
         self._curve = curve
         self._instance = uuid.uuid4().hex
         self._load_limit = DEFAULT_LOAD_LIMIT
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
-        self._lanes = _SessionLanes(max_workers, max_pending_per_session, self._run_job, side)
+        self._dispatcher: Dispatcher = (
+            dispatch_with(self)
+            if dispatch_with is not None
+            else _HandlerThreads(self, handlers, max_workers, max_pending_per_session)
+        )
         self._stop_requested = False
         self._running = threading.Event()
         self._lock = threading.Lock()
@@ -241,6 +280,11 @@ class EdgeServer:
         """Random id of this server, sent in every hello reply."""
         return self._instance
 
+    @property
+    def max_message_size(self) -> int:
+        """The largest message, in bytes, the socket takes or sends."""
+        return self._max_size
+
     def announce_load_limit(self, seconds: float) -> None:
         """Tell centers (in the hello reply) that a battle's open_session may load for ``seconds``."""
         if not seconds > 0 or seconds == float("inf"):
@@ -262,13 +306,13 @@ class EdgeServer:
             if handle_signals:
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     previous[signum] = signal.signal(signum, self._on_signal)
-            self._start_dispatch()
+            self._dispatcher.start()
             self._running.set()
             self._loop()
         finally:
             for restored, handler in previous.items():
                 signal.signal(restored, handler)
-            self._stop_dispatch()
+            self._dispatcher.stop()
             self._release()
             logger.info("%s edge on %s stopped", self._side, self._endpoint)
 
@@ -297,7 +341,7 @@ class EdgeServer:
         if never_served:
             self._release()
 
-    def __enter__(self) -> EdgeServer:
+    def __enter__(self) -> EdgeSocketServer:
         return self
 
     def __exit__(
@@ -314,74 +358,39 @@ class EdgeServer:
         logger.info("signal %d: stopping the %s edge", signum, self._side)
         self.stop()
 
-    # -- what a subclass serving requests elsewhere (the sandbox supervisor) overrides ---------
+    # -- replies, for the server and its dispatcher ---------------------------------------------
 
-    def _start_dispatch(self) -> None:
-        """Start what runs the handlers (here: the worker threads)."""
-        self._lanes.start()
-
-    def _stop_dispatch(self) -> None:
-        """Stop what runs the handlers; called once, when serving ends."""
-        self._lanes.stop()
-
-    def _before_poll(self, poller: zmq.Poller) -> int | None:
-        """Register more sources with ``poller``; return the poll timeout in ms (None: none)."""
-        return None
-
-    def _after_poll(self, events: dict[Any, int]) -> None:
-        """Handle the events of the sources registered by :meth:`_before_poll`."""
-
-    def _on_peers_gone(self, routing_ids: list[bytes]) -> None:
-        """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
-        timeout): what is theirs may end."""
-
-    def _dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        """Serve one request that is not a hello: decode it and queue it for its handler."""
-        try:
-            request = decode_request(raw, max_size=self._max_size)
-        except ProtocolError as exc:
-            self._refuse_undecodable(routing_id, raw, exc)
-            return
-        handler = self._handlers.get(request.type)
-        if handler is None:
-            error = unsupported_error(request.type)
-            self._send(
-                routing_id, self._error_reply(request.id, request.session, request.type, error)
-            )
-            return
-        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
-            self._refuse_busy(routing_id, request.id, request.session, request.type)
-
-    def _refuse_undecodable(self, routing_id: bytes, raw: bytes, exc: ProtocolError) -> None:
+    def refuse_undecodable(self, routing_id: bytes, raw: bytes, exc: ProtocolError) -> None:
         """An error reply to a request that cannot be decoded (dropped when it has no id)."""
         header = peek_header(raw, max_size=self._max_size)
         if header.id is None:
             self._warn("undecodable", f"dropped an undecodable message ({exc})")
             return
         logger.warning("bad request %s: %s", header.id, exc)
-        self._send(
+        self.send(
             routing_id,
-            self._error_reply(header.id, header.session, header.type, undecodable_error(exc)),
+            self.error_reply(header.id, header.session, header.type, undecodable_error(exc)),
         )
 
-    def _refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None:
+    def refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None:
+        """An error reply (code ``busy``): the session has too many requests waiting."""
         error = ErrorBody(
             "EdgeBusy",
             f"session {session!r} already has too many requests waiting",
             code=ErrorCode.BUSY,
         )
-        self._send(routing_id, self._error_reply(msg_id, session, msg_type, error))
+        self.send(routing_id, self.error_reply(msg_id, session, msg_type, error))
 
     def _answer_hello(self, routing_id: bytes, raw: bytes) -> None:
         try:
             request = decode_request(raw, max_size=self._max_size)
         except ProtocolError as exc:
-            self._refuse_undecodable(routing_id, raw, exc)
+            self.refuse_undecodable(routing_id, raw, exc)
             return
         body = HelloReply(
             self._side, PROTOCOL_VERSION, list(self._models), self._instance, self._load_limit
         )
-        self._send(routing_id, self._ok_reply(request, body, ""))
+        self.send(routing_id, self.ok_reply(request, body, ""))
 
     # -- the I/O loop (continued) --------------------------------------------------------------
 
@@ -393,9 +402,9 @@ class EdgeServer:
         if self._zap is not None:
             poller.register(self._zap, zmq.POLLIN)
         while not self._stop_requested:
-            timeout = self._before_poll(poller)
+            timeout = self._dispatcher.before_poll(poller)
             events = dict(poller.poll(timeout))
-            self._after_poll(events)
+            self._dispatcher.after_poll(events)
             if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
                 self._drain_wake()
             if self._zap is not None and self._zap in events:
@@ -426,42 +435,13 @@ class EdgeServer:
         if hello:
             self._answer_hello(routing_id, raw)
         else:
-            self._dispatch(routing_id, raw)
+            self._dispatcher.dispatch(routing_id, raw)
 
-    def _run_job(self, job: _Job) -> None:
-        """Run one handler (worker thread) and queue its reply for the I/O thread."""
-        request = job.request
-        context = CallContext(request.type, request.id, request.session)
-        try:
-            body = job.handler(context, request.body)
-            raw = self._ok_reply(request, body, context.output)
-        except BaseException as exc:  # user code may raise anything, SystemExit included
-            if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
-                exc = exc.with_traceback(exc.__traceback__.tb_next)  # start at the handler
-            logger.warning(
-                "%s for session %r failed: %s: %s",
-                request.type,
-                request.session,
-                type(exc).__name__,
-                exc,
-                exc_info=logger.isEnabledFor(logging.DEBUG),
-            )
-            raw = self._error_reply(
-                request.id,
-                request.session,
-                request.type,
-                error_body(exc, request.type),
-                context.output,
-            )
-        if self._stop_requested:
-            return
-        self._outbox.put((job.routing_id, raw))
-        self._wake()
+    def ok_reply(self, request: Request, body: Any, output: str) -> bytes:
+        """An encoded ok reply to ``request``."""
+        return encode_ok_reply(self.next_reply_id(), request, body, output, max_size=self._max_size)
 
-    def _ok_reply(self, request: Request, body: Any, output: str) -> bytes:
-        return encode_ok_reply(self._next_id(), request, body, output, max_size=self._max_size)
-
-    def _error_reply(
+    def error_reply(
         self,
         parent: str,
         session: str,
@@ -469,18 +449,35 @@ class EdgeServer:
         error: ErrorBody,
         output: str = "",
     ) -> bytes:
+        """An encoded error reply to the request ``parent`` of ``session``."""
         return encode_error_reply(
-            self._next_id(), parent, session, request_type, error, output, max_size=self._max_size
+            self.next_reply_id(),
+            parent,
+            session,
+            request_type,
+            error,
+            output,
+            max_size=self._max_size,
         )
 
-    def _next_id(self) -> str:
+    def next_reply_id(self) -> str:
+        """A fresh message id for a reply of this server."""
         return f"{self._instance[:12]}-{next(self._ids)}"
 
-    def _send(self, routing_id: bytes, raw: bytes) -> None:
+    def send(self, routing_id: bytes, raw: bytes) -> None:
+        """Send a reply to the center behind ``routing_id`` (I/O thread only; dropped when the
+        center is gone or reads nothing)."""
         try:
             self._router.send_multipart([routing_id, raw], zmq.NOBLOCK)
         except zmq.ZMQError as exc:  # EHOSTUNREACH: the client left; EAGAIN: it reads nothing
             logger.info("dropped a reply: %s", exc.strerror)
+
+    def post(self, routing_id: bytes, raw: bytes) -> None:
+        """:meth:`send` from any thread: the I/O thread sends it (nothing once stopping)."""
+        if self._stop_requested:
+            return
+        self._outbox.put((routing_id, raw))
+        self._wake()
 
     def _flush_outbox(self) -> None:
         while True:
@@ -488,7 +485,7 @@ class EdgeServer:
                 routing_id, raw = self._outbox.get_nowait()
             except queue.Empty:
                 return
-            self._send(routing_id, raw)
+            self.send(routing_id, raw)
 
     def _wake(self) -> None:
         # OSError: the buffer is full (a wake-up is pending anyway) or the server is closed.
@@ -538,7 +535,7 @@ class EdgeServer:
                 for rid in gone:
                     del self._peer_fd[rid]
                 if gone:
-                    self._on_peers_gone(gone)
+                    self._dispatcher.peers_gone(gone)
             elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
                 pass  # already logged by the ZAP handler, with the key
             elif kind in (
@@ -571,6 +568,11 @@ class EdgeServer:
         context.destroy(linger=0)
         self._wake_r.close()
         self._wake_w.close()
+        self._dispatcher.release()
+
+
+EdgeServer = EdgeSocketServer
+"""The former name of :class:`EdgeSocketServer` (tests and embedding import it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,6 +580,87 @@ class _Job:
     routing_id: bytes
     request: Request
     handler: Handler
+
+
+class _HandlerThreads:
+    """The dispatcher of a server given handler functions: each request runs its handler on a
+    thread of :class:`_SessionLanes`, and the reply goes back through the I/O thread."""
+
+    def __init__(
+        self,
+        server: EdgeSocketServer,
+        handlers: Mapping[str, Handler],
+        max_workers: int,
+        max_pending_per_session: int,
+    ) -> None:
+        self._server = server
+        self._handlers = dict(handlers)
+        self._lanes = _SessionLanes(
+            max_workers, max_pending_per_session, self._run_job, server.side
+        )
+
+    def start(self) -> None:
+        self._lanes.start()
+
+    def stop(self) -> None:
+        self._lanes.stop()
+
+    def before_poll(self, poller: zmq.Poller) -> int | None:
+        return None
+
+    def after_poll(self, events: dict[Any, int]) -> None:
+        pass
+
+    def peers_gone(self, routing_ids: list[bytes]) -> None:
+        pass
+
+    def release(self) -> None:
+        pass
+
+    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
+        """Decode the request and queue it for its handler."""
+        server = self._server
+        try:
+            request = decode_request(raw, max_size=server.max_message_size)
+        except ProtocolError as exc:
+            server.refuse_undecodable(routing_id, raw, exc)
+            return
+        handler = self._handlers.get(request.type)
+        if handler is None:
+            error = unsupported_error(request.type)
+            server.send(
+                routing_id, server.error_reply(request.id, request.session, request.type, error)
+            )
+            return
+        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
+            server.refuse_busy(routing_id, request.id, request.session, request.type)
+
+    def _run_job(self, job: _Job) -> None:
+        """Run one handler (worker thread) and queue its reply for the I/O thread."""
+        request = job.request
+        context = CallContext(request.type, request.id, request.session)
+        try:
+            body = job.handler(context, request.body)
+            raw = self._server.ok_reply(request, body, context.output)
+        except BaseException as exc:  # user code may raise anything, SystemExit included
+            if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
+                exc = exc.with_traceback(exc.__traceback__.tb_next)  # start at the handler
+            logger.warning(
+                "%s for session %r failed: %s: %s",
+                request.type,
+                request.session,
+                type(exc).__name__,
+                exc,
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
+            raw = self._server.error_reply(
+                request.id,
+                request.session,
+                request.type,
+                error_body(exc, request.type),
+                context.output,
+            )
+        self._server.post(job.routing_id, raw)
 
 
 class _SessionLanes:

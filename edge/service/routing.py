@@ -1,0 +1,564 @@
+"""The sandbox's router: each request to its session's worker, the restore history, and what a
+worker's end or overrun means to its session.
+
+The router is the dispatcher (:class:`~edge.service.server.Dispatcher`) of the sandboxed edge's
+socket server. It routes every request by its session id to that session's worker without decoding
+its body (only ``open_session``, which picks the model, is decoded), and forwards the worker's
+encoded reply to the center after checking that it answers that very request and claims no error
+code only the supervisor may give (``edge.service.worker_io``), with the call's ``usage`` added.
+It keeps each session's replayable requests (the restore history), and ends sessions whose center
+left or that sat idle. It composes the worker pool (``edge.service.worker_pool``), the workers'
+channels (``edge.service.worker_io``) and the call scheduler (``edge.service.scheduling``: CPUs and
+deadlines), and polls them in the server's loop.
+
+Deadlines and deaths: a call past its deadline has its worker killed and is answered ``timeout``;
+the session goes on in a fresh worker restored from its history (a new Agent and Policy, the
+replica battle fed every frame). A worker that dies is its session's end: the call running and any
+later call are answered ``worker_died`` with the cause.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import zmq
+
+from edge.errors import ProtocolError
+from edge.service.channel import Kind, frame
+from edge.service.host_locks import HostClaims
+from edge.service.sandbox import describe_exit
+from edge.service.scheduling import CallScheduler
+from edge.service.server import EdgeSocketServer
+from edge.service.worker_handle import Job, WorkerHandle
+from edge.service.worker_io import PollSet, WorkerChannels, reply_violation
+from edge.service.worker_pool import WorkerPool
+from edge.wire.codec import decode_request, encode_reply, peek_reply, peek_request, with_usage
+from edge.wire.messages import (
+    EVALUE_LIMIT,
+    CloseSessionReply,
+    ErrorBody,
+    ErrorCode,
+    OpenSessionRequest,
+    Reply,
+    RequestType,
+    error_code_spec,
+    reply_type_for,
+    spec_for,
+    truncate_text,
+)
+
+__all__ = ["SessionRouter"]
+
+logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
+
+DEFAULT_CALL_TIMEOUT: Final = 60.0
+"""Seconds a call may run when its request carries no timeout (a center older than 1.3)."""
+
+RESTORE_TIMEOUT: Final = 30.0
+"""Seconds a fresh worker may take to rebuild a session (Agent, Policy, replica)."""
+
+CENTER_GONE_GRACE: Final = 5.0
+"""Seconds a session outlives its center's connection, for the center to come back (a network
+blip): then it ends, its worker killed."""
+
+SESSION_IDLE_TIMEOUT: Final = 600.0
+"""A session without a request this long is dropped (its center is gone)."""
+
+EXIT_STATUS_WAIT: Final = 2.0
+"""Seconds to wait, after a worker's channel closed, for its exit status from the template."""
+
+MAX_PENDING_PER_SESSION: Final = 32
+MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
+"""Requests of a session kept to restore it after a timeout; past this it cannot be restored."""
+
+DEAD_SESSIONS_KEPT: Final = 4096
+
+_USAGE_ROOM: Final = 64
+"""Bytes the supervisor's ``usage`` adds to a reply at most."""
+
+
+class SessionRouter:
+    """Routes the sandboxed edge's requests to its sessions' workers (module docstring)."""
+
+    def __init__(
+        self,
+        pool: WorkerPool,
+        polls: PollSet,
+        cpus: Sequence[int],
+        cpu_claims: HostClaims | None,
+    ) -> None:
+        self._pool = pool
+        self._polls = polls
+        self._channels = WorkerChannels(polls, self._on_frame, self._on_eof, self._violation)
+        self._scheduler = CallScheduler(cpus, cpu_claims, self._channels.write)
+        self._server: EdgeSocketServer | None = None
+        self._sessions: dict[str, WorkerHandle] = {}
+        self._dead_sessions: OrderedDict[str, str] = OrderedDict()
+        self._next_housekeeping = 0.0
+        pool.events = self
+
+    def attach(self, server: EdgeSocketServer) -> SessionRouter:
+        """Serve the requests ``server`` receives (its replies go out through it)."""
+        self._server = server
+        self._pool.instance = server.instance
+        return self
+
+    @property
+    def scheduler(self) -> CallScheduler:
+        return self._scheduler
+
+    @property
+    def server(self) -> EdgeSocketServer:
+        assert self._server is not None
+        return self._server
+
+    # -- requests from the center -------------------------------------------------------------
+
+    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
+        server = self.server
+        try:
+            header = peek_request(raw, max_size=server.max_message_size)
+        except ProtocolError:
+            try:  # the full decoder gives the precise reason for the error reply
+                decode_request(raw, max_size=server.max_message_size)
+            except ProtocolError as exc:
+                server.refuse_undecodable(routing_id, raw, exc)
+            return
+        session = header.session
+        job = Job(raw, header, routing_id, header.timeout or DEFAULT_CALL_TIMEOUT)
+        if header.type == RequestType.OPEN_SESSION:
+            self._open(job)
+            return
+        worker = self._sessions.get(session)
+        if worker is not None:
+            self._submit(worker, job)
+        elif header.type == RequestType.CLOSE_SESSION:
+            self._reply_closed(job)
+        elif session in self._dead_sessions:
+            self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", self._dead_sessions[session])
+        else:
+            self._fail(
+                job,
+                ErrorCode.UNKNOWN_SESSION,
+                "UnknownSession",
+                f"no session {session!r} on this edge",
+            )
+
+    def peers_gone(self, routing_ids: list[bytes]) -> None:
+        """A center went away without closing its sessions (Ctrl-C, kill -9, a lost host): end
+        them now, and their workers, rather than at the idle expiry."""
+        gone, now = set(routing_ids), time.monotonic()
+        for worker in self._sessions.values():
+            if worker.routing_id in gone and not worker.gone:
+                logger.info(
+                    "session %s (%s): its center disconnected; ending it in %.0f s unless it "
+                    "comes back",
+                    worker.session,
+                    worker.model_id,
+                    CENTER_GONE_GRACE,
+                )
+                worker.center_gone_at = now
+        self._next_housekeeping = min(self._next_housekeeping, now + CENTER_GONE_GRACE)
+
+    def _open(self, job: Job) -> None:
+        assert job.raw is not None and job.header is not None
+        server = self.server
+        try:
+            request = decode_request(job.raw, max_size=server.max_message_size)
+        except ProtocolError as exc:
+            server.refuse_undecodable(job.routing_id or b"", job.raw, exc)
+            return
+        body: OpenSessionRequest = request.body
+        session = job.header.session
+        if body.model_id not in self._pool.models:
+            self._fail(
+                job,
+                ErrorCode.UNKNOWN_MODEL,
+                "UnknownModel",
+                f"this {server.side} edge does not serve model {body.model_id!r}",
+            )
+            return
+        self._dead_sessions.pop(session, None)
+        worker = self._sessions.get(session)
+        if worker is not None and worker.model_id != body.model_id:
+            self._end_session(worker, keep=False)
+            worker = None
+        if worker is None:
+            worker = self._pool.acquire(body.model_id)
+            if worker is None:
+                self._fail(
+                    job,
+                    ErrorCode.BUSY,
+                    "EdgeBusy",
+                    f"all {self._pool.max_workers} workers of this edge are serving sessions",
+                )
+                return
+            self._bind(worker, session)
+        worker.history.clear()
+        worker.history_bytes = 0
+        self._submit(worker, job)
+
+    def _submit(self, worker: WorkerHandle, job: Job) -> None:
+        assert job.header is not None and job.raw is not None
+        if len(worker.queue) >= MAX_PENDING_PER_SESSION:
+            self.server.refuse_busy(
+                job.routing_id or b"", job.header.id, job.header.session, job.header.type
+            )
+            return
+        if spec_for(job.header.type).replayed_on_restore:
+            worker.history_bytes += len(job.raw)
+            if worker.history_bytes <= MAX_HISTORY_BYTES:
+                worker.history.append(job.raw)
+        worker.last_used = time.monotonic()
+        if job.routing_id is not None:
+            worker.routing_id = job.routing_id
+            worker.center_gone_at = None
+        worker.queue.append(job)
+        self._next_job(worker)
+
+    def _next_job(self, worker: WorkerHandle) -> None:
+        if worker.job is not None or not worker.queue or worker.gone:
+            return
+        job = worker.queue.popleft()
+        assert job.raw is not None and job.header is not None
+        if job.header.type == RequestType.OPEN_SESSION:
+            # Answer before the center gives up: a model that cannot be built in time is an error
+            # of the model, which the center can only tell from the edge's answer.
+            job.timeout = max(job.timeout * 0.95, job.timeout - 1.0)
+        if job.header.queue_limit is not None:
+            job.queue_limit = job.header.queue_limit
+        self._scheduler.start(worker, job, frame(Kind.REQUEST, job.raw))
+
+    def _reply_closed(self, job: Job) -> None:
+        """``close_session`` of a session that is not here: done already (idempotent)."""
+        assert job.header is not None
+        server = self.server
+        reply = Reply(
+            reply_type_for(job.header.type),
+            server.next_reply_id(),
+            job.header.id,
+            "ok",
+            CloseSessionReply(),
+            job.header.session,
+        )
+        server.send(job.routing_id or b"", encode_reply(reply, max_size=server.max_message_size))
+
+    def _fail(self, job: Job, code: ErrorCode, ename: str, evalue: str) -> None:
+        """Answer ``job`` with an error of the supervisor's (restores are not answered)."""
+        if job.header is None or job.routing_id is None:
+            return
+        error = ErrorBody(ename, truncate_text(evalue, EVALUE_LIMIT, keep="head"), code=code)
+        server = self.server
+        server.send(
+            job.routing_id,
+            server.error_reply(job.header.id, job.header.session, job.header.type, error),
+        )
+
+    # -- sessions: binding, ending -----------------------------------------------------------
+
+    def _bind(self, worker: WorkerHandle, session: str) -> None:
+        worker.session = session
+        worker.tainted = False
+        self._sessions[session] = worker
+
+    def _end_session(self, worker: WorkerHandle, *, keep: bool) -> None:
+        """The session of ``worker`` is over: reuse the worker for its model, or retire it."""
+        session = worker.session
+        if session is not None and self._sessions.get(session) is worker:
+            del self._sessions[session]
+        worker.session = None
+        worker.history.clear()
+        worker.history_bytes = 0
+        for job in worker.queue:
+            self._fail(job, ErrorCode.UNKNOWN_SESSION, "UnknownSession", "the session was closed")
+        worker.queue.clear()
+        self._pool.put_back(worker, keep=keep)
+
+    def _remember_dead(self, session: str, cause: str) -> None:
+        self._dead_sessions[session] = cause
+        while len(self._dead_sessions) > DEAD_SESSIONS_KEPT:
+            self._dead_sessions.popitem(last=False)
+
+    # -- what workers send ----------------------------------------------------------------------
+
+    def _on_frame(self, worker: WorkerHandle, kind: Kind, payload: bytes) -> None:
+        job = worker.job
+        if kind is Kind.READY and worker.state == "starting":
+            worker.ready_at = time.monotonic()
+            self._pool.startup_ms.append((worker.ready_at - worker.spawned_at) * 1e3)
+            worker.state = "ready"
+            if job is None and worker.group is not None:
+                worker.group.freeze()
+        elif kind is Kind.REPLY and job is not None and job.header is not None:
+            self._on_reply(worker, job, payload)
+        elif kind is Kind.RESTORED and job is not None and job.header is None:
+            self._scheduler.end_call(worker)
+            worker.job = None
+            logger.info("session %s restored on worker %d", worker.session, worker.number)
+            self._next_job(worker)
+        elif kind is Kind.FAILED and (worker.state == "starting" or (job and job.header is None)):
+            cause = payload.decode("utf-8", "replace")[:2000]
+            self._pool.kill(worker)
+            self.worker_gone(worker, cause)
+        else:
+            self._violation(worker, f"sent a {kind.name} frame out of turn")
+
+    def _on_reply(self, worker: WorkerHandle, job: Job, raw: bytes) -> None:
+        assert job.header is not None
+        server = self.server
+        try:
+            header = peek_reply(raw, max_size=server.max_message_size)
+        except ProtocolError as exc:
+            self._violation(worker, f"sent an unreadable reply ({exc})")
+            return
+        violation = reply_violation(job.header, header)
+        if violation is not None:
+            self._violation(worker, violation)
+            return
+        if self._memory_exceeded(worker):
+            return
+        usage = self._scheduler.end_call(worker)
+        if len(raw) + _USAGE_ROOM <= server.max_message_size:
+            raw = with_usage(raw, usage)
+        worker.job = None
+        if header.status == "error" and error_code_spec(header.code).ends_worker:
+            worker.tainted = True
+        if job.routing_id is not None:
+            server.send(job.routing_id, raw)
+        if job.header.type == RequestType.CLOSE_SESSION:
+            # The center is done with the session, whatever the worker says: one that fails to
+            # close must not keep it, and its place on the edge, until it expires.
+            worker.tainted = worker.tainted or header.status != "ok"
+            self._end_session(worker, keep=True)
+        else:
+            self._next_job(worker)
+
+    def _memory_exceeded(self, worker: WorkerHandle) -> bool:
+        """Whether the kernel killed a process of the worker for the memory limit over all its
+        processes; if so the worker is ended with that cause."""
+        if not self._pool.oom_killed(worker):
+            return False
+        self._pool.kill(worker)
+        self.worker_gone(worker, self._pool.memory_cause())
+        return True
+
+    def _violation(self, worker: WorkerHandle, what: str) -> None:
+        """A worker broke the supervisor's protocol: it is hostile or broken; it ends."""
+        cause = f"the worker {what}: it was killed"
+        logger.warning("worker %d of %s %s", worker.number, worker.model_id, cause)
+        self._pool.kill(worker)
+        self.worker_gone(worker, cause)
+
+    # -- deaths, deadlines -----------------------------------------------------------------------
+
+    def _on_eof(self, worker: WorkerHandle) -> None:
+        worker.eof_at = time.monotonic()
+        self._channels.unregister(worker)
+        if worker.status is not None or worker.orphaned:
+            self.worker_died(worker)
+        # else: its exit status comes from the template (waited for EXIT_STATUS_WAIT at most)
+
+    def worker_exited(self, worker: WorkerHandle) -> None:
+        """The template reported the worker's exit (its status is set)."""
+        # What it sent before it died is in its channel already: read that first. Its EOF may
+        # never come (a process it forked can keep the channel open), so it is dead now.
+        self._channels.read(worker)
+        self.worker_died(worker)
+
+    def worker_died(self, worker: WorkerHandle) -> None:
+        """A worker ended by itself: its session ends with the cause."""
+        if worker.gone:
+            return
+        if self._pool.oom_killed(worker):
+            cause = self._pool.memory_cause()
+        elif worker.status is not None:
+            cause = describe_exit(worker.status, self._pool.limits)
+        elif worker.orphaned:
+            cause = "killed: the edge's worker template process died"
+        elif worker.zygote is not None and worker.zygote.process.poll() is None:
+            # Its template reports every exit at once: this worker is alive, its channel shut.
+            cause = "the worker closed its channel to the edge without exiting: it was killed"
+        else:
+            cause = "the worker ended (no exit status: the edge's template process died?)"
+        logger.warning(
+            "worker %d of %s (pid %s, session %s) ended: %s",
+            worker.number,
+            worker.model_id,
+            worker.pid,
+            worker.session,
+            cause,
+        )
+        self._pool.kill(worker)  # what it started goes with it
+        self.worker_gone(worker, cause)
+
+    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
+        """Bookkeeping of a worker that is no more: its session and calls end with ``cause``."""
+        if worker.gone:
+            return
+        worker.state = "gone"
+        worker.cause = cause
+        self._channels.unregister(worker)
+        self._scheduler.free(worker)
+        self._pool.forget(worker)
+        jobs = ([worker.job] if worker.job is not None else []) + list(worker.queue)
+        worker.job = None
+        worker.queue.clear()
+        if worker.session is not None:
+            if self._sessions.get(worker.session) is worker:
+                del self._sessions[worker.session]
+                self._remember_dead(worker.session, cause)
+            worker.session = None
+        for job in jobs:
+            self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", cause)
+        if worker.status is not None or worker.orphaned:  # else its exit, reported later, frees it
+            self._pool.release_slot(worker)
+
+    def _on_deadline(self, worker: WorkerHandle, job: Job) -> None:
+        """A call ran past its deadline: kill its worker; the session goes on in a new one."""
+        what = job.what
+        logger.warning(
+            "%s of session %s (%s) passed its deadline of %.3g s: killing worker %d",
+            what,
+            worker.session,
+            worker.model_id,
+            job.timeout,
+            worker.number,
+        )
+        worker.job = None
+        self._pool.kill(worker)
+        session = worker.session
+        cause = f"{what} did not return within {job.timeout:.3g} s: its worker was killed"
+        if job.header is None or job.header.type == RequestType.OPEN_SESSION:
+            # Building the Agent and Policy hangs: the user's code cannot be served at all.
+            if job.header is not None:
+                self._fail(job, ErrorCode.WORKER_DIED, "TimeoutError", cause)
+            self.worker_gone(worker, cause)
+            return
+        self._fail(job, ErrorCode.TIMEOUT, "CallTimeout", cause)
+        if job.header.type == RequestType.CLOSE_SESSION:
+            # The center is done with the session: it ends here, it is not restored.
+            self.worker_gone(worker, cause)
+            return
+        if session is None or worker.history_bytes > MAX_HISTORY_BYTES:
+            self.worker_gone(worker, cause + " (the session was too long to restore)")
+            return
+        # Take the session, its history and its waiting calls off the killed worker...
+        history, queue, tainted = worker.history, worker.queue, worker.tainted
+        worker.history, worker.queue, worker.history_bytes = [], deque(), 0
+        del self._sessions[session]
+        worker.session = None
+        self.worker_gone(worker, cause)
+        # ... and restore the session on another, before anything else.
+        replacement = self._pool.acquire(worker.model_id)
+        if replacement is None:
+            cause += " (no worker free to restore the session)"
+            self._remember_dead(session, cause)
+            for waiting in queue:
+                self._fail(waiting, ErrorCode.WORKER_DIED, "WorkerDied", cause)
+            return
+        self._bind(replacement, session)
+        replacement.history = history
+        replacement.history_bytes = sum(len(raw) for raw in history)
+        replacement.queue = queue
+        replacement.tainted = tainted
+        restore = Job(None, None, None, RESTORE_TIMEOUT)
+        data = bytearray()
+        for raw in history:
+            data += frame(Kind.HISTORY, raw)
+        data += frame(Kind.RESTORE)
+        self._scheduler.start(replacement, restore, bytes(data))
+
+    # -- the server's poll loop --------------------------------------------------------------------
+
+    def before_poll(self, poller: zmq.Poller) -> int | None:
+        self._polls.poller = poller
+        self._pool.watch_template()
+        self._channels.watch(self._pool.by_fd.values())
+        now = time.monotonic()
+        wake = self._scheduler.next_wake(now, self._next_housekeeping)
+        for worker in self._pool.by_fd.values():
+            if worker.job is not None:
+                wake = min(wake, worker.job.deadline)
+            if worker.eof_at is not None:
+                wake = min(wake, worker.eof_at + EXIT_STATUS_WAIT)
+        return max(0, int((wake - now) * 1000) + 1)
+
+    def after_poll(self, events: dict[Any, int]) -> None:
+        if self._pool.template_reported(events):
+            self._pool.on_template()
+        for fd, flags in events.items():
+            if not isinstance(fd, int):
+                continue
+            worker = self._pool.by_fd.get(fd)
+            if worker is None or worker.gone:
+                continue
+            if flags & zmq.POLLOUT:
+                self._channels.flush(worker)
+            if flags & (zmq.POLLIN | zmq.POLLERR):
+                self._channels.read(worker)
+        if self._scheduler.waiting:
+            self._scheduler.serve()
+        now = time.monotonic()
+        for worker in list(self._pool.by_fd.values()):
+            if worker.gone:
+                continue
+            if worker.job is not None and now >= worker.job.deadline:
+                self._on_deadline(worker, worker.job)
+            elif worker.eof_at is not None and now >= worker.eof_at + EXIT_STATUS_WAIT:
+                self.worker_died(worker)
+        if now >= self._next_housekeeping:
+            self._housekeeping(now)
+
+    def _housekeeping(self, now: float) -> None:
+        self._next_housekeeping = now + 5.0
+        self._pool.housekeeping(now)
+        for worker in list(self._sessions.values()):
+            gone_at = worker.center_gone_at
+            if gone_at is not None and now - gone_at >= CENTER_GONE_GRACE and not worker.gone:
+                logger.info("session %s: its center did not come back", worker.session)
+                if worker.job is not None:
+                    self._pool.retire(worker, "its center disconnected")
+                else:
+                    self._end_session(worker, keep=False)
+                continue
+            if worker.job is None and now - worker.last_used > SESSION_IDLE_TIMEOUT:
+                logger.info(
+                    "session %s expired after %.0f s idle", worker.session, SESSION_IDLE_TIMEOUT
+                )
+                self._end_session(worker, keep=False)
+
+    # -- serving starts, ends ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        startup_ms = self._pool.startup_ms
+        if startup_ms:
+            times = np.asarray(startup_ms)
+            logger.info(
+                "worker start-up (asked to serving): %d workers, p50 %.1f ms, p99 %.1f ms",
+                len(times),
+                float(np.percentile(times, 50)),
+                float(np.percentile(times, 99)),
+            )
+
+    def release(self) -> None:
+        """The server's sockets are closed: end every worker and the template (see
+        :meth:`close`)."""
+        self.close()
+
+    def close(self) -> None:
+        """Kill every worker's process group and the template; remove the workers' folders; give
+        back the CPUs and user ids claimed host-wide."""
+        self._pool.close()
+        self._scheduler.release_claims()
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.close)

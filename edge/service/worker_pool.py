@@ -1,0 +1,502 @@
+"""The worker pool: the template process, and the workers it forks for each model.
+
+Each model has workers of its own, one per session it plays at a time. :meth:`WorkerPool.acquire`
+gives an idle worker of the model or forks a new one from the template (``edge.service.zygote``),
+in a slot of its own (a user id no worker of any edge of the host has, a HOME folder, control
+groups); when the pool is full, the idle worker unused longest is evicted. When its session ends a
+worker goes back to its model's idle pool (``--reuse-workers``, and only if its session went
+well) or is retired. The pool also chooses the hardening workers get on this host, and reads the
+template's reports: a worker started, could not start, or exited (its wait status).
+
+What a worker's end means to its session is not the pool's idea: it reports to
+:class:`WorkerEvents` (the router).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final, Protocol
+
+import zmq
+
+from edge.contract.candidates import Candidate
+from edge.service.cgroups import (
+    CgroupSupport,
+    WorkerGroup,
+    probe_cgroups,
+    remove_edge_groups,
+    remove_stale_groups,
+)
+from edge.service.channel import FRAME_OVERHEAD, FrameReader
+from edge.service.host_locks import HostClaims
+from edge.service.processes import cpu_seconds, kill_group_members, remove_stale_work_folders
+from edge.service.sandbox import (
+    PRIVATE_FOLDERS,
+    Hardening,
+    Limits,
+    format_size,
+    paths_to_expose,
+    paths_under,
+)
+from edge.service.worker import WorkerSpec
+from edge.service.worker_handle import WorkerHandle
+from edge.service.worker_io import PollSet
+from edge.service.zygote import Zygote, ZygoteError
+
+__all__ = [
+    "DEFAULT_MAX_SESSION_WORKERS",
+    "IDLE_WORKER_TIMEOUT",
+    "WorkerEvents",
+    "WorkerPool",
+    "choose_hardening",
+]
+
+logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
+
+#: The folder of this package: workers read its files (data, lazily imported modules) at run time.
+_EDGE_PACKAGE: Final = Path(__file__).resolve().parents[1]
+
+DEFAULT_MAX_SESSION_WORKERS: Final = 64
+"""Worker processes at most (sessions served at once); idle ones are reused, then evicted."""
+
+IDLE_WORKER_TIMEOUT: Final = 300.0
+"""An idle worker unused this long is retired."""
+
+
+class WorkerEvents(Protocol):
+    """What the pool reports of its workers' ends (the router decides what they mean)."""
+
+    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
+        """Bookkeeping of a worker that is no more (retired, killed, never started)."""
+
+    def worker_died(self, worker: WorkerHandle) -> None:
+        """A worker ended by itself (its template died with it)."""
+
+    def worker_exited(self, worker: WorkerHandle) -> None:
+        """The template reported the exit of a worker not yet gone (``worker.status`` is set)."""
+
+
+class WorkerPool:
+    """The template process and the workers of every model served (module docstring)."""
+
+    def __init__(
+        self,
+        side: str,
+        candidates: Mapping[str, Candidate],
+        *,
+        limits: Limits,
+        max_workers: int,
+        reuse_workers: bool,
+        drop_privileges: bool,
+        isolate_network: bool,
+        max_message_size: int,
+        polls: PollSet,
+    ) -> None:
+        self._side = side
+        self._candidates = dict(candidates)
+        self.limits = limits
+        self.max_workers = max_workers
+        self.reuse_workers = reuse_workers
+        self._max_size = max_message_size
+        self._polls = polls
+        self.instance = ""
+        """The edge's instance id (set once its server is bound), told to each worker."""
+        self.events: WorkerEvents | None = None
+        for stale in remove_stale_work_folders():
+            logger.info("removed the work folder of an edge that is gone: %s", stale)
+        self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
+        self.home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
+        self.cgroups = CgroupSupport()
+        self._uid_claims: HostClaims | None = None
+        self.workers: dict[int, WorkerHandle] = {}  # by number, until its slot is free again
+        self.by_fd: dict[int, WorkerHandle] = {}  # workers whose channel is open
+        self._by_pid: dict[int, WorkerHandle] = {}
+        self._idle: dict[str, list[WorkerHandle]] = {}
+        self._spawning: dict[int, WorkerHandle] = {}  # by spawn token
+        self._slots_in_use: set[int] = set()
+        self._groups_to_remove: list[WorkerGroup] = []
+        self._numbers = itertools.count(1)
+        self._zygote_registered: int | None = None
+        self.startup_ms: deque[float] = deque(maxlen=10_000)
+        """Milliseconds from asking for a worker to the worker sandboxed and serving."""
+        try:
+            self.home_base.chmod(0o711)  # workers reach their own folder, list none
+            self.hardening = choose_hardening(
+                self._zygote.hardening, self._candidates, drop_privileges, isolate_network
+            )
+            for stale in remove_stale_groups():
+                logger.info("removed the control group of an edge that is gone: %s", stale)
+            self.cgroups = probe_cgroups(f"{side}-{os.getpid()}")
+            if self.hardening.user:
+                self._uid_claims = HostClaims("uid")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def models(self) -> Mapping[str, Candidate]:
+        """The models served, by id (read as data, never imported here)."""
+        return self._candidates
+
+    # -- acquiring, spawning, putting back, retiring -----------------------------------------------
+
+    def acquire(self, model_id: str) -> WorkerHandle | None:
+        """An idle worker of the model, or a new one; None when the edge is full."""
+        idle = self._idle.get(model_id, [])
+        while idle:
+            worker = idle.pop()
+            if not worker.gone:
+                return worker
+        live = sum(1 for w in self.workers.values() if not w.gone)
+        if live >= self.max_workers:
+            oldest = min(
+                (w for ws in self._idle.values() for w in ws if not w.gone),
+                key=lambda w: w.last_used,
+                default=None,
+            )
+            if oldest is None:
+                return None
+            self.retire(oldest, "evicted: the edge needed its place for another model")
+        try:
+            return self._spawn(model_id)
+        except (OSError, ZygoteError) as exc:
+            logger.error("cannot start a worker for %s: %s", model_id, exc)
+            return None
+
+    def _spawn(self, model_id: str) -> WorkerHandle:
+        zygote = self._live_zygote()
+        number = next(self._numbers)
+        if self._uid_claims is not None:  # a user id no worker of any edge of the host has
+            slot = self._uid_claims.claim_lowest()
+        else:
+            slot = next(i for i in itertools.count() if i not in self._slots_in_use)
+        group: WorkerGroup | None = None
+        if self.cgroups.any:
+            group = WorkerGroup(self.cgroups, f"w{number}")
+            try:
+                group.create(memory=self.limits.memory, processes=self.limits.processes)
+            except OSError as exc:
+                logger.warning("no control groups for worker %d: %s", number, exc)
+                group.remove()
+                group = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.setblocking(False)
+        home = self.home_base / f"w{slot}"
+        spec = WorkerSpec.build(
+            side=self._side,
+            instance=self.instance,
+            slot=slot,
+            home=str(home),
+            max_message_size=self._max_size,
+            limits=self.limits,
+            hardening=self.hardening,
+            candidate=self._candidates[model_id],
+            cgroup_procs=group.join_paths() if group is not None else [],
+            keep_paths=self._keep_paths(model_id),
+        )
+        worker = WorkerHandle(
+            number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
+        )
+        worker.group = group
+        try:
+            zygote.spawn(number, spec, theirs)
+        except ZygoteError:
+            ours.close()
+            if self._uid_claims is not None:
+                self._uid_claims.release(slot)
+            if group is not None:
+                group.remove()
+            raise
+        worker.zygote = zygote
+        self._slots_in_use.add(slot)
+        self.workers[number] = worker
+        self.by_fd[worker.fd] = worker
+        self._spawning[number] = worker
+        logger.debug("starting worker %d for %s (slot %d)", number, model_id, slot)
+        return worker
+
+    def _keep_paths(self, model_id: str) -> list[str]:
+        """What a worker of ``model_id`` must still see under its private folders: the module's
+        folder, its team's, Python's own paths and this package's (an editable install finds it
+        through an import hook, not sys.path), when they lie in /tmp, say."""
+        if not self.hardening.private_tmp:
+            return []
+        candidate = self._candidates[model_id]
+        top = candidate.module_id.split(".")[0]
+        needed = [
+            candidate.folder,
+            candidate.folder / top,  # a package right in /tmp is kept by itself
+            _module_place(candidate),  # where a link there leads (the checker links the module)
+            _EDGE_PACKAGE,
+            *(Path(p) for p in sys.path if p),
+        ]
+        if candidate.team_path is not None:
+            needed.append(candidate.team_path.parent)
+        return paths_under(PRIVATE_FOLDERS, needed)
+
+    def put_back(self, worker: WorkerHandle, *, keep: bool) -> None:
+        """The session of ``worker`` is over: reuse the worker for its model, or retire it."""
+        reason = self._why_not_reuse(worker) if keep else "its session was replaced"
+        if reason is not None:
+            self.retire(worker, reason)
+            return
+        if not self.hardening.pid_namespace and worker.pid is not None:
+            kill_group_members(worker.pid, spare=worker.pid)
+        worker.last_used = time.monotonic()
+        self._idle.setdefault(worker.model_id, []).append(worker)
+
+    def _why_not_reuse(self, worker: WorkerHandle) -> str | None:
+        if worker.gone or worker.pid is None:
+            return "not running"
+        if not self.reuse_workers:
+            return "a fresh worker for every battle"
+        if worker.tainted:
+            return "user code failed in its session"
+        if self.limits.cpu_seconds and cpu_seconds(worker.pid) > self.limits.cpu_seconds / 2:
+            return "it used half of its CPU time limit"
+        return None
+
+    def retire(self, worker: WorkerHandle, reason: str) -> None:
+        """End a worker that has no session to serve (or whose session ends with it)."""
+        logger.debug("retiring worker %d of %s: %s", worker.number, worker.model_id, reason)
+        idle = self._idle.get(worker.model_id)
+        if idle and worker in idle:
+            idle.remove(worker)
+        self.kill(worker)
+        self._gone(worker, reason)
+
+    def _gone(self, worker: WorkerHandle, cause: str) -> None:
+        assert self.events is not None
+        self.events.worker_gone(worker, cause)
+
+    def forget(self, worker: WorkerHandle) -> None:
+        """A worker is gone: its channel closes, it is idle no more."""
+        if self.by_fd.get(worker.fd) is worker:
+            del self.by_fd[worker.fd]
+        with contextlib.suppress(OSError):
+            worker.sock.close()
+        idle = self._idle.get(worker.model_id)
+        if idle and worker in idle:
+            idle.remove(worker)
+
+    def release_slot(self, worker: WorkerHandle) -> None:
+        """The worker's processes are all gone: its slot (user id, folder) may serve again."""
+        self.workers.pop(worker.number, None)
+        self._slots_in_use.discard(worker.slot)
+        if self._uid_claims is not None:
+            self._uid_claims.release(worker.slot)
+        shutil.rmtree(worker.home, ignore_errors=True)
+        if worker.group is not None and not worker.group.remove():
+            self._groups_to_remove.append(worker.group)  # tried again at housekeeping
+
+    @staticmethod
+    def kill(worker: WorkerHandle) -> None:
+        """SIGKILL the worker's process group and control group (nothing it started survives,
+        frozen or not)."""
+        if worker.pid is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(worker.pid, signal.SIGKILL)
+        if worker.group is not None:
+            worker.group.kill()
+
+    @staticmethod
+    def oom_killed(worker: WorkerHandle) -> bool:
+        """Whether the kernel killed a process of the worker for the memory limit over all its
+        processes."""
+        return worker.group is not None and bool(worker.group.oom_kills())
+
+    def memory_cause(self) -> str:
+        """Why a worker that :meth:`oom_killed` ended."""
+        return f"killed: memory limit {format_size(self.limits.memory)} (all its processes)"
+
+    def housekeeping(self, now: float) -> None:
+        """Remove control groups that were busy before; retire workers idle too long."""
+        self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
+        for worker in [w for ws in self._idle.values() for w in ws]:
+            if now - worker.last_used > IDLE_WORKER_TIMEOUT:
+                self.retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
+
+    # -- the template process ----------------------------------------------------------------
+
+    def watch_template(self) -> None:
+        """Poll the template's reports (a new template is registered once)."""
+        zygote = self._zygote
+        if zygote is not None and self._zygote_registered != zygote.fileno():
+            assert self._polls.poller is not None
+            self._polls.poller.register(zygote.fileno(), zmq.POLLIN)
+            self._zygote_registered = zygote.fileno()
+
+    def template_reported(self, events: Mapping[object, int]) -> bool:
+        """Whether the template's reports are among a poll's ``events``."""
+        zygote = self._zygote
+        return zygote is not None and zygote.fileno() in events
+
+    def _live_zygote(self) -> Zygote:
+        if self._zygote is not None and self._zygote.process.poll() is not None:
+            logger.error("the worker template process died; starting another")
+            self._zygote_gone()
+        if self._zygote is None:
+            self._zygote_registered = None
+            self._zygote = Zygote()
+        return self._zygote
+
+    def _zygote_gone(self) -> None:
+        """The template process is gone (or given up on). Its workers die with it (their
+        parent-death signal) and their exits will never be reported: end them now, and free
+        their places once they are gone."""
+        zygote = self._zygote
+        if zygote is None:
+            return
+        assert self.events is not None
+        self._zygote = None
+        self._zygote_registered = None
+        self._polls.unregister(zygote.fileno())  # before it is closed: a closed fd breaks poll
+        zygote.close()
+        for worker in list(self._spawning.values()):
+            self._gone(worker, "the edge's worker template process died")
+            self.release_slot(worker)
+        self._spawning.clear()
+        for worker in list(self.workers.values()):
+            if worker.zygote is not zygote or worker.status is not None:
+                continue
+            worker.orphaned = True
+            if worker.pid is not None:
+                self._by_pid.pop(worker.pid, None)
+            if worker.gone:
+                self.release_slot(worker)
+            elif worker.eof_at is not None:
+                self.events.worker_died(worker)
+            # else: its end of file comes next, then it is gone
+
+    def on_template(self) -> None:
+        """Read the template's reports: workers started, failed to start, exited."""
+        assert self._zygote is not None
+        try:
+            events = self._zygote.events()
+        except (OSError, ValueError, ZygoteError) as exc:
+            logger.error("bad report from the worker template: %s", exc)
+            events = None
+        if events is None:
+            logger.error("the worker template process is gone; a new one starts when needed")
+            self._zygote_gone()
+            return
+        for event in events:
+            op = event.get("op")
+            if op == "spawned":
+                spawned = self._spawning.pop(int(event["token"]), None)
+                if spawned is None:
+                    continue
+                spawned.pid = int(event["pid"])
+                self._by_pid[spawned.pid] = spawned  # its exit frees its slot
+                if spawned.gone:  # given up on before it started
+                    self.kill(spawned)
+            elif op == "failed":
+                failed = self._spawning.pop(int(event["token"]), None)
+                if failed is not None:
+                    self._gone(failed, f"could not start a worker: {event.get('error')}")
+                    self.release_slot(failed)
+            elif op == "exit":
+                self._on_exit(int(event["pid"]), int(event["status"]))
+
+    def _on_exit(self, pid: int, status: int) -> None:
+        worker = self._by_pid.pop(pid, None)
+        if worker is None:
+            return
+        worker.status = status
+        if worker.gone:
+            self.release_slot(worker)
+            return
+        assert self.events is not None
+        self.events.worker_exited(worker)
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill every worker's process group and the template; remove the workers' folders."""
+        for worker in list(self.workers.values()):
+            self.kill(worker)
+            with contextlib.suppress(OSError):
+                worker.sock.close()
+        for worker in list(self._spawning.values()):
+            self.kill(worker)
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+        shutil.rmtree(self.home_base, ignore_errors=True)
+        remove_edge_groups(self.cgroups)
+        if self._uid_claims is not None:
+            self._uid_claims.release_all()
+
+    def worker_pids(self) -> list[int]:
+        """The pids of the running workers (their process groups)."""
+        return [w.pid for w in self.by_fd.values() if w.pid is not None and not w.gone]
+
+
+def choose_hardening(
+    possible: Hardening,
+    candidates: Mapping[str, Candidate],
+    drop_privileges: bool,
+    isolate_network: bool,
+) -> Hardening:
+    """The hardening workers get: what the host permits, as asked, and a user id of their own
+    only where they can still read Python and the candidates' modules."""
+    why = dict(possible.why_off)
+    user = possible.user and drop_privileges
+    if possible.user and not drop_privileges:
+        why["user"] = "not asked (--no-drop-privileges)"
+    exposed: dict[str, list[str]] = {}
+    if user:
+        # A worker with its own user id must still read Python and the candidates' modules.
+        needed = [Path(p) for p in sys.path if p and Path(p).is_dir()]
+        needed += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+        needed += [c.folder for c in candidates.values()]
+        needed += [_EDGE_PACKAGE, *(_module_place(c) for c in candidates.values())]
+        exposed, unreadable = paths_to_expose(needed)
+        if unreadable is not None or (exposed and not possible.mount_namespace):
+            user = False
+            why["user"] = (
+                f"{unreadable or next(iter(exposed))} is not readable by other users, and "
+                "workers must read Python and the candidates' modules: make it readable to "
+                "turn this on"
+            )
+            exposed = {}
+    network = possible.network and isolate_network
+    if possible.network and not isolate_network:
+        why["network"] = "not asked (--allow-network)"
+    return Hardening(
+        user=user,
+        network=network,
+        pid_namespace=possible.pid_namespace,
+        mount_namespace=possible.mount_namespace,
+        ipc_namespace=possible.ipc_namespace,
+        private_tmp=possible.private_tmp,
+        private_proc=possible.private_proc,
+        exposed=exposed,
+        uid_base=possible.uid_base,
+        gid=possible.gid,
+        why_off=why,
+    )
+
+
+def _module_place(candidate: Candidate) -> Path:
+    """The folder that holds the candidate's module where it really is: the target of a link in
+    the candidates' folder (the checker links the module into a folder of its own), resolved."""
+    top = candidate.module_id.split(".")[0]
+    for place in (candidate.folder / top, candidate.folder / f"{top}.py"):
+        with contextlib.suppress(OSError):
+            if place.exists():
+                resolved = place.resolve(strict=True)
+                return resolved if resolved.is_dir() else resolved.parent
+    return candidate.folder
