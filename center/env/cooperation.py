@@ -1,4 +1,5 @@
-"""What PokemonEnv tells a player's Agent before it observes, when the Agent wants to know.
+"""What PokemonEnv tells a player's Agent beyond the Agent contract, when the Agent wants to know:
+what the policy's next step will be given (before it observes), and why an order was refused.
 
 A guarded or remote side (:class:`center.evaluation.side_guard.SideGuard`'s agent, an
 ``AgentDelegator``) takes a whole decision in the call that runs ``makeObs``: the environment tells
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from edge.errors import InvalidActionError
+
 
 @runtime_checkable
 class ExpectsStep(Protocol):
@@ -18,3 +21,12 @@ class ExpectsStep(Protocol):
     None: the mask comes from the Agent itself)."""
 
     def expect_step(self, reward: float, info: dict[str, Any], done: bool = False) -> None: ...
+
+
+@runtime_checkable
+class HearsRefusals(Protocol):
+    """An Agent told why the environment refused the order its ``deploy`` returned (the
+    environment's check of an order against the request is the center's only one: a guard keeps
+    the reason for the side's record)."""
+
+    def order_refused(self, reason: InvalidActionError) -> None: ...

@@ -38,7 +38,7 @@ from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest, backend_spec
-from center.env.cooperation import ExpectsStep
+from center.env.cooperation import ExpectsStep, HearsRefusals
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
 from center.errors import EnvClosedError, EnvError
@@ -310,11 +310,22 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if actions[name] is PLAY_DEFAULT:
                 session.submit(name, default_order(seat.battle))
                 continue
+            agent = self.agent_objects[name]
             try:
-                order = self.agent_objects[name].deploy(seat.battle, actions[name])
-                message = canonical_order(seat.battle, order)
+                order = agent.deploy(seat.battle, actions[name])
             except (InvalidActionError, ValueError) as exc:
                 logger.debug("%s: invalid action %r: %s", name, actions[name], exc)
+                rewards[name] += self.rewards.invalid
+                invalid[name] = True
+                continue
+            try:
+                # The center's one check of an order: rebuilt from the request, or refused.
+                message = canonical_order(seat.battle, order)
+            except ValueError as exc:  # InvalidActionError is one
+                logger.debug("%s: illegal order %r: %s", name, order, exc)
+                if isinstance(agent, HearsRefusals):
+                    reason = exc if isinstance(exc, InvalidActionError) else InvalidActionError(exc)
+                    agent.order_refused(reason)
                 rewards[name] += self.rewards.invalid
                 invalid[name] = True
                 continue

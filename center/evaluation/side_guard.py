@@ -58,7 +58,7 @@ from edge.contract.decision import action_accepted, decide, observation_accepted
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
-from edge.maple.orders import MAX_INVALID_RETRIES, canonical_order, default_order
+from edge.maple.orders import MAX_INVALID_RETRIES, default_order
 from edge.wire.messages import CallUsage, policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -527,12 +527,11 @@ class _GuardedAgent(Agent):
             guard._must_default = False
             return default_order(battle)
         guard._end_decision()
-        try:  # the environment refuses an illegal order too; here its reason is kept for the side
-            canonical_order(battle, order)
-        except InvalidActionError as exc:
-            guard.stats.note(SideStatus.INVALID, UserFailure.of(exc, "deploy"))
-            raise
-        return order
+        return order  # the environment checks it against the request (see order_refused)
+
+    def order_refused(self, reason: InvalidActionError) -> None:
+        """The environment refused the order deploy returned: the reason is kept for the side."""
+        self.guard.stats.note(SideStatus.INVALID, UserFailure.of(reason, "deploy"))
 
     def reset(self) -> None:
         guard = self.guard
