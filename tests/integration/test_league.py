@@ -134,6 +134,8 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
             assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
         else:  # illegal actions are penalized, counted and replaced: the battle is played out
             side = "blue" if row["blue"] == cid else "red"
+            if cid == "illegal_order":  # refused by the environment's check; the reason is kept
+                assert row[f"{side}_error"].startswith("InvalidActionError: "), row
             assert int(row[f"{side}_invalid"]) > 0 and row["end_reason"] in (
                 "win",
                 "tie",
