@@ -1,7 +1,7 @@
 """The recorded battles through the edge's own session handlers, as a battle drives them.
 
 For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` drives the handlers
-of :class:`~edge.service.sessions.EdgeService`: ``open_session`` → ``reset`` (the Agent, with a
+of :class:`~edge.service.sessions.SessionHandlers`: ``open_session`` → ``reset`` (the Agent, with a
 seed from the top of a battle's range; the policy) → at every recorded decision point one
 ``decide`` with the frames since the last call and the info a battle gives (makeObs, action_mask,
 policy.step and deploy, as an isolated battle asks for them; a ``decide`` with the checker's own
@@ -43,7 +43,7 @@ from edge.contract.decision import decide
 from edge.contract.user_module import UserModel
 from edge.errors import ContractError, ReplicaError, UserCallTimeout
 from edge.service.server import CallContext, Handler
-from edge.service.sessions import EdgeService
+from edge.service.sessions import SessionHandlers
 from edge.wire.codec import decode_request, encode_request
 from edge.wire.messages import (
     DEPLOY_CALL,
@@ -138,7 +138,7 @@ def _reply_type(request_type: RequestType) -> str:
 class _Session:
     """One recorded battle played in one session of the service."""
 
-    service: EdgeService
+    service: SessionHandlers
     session_id: str
     sample: SampleBattle
     #: the spaces as the center receives them (decoded from open_session's reply)
@@ -262,7 +262,7 @@ class RecordedBattles:
 
     def play_all(self, model: UserModel, agents: list[tuple[SampleBattle, Any]]) -> None:
         """Every recorded sample, each in a session of its own, as a battle plays it."""
-        service = EdgeService("blue", model.candidate.source)
+        service = SessionHandlers("blue", model.candidate.source)
         for i, (sample, agent) in enumerate(agents):
             session = _Session(service, f"checker-{i}", sample)
             if isinstance(agent, BoundAgent):

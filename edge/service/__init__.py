@@ -15,7 +15,7 @@ code in sandboxed worker processes. One module per idea:
 - ``zygote``, ``worker``, ``sandbox``, ``cgroups``, ``channel``, ``host_locks``: the template
   process, the worker process, its sandbox and control groups, the supervisor↔worker byte
   channel, host-wide claims;
-- ``sessions``: :class:`~edge.service.sessions.EdgeService`, the sessions serving user code (on
+- ``sessions``: :class:`~edge.service.sessions.SessionHandlers`, the sessions serving user code (on
   replica battles) inside a worker; ``replies``: encoded replies.
 
 May import ``edge.maple``, ``edge.contract``, ``edge.wire`` and ``edge.errors``. Imported only by

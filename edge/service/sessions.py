@@ -1,4 +1,5 @@
-"""EdgeService: the AgentDelegatee and PolicyDelegatee of every session an edge serves.
+"""SessionHandlers: the handlers of every session an edge serves (the AgentDelegatee and
+PolicyDelegatee of each).
 
 One session per battle and side: its own Agent (``AgentClass(modelConfig, instanceConfig)``), its
 own Policy (``getUserPolicy(args)`` per session, so that concurrent battles of one model never share
@@ -105,7 +106,7 @@ class Session:
         return battle
 
 
-class EdgeService:
+class SessionHandlers:
     """The handlers of one edge: sessions of the models in its candidates.json.
 
     ``candidates`` is the path of a candidates.json, or its entries already read. With
@@ -270,3 +271,7 @@ class EdgeService:
     def session_count(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+
+EdgeService = SessionHandlers
+"""The former name of :class:`SessionHandlers` (it differed from ``EdgeServer`` by one letter)."""

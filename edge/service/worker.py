@@ -56,7 +56,7 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.server import CallContext
-from edge.service.sessions import EdgeService
+from edge.service.sessions import SessionHandlers
 from edge.wire.codec import OUTPUT_LIMIT, decode_request, peek_header
 from edge.wire.messages import (
     EVALUE_LIMIT,
@@ -297,7 +297,7 @@ class _Worker:
         self.spec = spec
         self.channel = channel
         self.max_size = spec.max_message_size
-        self.service = EdgeService(
+        self.service = SessionHandlers(
             spec.side, {spec.candidate.model_id: spec.candidate}, capture=False
         )
         self.handlers = self.service.handlers()
