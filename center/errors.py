@@ -118,7 +118,8 @@ class EdgeRemoteError(EdgeCallError):
     an edge older than protocol 1.2): programs match on it. ``ename``, ``evalue`` and
     ``traceback`` (truncated) describe the remote exception for humans; ``output`` is what user
     code printed during the call (truncated), possibly empty; ``usage`` is what the call cost on
-    the edge (protocol 1.4, an ``edge.wire.messages.CallUsage``) when the edge's supervisor says.
+    the edge (protocol 1.4, an ``edge.wire.messages.CallUsage``) when the edge's supervisor says;
+    ``call`` is the user call that raised or overran (protocol 2.0), "" when not known.
     """
 
     def __init__(
@@ -130,6 +131,7 @@ class EdgeRemoteError(EdgeCallError):
         *,
         code: str = "",
         usage: Any = None,
+        call: str = "",
     ) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
         self.ename = ename
@@ -138,6 +140,7 @@ class EdgeRemoteError(EdgeCallError):
         self.output = output
         self.code = code
         self.usage = usage
+        self.call = call
 
 
 class EdgeProtocolError(EdgeCallError):
@@ -149,7 +152,12 @@ class SideError(CenterError):
 
 
 class CallTimeout(SideError, TimeoutError):
-    """A call into a side's code did not answer by its deadline."""
+    """A call into a side's code did not answer by its deadline; ``call`` names the user call
+    that overran when it is known (``policy.step``), else ""."""
+
+    def __init__(self, message: str = "", call: str = "") -> None:
+        super().__init__(message)
+        self.call = call
 
 
 class SideDisconnected(SideError, ConnectionError):

@@ -47,7 +47,6 @@ import gymnasium
 import numpy as np
 from poke_env.battle import AbstractBattle
 
-from center.env import frames as frame_registry
 from center.env.cooperation import ExpectsStep
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.queue_credit import credited_wait, queue_credit
@@ -133,13 +132,13 @@ class SideStats:
 @dataclass
 class _Decided:
     """A decision taken in the ``makeObs`` call: the step's arguments, then its answers (or what
-    it raised), and the battle (and its frame count) the order was deployed on."""
+    it raised), and the battle the order was deployed on (on the request of that battle: frames
+    that arrived since cannot change it, a new request comes only after the order)."""
 
     observation: Any
     reward: float
     info: dict[str, Any]
     battle: int
-    frames: int
     done: bool = False
     action: Any = None
     step_error: BaseException | None = None
@@ -185,6 +184,12 @@ class SideGuard:
         self._decided: _Decided | None = None
         #: the decision whose order deploy may use, once act used its action
         self._deployed: _Decided | None = None
+        #: the user calls the decision in progress started, in order (see _call)
+        self._phase: list[str] | None = None
+        #: the environment asked for the policy's last step with the last makeObs
+        self._final_asked = False
+        #: the user call that last ran past its deadline ("" when none did)
+        self._overran = ""
         self.agent = _GuardedAgent(self)
 
     # -- calls under the budget -----------------------------------------------------------------
@@ -200,6 +205,7 @@ class SideGuard:
         if self._deadline_targets:  # only an edge queues calls
             credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
         thread_cpu: list[float] = []
+        self._phase = None  # a decision in this call names its user calls here (see _decide)
         start = time.perf_counter()
         try:
             if self._runner is not None:
@@ -214,7 +220,8 @@ class SideGuard:
                 try:
                     return self._runner.call(measured, timeout)
                 except UserCallTimeout as exc:
-                    raise CallTimeout(str(exc)) from None
+                    phase = self._phase
+                    raise CallTimeout(str(exc), phase[-1] if phase else "") from None
             for target in self._deadline_targets:
                 target.call_timeout = timeout
                 target.queue_limit = credit
@@ -222,10 +229,12 @@ class SideGuard:
             return fn()
         except CallTimeout as exc:
             # Only our own deadline (the runner's, or a delegator's mapped EdgeTimeout) is a
-            # timeout: a TimeoutError raised by user code is an error, as it is on an edge.
+            # timeout: a TimeoutError raised by user code is an error, as it is on an edge. It
+            # names the user call that overran when the decision said (policy.step, say).
+            where = self._overran = exc.call or what
             self.stats.timeouts += 1
-            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", str(exc), where=what))
-            raise CallTimeout(f"{what}: {exc}") from exc
+            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", str(exc), where=where))
+            raise CallTimeout(f"{where}: {exc}", where) from exc
         finally:
             elapsed = time.perf_counter() - start
             reports = (t.last_usage for t in self._deadline_targets if t.last_usage is not None)
@@ -274,9 +283,14 @@ class SideGuard:
                 self._fail(
                     SideStatus.TIMEOUT,
                     f"time bank of {self.budget.bank:.1f}s exhausted",
-                    UserFailure("TimeBankExhausted", f"{self.budget.bank:.1f}s bank used up"),
+                    UserFailure(
+                        "TimeBankExhausted",
+                        f"{self.budget.bank:.1f}s bank used up",
+                        where=self._overran,
+                    ),
                 )
         self._used = 0.0
+        self._overran = ""
 
     def close(self) -> None:
         """Release the side's worker thread (in-process sides)."""
@@ -337,15 +351,10 @@ class SideGuard:
         if self.fatal is not None:
             return
         decided, self._decided = self._decided, None
-        if (
-            decided is not None
-            and decided.done
-            and observation is decided.observation
-            and float(reward) == decided.reward
-            and same_info(info, decided.info)
-        ):
-            # Taken with the last makeObs, in the same guarded call.
-            if decided.step_error is not None:
+        if self._final_asked:
+            # Taken with the last makeObs, in the same guarded call, or not at all: that call
+            # failed, or the observation was refused. Never a second time, after onEpisodeEnd.
+            if decided is not None and decided.step_error is not None:
                 logger.info(
                     "%s: final policy.step failed: %r", self.agent_full_name, decided.step_error
                 )
@@ -433,15 +442,22 @@ class _GuardedAgent(Agent):
         an edge's worker and the checker run it), on the user-code thread under the makeObs
         call's deadline. No decision when the observation is refused: the loop will not step."""
         guard, inner = self.guard, self.guard.inner_agent
+        phase = guard._phase = []  # this call's own list: an abandoned call cannot write over
         decision = decide(
-            inner, guard.policy, battle, reward, info, guard.agent_full_name, done=done
+            inner,
+            guard.policy,
+            battle,
+            reward,
+            info,
+            guard.agent_full_name,
+            done=done,
+            on_call=phase.append,
         )
         if not decision.stepped:
             return decision.observation, decision.mask, None
         if not done:
             info = {**info, "action_mask": policy_mask(decision.mask, self.action_space)}
-        frames = len(frame_registry.frames_of(battle) or ())
-        decided = _Decided(decision.observation, reward, info, id(battle), frames, done)
+        decided = _Decided(decision.observation, reward, info, id(battle), done)
         decided.action = decision.action
         # Raised again if the loop takes this step, or the environment deploys this action.
         decided.step_error = decision.step_error
@@ -457,6 +473,7 @@ class _GuardedAgent(Agent):
         guard = self.guard
         if guard.fatal is not None:
             return
+        guard._final_asked = guard._final_asked or done
         if isinstance(guard.inner_agent, ExpectsStep):
             guard.inner_agent.expect_step(reward, info, done)
         elif guard._runner is not None and (done or info.get("needs_action")):
@@ -502,9 +519,7 @@ class _GuardedAgent(Agent):
             return default_order(battle)
         decided, guard._deployed = guard._deployed, None
         if decided is not None and not (
-            decided.battle == id(battle)
-            and decided.frames == len(frame_registry.frames_of(battle) or ())
-            and same_action(decided.action, action)
+            decided.battle == id(battle) and same_action(decided.action, action)
         ):
             decided = None
         try:

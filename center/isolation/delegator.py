@@ -82,6 +82,10 @@ def bounded_load_limit(announced: Any) -> float:
 
 OUTPUT_KEEP = 64 * 1024
 
+TIMEOUT_GRACE = 0.5
+"""Seconds a decision's call waits past its deadline for the edge's TIMEOUT reply, which names
+the user call that overran (the edge's deadline starts when the call reaches it)."""
+
 
 @dataclass
 class _Decided:
@@ -128,6 +132,8 @@ class EdgeSession:
         self.expected_step: tuple[float, dict[str, Any], bool] | None = None
         #: the policy step the edge took with the last makeObs
         self.decided: _Decided | None = None
+        #: a decide with ``done`` was sent: the policy's last step was asked for (or skipped)
+        self.final_sent = False
         self.username = username
         reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout=timeout)
         self.observation_space: gymnasium.Space[Any] = reply.observation_space
@@ -139,14 +145,22 @@ class EdgeSession:
     def call(self, body: Any, timeout: float | None = None) -> Any:
         """One request of this session (its type is the body's), its errors mapped to the side's
         vocabulary."""
-        # The guard's calls (no explicit timeout) are its decisions: only they get queue credit.
-        wait, queue_limit = (
-            (self.call_timeout, self.queue_limit) if timeout is None else (timeout, 0)
+        # The guard's calls (no explicit timeout) are its decisions: only they get queue credit,
+        # and a grace for the edge's word when it stops one at its deadline (it names the user
+        # call that overran).
+        wait, queue_limit, grace = (
+            (self.call_timeout, self.queue_limit, TIMEOUT_GRACE)
+            if timeout is None
+            else (timeout, 0, 0.0)
         )
         self.last_usage = None
         try:
             reply = self.client.call(
-                body, session=self.session_id, timeout=wait, queue_limit=queue_limit or None
+                body,
+                session=self.session_id,
+                timeout=wait,
+                queue_limit=queue_limit or None,
+                grace=grace,
             )
         except EdgeRemoteError as exc:
             self.last_usage = exc.usage
@@ -156,7 +170,7 @@ class EdgeSession:
                     f"the edge at {self.client.address} lost the session"
                 ) from exc
             if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
-                raise CallTimeout(exc.evalue) from exc
+                raise CallTimeout(exc.evalue, exc.call) from exc
             error = ErrorBody(exc.ename, exc.evalue, exc.traceback, exc.code)
             self.raise_remote(error, deploying=False, cause=exc)
         except EdgeTimeout as exc:
@@ -269,6 +283,7 @@ class AgentDelegator(_OnSession, Agent):
             reward, info, done = expected
             if not done:
                 info = {**info, "action_mask": None}  # the edge puts the Agent's mask there
+        session.final_sent = session.final_sent or done
         reply = self._decide(battle, reward, info, done)
         self._mask, self._mask_battle = reply.action_mask, id(battle)
         if reply.stepped:
@@ -360,6 +375,10 @@ class PolicyDelegator(_OnSession, StandalonePolicy):
             and float(reward) == decided.reward
             and same_info(info, decided.info)
         ):
+            if done and session.final_sent:
+                # The last step went with the last makeObs, or was skipped there (its call
+                # failed, or the observation was refused): never again, after onEpisodeEnd.
+                return None
             # Not the step the edge took with makeObs (a caller that is not PokemonEnv): the
             # decision again, with these arguments (makeObs runs once more on the edge).
             logger.info("%s: a policy step the edge did not expect", session.model_id)

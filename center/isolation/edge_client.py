@@ -214,11 +214,14 @@ class EdgeClient:
         session: str = "",
         timeout: float | None = None,
         queue_limit: float | None = None,
+        grace: float = 0.0,
     ) -> Reply:
         """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
 
         ``queue_limit`` (protocol 1.4) is how long the request may wait on the edge for a free CPU
-        before its ``timeout`` starts: the reply is waited for that much longer.
+        before its ``timeout`` starts: the reply is waited for that much longer. ``grace`` more
+        seconds are waited past both, for the edge's own word on a call it stopped at its
+        deadline (which starts when the call reaches it).
         """
         wait = self._default_timeout if timeout is None else timeout
         try:
@@ -244,7 +247,7 @@ class EdgeClient:
             self._pending[msg_id] = pending
             self._outbox.append((msg_id, raw))
         self._wake()
-        wait += queued or 0.0
+        wait += (queued or 0.0) + max(grace, 0.0)
         if not pending.done.wait(max(wait, 0.0)):
             with self._lock:
                 gave_up = self._pending.pop(msg_id, None) is not None
@@ -268,6 +271,7 @@ class EdgeClient:
                 reply.output,
                 code=error.code,
                 usage=reply.usage,
+                call=error.call,
             )
         return reply
 

@@ -10,6 +10,7 @@ so none of them can accept what another refuses (Gymnasium's ``check_env`` calls
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,7 @@ def decide(
     *,
     deploy: bool = True,
     done: bool = False,
+    on_call: Callable[[str], None] | None = None,
 ) -> Decision:
     """Run one decision on ``battle`` (see the module docstring).
 
@@ -122,20 +124,28 @@ def decide(
     With ``done`` the battle is over: after makeObs and action_mask, the policy's last step
     (``done=True``) gets ``reward`` and ``info`` as they are (the mask the environment gives a side
     with nothing to do included), when the observation is accepted; nothing is deployed.
+
+    ``on_call(name)`` is told each user call (``makeObs``, ``action_mask``, ``policy.step``,
+    ``deploy``) before it starts, so that a caller whose deadline passes can name the call that
+    overran.
     """
+    note = on_call or _no_note
+    note("makeObs")
     observation = agent.makeObs(battle)
+    note("action_mask")
     mask = agent.action_mask(battle)
     decision = Decision(observation, mask)
     accepted = observation_accepted(agent.observation_space, observation)
     if done:
         if accepted:
             decision.stepped = True
+            note("policy.step")
             try:
                 decision.action = policy.step(
                     observation,
                     reward,
                     True,
-                    info,
+                    dict(info),  # the caller's copy stays as it was
                     agent_full_name,
                     agent.observation_space,
                     agent.action_space,
@@ -149,6 +159,7 @@ def decide(
         return decision
     info = {**info, "action_mask": policy_mask(mask, agent.action_space)}
     decision.stepped = True
+    note("policy.step")
     try:
         decision.action = policy.step(
             observation,
@@ -169,16 +180,27 @@ def decide(
     )
     if not deploy or not decision.action_ok:
         return decision
+    note("deploy")
     _deploy(agent, battle, decision)
     return decision
 
 
-def deploy_given(agent: Agent, battle: AbstractBattle, action: Any) -> Decision:
+def deploy_given(
+    agent: Agent,
+    battle: AbstractBattle,
+    action: Any,
+    on_call: Callable[[str], None] | None = None,
+) -> Decision:
     """``deploy`` of an action the caller chose (not the policy's): no other user call. What
     deploy raised is kept as data, as in :func:`decide`."""
     decision = Decision(None, None, action=action, action_ok=True)
+    (on_call or _no_note)("deploy")
     _deploy(agent, battle, decision)
     return decision
+
+
+def _no_note(call: str) -> None:
+    pass
 
 
 def _deploy(agent: Agent, battle: AbstractBattle, decision: Decision) -> None:

@@ -42,6 +42,7 @@ from edge.service.worker_pool import WorkerPool
 from edge.wire.codec import decode_request, encode_reply, peek_reply, peek_request, with_usage
 from edge.wire.messages import (
     EVALUE_LIMIT,
+    USER_CALLS,
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
@@ -250,11 +251,12 @@ class SessionRouter:
         )
         server.send(job.routing_id or b"", encode_reply(reply, max_size=server.max_message_size))
 
-    def _fail(self, job: Job, code: ErrorCode, ename: str, evalue: str) -> None:
+    def _fail(self, job: Job, code: ErrorCode, ename: str, evalue: str, call: str = "") -> None:
         """Answer ``job`` with an error of the supervisor's (restores are not answered)."""
         if job.header is None or job.routing_id is None:
             return
-        error = ErrorBody(ename, truncate_text(evalue, EVALUE_LIMIT, keep="head"), code=code)
+        evalue = truncate_text(evalue, EVALUE_LIMIT, keep="head")
+        error = ErrorBody(ename, evalue, code=code, call=call)
         server = self.server
         server.send(
             job.routing_id,
@@ -431,17 +433,19 @@ class SessionRouter:
             job.timeout,
             worker.number,
         )
+        call = user_call_of(worker.pid)  # read before the kill: the user call that overran
         worker.job = None
         self._pool.kill(worker)
         session = worker.session
-        cause = f"{what} did not return within {job.timeout:.3g} s: its worker was killed"
+        overran = f"{call} ({what})" if call else what
+        cause = f"{overran} did not return within {job.timeout:.3g} s: its worker was killed"
         if job.header is None or job.header.type == RequestType.OPEN_SESSION:
             # Building the Agent and Policy hangs: the user's code cannot be served at all.
             if job.header is not None:
                 self._fail(job, ErrorCode.WORKER_DIED, "TimeoutError", cause)
             self.worker_gone(worker, cause)
             return
-        self._fail(job, ErrorCode.TIMEOUT, "CallTimeout", cause)
+        self._fail(job, ErrorCode.TIMEOUT, "CallTimeout", cause, call)
         if job.header.type == RequestType.CLOSE_SESSION:
             # The center is done with the session: it ends here, it is not restored.
             self.worker_gone(worker, cause)
@@ -562,3 +566,17 @@ class SessionRouter:
         self._scheduler.release_claims()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
+
+
+def user_call_of(pid: int | None) -> str:
+    """The user call a worker is running, as it names its main thread (``/proc/PID/comm``, set
+    by :func:`edge.service.worker.name_call`): one of ``USER_CALLS``, else "". The name is the
+    worker's word, and only ever names one of its own calls."""
+    if pid is None:
+        return ""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as comm:
+            name = comm.read(64).strip().decode("ascii", "replace")
+    except OSError:
+        return ""
+    return name if name in USER_CALLS else ""

@@ -21,9 +21,9 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from poke_env.battle import AbstractBattle
@@ -120,8 +120,11 @@ class SessionHandlers:
         candidates: str | Path | Mapping[str, Candidate],
         *,
         capture: bool = True,
+        on_call: Callable[[str], None] | None = None,
     ) -> None:
         self.side = side
+        #: told each user call of a decision before it starts (a worker names its thread by it)
+        self.on_call = on_call
         self.candidates: dict[str, Candidate] = (
             dict(candidates) if isinstance(candidates, Mapping) else load_candidates(candidates)
         )
@@ -209,7 +212,7 @@ class SessionHandlers:
         battle = session.battle(body.frames)
         with self.captured(context):
             if body.given_action:
-                decision = deploy_given(session.agent, battle, body.action)
+                decision = deploy_given(session.agent, battle, body.action, self.on_call)
             else:
                 decision = decide(
                     session.agent,
@@ -219,12 +222,13 @@ class SessionHandlers:
                     body.info,
                     session.agent_full_name,
                     done=body.done,
+                    on_call=self.on_call,
                 )
         step_error = deploy_error = None
         if decision.step_error is not None:
-            step_error = error_body(decision.step_error)
+            step_error = replace(error_body(decision.step_error), call="policy.step")
         if decision.deploy_error is not None:
-            deploy_error = error_body(decision.deploy_error, DEPLOY_CALL)
+            deploy_error = replace(error_body(decision.deploy_error, DEPLOY_CALL), call="deploy")
         return DecideReply(
             decision.observation,
             decision.mask,

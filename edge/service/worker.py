@@ -27,8 +27,9 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
@@ -297,8 +298,13 @@ class _Worker:
         self.spec = spec
         self.channel = channel
         self.max_size = spec.max_message_size
+        #: the user call running now (see name_call), "" between them
+        self.call = ""
         self.service = SessionHandlers(
-            spec.side, {spec.candidate.model_id: spec.candidate}, capture=False
+            spec.side,
+            {spec.candidate.model_id: spec.candidate},
+            capture=False,
+            on_call=self.name_call,
         )
         self.handlers = self.service.handlers()
         self.ids = itertools.count(1)
@@ -327,6 +333,13 @@ class _Worker:
                 else:
                     send_frame(self.channel, Kind.FAILED, problem.encode("utf-8", "replace"))
 
+    def name_call(self, call: str) -> None:
+        """The user call about to run ("" when none runs): kept for an error reply's ``call``
+        and written as the main thread's name, which the supervisor reads when the call runs
+        past its deadline (it kills the worker, and no reply comes)."""
+        self.call = call
+        name_thread(call or IDLE_NAME)
+
     def handle(self, raw: bytes) -> tuple[bytes, bool]:
         """The encoded reply to one request, and whether user code ran out of memory."""
         try:
@@ -354,8 +367,11 @@ class _Worker:
             return self.error_reply(request.id, request.session, request.type, error, output), True
         except BaseException as exc:  # user code may raise anything, SystemExit included
             output = self.take_output()
-            error = error_body(exc, request.type)
+            error = replace(error_body(exc, request.type), call=self.call)
             return self.error_reply(request.id, request.session, request.type, error, output), False
+        finally:
+            if self.call:
+                self.name_call("")
         output = self.take_output()
         if request.type == RequestType.CLOSE_SESSION:
             _end_stray_processes()
@@ -438,3 +454,14 @@ def _end_stray_processes() -> None:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
+
+
+#: The name of a worker's main thread between user calls.
+IDLE_NAME: Final = "sep-worker"
+PR_SET_NAME: Final = 15
+
+
+def name_thread(name: str) -> None:
+    """Name the calling thread (``/proc/PID/comm``, 15 bytes at most); best effort."""
+    with contextlib.suppress(OSError):
+        libc_call("prctl", PR_SET_NAME, name[:15])

@@ -31,6 +31,7 @@ __all__ = [
     "MESSAGES",
     "PROTOCOL_VERSION",
     "TRACEBACK_LIMIT",
+    "USER_CALLS",
     "CallUsage",
     "CloseSessionReply",
     "CloseSessionRequest",
@@ -305,6 +306,13 @@ class ErrorBody:
     evalue: str
     traceback: str = ""
     code: str = ""
+    #: (2.0) the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
+    #: when unknown (or not a user call)
+    call: str = ""
+
+
+USER_CALLS: Final = ("makeObs", "action_mask", "policy.step", "deploy")
+"""The user calls of a decision, as an error body's ``call`` names them."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -132,6 +132,9 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
             assert 0 < out.stat().st_size < 200_000
         elif wanted != "INVALID":  # a fatal failure forfeits: good_random wins
             assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
+            if cid == "sleeps_in_step":  # the edge names the user call that overran
+                side = "blue" if row["blue"] == cid else "red"
+                assert row[f"{side}_error"].endswith("(in policy.step)"), row
         else:  # illegal actions are penalized, counted and replaced: the battle is played out
             side = "blue" if row["blue"] == cid else "red"
             if cid == "illegal_order":  # refused by the environment's check; the reason is kept

@@ -396,6 +396,7 @@ def test_statuses_are_the_same_on_both_backends(backend, showdown, tmp_path):
     assert error["winner"] != error["side"]
     timeout = against_good_random("sleeps_in_step")
     assert timeout["status"] == "TIMEOUT" and timeout["end_reason"] == "timeout"
+    assert timeout[f"{timeout['side']}_error"].endswith("(in policy.step)"), timeout
     assert timeout["winner"] != timeout["side"]
     invalid = against_good_random("action_outside_space")
     assert invalid["status"] == "INVALID" and int(invalid[f"{invalid['side']}_invalid"]) > 0

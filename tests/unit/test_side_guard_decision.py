@@ -56,16 +56,26 @@ class PlainAgent:
 
 
 class PlainPolicy:
-    def __init__(self, agent: PlainAgent, sleep: float = 0.0, error: Exception | None = None):
-        self.agent, self.sleep, self.error = agent, sleep, error
+    def __init__(
+        self,
+        agent: PlainAgent,
+        sleep: float = 0.0,
+        error: Exception | None = None,
+        last_sleep: float = 0.0,
+    ):
+        self.agent, self.sleep, self.error, self.last_sleep = agent, sleep, error, last_sleep
         self.seen: list[tuple[float, dict[str, Any]]] = []
 
     def reset(self) -> None:
         pass
 
     def step(self, observation, reward, done, info, name, observation_space, action_space):
-        self.agent.calls.append("step")
-        self.seen.append((reward, info))
+        self.agent.calls.append("step done" if done else "step")
+        self.seen.append((reward, dict(info)))
+        if done:
+            time.sleep(self.last_sleep)
+            info.pop("action_mask", None)  # a policy may change what it is given
+            return 0
         time.sleep(self.sleep)
         if self.error is not None:
             raise self.error
@@ -209,4 +219,61 @@ def test_the_calls_of_a_decision_share_one_deadline(battle):
     finally:
         guard.close()
     assert guard.stats.timeouts == 1 and guard.stats.status is SideStatus.TIMEOUT
-    assert guard.stats.failure is not None and guard.stats.failure.where == "makeObs"
+    # The timeout names the call that overran: deploy, the third of the decision's calls.
+    assert guard.stats.failure is not None and guard.stats.failure.where == "deploy"
+
+
+def test_a_timeout_names_the_user_call_that_overran(battle):
+    agent = PlainAgent()
+    budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
+    guard = _guard(agent, PlainPolicy(agent, sleep=1.0), budget)
+    try:
+        guard.agent.expect_step(0.0, _info(battle))
+        guard.agent.makeObs(battle)
+    finally:
+        guard.close()
+    assert guard.stats.status is SideStatus.TIMEOUT
+    assert guard.stats.failure is not None and guard.stats.failure.where == "policy.step"
+    assert guard.stats.failure.line().endswith("(in policy.step)")
+
+
+def _end_info(battle: Any) -> dict[str, Any]:
+    """What PokemonEnv's info holds for every side once the battle is over."""
+    return {**_info(battle, np.zeros(2, dtype=np.int8)), "needs_action": False, "end_reason": "win"}
+
+
+def _end(guard: SideGuard, battle: Any, reward: float = 1.0) -> None:
+    """A battle's end, as PokemonEnv and the match loop make it."""
+    guard.agent.expect_step(reward, _end_info(battle), done=True)
+    observation = guard.agent.makeObs(battle)
+    guard.agent.onEpisodeEnd(battle)
+    guard.finish(observation, reward, _end_info(battle))
+
+
+def test_the_last_step_goes_with_the_last_makeObs_once(battle):
+    agent = PlainAgent()
+    policy = PlainPolicy(agent)  # it also changes the info it is given
+    guard = _guard(agent, policy)
+    calls = _count_calls(guard)
+    try:
+        _decide(guard, battle)
+        _end(guard, battle)
+    finally:
+        guard.close()
+    assert calls == ["makeObs", "makeObs", "onEpisodeEnd"]
+    assert agent.calls[-3:] == ["makeObs", "action_mask", "step done"]
+    reward, info = policy.seen[-1]
+    assert reward == 1.0 and info["action_mask"].tolist() == [0, 0]
+    assert guard.stats.status is SideStatus.OK
+
+
+def test_a_last_step_past_its_deadline_is_not_taken_again(battle):
+    agent = PlainAgent()
+    budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
+    guard = _guard(agent, PlainPolicy(agent, last_sleep=1.0), budget)
+    try:
+        _end(guard, battle)
+    finally:
+        guard.close()
+    assert agent.calls.count("step done") == 1
+    assert guard.stats.failure is not None and guard.stats.failure.where == "policy.step"
