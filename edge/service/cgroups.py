@@ -270,6 +270,8 @@ class WorkerGroup:
         self._frozen = False
         self._pinned: str | None = None
         self._fds: dict[Path, int] = {}  # the files read or written at every call, kept open
+        self._freeze_file: Path | None = None
+        self._cpu_file: Path | None = None
 
     def _fd(self, path: Path, flags: int) -> int:
         fd = self._fds.get(path)
@@ -318,11 +320,16 @@ class WorkerGroup:
             self._frozen = False
 
     def _write_freeze(self, frozen: bool) -> None:
-        folder = self.folders["freeze"]
-        if self.support.v2.get("freeze"):
-            self._write(folder / "cgroup.freeze", "1" if frozen else "0")
+        # Twice per call: the file's path is made once (a Path per call costs more than the write).
+        path = self._freeze_file
+        if path is None:
+            folder = self.folders["freeze"]
+            v2 = self.support.v2.get("freeze")
+            path = self._freeze_file = folder / ("cgroup.freeze" if v2 else "freezer.state")
+        if path.name == "cgroup.freeze":
+            self._write(path, "1" if frozen else "0")
         else:
-            self._write(folder / "freezer.state", "FROZEN" if frozen else "THAWED")
+            self._write(path, "FROZEN" if frozen else "THAWED")
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by the group's processes so far (None: not counted on this host)."""
@@ -330,12 +337,16 @@ class WorkerGroup:
         if folder is None:
             return None
         try:
-            if self.support.v2.get("cpu"):
-                for line in self._read(folder / "cpu.stat").splitlines():
+            v2 = self.support.v2.get("cpu")
+            path = self._cpu_file
+            if path is None:
+                path = self._cpu_file = folder / ("cpu.stat" if v2 else "cpuacct.usage")
+            if v2:
+                for line in self._read(path).splitlines():
                     if line.startswith("usage_usec "):
                         return int(line.split()[1]) / 1e6
                 return None
-            return int(self._read(folder / "cpuacct.usage")) / 1e9
+            return int(self._read(path)) / 1e9
         except (OSError, ValueError):
             return None
 

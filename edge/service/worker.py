@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import itertools
 import logging
 import os
@@ -462,6 +463,16 @@ PR_SET_NAME: Final = 15
 
 
 def name_thread(name: str) -> None:
-    """Name the calling thread (``/proc/PID/comm``, 15 bytes at most); best effort."""
-    with contextlib.suppress(OSError):
-        libc_call("prctl", PR_SET_NAME, name[:15])
+    """Name the calling thread (``/proc/PID/comm``, 15 bytes at most); best effort. Up to five
+    times per decision: the names are encoded once and prctl is called directly."""
+    global _prctl
+    encoded = _THREAD_NAMES.get(name)
+    if encoded is None:
+        encoded = _THREAD_NAMES[name] = ctypes.c_char_p(name.encode("ascii", "replace")[:15])
+    if _prctl is None:
+        _prctl = ctypes.CDLL(None).prctl  # the process's own symbols: libc is loaded already
+    _prctl(PR_SET_NAME, encoded, 0, 0, 0)
+
+
+_THREAD_NAMES: dict[str, ctypes.c_char_p] = {}
+_prctl: Any = None
