@@ -26,11 +26,8 @@ from center.evaluation.in_process import failed_side
 from center.evaluation.records import SideStatus
 from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import (
-    Budget,
-    SideGuard,
-    check_space_size,
-)
+from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.space_limits import check_space_size
 from center.isolation.delegator import (
     OPEN_TIMEOUT,
     AgentDelegator,

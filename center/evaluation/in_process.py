@@ -16,7 +16,8 @@ import numpy as np
 
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, SideGuard, check_space_size
+from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.space_limits import check_space_size
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy

@@ -11,7 +11,8 @@ import pytest
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, check_space_size
+from center.evaluation.side_guard import Budget
+from center.evaluation.space_limits import check_space_size
 
 MODULE = """
 import gymnasium
