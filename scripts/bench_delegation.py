@@ -467,7 +467,9 @@ def measure_latency(
                 local.new_battle(battles[b].username)
             first_delegated = (done // block) % 2 == 0
             for delegate in (True, False) if first_delegated else (False, True):
-                c0, e0 = time.process_time(), tree_cpu_seconds(edge_pid)
+                # The /proc scan first: its own CPU must not count as the center's.
+                e0 = tree_cpu_seconds(edge_pid)
+                c0 = time.process_time()
                 for k, (d, chunk) in enumerate(chunks):
                     i = done + k
                     t0 = time.perf_counter()
