@@ -42,7 +42,7 @@ from edge.contract.binding import OPTIONAL_AGENT_HOOKS, BoundAgent
 from edge.contract.decision import decide
 from edge.contract.user_module import UserModel
 from edge.errors import ContractError, ReplicaError, UserCallTimeout
-from edge.service.server import CallContext, Handler
+from edge.service.dispatch import CallContext, Handler
 from edge.service.sessions import SessionHandlers
 from edge.wire.codec import decode_request, encode_request
 from edge.wire.messages import (

@@ -33,22 +33,21 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import zmq
 from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
+from edge.service.dispatch import CallContext, Dispatcher, Handler
+from edge.service.handler_threads import HandlerThreads
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
     undecodable_error,
-    unsupported_error,
 )
 from edge.wire.codec import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -66,7 +65,6 @@ from edge.wire.messages import (
     HelloReply,
     Request,
     RequestType,
-    error_body,
 )
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
 
@@ -93,52 +91,6 @@ DEFAULT_MAX_PENDING_PER_SESSION: Final = 32
 ZAP_DOMAIN: Final = b"maple-sep"
 
 _WARN_INTERVAL_S: Final = 60.0
-
-
-@dataclass(slots=True)
-class CallContext:
-    """What a handler knows about the request it serves; it may set ``output``.
-
-    ``output`` is sent with the reply, ok or error (truncated to OUTPUT_LIMIT): the user code's
-    captured stdout/stderr. Set it before raising to keep what was printed before an exception.
-    """
-
-    request_type: str
-    msg_id: str
-    session: str
-    output: str = ""
-
-
-Handler = Callable[[CallContext, Any], Any]
-"""``handler(context, request_body) -> reply_body`` (the bodies of one row of MESSAGES)."""
-
-
-class Dispatcher(Protocol):
-    """What serves the requests an :class:`EdgeSocketServer` receives, hello aside. Every method
-    runs in the server's I/O thread; replies go out through the server's :meth:`~EdgeSocketServer.send`
-    (or :meth:`~EdgeSocketServer.post` from another thread)."""
-
-    def start(self) -> None:
-        """Serving begins."""
-
-    def stop(self) -> None:
-        """Serving ends (called once, before :meth:`release`)."""
-
-    def before_poll(self, poller: zmq.Poller) -> int | None:
-        """Register more sources with ``poller``; return the poll timeout in ms (None: none)."""
-
-    def after_poll(self, events: dict[Any, int]) -> None:
-        """Handle the events of the sources registered by :meth:`before_poll`."""
-
-    def peers_gone(self, routing_ids: list[bytes]) -> None:
-        """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
-        timeout): what is theirs may end."""
-
-    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        """Serve one request that is not a hello (its raw bytes, from ``routing_id``)."""
-
-    def release(self) -> None:
-        """The server's sockets are closed: free what the dispatcher holds."""
 
 
 class EdgeSocketServer:
@@ -199,7 +151,7 @@ class EdgeSocketServer:
         self._dispatcher: Dispatcher = (
             dispatch_with(self)
             if dispatch_with is not None
-            else _HandlerThreads(self, handlers, max_workers, max_pending_per_session)
+            else HandlerThreads(self, handlers, max_workers, max_pending_per_session)
         )
         self._stop_requested = False
         self._running = threading.Event()
@@ -573,155 +525,3 @@ class EdgeSocketServer:
 
 EdgeServer = EdgeSocketServer
 """The former name of :class:`EdgeSocketServer` (tests and embedding import it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    routing_id: bytes
-    request: Request
-    handler: Handler
-
-
-class _HandlerThreads:
-    """The dispatcher of a server given handler functions: each request runs its handler on a
-    thread of :class:`_SessionLanes`, and the reply goes back through the I/O thread."""
-
-    def __init__(
-        self,
-        server: EdgeSocketServer,
-        handlers: Mapping[str, Handler],
-        max_workers: int,
-        max_pending_per_session: int,
-    ) -> None:
-        self._server = server
-        self._handlers = dict(handlers)
-        self._lanes = _SessionLanes(
-            max_workers, max_pending_per_session, self._run_job, server.side
-        )
-
-    def start(self) -> None:
-        self._lanes.start()
-
-    def stop(self) -> None:
-        self._lanes.stop()
-
-    def before_poll(self, poller: zmq.Poller) -> int | None:
-        return None
-
-    def after_poll(self, events: dict[Any, int]) -> None:
-        pass
-
-    def peers_gone(self, routing_ids: list[bytes]) -> None:
-        pass
-
-    def release(self) -> None:
-        pass
-
-    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        """Decode the request and queue it for its handler."""
-        server = self._server
-        try:
-            request = decode_request(raw, max_size=server.max_message_size)
-        except ProtocolError as exc:
-            server.refuse_undecodable(routing_id, raw, exc)
-            return
-        handler = self._handlers.get(request.type)
-        if handler is None:
-            error = unsupported_error(request.type)
-            server.send(
-                routing_id, server.error_reply(request.id, request.session, request.type, error)
-            )
-            return
-        if not self._lanes.submit(request.session, _Job(routing_id, request, handler)):
-            server.refuse_busy(routing_id, request.id, request.session, request.type)
-
-    def _run_job(self, job: _Job) -> None:
-        """Run one handler (worker thread) and queue its reply for the I/O thread."""
-        request = job.request
-        context = CallContext(request.type, request.id, request.session)
-        try:
-            body = job.handler(context, request.body)
-            raw = self._server.ok_reply(request, body, context.output)
-        except BaseException as exc:  # user code may raise anything, SystemExit included
-            if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
-                exc = exc.with_traceback(exc.__traceback__.tb_next)  # start at the handler
-            logger.warning(
-                "%s for session %r failed: %s: %s",
-                request.type,
-                request.session,
-                type(exc).__name__,
-                exc,
-                exc_info=logger.isEnabledFor(logging.DEBUG),
-            )
-            raw = self._server.error_reply(
-                request.id,
-                request.session,
-                request.type,
-                error_body(exc, request.type),
-                context.output,
-            )
-        self._server.post(job.routing_id, raw)
-
-
-class _SessionLanes:
-    """Daemon worker threads; jobs run in order within a session, sessions in parallel."""
-
-    def __init__(self, workers: int, max_pending: int, run: Callable[[_Job], None], name: str):
-        self._workers = workers
-        self._max_pending = max_pending
-        self._run = run
-        self._name = name
-        self._lock = threading.Lock()
-        self._lanes: dict[str, deque[_Job]] = {}
-        self._scheduled: set[str] = set()  # sessions queued in _ready or running
-        self._ready: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._stopped = False
-
-    def start(self) -> None:
-        for i in range(self._workers):
-            threading.Thread(
-                target=self._work, name=f"edge-{self._name}-worker-{i}", daemon=True
-            ).start()
-
-    def submit(self, session: str, job: _Job) -> bool:
-        """Queue ``job``; False when its session already has ``max_pending`` jobs waiting."""
-        with self._lock:
-            if self._stopped:
-                return True  # shutting down: the reply would be dropped anyway
-            lane = self._lanes.setdefault(session, deque())
-            if len(lane) >= self._max_pending:
-                return False
-            lane.append(job)
-            if session not in self._scheduled:
-                self._scheduled.add(session)
-                self._ready.put(session)
-        return True
-
-    def stop(self) -> None:
-        """Drop waiting jobs and let idle workers exit; running handlers are not interrupted."""
-        with self._lock:
-            self._stopped = True
-            self._lanes.clear()
-        for _ in range(self._workers):
-            self._ready.put(None)
-
-    def _work(self) -> None:
-        while True:
-            session = self._ready.get()
-            if session is None:
-                return
-            with self._lock:
-                lane = self._lanes.get(session)
-                job = lane.popleft() if lane else None
-            if job is not None:
-                try:
-                    self._run(job)
-                except Exception:  # _run catches user errors; this is a bug, keep the worker
-                    logger.exception("internal error while serving %s", job.request.type)
-            with self._lock:
-                lane = self._lanes.get(session)
-                if lane and not self._stopped:
-                    self._ready.put(session)  # round robin: back of the queue
-                else:
-                    self._lanes.pop(session, None)
-                    self._scheduled.discard(session)

@@ -37,7 +37,7 @@ from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
 from edge.maple.replica import ReplicaBattle
-from edge.service.server import CallContext, Handler
+from edge.service.dispatch import CallContext, Handler
 from edge.wire.codec import OUTPUT_LIMIT
 from edge.wire.messages import (
     DEPLOY_CALL,

@@ -35,6 +35,7 @@ from typing import Any, Final, NoReturn
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, recv_frame, send_frame
+from edge.service.dispatch import CallContext
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
@@ -57,7 +58,6 @@ from edge.service.sandbox import (
     own_mount_namespace,
     own_proc,
 )
-from edge.service.server import CallContext
 from edge.service.sessions import SessionHandlers
 from edge.wire.codec import OUTPUT_LIMIT, decode_request, peek_header
 from edge.wire.messages import (
