@@ -1,0 +1,217 @@
+"""The options sep_main and sep_eval share: :class:`RunOptions` and the click decorator that
+declares them (:func:`common_options`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from center.env.backend import BACKENDS, Backend
+from center.errors import ConfigError
+from center.evaluation.side_guard import Budget
+from center.evaluation.sprt import SprtSettings, parse_elo_bounds
+
+DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
+"""Battles at a time unless ``--concurrency`` says otherwise."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options sep_main and sep_eval share (see :func:`common_options`)."""
+
+    ids: tuple[str, ...]
+    league: bool
+    n: int
+    log_dir: Path | None
+    battle_format: str
+    seed: int | None
+    paired: bool
+    concurrency: int
+    candidates: Path
+    decision_time: float
+    bank: float
+    call_cap: float
+    max_turns: int
+    backend_choice: Backend | None
+    server_url: str | None
+    strict: bool
+    quiet: bool
+    verbose: int
+    sprt: str | None
+    alpha: float
+    beta: float
+    gauntlet: str | None
+    allow_code_change: bool
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+
+    def sprt_settings(self) -> SprtSettings | None:
+        """``--sprt ELO0,ELO1 --alpha A --beta B``, checked (ConfigError with one line)."""
+        if self.sprt is None:
+            return None
+        try:
+            return SprtSettings(*parse_elo_bounds(self.sprt), self.alpha, self.beta)
+        except ValueError as exc:
+            raise ConfigError(f"--sprt: {exc}") from None
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by sep_main and sep_eval."""
+    options = [
+        click.argument("ids", nargs=-1),
+        click.option(
+            "--league", is_flag=True, help="Round robin over IDS (all candidates when none)."
+        ),
+        click.option(
+            "-n",
+            "--battles",
+            "n",
+            type=click.IntRange(1),
+            default=10,
+            show_default=True,
+            help="Battles per pair (sides alternate in a league).",
+        ),
+        click.option(
+            "-l",
+            "--log-dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Results folder; rerunning on it resumes. [default: runs/<derived from the command>]",
+        ),
+        click.option("--format", "battle_format", default="gen9bssfactory", show_default=True),
+        click.option(
+            "--seed",
+            type=int,
+            default=None,
+            help="Base seed of the schedule (default: random, kept in run.json). The "
+            "simulator's secret seeds derive from it too, so the same command on a fresh LOG_DIR "
+            "plays the same battles; a competition gives none (a random secret) or an unguessable "
+            "one, since the command line is visible on its host.",
+        ),
+        click.option(
+            "--paired",
+            is_flag=True,
+            help="Play each seed twice with the candidates swapped between sides, so that each "
+            "plays each team draw once (-n even); standings count the pairs.",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(1, 64),
+            default=DEFAULT_CONCURRENCY,
+            show_default=True,
+            help="Battles played at the same time.",
+        ),
+        click.option(
+            "--candidates",
+            # Not exists=True: a missing file is one line from the loader, not click's usage text.
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=Path("candidates.json"),
+            show_default=True,
+        ),
+        click.option(
+            "--decision-time",
+            type=click.FloatRange(0.01),
+            default=2.0,
+            show_default=True,
+            help="Free seconds per decision.",
+        ),
+        click.option(
+            "--bank",
+            type=click.FloatRange(0.0),
+            default=30.0,
+            show_default=True,
+            help="Overage seconds per side and battle; running dry forfeits.",
+        ),
+        click.option(
+            "--call-cap",
+            type=click.FloatRange(0.01),
+            default=10.0,
+            show_default=True,
+            help="Longest wait for one call beyond the free time; then a default move.",
+        ),
+        click.option(
+            "--max-turns",
+            type=click.IntRange(1),
+            default=300,
+            show_default=True,
+            help="A battle past this many turns ends as a tie.",
+        ),
+        click.option(
+            "--backend",
+            "backend_choice",
+            type=click.Choice(tuple(BACKENDS)),
+            default=None,
+            help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
+            "gives the same battles, and sep_replay re-plays any of them) or the Showdown server. "
+            "[default: sim; server when --server is given; on a rerun, the run's own]",
+        ),
+        click.option(
+            "--server",
+            "server_url",
+            default=None,
+            help="URL of a running Showdown server (implies --backend server; default: find or "
+            "start the local one).",
+        ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Stop before the first battle when a model cannot load (default: its battles "
+            "are played and recorded as ERROR).",
+        ),
+        click.option(
+            "--sprt",
+            metavar="ELO0,ELO1",
+            default=None,
+            help="Stop early by a sequential probability ratio test on pairs (implies --paired; "
+            "-n is the maximum): H0 BLUE is ELO0 Elo stronger than RED, H1 ELO1 stronger "
+            "(logistic Elo). With --gauntlet, one test per opponent.",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="SPRT: the chance of accepting H1 when H0 holds.",
+        ),
+        click.option(
+            "--beta",
+            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="SPRT: the chance of accepting H0 when H1 holds.",
+        ),
+        click.option(
+            "--gauntlet",
+            metavar="ID",
+            default=None,
+            help="ID against each of IDS (all other candidates when none), -n battles per "
+            "opponent, sides alternating.",
+        ),
+        click.option(
+            "--allow-code-change",
+            is_flag=True,
+            help="Let a rerun continue although a candidate's code (the digest of its files) "
+            "differs from the code that played the run so far; the change is recorded.",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
+    ]
+
+    @functools.wraps(fn)
+    def with_run_options(**kwargs: Any) -> Any:
+        shared = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(RunOptions)}
+        return fn(RunOptions(**shared), **kwargs)
+
+    command: Callable[..., Any] = with_run_options
+    for option in reversed(options):
+        command = option(command)
+    return command
