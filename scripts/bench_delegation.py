@@ -455,7 +455,7 @@ def measure_latency(
     delegated = DelegatedSide(client)
     local = InProcessSide(model)
     result = LatencyResult(np.empty(n), np.empty(n), delegated.call_ms)
-    cpu = {m: {"center": 0.0, "edge": 0.0} for m in ("delegated", "in-process")}
+    cpu = {m: {"center": 0.0, "edge": 0.0, "supervisor": 0.0} for m in ("delegated", "in-process")}
     result.cpu = cpu
     blocks = itertools.cycle(decision_blocks(battles, block))
     done = -warmup
@@ -469,6 +469,7 @@ def measure_latency(
             for delegate in (True, False) if first_delegated else (False, True):
                 # The /proc scan first: its own CPU must not count as the center's.
                 e0 = tree_cpu_seconds(edge_pid)
+                s0 = cpu_seconds(edge_pid)
                 c0 = time.process_time()
                 for k, (d, chunk) in enumerate(chunks):
                     i = done + k
@@ -484,6 +485,7 @@ def measure_latency(
                     spent = cpu["delegated" if delegate else "in-process"]
                     spent["center"] += time.process_time() - c0
                     spent["edge"] += tree_cpu_seconds(edge_pid) - e0
+                    spent["supervisor"] += cpu_seconds(edge_pid) - s0
             done += len(chunks)
     finally:
         delegated.close()
@@ -682,11 +684,12 @@ def main() -> None:
     print(
         f"  {'hello round trip (supervisor only)':43s} {pct(hello, 50):7.3f}  {pct(hello, 99):7.3f}"
     )
-    print("CPU per decision, ms (all threads)          center     edge")
+    print("CPU per decision, ms (all threads)          center     edge  (of which supervisor)")
     for mode in ("delegated", "in-process"):
         center = latency.cpu_ms_per_decision(mode, "center")
         edge_cpu = latency.cpu_ms_per_decision(mode, "edge")
-        print(f"  {mode:43s} {center:7.3f}  {edge_cpu:7.3f}")
+        supervisor = latency.cpu_ms_per_decision(mode, "supervisor")
+        print(f"  {mode:43s} {center:7.3f}  {edge_cpu:7.3f}  ({supervisor:.3f})")
     print()
     print(f"worker start-up, ms ({args.startups} of each)              p50      p99")
     print(

@@ -33,7 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-__all__ = ["CgroupSupport", "WorkerGroup", "probe_cgroups", "remove_stale_groups"]
+__all__ = [
+    "CgroupSupport",
+    "WorkerGroup",
+    "hold_v1_freezer",
+    "probe_cgroups",
+    "remove_stale_groups",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +198,35 @@ def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
         if base[name] is None:
             why.setdefault(name, "not available")
     return CgroupSupport(base, v2, why)
+
+
+FREEZER_ANCHOR: Final = "freezer-anchor"
+"""The empty group an edge keeps frozen under its v1 freezer folder (:func:`hold_v1_freezer`)."""
+
+
+def hold_v1_freezer(support: CgroupSupport) -> Path | None:
+    """On a cgroup v1 freezer, keep an empty group of the edge frozen for the edge's life: where
+    it was made, or None (v2, no freezer, or refused).
+
+    The v1 freezer turns a kernel-wide static key on when a first group of the host starts
+    freezing and off when the last one thaws, and turning it either way patches the kernel's code
+    on every CPU. With one worker deciding and none other frozen, every call did both: about 0.1
+    ms of the supervisor's CPU to thaw and 0.1 ms to freeze, measured here. While this empty group
+    stays frozen the key stays on, and a freeze or thaw costs 3 and 11 microseconds. It holds no
+    process; removing the edge's folders (:func:`remove_edge_groups`, or the stale groups of a dead
+    edge) thaws and removes it.
+    """
+    base = support.base.get("freeze")
+    if base is None or support.v2.get("freeze"):
+        return None
+    anchor = Path(base) / FREEZER_ANCHOR
+    try:
+        anchor.mkdir(exist_ok=True)
+        (anchor / "freezer.state").write_text("FROZEN")
+    except OSError as exc:
+        logger.info("no frozen anchor group for the v1 freezer (%s): each call pays more", exc)
+        return None
+    return anchor
 
 
 def _remove_tree(folder: Path) -> None:

@@ -35,6 +35,7 @@ from edge.contract.candidates import Candidate
 from edge.service.cgroups import (
     CgroupSupport,
     WorkerGroup,
+    hold_v1_freezer,
     probe_cgroups,
     remove_edge_groups,
     remove_stale_groups,
@@ -139,6 +140,7 @@ class WorkerPool:
             for stale in remove_stale_groups():
                 logger.info("removed the control group of an edge that is gone: %s", stale)
             self.cgroups = probe_cgroups(f"{side}-{os.getpid()}")
+            hold_v1_freezer(self.cgroups)
             if self.hardening.user:
                 self._uid_claims = HostClaims("uid")
         except BaseException:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,7 @@ class FakeSession:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.entered = threading.Event()
+        self.sleeping = threading.Event()
         self.lock = threading.Lock()
         self.active: set[str] = set()
         self.overlaps: list[str] = []
@@ -116,6 +118,9 @@ class FakeSession:
             if frames[:1] == ["block"]:
                 self.entered.set()
                 self.gate.wait(60)
+            if frames[:1] == ["sleep"]:  # ["sleep", seconds]
+                self.sleeping.set()
+                time.sleep(float(frames[1]))
             if frames[:1] == ["gone"]:
                 raise UnknownSession(f"no session {ctx.session!r} on this edge")
             with self.lock:
@@ -635,6 +640,50 @@ def test_requests_of_one_session_run_one_at_a_time_in_order(client: EdgeClient, 
         assert outcome(run)[0] == "ok"
     assert sorted(fake.seen["one"]) == sizes
     assert fake.overlaps == []
+
+
+def test_a_call_waiting_behind_one_that_gave_up_takes_the_socket_over_and_gets_its_reply(
+    client: EdgeClient, fake: FakeSession
+):
+    """The first call uses the socket itself (it leads); a call made meanwhile waits for it to
+    read its reply. When the first gives up, the second must take the socket over, or its reply
+    is never read."""
+    first = in_thread(lambda: client.request(DecideRequest(["block"]), "a", 1.0))
+    assert fake.entered.wait(WAIT)
+    second = in_thread(lambda: client.request(DecideRequest(["block"]), "b", WAIT))
+    status, error = outcome(first)
+    assert status == "error" and isinstance(error, EdgeTimeout), error
+    fake.gate.set()  # both replies come now: the first's is dropped, the second's is read
+    status, body = outcome(second)
+    assert status == "ok" and body.observation == {"frames": ["block"], "session": "b"}
+    assert client.request(DecideRequest(["after"]), "c", WAIT).observation["frames"] == ["after"]
+
+
+def test_a_call_whose_reply_comes_first_hands_the_socket_to_one_still_waiting(
+    client: EdgeClient, fake: FakeSession
+):
+    first = in_thread(lambda: client.request(DecideRequest(["sleep", "0.3"]), "a", WAIT))
+    assert fake.sleeping.wait(WAIT)  # the first call uses the socket, and waits
+    second = in_thread(lambda: client.request(DecideRequest(["sleep", "1.0"]), "b", WAIT))
+    assert outcome(first)[0] == "ok"
+    status, body = outcome(second)  # read by the second call itself, once the first left
+    assert status == "ok" and body.observation["session"] == "b", body
+
+
+def test_a_waiting_call_that_gives_up_leaves_the_call_using_the_socket_alone(
+    client: EdgeClient, fake: FakeSession
+):
+    first = in_thread(lambda: client.request(DecideRequest(["block"]), "a", WAIT))
+    assert fake.entered.wait(WAIT)
+    with pytest.raises(EdgeTimeout):
+        client.request(DecideRequest(["block"]), "b", SHORT)
+    fake.gate.set()
+    status, body = outcome(first)
+    assert status == "ok" and body.observation == {"frames": ["block"], "session": "a"}
+    threads = [
+        in_thread(lambda n=n: client.request(DecideRequest([str(n)]), "c", WAIT)) for n in range(4)
+    ]
+    assert sorted(outcome(t)[1].observation["frames"][0] for t in threads) == ["0", "1", "2", "3"]
 
 
 # -- liveness and reconnection ---------------------------------------------------------------

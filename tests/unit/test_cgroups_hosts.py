@@ -57,3 +57,53 @@ def test_a_private_folder_itself_is_never_kept_only_what_lies_below_it(tmp_path:
     module.mkdir()
     assert paths_under([str(tmp_path)], [tmp_path, module]) == [str(module)]
     assert paths_under([str(tmp_path)], [tmp_path / "missing"]) == []
+
+
+_V1_FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (_V1_FREEZER / "cgroup.procs").exists(),
+    reason="needs root and a mounted cgroup v1 freezer",
+)
+def test_a_v1_freezer_edge_keeps_an_empty_group_frozen_while_its_workers_freeze_and_thaw(
+    tmp_path: Path,
+):
+    """A host with only the v1 freezer (this one's real hierarchy, without the unified one): the
+    edge holds an empty group frozen for its life, so that its workers' freezes and thaws never
+    switch the kernel's freezer key (hold_v1_freezer), and removing its groups removes it."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "freezer").symlink_to(_V1_FREEZER)
+    support = probe_cgroups(f"blue-{os.getpid()}", root=root)
+    assert support.on("freeze") and not support.v2["freeze"], support.why_off
+    folder = Path(str(support.base["freeze"]))
+    pid = 0
+    try:
+        anchor = cgroups.hold_v1_freezer(support)
+        assert anchor is not None and anchor.parent == folder
+        assert (anchor / "freezer.state").read_text().strip() == "FROZEN"
+        assert not (anchor / "cgroup.procs").read_text().strip()  # it holds no process
+        group = WorkerGroup(support, "w1")
+        group.create(memory=0, processes=0)
+        pid = os.fork()
+        if pid == 0:  # a worker stand-in: it only waits to be killed
+            try:
+                os.kill(os.getpid(), 19)  # SIGSTOP
+            finally:
+                os._exit(0)
+        (folder / "w1" / "cgroup.procs").write_text(str(pid))
+        group.freeze()
+        assert (folder / "w1" / "freezer.state").read_text().strip() in ("FREEZING", "FROZEN")
+        group.thaw()
+        assert (folder / "w1" / "freezer.state").read_text().strip() == "THAWED"
+        assert (anchor / "freezer.state").read_text().strip() == "FROZEN"  # untouched by both
+        group.kill()
+        os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        if pid:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        cgroups.remove_edge_groups(support)
+    assert not folder.exists()
