@@ -329,7 +329,7 @@ class _LearnsetWarmer:
     in a league of random agents. Warmed here, it costs the template about 0.6 s of CPU once,
     in the gaps between forks (a worker forked before the end computes what is still missing, as
     before), and each worker nothing; the result is the same frozensets (static data, the same
-    for every candidate). The older generations' data, loaded only for this, is dropped after.
+    for every candidate).
     """
 
     CHUNK: Final = 25
@@ -337,12 +337,10 @@ class _LearnsetWarmer:
 
     def __init__(self) -> None:
         self.species: list[str] = []
-        self._loaded_before: set[int] = set()
         try:
             from poke_env.data import GenData
 
             self._gen_data = GenData
-            self._loaded_before = set(GenData._gen_data_per_gen)
             self.species = list(GenData.from_gen(_WARM_GEN).pokedex)
         except Exception:  # warming is an optimisation: never a reason for the template to fail
             logger.debug("no learnset warming", exc_info=True)
@@ -355,8 +353,13 @@ class _LearnsetWarmer:
     def step(self) -> None:
         chunk, self.species = self.species[: self.CHUNK], self.species[self.CHUNK :]
         try:
+            data = self._gen_data.from_gen(_WARM_GEN)
             for species in chunk:
-                self._gen_data.obtain_learnset(species, _WARM_GEN)
+                # Only species with moves of their own in this generation: poke-env goes back to
+                # older generations for the others, whose data (60 MB) would grow the template,
+                # and so every fork's page tables; a battle of this generation rarely meets them.
+                if data._learnset_for_generation(species, _WARM_GEN):
+                    self._gen_data.obtain_learnset(species, _WARM_GEN)
         except Exception:
             logger.debug("learnset warming stopped", exc_info=True)
             self.species = []
@@ -364,9 +367,6 @@ class _LearnsetWarmer:
             self._finish()
 
     def _finish(self) -> None:
-        per_gen = self._gen_data._gen_data_per_gen
-        for gen in [g for g in per_gen if g not in self._loaded_before]:
-            del per_gen[gen]
         # What warming made is for life too: out of the collector's way (see _preload).
         gc.collect()
         gc.freeze()
