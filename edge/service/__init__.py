@@ -5,8 +5,6 @@ code in sandboxed worker processes. One module per idea:
   the other requests is a dispatcher it holds;
 - ``dispatch``: what the server and a dispatcher agree on (the call context, handlers, the
   dispatcher and reply interfaces);
-- ``handler_threads``: handler functions on threads, the dispatcher of a server given handlers
-  (embedding and the transport's tests);
 - ``supervisor``: :class:`~edge.service.supervisor.SandboxedEdge`, which composes the parts below;
 - ``routing``: the sandbox's dispatcher: requests to their sessions' workers, the restore history,
   what a worker's death or overrun means to its session;

@@ -5,21 +5,16 @@ it holds.
 Concurrency model. One I/O thread (the one running :meth:`EdgeSocketServer.serve_forever`) owns
 every socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
 authorization) handler, and sends every reply. Other requests go to the dispatcher, which runs in
-that thread too, and may poll sources of its own in the server's poll loop.
+that thread too, and may poll sources of its own in the server's poll loop; ``hello`` keeps
+answering whatever the dispatcher's work waits for.
 
-``sep_edge``'s dispatcher is the sandbox's router (:mod:`edge.service.routing`, put together by
-:class:`~edge.service.supervisor.SandboxedEdge`): requests go to sandboxed worker processes.
-Without one, the server runs handler functions on a fixed pool of threads (embedding and tests)
-through per-session lanes: requests of one session run one at a time in arrival order, requests
-of different sessions run in parallel (round robin when sessions outnumber workers). A slow or
-stuck handler therefore blocks only its own session, and ``hello`` keeps answering even when
-every worker is busy. Workers are daemon threads: user code that never returns cannot keep the
-process alive after :meth:`EdgeSocketServer.stop`.
+The dispatcher is the sandbox's router (:mod:`edge.service.routing`, put together by
+:class:`~edge.service.supervisor.SandboxedEdge`): requests go to sandboxed worker processes. It is
+the only one the service has; the transport's tests give the server one of their own, which runs
+handler functions on threads.
 
 A request the server cannot decode gets an error reply when its id can be read, and is dropped
-with a log line otherwise; a handler that raises gives an error reply with an error code (see
-:func:`~edge.wire.messages.error_code_for`), ``ename``, ``evalue`` and a truncated traceback.
-Nothing a peer sends stops the server.
+with a log line otherwise. Nothing a peer sends stops the server.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from types import FrameType, TracebackType
 from typing import Any, Final
 
@@ -43,7 +38,6 @@ from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
 from edge.service.dispatch import CallContext, Dispatcher, Handler
-from edge.service.handler_threads import HandlerThreads
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
@@ -58,7 +52,6 @@ from edge.wire.codec import (
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
-    MESSAGES,
     PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
@@ -69,8 +62,6 @@ from edge.wire.messages import (
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
 
 __all__ = [
-    "DEFAULT_MAX_PENDING_PER_SESSION",
-    "DEFAULT_MAX_WORKERS",
     "CallContext",
     "Dispatcher",
     "EdgeServer",
@@ -82,12 +73,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_WORKERS: Final = 16
-"""Worker threads running handlers (sessions served in parallel)."""
-
-DEFAULT_MAX_PENDING_PER_SESSION: Final = 32
-"""Requests that may wait behind a running one in a session before new ones are refused."""
-
 ZAP_DOMAIN: Final = b"maple-sep"
 
 _WARN_INTERVAL_S: Final = 60.0
@@ -97,11 +82,9 @@ class EdgeSocketServer:
     """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
 
     ``hello_request`` is answered by the server itself with ``side``, the protocol version and
-    ``models``; other requests go to the dispatcher ``dispatch_with(server)`` makes or, without
-    one, to ``handlers``, which maps request types (``RequestType`` values, e.g.
-    ``"decide_request"``) to :data:`Handler` functions run on threads. The socket is bound at
-    construction (``port=0`` picks a free port, see :attr:`port`); :meth:`serve_forever` or
-    :meth:`start` serve it.
+    ``models``; other requests go to the dispatcher ``dispatch_with(server)`` makes. The socket is
+    bound at construction (``port=0`` picks a free port, see :attr:`port`); :meth:`serve_forever`
+    or :meth:`start` serve it.
 
     Without ``curve`` the server only binds loopback addresses unless ``insecure=True``. With
     ``curve`` it requires CurveZMQ and accepts only the client keys in
@@ -113,26 +96,17 @@ class EdgeSocketServer:
         side: str,
         host: str,
         port: int,
-        handlers: Mapping[str, Handler],
         *,
+        dispatch_with: Callable[[EdgeSocketServer], Dispatcher],
         curve: CurveConfig | None = None,
         insecure: bool = False,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         models: Iterable[str] = (),
-        max_workers: int = DEFAULT_MAX_WORKERS,
-        max_pending_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION,
-        dispatch_with: Callable[[EdgeSocketServer], Dispatcher] | None = None,
     ) -> None:
         if not isinstance(side, str) or not side:
             raise ValueError("side must be a non-empty str (blue or red)")
-        unknown = [t for t in handlers if t not in MESSAGES or t == RequestType.HELLO]
-        if unknown:
-            served = sorted(t for t in MESSAGES if t != RequestType.HELLO)
-            raise ValueError(f"no such request type to handle: {unknown}; handle some of {served}")
         if max_message_size < 1024:
             raise ValueError("max_message_size must be at least 1024 bytes")
-        if max_workers < 1 or max_pending_per_session < 1:
-            raise ValueError("max_workers and max_pending_per_session must be positive")
         endpoint = tcp_endpoint("127.0.0.1" if host.lower() == "localhost" else host, port)
         if curve is None and not insecure and not is_loopback(host):
             raise InsecureBindError(
@@ -148,11 +122,7 @@ class EdgeSocketServer:
         self._load_limit = DEFAULT_LOAD_LIMIT
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
-        self._dispatcher: Dispatcher = (
-            dispatch_with(self)
-            if dispatch_with is not None
-            else HandlerThreads(self, handlers, max_workers, max_pending_per_session)
-        )
+        self._dispatcher: Dispatcher = dispatch_with(self)
         self._stop_requested = False
         self._running = threading.Event()
         self._lock = threading.Lock()

@@ -109,12 +109,11 @@ class SandboxedEdge:
                 side,
                 host,
                 port,
-                {},
+                dispatch_with=self._router.attach,
                 curve=curve,
                 insecure=insecure,
                 max_message_size=max_message_size,
                 models=self._pool.models,
-                dispatch_with=self._router.attach,
             )
         except BaseException:
             self._pool.close()

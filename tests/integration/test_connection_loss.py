@@ -26,9 +26,9 @@ import pytest
 
 from center.errors import EdgeUnavailable
 from center.isolation.edge_client import EdgeClient
-from edge.service.server import EdgeServer
 from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest
 from edge.wire.transport import tcp_endpoint
+from tests.integration.handler_threads import handler_server
 
 LONG = 60.0  # the deadline of every call here: none may come near it
 PROMPT = 15.0  # what "at once" means on a loaded machine
@@ -174,7 +174,7 @@ def test_a_call_made_as_the_edge_drops_the_connection_goes_out_on_the_next_one()
     """The edge drops the connection of a message larger than it accepts; the caller's next call,
     made the moment the first one fails, must not be sent into the connection being torn down.
     Before that was so, about 1 round in 15 lost its call here (it waited out its deadline)."""
-    server = EdgeServer("blue", "127.0.0.1", 0, {}, max_message_size=64 * 1024)
+    server = handler_server("blue", "127.0.0.1", 0, {}, max_message_size=64 * 1024)
     server.start()
     client = EdgeClient(server.endpoint, max_message_size=1024 * 1024)
     try:

@@ -71,6 +71,7 @@ from edge.wire.messages import (
     error_body,
 )
 from edge.wire.transport import tcp_endpoint
+from tests.integration.handler_threads import handler_server
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 10.0  # generous deadline for requests that must succeed
@@ -188,7 +189,7 @@ def make_server(fake: FakeSession) -> Iterator[Callable[..., EdgeServer]]:
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("port", 0)
         kwargs.setdefault("handlers", fake.handlers())
-        server = EdgeServer(**kwargs)
+        server = handler_server(**kwargs)
         servers.append(server)
         server.start()
         return server
@@ -431,9 +432,9 @@ def test_the_client_refuses_to_send_what_breaks_the_protocol(client: EdgeClient)
 
 def test_unknown_handler_types_are_refused_at_construction(fake: FakeSession):
     with pytest.raises(ValueError, match="teleport_request"):
-        EdgeServer("blue", "127.0.0.1", 0, {"teleport_request": fake.make_obs})
+        handler_server("blue", "127.0.0.1", 0, {"teleport_request": fake.make_obs})
     with pytest.raises(ValueError, match="hello_request"):
-        EdgeServer("blue", "127.0.0.1", 0, {"hello_request": fake.make_obs})
+        handler_server("blue", "127.0.0.1", 0, {"hello_request": fake.make_obs})
 
 
 # -- a server that survives anything -------------------------------------------------------
@@ -699,7 +700,7 @@ def test_nobody_listening_is_reported_as_unavailable(make_client: Callable[..., 
 def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
     fake: FakeSession, make_client: Callable[..., EdgeClient]
 ):
-    first = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
+    first = handler_server("blue", "127.0.0.1", 0, fake.handlers())
     first.start()
     port = first.port
     client = make_client(first.endpoint)
@@ -709,7 +710,7 @@ def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
         first.close()
     with pytest.raises(EdgeUnavailable):
         client.request(DecideRequest(["down"]), "s", 1.0)
-    second = EdgeServer("blue", "127.0.0.1", port, fake.handlers())
+    second = handler_server("blue", "127.0.0.1", port, fake.handlers())
     second.start()
     try:
         assert client.hello(WAIT).instance != old
@@ -722,7 +723,7 @@ def test_the_client_works_again_after_the_edge_restarts_on_the_same_port(
 def test_an_edge_dying_mid_request_is_unavailable_not_a_timeout(
     fake: FakeSession, make_client: Callable[..., EdgeClient]
 ):
-    server = EdgeServer("blue", "127.0.0.1", 0, fake.handlers())
+    server = handler_server("blue", "127.0.0.1", 0, fake.handlers())
     server.start()
     client = make_client(server.endpoint)
     waiting = in_thread(lambda: client.request(DecideRequest(["block"]), "s", 60))
@@ -812,7 +813,7 @@ def test_a_curve_client_cannot_talk_to_a_plain_edge(
 def test_an_unauthorized_client_gets_in_once_the_edge_authorizes_it(
     fake: FakeSession, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
 ):
-    refusing = EdgeServer(
+    refusing = handler_server(
         "red", "127.0.0.1", 0, fake.handlers(),
         curve=CurveConfig(keys["edge"], frozenset({keys["center"].public})),
     )  # fmt: skip
@@ -826,7 +827,7 @@ def test_an_unauthorized_client_gets_in_once_the_edge_authorizes_it(
             client.hello(AUTH_WAIT)
     finally:
         refusing.close()
-    fixed = EdgeServer(
+    fixed = handler_server(
         "red", "127.0.0.1", port, fake.handlers(),
         curve=CurveConfig(keys["edge"], frozenset({keys["stranger"].public})),
     )  # fmt: skip
@@ -839,7 +840,7 @@ def test_an_unauthorized_client_gets_in_once_the_edge_authorizes_it(
 
 def test_a_non_loopback_bind_without_keys_is_refused(fake: FakeSession):
     with pytest.raises(InsecureBindError, match="--insecure"):
-        EdgeServer("blue", "0.0.0.0", 0, fake.handlers())
+        handler_server("blue", "0.0.0.0", 0, fake.handlers())
 
 
 def test_a_non_loopback_bind_is_allowed_with_insecure_or_with_keys(
@@ -859,7 +860,7 @@ def test_localhost_is_loopback(make_server: Callable[..., EdgeServer]):
 
 def test_a_busy_port_is_a_transport_error(server: EdgeServer, fake: FakeSession):
     with pytest.raises(TransportError, match=str(server.port)):
-        EdgeServer("red", "127.0.0.1", server.port, fake.handlers())
+        handler_server("red", "127.0.0.1", server.port, fake.handlers())
 
 
 def test_curve_config_needs_an_authorized_client(keys: dict[str, KeyPair]):
@@ -959,8 +960,7 @@ def test_a_secret_file_that_does_not_match_the_public_key_is_refused(tmp_path: P
 EDGE_SCRIPT = textwrap.dedent(
     """
     import sys
-    from edge.service.server import EdgeServer
-    server = EdgeServer("red", "127.0.0.1", 0, {})
+    server = handler_server("red", "127.0.0.1", 0, {})
     print(server.port, flush=True)
     server.serve_forever(handle_signals=True)
     print("stopped", flush=True)
@@ -1002,9 +1002,8 @@ def test_io_threads_drain_their_wake_sockets_instead_of_spinning():
     import time as _time
 
     from center.isolation.edge_client import EdgeClient
-    from edge.service.server import EdgeServer
 
-    server = EdgeServer("blue", "127.0.0.1", 0, {})
+    server = handler_server("blue", "127.0.0.1", 0, {})
     server.start()
     client = EdgeClient(server.endpoint)
     try:

@@ -1,8 +1,10 @@
-"""Handler functions on threads: the socket server's dispatcher when it is given handlers instead
-of a sandbox (embedding, and the transport's tests). Requests of one session run one at a time in
-arrival order, requests of different sessions in parallel on a fixed pool of daemon threads (round
-robin when sessions outnumber threads): a slow handler blocks only its own session. ``sep_edge``
-serves with the sandbox's router instead (:mod:`edge.service.routing`)."""
+"""Handler functions on threads: the dispatcher the transport's tests give the edge's socket server
+(:func:`handler_server`), so that its socket, envelopes, errors, deadlines, reconnections and
+CURVE are tested against fake sessions whose behaviour a test controls (a handler that blocks
+until the test lets it go, say). Requests of one session run one at a time in arrival order,
+requests of different sessions in parallel on a fixed pool of daemon threads (round robin when
+sessions outnumber threads): a slow handler blocks only its own session. ``sep_edge`` serves with
+the sandbox's router (:mod:`edge.service.routing`), its only dispatcher."""
 
 from __future__ import annotations
 
@@ -12,17 +14,55 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import zmq
 
 from edge.errors import ProtocolError
 from edge.service.dispatch import CallContext, Handler, ReplySink
 from edge.service.replies import unsupported_error
+from edge.service.server import EdgeSocketServer
 from edge.wire.codec import decode_request
-from edge.wire.messages import Request, error_body
+from edge.wire.messages import MESSAGES, Request, RequestType, error_body
 
-__all__ = ["HandlerThreads", "SessionLanes"]
+__all__ = ["HandlerThreads", "SessionLanes", "handler_server"]
+
+DEFAULT_MAX_WORKERS: Final = 16
+"""Worker threads running handlers (sessions served in parallel)."""
+
+DEFAULT_MAX_PENDING_PER_SESSION: Final = 32
+"""Requests that may wait behind a running one in a session before new ones are refused."""
+
+
+def handler_server(
+    side: str,
+    host: str,
+    port: int,
+    handlers: Mapping[str, Handler],
+    *,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    max_pending_per_session: int = DEFAULT_MAX_PENDING_PER_SESSION,
+    **kwargs: Any,
+) -> EdgeSocketServer:
+    """An edge socket server whose requests (hello aside) run ``handlers``, which maps request
+    types (``"decide_request"``) to handler functions, on threads. Other keywords go to
+    :class:`EdgeSocketServer`."""
+    unknown = [t for t in handlers if t not in MESSAGES or t == RequestType.HELLO]
+    if unknown:
+        served = sorted(t for t in MESSAGES if t != RequestType.HELLO)
+        raise ValueError(f"no such request type to handle: {unknown}; handle some of {served}")
+    if max_workers < 1 or max_pending_per_session < 1:
+        raise ValueError("max_workers and max_pending_per_session must be positive")
+    return EdgeSocketServer(
+        side,
+        host,
+        port,
+        dispatch_with=lambda server: HandlerThreads(
+            server, handlers, max_workers, max_pending_per_session
+        ),
+        **kwargs,
+    )
+
 
 logger = logging.getLogger("edge.service.server")
 
