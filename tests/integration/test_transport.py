@@ -960,6 +960,7 @@ def test_a_secret_file_that_does_not_match_the_public_key_is_refused(tmp_path: P
 EDGE_SCRIPT = textwrap.dedent(
     """
     import sys
+    from tests.integration.handler_threads import handler_server
     server = handler_server("red", "127.0.0.1", 0, {})
     print(server.port, flush=True)
     server.serve_forever(handle_signals=True)
