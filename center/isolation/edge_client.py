@@ -6,40 +6,24 @@ its request gave up is dropped. ZeroMQ reconnects by itself when the edge comes 
 also rebuilds its socket after a failed CURVE handshake (libzmq gives up on those) the next time a
 request is waiting.
 
-Who uses the socket (leader and followers). There is no I/O thread: a caller that finds no other
-call in flight becomes the *leader* and uses the socket itself: it sends, polls and receives until
-its own reply is in (or its deadline passes), resolving the replies of any other call on the way.
-A caller that finds a leader is a *follower*: it queues its request, wakes the leader, which sends
-it, and waits for its reply. When the leader's call ends while others wait, it hands the socket to
-one of them. So a call made alone, the common case of a battle's decision, costs no thread
-hand-off at all (an I/O thread cost two per call: the request to it and the reply from it, about
-0.13 ms of the center's CPU and of the round trip, measured on loopback); calls made at once cost
-what they did. One thread at a time uses the socket, the lock's hand-over being the memory barrier
-libzmq asks for when a socket changes threads. Between calls nobody reads the socket: what
-happened to the connection meanwhile (the monitor's events) is read by the next call's leader
-before it sends anything.
+Who uses the socket. There is no I/O thread: a call made while no other is in flight uses the
+socket itself (it *leads*: sends, polls and reads until its reply is in or its deadline passes,
+resolving other calls' replies on the way); a call made meanwhile queues its request and wakes the
+leader, which sends it; a leader whose call ends while others wait hands the socket to one of them.
+A call made alone, a battle's decision as a rule, costs no thread hand-off (an I/O thread cost two
+per call, about 0.1 ms of the center's CPU and of the round trip on loopback). One thread at a
+time uses the socket, the lock's hand-over being the memory barrier libzmq asks for when a socket
+changes threads. Between calls nobody reads the socket: the next leader reads what the connection
+monitor reported meanwhile before it sends anything.
 
 A request is sent only on a connection the socket monitor has seen established and not yet lost,
 and every request sent on a connection fails as soon as the monitor reports it lost. libzmq reports
 a disconnection before it detaches the connection's pipe from the socket, so a message sent in
 between would go into a pipe that is being thrown away, and its caller would wait out the whole
 deadline for a reply that cannot come. Requests made while there is no connection wait in the
-outbox (until their deadline) and go out on the next one.
-
-Failures are told apart, because they mean different statuses for a battle side:
-
-- :class:`~center.errors.EdgeTimeout`: the request reached the edge, no reply in time (slow or
-  stuck user code);
-- :class:`~center.errors.EdgeUnavailable`: the request never left (no connection during the whole
-  deadline) or its connection dropped while waiting (the edge died); heartbeats notice a silent
-  peer within a few seconds;
-- :class:`~center.errors.AuthenticationError`: no connection because the CURVE handshake failed,
-  with what is probably wrong;
-- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error (its ``code`` says
-  what kind, see :class:`~edge.wire.messages.ErrorCode`).
-
-Every request carries its timeout (protocol 1.3), so that the edge can stop a call that runs past
-it instead of letting it hold a worker.
+outbox (until their deadline) and go out on the next one. Failures are told apart, because they
+mean different statuses for a battle side (:mod:`center.isolation.connection`). Every request
+carries its timeout (protocol 1.3), so that the edge can stop a call that runs past it.
 """
 
 from __future__ import annotations
@@ -59,12 +43,17 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from center.errors import (
-    AuthenticationError,
     EdgeCallError,
     EdgeProtocolError,
     EdgeRemoteError,
-    EdgeTimeout,
     EdgeUnavailable,
+)
+from center.isolation.connection import (
+    REBUILD_DELAY_S,
+    deadline_error,
+    failure_text,
+    handshake_failure,
+    open_dealer,
 )
 from edge.errors import ProtocolError, ProtocolVersionError
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
@@ -81,7 +70,6 @@ from edge.wire.messages import (
     spec_for_body,
     versions_compatible,
 )
-from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
 
 __all__ = ["DEFAULT_TIMEOUT", "EdgeClient"]
 
@@ -89,23 +77,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds a request waits for its reply when no timeout is given."""
-
-RECONNECT_IVL_MS: Final = 100
-RECONNECT_IVL_MAX_MS: Final = 1000
-"""A restarted edge is found again within about a second."""
-
-REBUILD_DELAY_S: Final = 1.0
-"""Wait before a new socket replaces one whose CURVE handshake failed."""
-
-_MONITOR_EVENTS: Final = (
-    zmq.EVENT_CONNECTED
-    | zmq.EVENT_CLOSED
-    | zmq.EVENT_DISCONNECTED
-    | zmq.EVENT_HANDSHAKE_SUCCEEDED
-    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-)
 
 
 class _Pending:
@@ -280,7 +251,14 @@ class EdgeClient:
                     self._promote()  # it may have been asked to lead, and now never will
             if gave_up:
                 self._wake()  # lets the leader drop the request if it is still unsent
-                raise self._deadline_error(msg_type, session, wait, sent, failure)
+                raise deadline_error(
+                    self._address,
+                    msg_type + (f" (session {session!r})" if session else ""),
+                    wait,
+                    sent=sent or (self._connected and failure is None),
+                    reason=self._failure_text(failure),
+                    failure=failure,
+                )
             # Not pending any more: it was resolved (under the lock) while we were giving up.
         if pending.error is not None:
             raise pending.error
@@ -348,49 +326,13 @@ class EdgeClient:
 
     # -- errors ------------------------------------------------------------------------------
 
-    def _deadline_error(
-        self, msg_type: str, session: str, timeout: float, sent: bool, failure: str | None
-    ) -> EdgeCallError:
-        what = f"{msg_type}" + (f" (session {session!r})" if session else "")
-        if sent or (self._connected and failure is None):
-            return EdgeTimeout(
-                f"{what}: no reply from the edge at {self._address} within {timeout:.3g} s"
-            )
-        reason = self._failure_text(failure)
-        message = f"{what} not sent: {reason}"
-        if failure in ("auth", "server_key", "mechanism", "protocol"):
-            return AuthenticationError(message)
-        return EdgeUnavailable(message)
-
     def _failure_text(self, failure: str | None) -> str:
-        address = self._address
-        if failure == "auth":
-            key = self._client_keys.public if self._client_keys is not None else "?"
-            return (
-                f"the edge at {address} refused this center's CURVE key {key}: add it to "
-                "authorized_clients in the edge's sep_config.json (or fix center.curve)"
-            )
-        if failure == "server_key" and self._server_key is None:
-            return (
-                f"the ZeroMQ handshake with {address} failed: the edge probably requires CURVE "
-                "(configure center.curve and the side's curve section in sep_config.json)"
-            )
-        if failure == "server_key":
-            return (
-                f"the CURVE handshake with {address} failed: the public key configured for this "
-                "edge is probably not the edge's (check <side>.curve.public_key), or the edge "
-                "does not use CURVE"
-            )
-        if failure == "mechanism":
-            return (
-                f"the ZeroMQ handshake with {address} failed: one side uses CURVE and the other "
-                "does not (configure a curve section on both or neither)"
-            )
-        if failure == "protocol":
-            return f"the ZeroMQ handshake with {address} failed (protocol error)"
-        if failure == "refused":
-            return f"nobody is listening at {address} (connection refused): is the edge running?"
-        return f"no connection to the edge at {address} (unreachable, filtered, or starting)"
+        return failure_text(
+            self._address,
+            failure,
+            curve=self._server_key is not None,
+            client_key=self._client_keys.public if self._client_keys is not None else "?",
+        )
 
     # -- the leader: whoever uses the socket -------------------------------------------------
 
@@ -592,12 +534,7 @@ class EdgeClient:
                 if self._failure in (None, "refused"):
                     self._set_failure("server_key")
             elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
-                if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-                    self._set_failure("auth")
-                elif value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
-                    self._set_failure("mechanism")
-                else:
-                    self._set_failure("protocol")
+                self._set_failure(handshake_failure(kind, value))
                 # libzmq does not reconnect after these: start over with a new socket later.
                 self._close_socket()
                 self._rebuild_at = time.monotonic() + REBUILD_DELAY_S
@@ -625,27 +562,9 @@ class EdgeClient:
         )
 
     def _open_socket(self) -> None:
-        dealer: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
-        dealer.linger = 0
-        dealer.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing on a connection not yet made
-        dealer.setsockopt(zmq.MAXMSGSIZE, self._max_size)
-        dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
-        dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
-        dealer.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
-        dealer.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
-        if "[" in self._address:
-            dealer.setsockopt(zmq.IPV6, 1)
-        if self._server_key is not None and self._client_keys is not None:
-            dealer.curve_serverkey = self._server_key.encode("ascii")
-            dealer.curve_publickey = self._client_keys.public.encode("ascii")
-            dealer.curve_secretkey = self._client_keys.secret.encode("ascii")
-        self._monitor = dealer.get_monitor_socket(_MONITOR_EVENTS)
-        self._dealer = dealer
-        try:
-            dealer.connect(self._address)
-        except zmq.ZMQError as exc:
-            self._close_socket()
-            raise ValueError(f"cannot connect to {self._address!r}: {exc.strerror}") from exc
+        self._dealer, self._monitor = open_dealer(
+            self._context, self._address, self._max_size, self._server_key, self._client_keys
+        )
 
     def _close_socket(self) -> None:
         self._connected = False

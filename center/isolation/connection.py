@@ -1,0 +1,147 @@
+"""The EdgeClient's connection to an edge: its ZeroMQ socket (:func:`open_dealer`: reconnection,
+heartbeats, CURVE, the monitor that reports what happens to the connection), and what a failed
+call or connection is called, in words a center's user can act on (:func:`deadline_error`,
+:func:`failure_text`, from the monitor's events: a failed CURVE handshake is otherwise silent in
+ZeroMQ).
+
+Failures are told apart, because they mean different statuses for a battle side:
+
+- :class:`~center.errors.EdgeTimeout`: the request reached the edge, no reply in time (slow or
+  stuck user code);
+- :class:`~center.errors.EdgeUnavailable`: the request never left (no connection during the whole
+  deadline) or its connection dropped while waiting (the edge died); heartbeats notice a silent
+  peer within a few seconds;
+- :class:`~center.errors.AuthenticationError`: no connection because the CURVE handshake failed,
+  with what is probably wrong;
+- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error (its ``code`` says
+  what kind, see :class:`~edge.wire.messages.ErrorCode`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import zmq
+
+from center.errors import AuthenticationError, EdgeCallError, EdgeTimeout, EdgeUnavailable
+from edge.wire.keys import KeyPair
+from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
+
+__all__ = [
+    "HANDSHAKE_FAILURES",
+    "REBUILD_DELAY_S",
+    "deadline_error",
+    "failure_text",
+    "handshake_failure",
+    "open_dealer",
+]
+
+RECONNECT_IVL_MS: Final = 100
+RECONNECT_IVL_MAX_MS: Final = 1000
+"""A restarted edge is found again within about a second."""
+
+REBUILD_DELAY_S: Final = 1.0
+"""Wait before a new socket replaces one whose CURVE handshake failed."""
+
+MONITOR_EVENTS: Final = (
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_CLOSED
+    | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+
+
+def open_dealer(
+    context: zmq.Context[zmq.Socket[bytes]],
+    address: str,
+    max_size: int,
+    server_key: str | None,
+    client_keys: KeyPair | None,
+) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
+    """A DEALER socket connecting to ``address`` (CURVE with both keys), and its monitor. Raises
+    ValueError when the address cannot be connected to."""
+    dealer: zmq.Socket[bytes] = context.socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing on a connection not yet made
+    dealer.setsockopt(zmq.MAXMSGSIZE, max_size)
+    dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+    dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+    dealer.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
+    dealer.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+    if "[" in address:
+        dealer.setsockopt(zmq.IPV6, 1)
+    if server_key is not None and client_keys is not None:
+        dealer.curve_serverkey = server_key.encode("ascii")
+        dealer.curve_publickey = client_keys.public.encode("ascii")
+        dealer.curve_secretkey = client_keys.secret.encode("ascii")
+    monitor: zmq.Socket[bytes] = dealer.get_monitor_socket(MONITOR_EVENTS)
+    try:
+        dealer.connect(address)
+    except zmq.ZMQError as exc:
+        dealer.disable_monitor()
+        dealer.close(linger=0)
+        monitor.close(linger=0)
+        raise ValueError(f"cannot connect to {address!r}: {exc.strerror}") from exc
+    return dealer, monitor
+
+
+HANDSHAKE_FAILURES = frozenset({"auth", "server_key", "mechanism", "protocol"})
+"""The failures that keep a connection from being made at all: an AuthenticationError."""
+
+
+def deadline_error(
+    address: str, what: str, timeout: float, *, sent: bool, reason: str, failure: str | None
+) -> EdgeCallError:
+    """The error of the call ``what`` that got no reply within ``timeout``: an EdgeTimeout when it
+    was sent (the edge is slow or stuck), else why it never left."""
+    if sent:
+        return EdgeTimeout(f"{what}: no reply from the edge at {address} within {timeout:.3g} s")
+    message = f"{what} not sent: {reason}"
+    if failure in HANDSHAKE_FAILURES:
+        return AuthenticationError(message)
+    return EdgeUnavailable(message)
+
+
+def failure_text(address: str, failure: str | None, *, curve: bool, client_key: str) -> str:
+    """Why there is no connection to the edge at ``address``: ``failure`` is the last one the
+    connection monitor saw (``auth``, ``server_key``, ``mechanism``, ``protocol``, ``refused``, or
+    None); ``curve`` whether this center uses CURVE, ``client_key`` its public key."""
+    if failure == "auth":
+        return (
+            f"the edge at {address} refused this center's CURVE key {client_key}: add it to "
+            "authorized_clients in the edge's sep_config.json (or fix center.curve)"
+        )
+    if failure == "server_key" and not curve:
+        return (
+            f"the ZeroMQ handshake with {address} failed: the edge probably requires CURVE "
+            "(configure center.curve and the side's curve section in sep_config.json)"
+        )
+    if failure == "server_key":
+        return (
+            f"the CURVE handshake with {address} failed: the public key configured for this "
+            "edge is probably not the edge's (check <side>.curve.public_key), or the edge "
+            "does not use CURVE"
+        )
+    if failure == "mechanism":
+        return (
+            f"the ZeroMQ handshake with {address} failed: one side uses CURVE and the other "
+            "does not (configure a curve section on both or neither)"
+        )
+    if failure == "protocol":
+        return f"the ZeroMQ handshake with {address} failed (protocol error)"
+    if failure == "refused":
+        return f"nobody is listening at {address} (connection refused): is the edge running?"
+    return f"no connection to the edge at {address} (unreachable, filtered, or starting)"
+
+
+def handshake_failure(event: int, value: int) -> str:
+    """The failure a monitor's ``EVENT_HANDSHAKE_FAILED_AUTH`` or ``_PROTOCOL`` event (with its
+    value) stands for: libzmq does not reconnect after these."""
+    if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+        return "auth"
+    if value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+        return "mechanism"
+    return "protocol"
