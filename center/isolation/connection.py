@@ -19,9 +19,13 @@ Failures are told apart, because they mean different statuses for a battle side:
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import time
 from typing import Final
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from center.errors import AuthenticationError, EdgeCallError, EdgeTimeout, EdgeUnavailable
 from edge.wire.keys import KeyPair
@@ -30,11 +34,15 @@ from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
 __all__ = [
     "HANDSHAKE_FAILURES",
     "REBUILD_DELAY_S",
+    "Connection",
     "deadline_error",
     "failure_text",
     "handshake_failure",
     "open_dealer",
+    "readable",
 ]
+
+logger = logging.getLogger("center.isolation.edge_client")  # the client's log, whose part this is
 
 RECONNECT_IVL_MS: Final = 100
 RECONNECT_IVL_MAX_MS: Final = 1000
@@ -77,7 +85,13 @@ def open_dealer(
         dealer.curve_serverkey = server_key.encode("ascii")
         dealer.curve_publickey = client_keys.public.encode("ascii")
         dealer.curve_secretkey = client_keys.secret.encode("ascii")
-    monitor: zmq.Socket[bytes] = dealer.get_monitor_socket(MONITOR_EVENTS)
+    # The monitor's queue has no bound: libzmq's I/O thread blocks when a monitor's queue is full
+    # (and a client with no call in flight reads it only once a second).
+    where = f"inproc://edge-client-monitor-{id(dealer)}"
+    dealer.monitor(where, MONITOR_EVENTS)
+    monitor: zmq.Socket[bytes] = context.socket(zmq.PAIR)
+    monitor.rcvhwm = 0
+    monitor.connect(where)
     try:
         dealer.connect(address)
     except zmq.ZMQError as exc:
@@ -145,3 +159,109 @@ def handshake_failure(event: int, value: int) -> str:
     if value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
         return "mechanism"
     return "protocol"
+
+
+class Connection:
+    """The client's socket to one edge and what its monitor says of the connection. Used by one
+    thread at a time: the EdgeClient's caller that uses the socket."""
+
+    def __init__(
+        self,
+        context: zmq.Context[zmq.Socket[bytes]],
+        address: str,
+        max_size: int,
+        server_key: str | None,
+        client_keys: KeyPair | None,
+    ) -> None:
+        self.context, self.address, self.max_size = context, address, max_size
+        self.server_key, self.client_keys = server_key, client_keys
+        self.dealer: zmq.Socket[bytes] | None = None
+        self.monitor: zmq.Socket[bytes] | None = None
+        self.connected = False
+        self.ever_connected = False
+        self.failure: str | None = None  # why the last connection attempt failed
+        self.lost_at: float | None = None  # time.monotonic() when the loss was seen
+        self.rebuild_at = 0.0  # when a socket whose CURVE handshake failed may be made again
+        self.open()
+
+    @property
+    def sending(self) -> bool:
+        """Whether requests may be sent now: on a connection established and not lost. Never
+        on a lost one: its pipe may still take a message, which is then lost."""
+        return self.dealer is not None and self.connected
+
+    def open(self) -> None:
+        self.dealer, self.monitor = open_dealer(
+            self.context, self.address, self.max_size, self.server_key, self.client_keys
+        )
+
+    def close(self) -> None:
+        self.connected = False
+        if self.dealer is not None:
+            with contextlib.suppress(zmq.ZMQError):
+                self.dealer.disable_monitor()
+            self.dealer.close(linger=0)
+        if self.monitor is not None:
+            self.monitor.close(linger=0)
+        self.dealer = self.monitor = None
+
+    def failure_text(self, failure: str | None) -> str:
+        return failure_text(
+            self.address,
+            failure,
+            curve=self.server_key is not None,
+            client_key=self.client_keys.public if self.client_keys is not None else "?",
+        )
+
+    def read_monitor(self) -> bool:
+        """Read the monitor's events: whether an established connection was lost (then the
+        requests sent on it get no reply)."""
+        lost = False
+        while self.monitor is not None and readable(self.monitor):
+            try:
+                event = recv_monitor_message(self.monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            kind, value = event["event"], event["value"]
+            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                # libzmq queued the socket's commands (the lost connection's pipe detached, the
+                # new one attached) before this event: process them before the first send, which
+                # may skip them (libzmq throttles command processing on send).
+                if self.dealer is not None:
+                    with contextlib.suppress(zmq.ZMQError):
+                        self.dealer.getsockopt(zmq.EVENTS)
+                self.connected, self.failure, self.lost_at = True, None, None
+                logger.info(
+                    "%s the edge at %s",
+                    "reconnected to" if self.ever_connected else "connected to",
+                    self.address,
+                )
+                self.ever_connected = True
+            elif kind == zmq.EVENT_DISCONNECTED:
+                if self.connected:
+                    self.connected = False
+                    self.lost_at = time.monotonic()
+                    lost = True
+            elif kind == zmq.EVENT_CLOSED:
+                self._set_failure("refused")
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                # Also seen when the edge hangs up before saying why: keep a precise reason.
+                if self.failure in (None, "refused"):
+                    self._set_failure("server_key")
+            elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
+                self._set_failure(handshake_failure(kind, value))
+                # libzmq does not reconnect after these: start over with a new socket later.
+                self.close()
+                self.rebuild_at = time.monotonic() + REBUILD_DELAY_S
+        return lost
+
+    def _set_failure(self, failure: str) -> None:
+        if failure != self.failure and failure != "refused":
+            logger.warning("%s", self.failure_text(failure))
+        self.failure = failure
+
+
+def readable(sock: zmq.Socket[bytes]) -> bool:
+    """Whether a message waits on ``sock`` (its ZMQ_EVENTS, which also processes its commands):
+    asked before each read, since a read that finds none raises, which costs more."""
+    return bool(int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)

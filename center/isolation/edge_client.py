@@ -40,7 +40,6 @@ from types import TracebackType
 from typing import Any, Final
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from center.errors import (
     EdgeCallError,
@@ -48,13 +47,7 @@ from center.errors import (
     EdgeRemoteError,
     EdgeUnavailable,
 )
-from center.isolation.connection import (
-    REBUILD_DELAY_S,
-    deadline_error,
-    failure_text,
-    handshake_failure,
-    open_dealer,
-)
+from center.isolation.connection import Connection, deadline_error, readable
 from edge.errors import ProtocolError, ProtocolVersionError
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
 from edge.wire.keys import KeyPair, check_z85_key
@@ -77,6 +70,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds a request waits for its reply when no timeout is given."""
+
+MONITOR_READ_INTERVAL: Final = 1.0
+"""Seconds between reads of the connection's monitor while no call reads it."""
 
 
 class _Pending:
@@ -140,32 +136,32 @@ class EdgeClient:
         self._pending: dict[str, _Pending] = {}
         self._outbox: deque[tuple[str, bytes]] = deque()
         self._closed = False
-        self._connected = False
-        self._ever_connected = False
-        self._failure: str | None = None  # why the last connection attempt failed
-        self._lost_at: float | None = None  # time.monotonic() when the connection was lost
 
-        self._leader = False  # whether a caller uses the socket now (under the lock)
+        self._owner: int | None = None  # the thread using the socket now (under the lock)
         self._shut = threading.Event()  # the socket and context are released
 
-        # The leader's alone (the constructor's until the first call):
+        # The socket's user's alone (the constructor's until the first call):
         self._context = zmq.Context()
-        self._dealer: zmq.Socket[bytes] | None = None
-        self._monitor: zmq.Socket[bytes] | None = None
         self._poller = zmq.Poller()
         self._watched: list[zmq.Socket[bytes]] = []  # the dealer and monitor in the poller
-        self._rebuild_at = 0.0
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._poller.register(self._wake_r, zmq.POLLIN)
         try:
-            self._open_socket()
+            self._conn = Connection(
+                self._context, address, max_message_size, self._server_key, client_keys
+            )
         except BaseException:
             self._context.destroy(linger=0)
             self._wake_r.close()
             self._wake_w.close()
             raise
+        # Reads the monitor once a second while no call does, so that its events never pile up
+        # and what the properties below say is never older than that.
+        threading.Thread(
+            target=self._watch, name=f"edge-client-monitor-{address}", daemon=True
+        ).start()
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -177,18 +173,21 @@ class EdgeClient:
     @property
     def refused(self) -> bool:
         """Whether the last connection attempt was refused: nothing listens at the address."""
-        return self._failure == "refused"
+        self._refresh()
+        return self._conn.failure == "refused"
 
     @property
     def connected(self) -> bool:
         """Whether a connection to the edge is established right now (handshake done)."""
-        return self._connected
+        self._refresh()
+        return self._conn.connected
 
     @property
     def lost_at(self) -> float | None:
-        """When (``time.monotonic()``) the established connection was lost; None while it is
-        up, and before a first connection."""
-        return self._lost_at
+        """When (``time.monotonic()``) the loss of the established connection was seen; None
+        while it is up, and before a first connection."""
+        self._refresh()
+        return self._conn.lost_at
 
     def request(self, body: Any, session: str = "", timeout: float | None = None) -> Any:
         """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
@@ -237,17 +236,24 @@ class EdgeClient:
                 raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
             self._pending[msg_id] = pending
             self._outbox.append((msg_id, raw))
-            lead = not self._leader
-            self._leader = True
-        if not lead:
-            self._wake()  # the leader sends it
-        wait += (queued or 0.0) + max(grace, 0.0)
-        self._await(msg_id, pending, time.monotonic() + max(wait, 0.0), lead)
+            lead = self._owner is None
+            if lead:
+                self._owner = threading.get_ident()
+        try:
+            if not lead:
+                self._wake()  # the socket's user sends it
+            wait += (queued or 0.0) + max(grace, 0.0)
+            self._await(pending, time.monotonic() + max(wait, 0.0))
+        except BaseException:  # KeyboardInterrupt, say: the call is gone, and the socket is free
+            with self._lock:
+                self._pending.pop(msg_id, None)
+            self._leave()
+            raise
         if not pending.finished:
             with self._lock:
                 gave_up = self._pending.pop(msg_id, None) is not None
-                sent, failure = pending.sent, self._failure
-                if gave_up and not self._leader:
+                sent, failure = pending.sent, self._conn.failure
+                if gave_up and self._owner is None:
                     self._promote()  # it may have been asked to lead, and now never will
             if gave_up:
                 self._wake()  # lets the leader drop the request if it is still unsent
@@ -255,8 +261,8 @@ class EdgeClient:
                     self._address,
                     msg_type + (f" (session {session!r})" if session else ""),
                     wait,
-                    sent=sent or (self._connected and failure is None),
-                    reason=self._failure_text(failure),
+                    sent=sent or (self._conn.connected and failure is None),
+                    reason=self._conn.failure_text(failure),
                     failure=failure,
                 )
             # Not pending any more: it was resolved (under the lock) while we were giving up.
@@ -305,11 +311,12 @@ class EdgeClient:
         """Fail the waiting requests with EdgeUnavailable and release the socket."""
         with self._lock:
             self._closed = True
-            lead = not self._leader
-            self._leader = True
+            lead = self._owner is None
+            if lead:
+                self._owner = threading.get_ident()
         if lead:
             self._shut_down()
-        else:  # the leader sees it at once, fails every call and releases the socket
+        else:  # its user sees it at once, fails every call and releases the socket
             self._wake()
             self._shut.wait(5.0)
 
@@ -324,36 +331,22 @@ class EdgeClient:
     ) -> None:
         self.close()
 
-    # -- errors ------------------------------------------------------------------------------
-
-    def _failure_text(self, failure: str | None) -> str:
-        return failure_text(
-            self._address,
-            failure,
-            curve=self._server_key is not None,
-            client_key=self._client_keys.public if self._client_keys is not None else "?",
-        )
-
     # -- the leader: whoever uses the socket -------------------------------------------------
 
-    def _await(self, msg_id: str, pending: _Pending, deadline: float, lead: bool) -> None:
-        """Wait until ``pending`` is resolved or ``deadline`` passes, leading when asked to."""
+    def _await(self, pending: _Pending, deadline: float) -> None:
+        """Wait until ``pending`` is resolved or ``deadline`` passes, using the socket when this
+        thread has it or is asked to take it."""
+        me = threading.get_ident()
         while True:
-            if lead:
+            if self._owner == me:  # (only this thread changes it from this value)
                 try:
                     self._lead(pending, deadline)
                 except Exception:  # a bug here must not leave callers waiting forever
                     logger.exception("EdgeClient of %s failed; it is closed", self._address)
                     with self._lock:
                         self._closed = True
-                finally:  # (KeyboardInterrupt included: the socket goes to another caller)
-                    with self._lock:
-                        closing = self._closed
-                        if not closing:
-                            self._leader = False
-                            self._promote(but=pending)
-                    if closing:
-                        self._shut_down()
+                finally:
+                    self._leave(but=pending)
                 return
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not pending.wake.wait(remaining):
@@ -362,12 +355,45 @@ class EdgeClient:
                 if pending.finished:
                     return
                 pending.wake.clear()  # asked to lead: the socket is ours if nobody took it
-                lead = not self._leader and not self._closed
-                if lead:
-                    self._leader = True
+                if self._owner is None and not self._closed:
+                    self._owner = me
+
+    def _leave(self, but: _Pending | None = None) -> None:
+        """This thread is done with the socket, if it has it: another waiting call (not
+        ``but``) is asked to take it; once the client is closed, it is released instead."""
+        with self._lock:
+            if self._owner != threading.get_ident():
+                if self._owner is None:
+                    self._promote(but)  # this thread may have been asked, and now never will
+                return
+            if not self._closed:
+                self._owner = None
+                self._promote(but)
+                return
+        self._shut_down()
+
+    def _refresh(self) -> None:
+        """Read what the connection's monitor reported, when no call is using the socket (one
+        that is reads it as it goes)."""
+        with self._lock:
+            if self._owner is not None or self._closed:
+                return
+            self._owner = threading.get_ident()
+        try:
+            self._read_monitor()
+        finally:
+            self._leave()
+
+    def _watch(self) -> None:
+        """The monitor's reader between calls (a thread of its own, once a second)."""
+        while not self._shut.wait(MONITOR_READ_INTERVAL):
+            try:
+                self._refresh()
+            except Exception:
+                logger.exception("reading the monitor of the edge at %s failed", self._address)
 
     def _promote(self, but: _Pending | None = None) -> None:
-        """Nobody leads (under the lock): one waiting caller (not ``but``) is asked to."""
+        """Nobody uses the socket (under the lock): one waiting call (not ``but``) is asked to."""
         for pending in self._pending.values():
             if pending is not but and not pending.finished:
                 pending.wake.set()
@@ -384,25 +410,26 @@ class EdgeClient:
             now = time.monotonic()
             if now >= deadline:
                 return
-            if self._dealer is None and self._outbox and now >= self._rebuild_at:
-                self._open_socket()
-            if self._monitor is not None:
-                self._handle_monitor()  # what happened to the connection since the last call
-            if self._sending and self._outbox:
+            conn = self._conn
+            if conn.dealer is None and self._outbox and now >= conn.rebuild_at:
+                conn.open()
+            self._read_monitor()  # what happened to the connection since the last call
+            if conn.sending and self._outbox:
                 self._send_all()  # right away: most of the time the connection is up
-            if self._watched[:1] != [self._dealer]:
+            dealer, monitor = conn.dealer, conn.monitor
+            if self._watched[:1] != [dealer]:
                 for sock in self._watched:
                     self._poller.unregister(sock)
                 self._watched = []
-                if self._dealer is not None and self._monitor is not None:
-                    self._watched = [self._dealer, self._monitor]
-                    self._poller.register(self._monitor, zmq.POLLIN)
+                if dealer is not None and monitor is not None:
+                    self._watched = [dealer, monitor]
+                    self._poller.register(monitor, zmq.POLLIN)
             wake_at = deadline
-            if self._dealer is not None:
-                sending = self._sending and bool(self._outbox)
-                self._poller.register(self._dealer, zmq.POLLIN | (zmq.POLLOUT if sending else 0))
+            if dealer is not None:
+                sending = conn.sending and bool(self._outbox)
+                self._poller.register(dealer, zmq.POLLIN | (zmq.POLLOUT if sending else 0))
             elif self._outbox:
-                wake_at = min(wake_at, self._rebuild_at)
+                wake_at = min(wake_at, conn.rebuild_at)
             with self._lock:
                 if pending.finished:  # resolved by the replies read above
                     return
@@ -411,12 +438,12 @@ class EdgeClient:
                 with contextlib.suppress(OSError):
                     while self._wake_r.recv(4096):
                         pass
-            if self._monitor is not None and self._monitor in events:
-                self._handle_monitor()
-            if self._dealer is not None and self._dealer in events:
-                if events[self._dealer] & zmq.POLLIN:
+            if monitor is not None and monitor in events:
+                self._read_monitor()
+            if dealer is not None and dealer is conn.dealer and dealer in events:
+                if events[dealer] & zmq.POLLIN:
                     self._receive_all()
-                if events[self._dealer] & zmq.POLLOUT and self._sending:
+                if events[dealer] & zmq.POLLOUT and conn.sending:
                     self._send_all()
 
     def _shut_down(self) -> None:
@@ -428,17 +455,11 @@ class EdgeClient:
             self._outbox.clear()
         if self._shut.is_set():
             return
-        self._close_socket()
+        self._conn.close()
         self._context.destroy(linger=0)
         self._wake_r.close()
         self._wake_w.close()
         self._shut.set()
-
-    @property
-    def _sending(self) -> bool:
-        """Whether requests may be sent now: on a connection established and not lost (the
-        leader). Never on a lost one: its pipe may still take a message, which is then lost."""
-        return self._dealer is not None and self._connected
 
     def _purge_outbox(self) -> None:
         """Drop unsent requests whose callers gave up (under the lock)."""
@@ -448,25 +469,25 @@ class EdgeClient:
             self._outbox = deque(item for item in self._outbox if item[0] in self._pending)
 
     def _send_all(self) -> None:
-        assert self._dealer is not None
+        dealer = self._conn.dealer
+        assert dealer is not None
         with self._lock:  # held while sending: a caller giving up sees a true ``sent``
             while self._outbox:
                 msg_id, raw = self._outbox[0]
                 pending = self._pending.get(msg_id)
                 if pending is not None:
                     try:
-                        self._dealer.send(raw, zmq.NOBLOCK)
+                        dealer.send(raw, zmq.NOBLOCK)
                     except zmq.Again:
                         return
                     pending.sent = True
                 self._outbox.popleft()
 
     def _receive_all(self) -> None:
-        dealer = self._dealer
-        assert dealer is not None
-        # Whether a message waits, asked before each read: a read that finds none raises, and
-        # the exception costs more than the question.
-        while _readable(dealer):
+        dealer = self._conn.dealer
+        if dealer is None:
+            return
+        while readable(dealer):
             try:
                 frames = dealer.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -503,52 +524,10 @@ class EdgeClient:
             else:
                 pending.resolve(reply=reply)
 
-    def _handle_monitor(self) -> None:
-        assert self._monitor is not None
-        while self._monitor is not None and _readable(self._monitor):
-            try:
-                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            kind, value = event["event"], event["value"]
-            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                # libzmq queued the socket's commands (the lost connection's pipe detached, the
-                # new one attached) before this event: process them before the first send, which
-                # may skip them (libzmq throttles command processing on send).
-                if self._dealer is not None:
-                    with contextlib.suppress(zmq.ZMQError):
-                        self._dealer.getsockopt(zmq.EVENTS)
-                self._connected, self._failure, self._lost_at = True, None, None
-                logger.info(
-                    "%s the edge at %s",
-                    "reconnected to" if self._ever_connected else "connected to",
-                    self._address,
-                )
-                self._ever_connected = True
-            elif kind == zmq.EVENT_DISCONNECTED:
-                self._on_disconnected()
-            elif kind == zmq.EVENT_CLOSED:
-                self._set_failure("refused")
-            elif kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-                # Also seen when the edge hangs up before saying why: keep a precise reason.
-                if self._failure in (None, "refused"):
-                    self._set_failure("server_key")
-            elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
-                self._set_failure(handshake_failure(kind, value))
-                # libzmq does not reconnect after these: start over with a new socket later.
-                self._close_socket()
-                self._rebuild_at = time.monotonic() + REBUILD_DELAY_S
-
-    def _set_failure(self, failure: str) -> None:
-        if failure != self._failure and failure != "refused":
-            logger.warning("%s", self._failure_text(failure))
-        self._failure = failure
-
-    def _on_disconnected(self) -> None:
-        if not self._connected:
+    def _read_monitor(self) -> None:
+        """What the monitor reported; the calls sent on a connection that was lost fail."""
+        if not self._conn.read_monitor():
             return
-        self._connected = False
-        self._lost_at = time.monotonic()
         self._receive_all()  # replies that arrived before the connection dropped still count
         message = f"the connection to the edge at {self._address} was lost before the reply"
         with self._lock:
@@ -561,27 +540,7 @@ class EdgeClient:
             len(lost),
         )
 
-    def _open_socket(self) -> None:
-        self._dealer, self._monitor = open_dealer(
-            self._context, self._address, self._max_size, self._server_key, self._client_keys
-        )
-
-    def _close_socket(self) -> None:
-        self._connected = False
-        if self._dealer is not None:
-            with contextlib.suppress(zmq.ZMQError):
-                self._dealer.disable_monitor()
-            self._dealer.close(linger=0)
-        if self._monitor is not None:
-            self._monitor.close(linger=0)
-        self._dealer = self._monitor = None
-
     def _wake(self) -> None:
         # OSError: the buffer is full (a wake-up is pending anyway) or the client is closed.
         with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
-
-
-def _readable(sock: zmq.Socket[bytes]) -> bool:
-    """Whether a message waits on ``sock`` (its ZMQ_EVENTS, which also processes its commands)."""
-    return bool(int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)

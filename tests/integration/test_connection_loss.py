@@ -20,7 +20,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,8 @@ from center.isolation.edge_client import EdgeClient
 from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest
 from edge.wire.transport import tcp_endpoint
 from tests.integration.handler_threads import handler_server
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LONG = 60.0  # the deadline of every call here: none may come near it
 PROMPT = 15.0  # what "at once" means on a loaded machine
@@ -189,3 +192,137 @@ def test_a_call_made_as_the_edge_drops_the_connection_goes_out_on_the_next_one()
     finally:
         client.close()
         server.close()
+
+
+# -- between calls, and calls cut short ---------------------------------------------------------
+
+# The edge refuses for a long while with no call in flight: the connection's monitor reports each
+# reconnection (here every millisecond); when nobody read them, libzmq's I/O thread blocked on
+# the full monitor queue, and close() waited for it forever.
+IDLE_REFUSED_SCRIPT = textwrap.dedent(
+    """
+    import faulthandler, socket, sys, time
+    import center.isolation.connection as connection
+    connection.RECONNECT_IVL_MS = connection.RECONNECT_IVL_MAX_MS = 1
+    from center.isolation.edge_client import EdgeClient
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = EdgeClient(f"tcp://127.0.0.1:{port}")
+    time.sleep(float(sys.argv[1]))
+    faulthandler.dump_traceback_later(20, exit=True)
+    print("refused", client.refused, flush=True)
+    client.close()
+    print("closed", flush=True)
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_client_left_idle_while_the_edge_refuses_still_closes():
+    run = subprocess.run(
+        [sys.executable, "-c", IDLE_REFUSED_SCRIPT, "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["refused", "True", "closed"], run.stdout
+
+
+# A call whose thread is interrupted (Ctrl-C: a KeyboardInterrupt in the main thread) while it
+# waits behind another call, or while it uses the socket itself: the calls of other threads
+# must still get their replies (before, the interrupted call stayed registered and every
+# hand-over of the socket went to its thread, which was gone: the others waited out their
+# deadlines).
+INTERRUPTED_SCRIPT = textwrap.dedent(
+    """
+    import os, queue, signal, threading, time
+    from center.isolation.edge_client import EdgeClient
+    from edge.wire.messages import DecideRequest
+    from tests.integration.handler_threads import handler_server
+    from tests.integration.test_transport import FakeSession
+
+    fake = FakeSession()
+    server = handler_server("blue", "127.0.0.1", 0, fake.handlers())
+    server.start()
+    client = EdgeClient(server.endpoint)
+    client.hello(10)
+    results = queue.Queue()
+
+    def call(tag, seconds, session):
+        try:
+            client.request(DecideRequest(["sleep", seconds]), session, 8.0)
+            results.put(f"{tag} ok")
+        except Exception as exc:
+            results.put(f"{tag} {type(exc).__name__}")
+
+    def interrupt_soon():
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+    # 1. the main thread waits behind another call when it is interrupted
+    threading.Thread(target=call, args=("A", "1.0", "a"), daemon=True).start()
+    assert fake.sleeping.wait(10)
+    interrupt_soon()
+    try:
+        client.request(DecideRequest(["sleep", "3.0"]), "main1", 8.0)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    threading.Thread(target=call, args=("B", "1.5", "b"), daemon=True).start()
+    print(*sorted(results.get(timeout=15) for _ in range(2)), flush=True)
+
+    # 2. the main thread uses the socket itself when it is interrupted
+    time.sleep(2.0)  # the first interrupted call's reply comes, and is dropped
+    interrupt_soon()
+    try:
+        client.request(DecideRequest(["sleep", "3.0"]), "main2", 8.0)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    threading.Thread(target=call, args=("C", "1.0", "c"), daemon=True).start()
+    print(results.get(timeout=15), flush=True)
+    print("pending", len(client._pending), flush=True)
+    client.close()
+    server.close()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_call_interrupted_in_its_thread_leaves_the_other_calls_served():
+    run = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines == ["interrupted", "A ok B ok", "interrupted", "C ok", "pending 0"], lines
+
+
+def test_what_the_client_says_of_its_connection_is_current_without_a_call():
+    server = handler_server("blue", "127.0.0.1", 0, {})
+    server.start()
+    client = EdgeClient(server.endpoint)
+    try:
+        assert client.hello(LONG).side == "blue"
+        assert client.connected and client.lost_at is None
+        server.close()
+        # No call is made: the client must still see the loss (it read its monitor only while a
+        # call was in flight, and said "connected" long after the edge had gone).
+        assert wait_until(lambda: not client.connected, PROMPT)
+        assert client.lost_at is not None
+    finally:
+        client.close()
+        server.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
