@@ -6,15 +6,15 @@ its request gave up is dropped. ZeroMQ reconnects by itself when the edge comes 
 also rebuilds its socket after a failed CURVE handshake (libzmq gives up on those) the next time a
 request is waiting.
 
-Who uses the socket. There is no I/O thread: a call made while no other is in flight uses the
-socket itself (it *leads*: sends, polls and reads until its reply is in or its deadline passes,
+Who uses the socket. No I/O thread carries the calls: a call made while no other is in flight
+uses the socket itself (it *leads*: sends, polls and reads until its reply is in or its deadline passes,
 resolving other calls' replies on the way); a call made meanwhile queues its request and wakes the
 leader, which sends it; a leader whose call ends while others wait hands the socket to one of them.
 A call made alone, a battle's decision as a rule, costs no thread hand-off (an I/O thread cost two
 per call, about 0.1 ms of the center's CPU and of the round trip on loopback). One thread at a
 time uses the socket, the lock's hand-over being the memory barrier libzmq asks for when a socket
-changes threads. Between calls nobody reads the socket: the next leader reads what the connection
-monitor reported meanwhile before it sends anything.
+changes threads. Between calls a thread of the client reads the connection's monitor once a
+second, taking the socket only when no call has it; a call reads the monitor before it sends.
 
 A request is sent only on a connection the socket monitor has seen established and not yet lost,
 and every request sent on a connection fails as soon as the monitor reports it lost. libzmq reports
