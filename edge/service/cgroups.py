@@ -212,9 +212,9 @@ def hold_v1_freezer(support: CgroupSupport) -> Path | None:
     freezing and off when the last one thaws, and turning it either way patches the kernel's code
     on every CPU. With one worker deciding and none other frozen, every call did both: about 0.1
     ms of the supervisor's CPU to thaw and 0.1 ms to freeze, measured here. While this empty group
-    stays frozen the key stays on, and a freeze or thaw costs 3 and 11 microseconds. It holds no
-    process; removing the edge's folders (:func:`remove_edge_groups`, or the stale groups of a dead
-    edge) thaws and removes it.
+    stays frozen the key stays on, and a freeze or thaw costs a few microseconds
+    (``scripts/bench_freezer.py``). It holds no process; removing the edge's folders
+    (:func:`remove_edge_groups`, or the stale groups of a dead edge) thaws and removes it.
     """
     base = support.base.get("freeze")
     if base is None or support.v2.get("freeze"):

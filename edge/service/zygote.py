@@ -195,9 +195,9 @@ def _preload() -> None:
     import edge.maple.replica
     import edge.service.worker
 
-    GenData.from_gen(
-        _WARM_GEN
-    )  # the data of the current generation, loaded lazily otherwise (~0.2 s)
+    # The data of the current generation, loaded lazily otherwise (~0.2 s); its learnsets are
+    # warmed later, between forks (_LearnsetWarmer).
+    GenData.from_gen(_WARM_GEN)
     # What the first MapleAgent of a process loads lazily (its state spec, ~5 ms): once here,
     # rather than in every worker, since every battle gets a fresh one.
     edge.maple.maple_agent.MapleAgent(
@@ -326,7 +326,7 @@ class _LearnsetWarmer:
     process sees that species (about 1 ms each, and the data of older generations loaded for
     species they left): in a long-lived process that is paid once, but every battle's worker is
     a fresh process, which paid it for each of the battle's twelve species, a third of its CPU
-    in a league of random agents. Warmed here, it costs the template about 0.6 s of CPU once,
+    in a league of random agents. Warmed here, it costs the template about 0.3 s of CPU once,
     in the gaps between forks (a worker forked before the end computes what is still missing, as
     before), and each worker nothing; the result is the same frozensets (static data, the same
     for every candidate).
