@@ -20,7 +20,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from center.isolation.edge_client import EdgeClient
 from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest
 from edge.wire.transport import tcp_endpoint
 from tests.integration.handler_threads import handler_server
+from tests.integration.test_sandbox import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,6 +197,21 @@ def test_a_call_made_as_the_edge_drops_the_connection_goes_out_on_the_next_one()
 
 # -- between calls, and calls cut short ---------------------------------------------------------
 
+
+def run_script(script: str, *args: str) -> str:
+    """What ``script`` printed, run in a Python of its own from the repository (it must exit 0
+    within 90 s): signals and hangs stay out of the test process."""
+    run = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
 # The edge refuses for a long while with no call in flight: the connection's monitor reports each
 # reconnection (here every millisecond); when nobody read them, libzmq's I/O thread blocked on
 # the full monitor queue, and close() waited for it forever.
@@ -220,15 +236,8 @@ IDLE_REFUSED_SCRIPT = textwrap.dedent(
 
 @pytest.mark.timeout(120)
 def test_a_client_left_idle_while_the_edge_refuses_still_closes():
-    run = subprocess.run(
-        [sys.executable, "-c", IDLE_REFUSED_SCRIPT, "5"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split() == ["refused", "True", "closed"], run.stdout
+    stdout = run_script(IDLE_REFUSED_SCRIPT, "5")
+    assert stdout.split() == ["refused", "True", "closed"], stdout
 
 
 # A call whose thread is interrupted (Ctrl-C: a KeyboardInterrupt in the main thread) while it
@@ -290,15 +299,7 @@ INTERRUPTED_SCRIPT = textwrap.dedent(
 
 @pytest.mark.timeout(120)
 def test_a_call_interrupted_in_its_thread_leaves_the_other_calls_served():
-    run = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_SCRIPT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    lines = run.stdout.splitlines()
+    lines = run_script(INTERRUPTED_SCRIPT).splitlines()
     assert lines == ["interrupted", "A ok B ok", "interrupted", "C ok", "pending 0"], lines
 
 
@@ -317,12 +318,3 @@ def test_what_the_client_says_of_its_connection_is_current_without_a_call():
     finally:
         client.close()
         server.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
