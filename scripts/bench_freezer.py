@@ -38,22 +38,10 @@ from edge.service.cgroups import (
     WorkerGroup,
     hold_v1_freezer,
     remove_edge_groups,
+    v2_groups_folder,
 )
 
 V1_FREEZER = CGROUP_ROOT / "freezer"
-
-
-def v2_freezer_folder() -> Path | None:
-    """Where a v2 group with ``cgroup.freeze`` can be made under this process's parent group."""
-    for unified in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
-        if (unified / "cgroup.controllers").is_file():
-            own = unified
-            for line in Path("/proc/self/cgroup").read_text().splitlines():
-                if line.startswith("0::"):
-                    own = unified / line[3:].lstrip("/")
-            # A group with processes cannot have children with controllers: make ours beside it.
-            return own.parent if own != unified else own
-    return None
 
 
 @dataclass
@@ -161,7 +149,11 @@ def frozen_v1_groups() -> int:
 def configs(edge_name: str) -> tuple[list[Config], list[str]]:
     found = [Config("no freezer (the round trip alone)", None)]
     missing = []
-    v2 = v2_freezer_folder()
+    try:
+        v2 = v2_groups_folder()
+    except OSError as exc:
+        v2 = None
+        missing.append(f"cgroup v2: this process's group cannot be read ({exc.strerror})")
     if v2 is not None:
         folder = v2 / f"sep-edge-{edge_name}"
         try:
@@ -178,7 +170,7 @@ def configs(edge_name: str) -> tuple[list[Config], list[str]]:
                 missing.append("cgroup v2: no cgroup.freeze")
         except OSError as exc:
             missing.append(f"cgroup v2 at {v2}: {exc.strerror}")
-    else:
+    elif not missing:
         missing.append("cgroup v2: not mounted")
     if (V1_FREEZER / "cgroup.procs").exists():
         for anchor in (False, True):

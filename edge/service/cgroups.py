@@ -39,6 +39,7 @@ __all__ = [
     "hold_v1_freezer",
     "probe_cgroups",
     "remove_stale_groups",
+    "v2_groups_folder",
 ]
 
 logger = logging.getLogger(__name__)
@@ -131,6 +132,23 @@ def _own_v2_group(unified: Path) -> Path:
     return unified
 
 
+def _v2_groups_parent(unified: Path) -> Path:
+    """The v2 group under which this process's groups go: its own group, or, when that holds
+    processes, its parent (a group with processes cannot have children with controllers, "no
+    internal processes"). Raises OSError when the group cannot be read."""
+    parent = _own_v2_group(unified)
+    if parent != unified and (parent / "cgroup.procs").read_text().strip():
+        parent = parent.parent
+    return parent
+
+
+def v2_groups_folder(root: Path = CGROUP_ROOT) -> Path | None:
+    """Where this process may make v2 groups (see :func:`_v2_groups_parent`); None without a
+    unified hierarchy. Raises OSError when its group cannot be read."""
+    unified = _unified_root(root)
+    return None if unified is None else _v2_groups_parent(unified)
+
+
 def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
     """Which mechanisms this host gives the edge named ``edge_name`` (e.g. ``blue-1234``), each
     tried by creating a group; the edge's folder for each is created (see :class:`WorkerGroup`)."""
@@ -144,10 +162,7 @@ def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
     if unified is not None:
         parent = _own_v2_group(unified)
         try:
-            # A group with processes cannot have children with controllers ("no internal
-            # processes"): the edge's groups go beside its own, under its parent.
-            if parent != unified and (parent / "cgroup.procs").read_text().strip():
-                parent = parent.parent
+            parent = _v2_groups_parent(unified)
             available = set((parent / "cgroup.controllers").read_text().split())
             for name in _V2_CONTROLLER.values():
                 if name in available:

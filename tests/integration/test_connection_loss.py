@@ -267,27 +267,24 @@ INTERRUPTED_SCRIPT = textwrap.dedent(
         except Exception as exc:
             results.put(f"{tag} {type(exc).__name__}")
 
-    def interrupt_soon():
+    def interrupted_call(session):
+        # a call of the main thread, interrupted by SIGINT 0.3 s in
         threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            client.request(DecideRequest(["sleep", "3.0"]), session, 8.0)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
 
     # 1. the main thread waits behind another call when it is interrupted
     threading.Thread(target=call, args=("A", "1.0", "a"), daemon=True).start()
     assert fake.sleeping.wait(10)
-    interrupt_soon()
-    try:
-        client.request(DecideRequest(["sleep", "3.0"]), "main1", 8.0)
-    except KeyboardInterrupt:
-        print("interrupted", flush=True)
+    interrupted_call("main1")
     threading.Thread(target=call, args=("B", "1.5", "b"), daemon=True).start()
     print(*sorted(results.get(timeout=15) for _ in range(2)), flush=True)
 
     # 2. the main thread uses the socket itself when it is interrupted
     time.sleep(2.0)  # the first interrupted call's reply comes, and is dropped
-    interrupt_soon()
-    try:
-        client.request(DecideRequest(["sleep", "3.0"]), "main2", 8.0)
-    except KeyboardInterrupt:
-        print("interrupted", flush=True)
+    interrupted_call("main2")
     threading.Thread(target=call, args=("C", "1.0", "c"), daemon=True).start()
     print(results.get(timeout=15), flush=True)
     print("pending", len(client._pending), flush=True)
