@@ -49,9 +49,11 @@ from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
+from center.evaluation.showdown_page import showdown_replay_page
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 from center.evaluation.voided import note_voided
 from center.showdown.sim_seeds import RunSecret
+from center.visible_text import visible_controls
 from edge.contract.agent import SEED_BOUND
 
 logger = logging.getLogger(__name__)
@@ -255,9 +257,11 @@ def _record(
 
 def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
     """Next to the battle's log: what the side's code printed (``.out``) and why it failed (``.err``)."""
+    # User text: its control characters are written visibly, so that ``cat`` shows them instead
+    # of obeying them.
     printed = guard.output()
     if printed:  # as captured (and capped) in-process or on its edge
-        log.with_suffix(f".{side}.out").write_text(printed, encoding="utf-8")
+        log.with_suffix(f".{side}.out").write_text(visible_controls(printed), encoding="utf-8")
     failure = guard.stats.failure
     if failure is not None and guard.stats.status != SideStatus.OK:
         text = f"{guard.stats.status.value}: {failure.line()}\n"
@@ -265,7 +269,7 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
             text += f"{guard.stats.detail}\n"
         if failure.traceback:
             text += f"\n{failure.traceback.rstrip()}\n"
-        log.with_suffix(f".{side}.err").write_text(text, encoding="utf-8")
+        log.with_suffix(f".{side}.err").write_text(visible_controls(text), encoding="utf-8")
 
 
 def _mean(values: list[float]) -> float:
@@ -307,13 +311,15 @@ def _write_replay(
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"battle_id": scheduled.battle_id, **players}
         path.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
-        battle.save_replay(path)
-        text = path.read_text(encoding="utf-8")
+        # poke-env's own log of the battle (pinned poke-env 0.16), not its page: see showdown_page.
+        text = battle._build_replay_log()
+        names = {side: _replay_name(players[side]["logName"], side) for side in players}
         # Longest first, so that no username is replaced inside another one.
         for side in sorted(players, key=lambda s: -len(usernames[s])):
             if usernames[side]:
-                text = text.replace(usernames[side], _replay_name(players[side]["logName"], side))
-        path.write_text(text, encoding="utf-8")
+                text = text.replace(usernames[side], names[side])
+        page = showdown_replay_page(scheduled.battle_id, text, names["blue"], names["red"])
+        path.write_text(page, encoding="utf-8")
     except Exception as exc:  # a replay is a convenience; never lose the result over it
         logger.warning("could not write replay %s: %r", path, exc)
 

@@ -233,7 +233,8 @@ def _build_parsers() -> dict[str, Callable[[str], Any]]:
 
 
 _PARSERS = _build_parsers()
-_CONTROL = {c: " " for c in range(32)} | {127: " "}
+# C0, DEL and C1 (terminals obey the 8-bit CSI U+009B too).
+_CONTROL = {c: " " for c in (*range(32), *range(127, 160))}
 
 
 def _format_value(value: object) -> str:

@@ -20,6 +20,7 @@ from center.files import existing, write_atomically
 from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
 from center.report.sources import SIDES, LogDir, read_log_dir
+from center.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,8 @@ OFFLINE_SUFFIX = ".offline.html"
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, text)
+    # A page holds user text (names, errors, nicknames): no raw control character for ``cat``.
+    write_atomically(path, visible_controls(text))
 
 
 def _mtime(path: Path) -> float:

@@ -20,6 +20,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
+from center.csp import script_hash_source
 from center.env.backend import BACKENDS
 from center.evaluation.provenance import describe_change
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
@@ -79,6 +80,7 @@ def environment() -> jinja2.Environment:
     )
     env.globals["inline"] = lambda name: Markup(_static(name))
     env.filters.update(percent=_percent, rating=_rating, ms=_ms, href=_href, short_time=_short_time)
+    env.filters["csp_hash"] = lambda script: Markup(script_hash_source(str(script)))
     return env
 
 
