@@ -273,3 +273,27 @@ def test_input_logs_stay_byte_exact_and_replay(attacked_run: Path, sim_host: Any
         assert b"</script><script>`" in log  # the team as brought, unescaped
         report = replay_battle(attacked_run, row["battle_id"], host=sim_host)
         assert report.same, report.differences
+
+
+def test_each_pages_policy_blocks_script_that_got_into_its_markup(
+    attacked_run: Path, browser: Any
+) -> None:
+    # Were escaping ever missed, the policy still holds: markup with script put into a copy of each
+    # kind of page (a script element, an event handler) does not run, and is reported as blocked.
+    injected = '<script>pwned=1</script><img src="data:," onerror="pwned=2">'
+    for name in ("report.html", "*-0000.html", "*-0000.offline.html"):
+        (page,) = [p for p in attacked_run.rglob(name) if p.name.count(".") == name.count(".")]
+        copy = page.with_name("injected-" + page.name)
+        copy.write_text(
+            page.read_text(encoding="utf-8").replace("<body>", "<body>" + injected, 1),
+            encoding="utf-8",
+        )
+        opened = Opened(browser, copy)
+        try:
+            assert opened.evaluate("typeof pwned") == "undefined", name
+            blocked = opened.evaluate("window.__violations")
+            assert any(v.startswith("script-src-elem inline") for v in blocked), (name, blocked)
+            assert any(v.startswith("script-src-attr inline") for v in blocked), (name, blocked)
+        finally:
+            opened.close()
+            copy.unlink()
