@@ -49,7 +49,7 @@ from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.evaluation.showdown_page import showdown_replay_page
+from center.evaluation.showdown_page import player_label, showdown_replay_page
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 from center.evaluation.voided import note_voided
 from center.showdown.sim_seeds import RunSecret
@@ -313,7 +313,7 @@ def _write_replay(
         path.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
         # poke-env's own log of the battle (pinned poke-env 0.16), not its page: see showdown_page.
         text = battle._build_replay_log()
-        names = {side: _replay_name(players[side]["logName"], side) for side in players}
+        names = {side: player_label(players[side]["logName"], side) for side in players}
         # Longest first, so that no username is replaced inside another one.
         for side in sorted(players, key=lambda s: -len(usernames[s])):
             if usernames[side]:
@@ -322,12 +322,6 @@ def _write_replay(
         path.write_text(page, encoding="utf-8")
     except Exception as exc:  # a replay is a convenience; never lose the result over it
         logger.warning("could not write replay %s: %r", path, exc)
-
-
-def _replay_name(log_name: str, side: str) -> str:
-    # The name lands in HTML and in Showdown's protocol lines: keep it to harmless characters.
-    safe = "".join(c for c in log_name if c.isprintable() and c not in "|<>&\"'")
-    return f"{safe.strip() or side} ({side})"
 
 
 def input_log_relpath(battle_id: str) -> str:

@@ -17,7 +17,13 @@ import html
 from center.csp import script_hash_source
 from center.visible_text import visible_controls
 
-__all__ = ["SHOWDOWN_CLIENT", "showdown_replay_csp", "showdown_replay_page"]
+__all__ = [
+    "POLICY_MARK",
+    "SHOWDOWN_CLIENT",
+    "player_label",
+    "showdown_replay_csp",
+    "showdown_replay_page",
+]
 
 #: Where Showdown's replay player and everything it loads (scripts, styles, sprites, sounds) live.
 SHOWDOWN_CLIENT = "https://play.pokemonshowdown.com"
@@ -47,11 +53,14 @@ def showdown_replay_csp() -> str:
     )
 
 
+#: In every page built here, near its top; never in one built from poke-env's template.
+POLICY_MARK = '<meta http-equiv="Content-Security-Policy"'
+
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
+{policy_mark} content="{csp}">
 <title>{title}</title>
 <style>
 html, body {{ font-family: Verdana, sans-serif; font-size: 10pt; margin: 0; padding: 0; }}
@@ -91,6 +100,7 @@ def showdown_replay_page(battle_id: str, log: str, blue: str, red: str) -> str:
         return html.escape(visible_controls(value), quote=True)
 
     return _PAGE.format(
+        policy_mark=POLICY_MARK,
         csp=showdown_replay_csp(),
         title=text(f"{battle_id}: {blue} vs. {red}"),
         battle_id=text(battle_id),
@@ -100,3 +110,10 @@ def showdown_replay_page(battle_id: str, log: str, blue: str, red: str) -> str:
         hand_over=_HAND_OVER,
         client=SHOWDOWN_CLIENT,
     )
+
+
+def player_label(log_name: str, side: str) -> str:
+    """How the page and its log name a player: ``logName (side)``."""
+    # The name goes into Showdown's protocol lines too: keep it to harmless characters.
+    safe = "".join(c for c in log_name if c.isprintable() and c not in "|<>&\"'")
+    return f"{safe.strip() or side} ({side})"

@@ -19,6 +19,7 @@ from center.evaluation.records import BattleRecord
 from center.files import existing, write_atomically
 from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
+from center.report.showdown_renewal import renew_showdown_page
 from center.report.sources import SIDES, LogDir, read_log_dir
 from center.visible_text import visible_controls
 
@@ -108,6 +109,10 @@ def write_report(
             _replay_page(data, record, page, force, newest)
         except Exception:  # one odd log must not cost the whole report
             logger.exception("%s: could not write the replay page", record.battle_id)
+        try:
+            renew_showdown_page(data, record)
+        except Exception:
+            logger.exception("%s: could not rewrite its Showdown replay page", record.battle_id)
         showdown = data.replay_path(record)
         stored = existing(data.path / data.log_path(record))
         links[record.battle_id] = {

@@ -250,7 +250,7 @@ class _Tracker:
             team.brought = names[: team.size] if team.size else names
 
 
-def _read_streams(path: Path) -> dict[str, list[str]]:
+def read_streams(path: Path) -> dict[str, list[str]]:
     """Each side's frames, in order, from a ``logs/ID.log`` file, or its compressed twin
     ``logs/ID.log.gz`` (bad lines are skipped)."""
     frames: dict[str, list[tuple[int, str]]] = {}
@@ -306,7 +306,7 @@ class Battle:
 def read_battle(path: Path) -> Battle | None:
     """The battle recorded in ``path``; None when the file is missing or holds no frame."""
     try:
-        streams = _read_streams(path)
+        streams = read_streams(path)
     except FileNotFoundError:
         return None
     tracked = {side: _track(frames) for side, frames in streams.items() if frames}

@@ -16,8 +16,10 @@ no network and can check what the player is given.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -297,3 +299,35 @@ def test_each_pages_policy_blocks_script_that_got_into_its_markup(
         finally:
             opened.close()
             copy.unlink()
+
+
+def test_the_report_rewrites_an_older_runs_unescaped_showdown_page(
+    attacked_run: Path, browser: Any, tmp_path: Path
+) -> None:
+    # A run recorded before pages were escaped has poke-env's page, with the log raw in a <script>.
+    from poke_env.data.replay_template import REPLAY_TEMPLATE
+
+    from center.report.build import write_report
+
+    old_run = tmp_path / "old_run"
+    shutil.copytree(attacked_run, old_run)
+    (page,) = (old_run / "replays").glob("*-0000.html")
+    held = re.search(r'<div id="sep-battle-log" hidden>(.*?)</div>', page.read_text(), re.S)
+    assert held is not None
+    page.write_text(REPLAY_TEMPLATE.replace("{REPLAY_LOG}", html.unescape(held.group(1))))
+    opened = Opened(browser, page)
+    try:  # the precondition: that page runs the nicknames' script
+        assert opened.evaluate("typeof pwned") == "number" and opened.dialogs == ["XSS"]
+    finally:
+        opened.close()
+    write_report(old_run)
+    opened = Opened(browser, page)
+    try:
+        assert opened.evaluate("typeof pwned") == "undefined" and opened.dialogs == []
+        assert opened.evaluate("window.__violations") == []
+        _check_showdown_page(opened, page.name)
+        assert "|player|p1|Attacker scriptpwned=1/script (blue)|" in opened.evaluate(
+            "window.replayLog"
+        )
+    finally:
+        opened.close()

@@ -1,0 +1,68 @@
+"""Showdown replay pages written before they were escaped, rewritten from the battle's protocol log.
+
+Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at ``replays/ID.html``,
+with the battle log raw inside a ``<script>`` element, where nicknames can run script. The report
+links these pages, so when it is built each such page is replaced by an escaped one whose log is
+rebuilt from what the blue side received (``logs/ID.log``): the same battle lines, without the
+requests and timestamps, the Showdown usernames replaced by the players' names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from center.evaluation.records import BattleRecord
+from center.evaluation.showdown_page import POLICY_MARK, player_label, showdown_replay_page
+from center.files import write_atomically
+from center.report.protocol import read_streams
+from center.report.sources import SIDES, LogDir, Player
+
+__all__ = ["renew_showdown_page"]
+
+logger = logging.getLogger(__name__)
+
+
+def showdown_log(
+    frames: list[str], players: Mapping[str, Player], labels: Mapping[str, str]
+) -> str:
+    """The battle log Showdown's player reads, from one side's protocol frames."""
+    tag = ""
+    lines = []
+    for frame in frames:
+        for line in frame.split("\n"):
+            if line.startswith(">"):
+                tag = tag or line
+            elif not line.startswith(("|request|", "|t:|")):
+                lines.append(line)
+    text = "\n".join([tag, *lines] if tag else lines)
+    # Longest first, so that no username is replaced inside another one.
+    for side in sorted(players, key=lambda s: -len(players[s].username)):
+        if players[side].username:
+            text = text.replace(players[side].username, labels[side])
+    return text
+
+
+def renew_showdown_page(data: LogDir, record: BattleRecord) -> None:
+    """Rewrite ``record``'s Showdown page if poke-env's template wrote it (else leave it be)."""
+    page = data.path / data.replay_path(record)
+    try:
+        with page.open(encoding="utf-8", errors="replace") as f:
+            if POLICY_MARK in f.read(4096):
+                return
+    except FileNotFoundError:
+        return
+    players = data.players.get(record.battle_id, {})
+    labels = {
+        side: player_label(
+            players[side].log_name if side in players else data.name(getattr(record, side)), side
+        )
+        for side in SIDES
+    }
+    streams = read_streams(data.path / data.log_path(record))
+    frames = streams.get("blue") or next(iter(streams.values()), [])
+    text = showdown_log(frames, players, labels)
+    logger.info("%s: rewriting its Showdown replay page, which was not escaped", record.battle_id)
+    write_atomically(
+        page, showdown_replay_page(record.battle_id, text, labels["blue"], labels["red"])
+    )
