@@ -59,7 +59,10 @@ def renew_showdown_page(data: LogDir, record: BattleRecord) -> None:
         )
         for side in SIDES
     }
-    streams = read_streams(data.path / data.log_path(record))
+    try:
+        streams = read_streams(data.path / data.log_path(record))
+    except FileNotFoundError:  # no log to rebuild it from: the page shows none, and runs none
+        streams = {}
     frames = streams.get("blue") or next(iter(streams.values()), [])
     text = showdown_log(frames, players, labels)
     logger.info("%s: rewriting its Showdown replay page, which was not escaped", record.battle_id)
