@@ -2,7 +2,7 @@
 
 Every page is self-contained: its CSS and JavaScript are inlined from ``static/``, its plots are
 inline SVG, and a Content-Security-Policy forbids fetching anything, so it works the same with or
-without a network. Text from the run (candidate names, errors, protocol lines) is escaped by the
+without a network, and running any script but the page's own (allowed by its hash). Text from the run (candidate names, errors, protocol lines) is escaped by the
 template engine.
 """
 
