@@ -26,7 +26,6 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options
-from center.commands.suggest import did_you_mean
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
@@ -53,6 +52,7 @@ from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings_output import format_standings, write_standings
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
+from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
 
 logger = logging.getLogger(__name__)
