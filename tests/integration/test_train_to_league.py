@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,3 +126,47 @@ def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_pat
         side = "blue" if row["blue"] == "mine" else "red"
         assert row[f"{side}_status"] == "OK", row[f"{side}_error"]
         assert row["winner"] in ("blue", "red", "tie")
+
+
+TRAIN = [sys.executable, str(ROOT / "scripts" / "train_maskable_ppo.py")]
+
+
+def test_the_training_script_needs_an_out_file_and_writes_nothing_in_the_checkout(tmp_path):
+    committed = (ROOT / "agents" / "learned_policy" / "weights.npz").read_bytes()
+    run = _run([*TRAIN, "--timesteps", "64"], tmp_path)
+    assert run.returncode == 2 and "the following arguments are required: --out" in run.stderr
+    assert (ROOT / "agents" / "learned_policy" / "weights.npz").read_bytes() == committed
+
+
+@pytest.mark.timeout(1200)  # two tiny training runs
+def test_training_shows_progress_logs_tensorboard_and_counts_a_continued_runs_own_steps(tmp_path):
+    small = ["--timesteps", "128", "--n-steps", "64", "--batch-size", "32"]
+    first = _run(
+        [*TRAIN, *small, "--out", "a.npz", "--save-model", "m.zip", "--tensorboard", "tb"],
+        tmp_path,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    # The bar: this run's steps, steps/s, and the mean episode reward once an episode ended.
+    assert re.search(r"training: 100%\|.*\| 128/128 \[.* steps/s", first.stderr), first.stderr
+    assert re.fullmatch(
+        r"trained 128 steps in \d+ s \(\d+ steps/s, \d+ episodes\); wrote a\.npz",
+        first.stdout.strip(),
+    ), first.stdout
+    assert list((tmp_path / "tb").rglob("events.out.tfevents.*")), "no TensorBoard log"
+
+    second = _run(
+        [*TRAIN, *small, "--out", "b.npz", "--init-from", "m.zip", "--export-every", "64"],
+        tmp_path,
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert re.fullmatch(
+        r"trained 128 steps in \d+ s \(\d+ steps/s, \d+ episodes\); 256 in all with m\.zip's; "
+        r"wrote b\.npz",
+        second.stdout.strip(),
+    ), second.stdout
+    # --export-every writes beside --out, each export its own file, and says so.
+    for steps in (192, 256):
+        assert (tmp_path / f"b-{steps}.npz").is_file()
+        assert f"exported after {steps} steps: b-{steps}.npz" in second.stderr
+    conditions = json.loads((tmp_path / "b.json").read_text())
+    assert conditions["timesteps"] == 256 and conditions["timesteps_this_run"] == 128
