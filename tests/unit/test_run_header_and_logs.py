@@ -43,3 +43,21 @@ def test_a_log_line_during_the_progress_bar_is_written_on_a_line_of_its_own(caps
         == "ray._private.authentication WARNING Token authentication is enabled"
     )
     assert root.handlers.count(handler) == 0 and handler not in root.handlers
+
+
+def test_rays_log_lines_go_above_the_progress_bar_too(capsys):
+    import center.scale.ray_pool  # noqa: F401  (imports Ray, which sets up a logger of its own)
+
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        progress = _Progress(3, 0, quiet=False)
+        progress(None)
+        logging.getLogger("ray._private.authentication").warning("Token authentication is enabled")
+        progress.close()
+    finally:
+        root.removeHandler(handler)
+    lines = capsys.readouterr().err.split("\n")
+    (line,) = [line for line in lines if "Token authentication" in line]
+    assert line.rsplit("\r", 1)[-1] == "Token authentication is enabled"
