@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from center.commands.suggest import did_you_mean, swapped_battle_id
+from center.commands.suggest import swapped_battle_id
 from center.env.backend import backend_spec
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
@@ -33,6 +33,7 @@ from center.files import read_text
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
+from edge.contract.suggest import did_you_mean
 
 __all__ = ["ReplayReport", "replay_battle", "sep_replay"]
 

@@ -14,6 +14,7 @@ battles that could not be played (the center's own failures) exit 1.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -25,7 +26,6 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options
-from center.commands.suggest import did_you_mean
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
@@ -52,6 +52,7 @@ from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings_output import format_standings, write_standings
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
+from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
 
 logger = logging.getLogger(__name__)
@@ -68,12 +69,27 @@ def default_log_dir(
     return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
 
 
+def _at_once(concurrency: int, scale: ScaleOptions | None) -> str:
+    """How many battles run at once, as the run's first line says it."""
+    if scale is None:
+        return f"{concurrency} at a time"
+    if scale.workers is not None:
+        runners = f"{scale.workers} runner{'s' if scale.workers > 1 else ''}"
+        return f"{scale.workers * concurrency} at a time ({runners} × {concurrency})"
+    return f"{concurrency} at a time on each runner, one runner per Ray node"
+
+
 class _Progress:
     """A tqdm progress bar with the latest result, on stderr."""
 
     def __init__(self, total: int, done: int, quiet: bool) -> None:
         from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
 
+        # While the bar is shown, log lines (Ray's included) are written above it, not into it.
+        self._logs = contextlib.ExitStack()
+        if not quiet:
+            self._logs.enter_context(logging_redirect_tqdm(tqdm_class=tqdm))
         self.bar = tqdm(
             total=total,
             initial=done,
@@ -107,6 +123,7 @@ class _Progress:
     def close(self) -> None:
         self._closed.set()
         self.bar.close()
+        self._logs.close()
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
@@ -242,7 +259,7 @@ def run_command(
             click.echo(
                 f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done"
                 f"{' or decided' if tests else ''}), {battle_format}, seed {run.seed}, "
-                f"{opts.concurrency} at a time, results in {log_dir}",
+                f"{_at_once(opts.concurrency, scale)}, results in {log_dir}",
                 err=True,
             )
             if run.sprt is not None:

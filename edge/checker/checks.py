@@ -29,6 +29,7 @@ from edge.wire.messages import Reply
 
 __all__ = [
     "CHECKS",
+    "FIXES_WHEN_RAISED",
     "SUPPORTED_SPACES",
     "WARNING_ONLY",
     "check_action",
@@ -45,6 +46,7 @@ __all__ = [
     "check_wire",
     "clip",
     "describe_space",
+    "fix_for",
     "short_repr",
 ]
 
@@ -99,6 +101,22 @@ CHECKS: dict[str, str] = {
     "battles": "read each battle's error above; the same module must play every battle with "
     "status OK (run `sep_edge blue` and `sep_main` yourself with -v to see more)",
 }
+
+#: What to do when user code raised one of these, in place of its check's own fix: the error
+#: says what is wrong, not the return value the check is about.
+FIXES_WHEN_RAISED: dict[str, str] = {
+    "FileNotFoundError": "ship the file the error names with the module (inside its folder) or fix "
+    "the path in the candidate's args in candidates.json",
+}
+
+
+def fix_for(name: str, message: str) -> str:
+    """The fix to show under check ``name`` that failed with ``message``."""
+    for error, fix in FIXES_WHEN_RAISED.items():
+        if f" raised {error}:" in message:
+            return fix
+    return CHECKS[name]
+
 
 #: Checks whose failure is only a warning (the module still passes).
 WARNING_ONLY = frozenset({"legal_actions", "output"})

@@ -30,6 +30,7 @@ from edge.contract.agent import Agent
 from edge.contract.binding import bind_agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
+from edge.contract.suggest import did_you_mean
 from edge.errors import CandidatesError, ContractError
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
@@ -61,8 +62,10 @@ def load_user_model(candidates_path: str | Path, model_id: str) -> UserModel:
     candidates = load_candidates(candidates_path)
     if model_id not in candidates:
         known = ", ".join(sorted(candidates)) or "none"
+        hint = did_you_mean(model_id, candidates)
         raise CandidatesError(
-            f"{Path(candidates_path).absolute()}: no model {model_id!r} (models: {known})"
+            f"{Path(candidates_path).absolute()}: no model {model_id!r} "
+            f"({f'{hint} ' if hint else ''}models: {known})"
         )
     return UserModel(candidates[model_id])
 

@@ -5,7 +5,7 @@ string) is parsed here and rebuilt from the battle's own legal options, so that 
 built ourselves reaches Showdown. Accepted forms::
 
     /choose move <move id | name | slot 1-4> [terastallize]
-    /choose switch <Pokémon name | party position 1-6>
+    /choose switch <Pokémon name | species id | party position 1-6>
     /choose default
     /team <digits, e.g. 213>   or   /team 2, 1, 3          (team preview only)
 """
@@ -102,9 +102,15 @@ def _switch(battle: AbstractBattle, arg: str) -> str:
     if arg.isdigit() and 1 <= int(arg) <= len(party):
         target = party[int(arg) - 1]
     else:
-        for mon in battle.available_switches:
-            if to_id_str(mon.name) == to_id_str(arg):
-                target = mon
+        # By name (poke-env's own orders) or by species id (``rotomwash`` for a Rotom-Wash named
+        # "Rotom"), when that names exactly one Pokémon of the party.
+        wanted = to_id_str(arg)
+        named = [mon for mon in party if wanted in (to_id_str(mon.name), mon.species)]
+        if len(named) > 1:
+            raise InvalidActionError(
+                f"{arg!r} names {len(named)} Pokémon of the team: switch by party position"
+            )
+        target = named[0] if named else None
     if target is None or all(target is not mon for mon in battle.available_switches):
         raise InvalidActionError(f"cannot switch to {arg!r} now")
     return f"/choose switch {target.name}"
