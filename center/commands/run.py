@@ -49,6 +49,7 @@ from center.evaluation.run_info import (
 )
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
+from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
@@ -107,6 +108,15 @@ class _Progress:
     def close(self) -> None:
         self._closed.set()
         self.bar.close()
+
+
+def _clock_line(budget: Budget) -> str:
+    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
+    return (
+        f"time per side and battle: {budget.decision_time:g} s free per decision, a "
+        f"{budget.bank:g} s bank, and a battle clock of {budget.battle_time:g} s for all its "
+        "calls (--battle-time; running out forfeits)"
+    )
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
@@ -220,6 +230,7 @@ def run_command(
                 extra={
                     "decision_time": budget.decision_time,
                     "bank": budget.bank,
+                    "battle_time": budget.battle_time,
                     "max_turns": opts.max_turns,
                     "concurrency": opts.concurrency,
                     "edge_loss": edge_loss,
@@ -245,6 +256,7 @@ def run_command(
                 f"{opts.concurrency} at a time, results in {log_dir}",
                 err=True,
             )
+            click.echo(_clock_line(budget), err=True)
             if run.sprt is not None:
                 click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])

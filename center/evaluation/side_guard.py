@@ -13,6 +13,11 @@ runs under a budget in the manner of Kaggle environments and Lux AI:
   than ``decision_time`` per call nor more than ``bank`` over a battle (see
   :mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time by claiming
   it waited.
+- a *battle clock* (``battle_time``, a chess clock): the wall time of all the side's calls in one
+  battle, as measured here, opening its session included (the source passes that as
+  ``opened_s``). No call waits past what is left on it, and a side whose clock runs out forfeits
+  the battle (TIMEOUT, ``BattleTimeExceeded``). Per-decision time and bank bound one decision; the
+  clock bounds what a side that stays just inside them costs the organizer per battle.
 
 Each decision's CPU time is recorded too: on an edge, the ``usage.cpu`` of its calls (every process
 of the worker); in-process, the CPU time of the thread that runs the side's code (``thread_time``:
@@ -82,6 +87,8 @@ class Budget:
     bank: float = 30.0
     call_cap: float = 10.0
     max_invalid_retries: int = MAX_INVALID_RETRIES
+    #: the battle clock: wall seconds of all the side's calls in one battle (see the module doc)
+    battle_time: float = 300.0
 
 
 @runtime_checkable
@@ -105,6 +112,8 @@ class SideStats:
     decision_cpu_ms: list[float] = field(default_factory=list)
     #: seconds of waiting for a CPU on the edge credited to the side (not charged)
     queued_s: float = 0.0
+    #: the side's battle clock: wall seconds of its calls, opening its session included
+    time_s: float = 0.0
     invalid: int = 0
     timeouts: int = 0
     fatal: SideStatus | None = None
@@ -158,6 +167,7 @@ class SideGuard:
         *,
         in_process: bool,
         classify: Callable[[BaseException], SideStatus] | None = None,
+        opened_s: float = 0.0,
     ) -> None:
         self.inner_agent = agent
         self.policy = policy
@@ -191,6 +201,7 @@ class SideGuard:
         #: the user call that last ran past its deadline ("" when none did)
         self._overran = ""
         self.agent = _GuardedAgent(self)
+        self._clock(opened_s, "opening the session")
 
     # -- calls under the budget -----------------------------------------------------------------
 
@@ -198,9 +209,29 @@ class SideGuard:
         free = max(self.budget.decision_time - self._used, 0.0)
         return free + max(min(self.bank, self.budget.call_cap), 0.0)
 
+    def _clock(self, seconds: float, what: str) -> None:
+        """Charge ``seconds`` of ``what`` to the battle clock; forfeit once it has run out, unless
+        the battle is already over (its last step and onEpisodeEnd only lose their wait)."""
+        self.stats.time_s += seconds
+        budget = self.budget
+        if self.stats.time_s >= budget.battle_time and not self._final_asked:
+            self._fail(
+                SideStatus.TIMEOUT,
+                f"battle clock of {budget.battle_time:g}s used up",
+                UserFailure(
+                    "BattleTimeExceeded",
+                    f"{self.stats.time_s:.1f}s in the side's calls; the battle clock is "
+                    f"{budget.battle_time:g}s",
+                    where=what,
+                ),
+            )
+
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
-        timeout = self._deadline()
+        left = self.budget.battle_time - self.stats.time_s
+        if left <= 0:  # only the calls after the battle's end get here (else the side forfeited)
+            raise CallTimeout(f"{what}: the battle clock is used up", what)
+        timeout = min(self._deadline(), left)
         credit = 0.0
         if self._deadline_targets:  # only an edge queues calls
             credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
@@ -245,6 +276,9 @@ class SideGuard:
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
+            # The clock counts the whole wait, credited queueing included: it bounds the
+            # organizer's time, which is spent whatever the side waited for.
+            self._clock(elapsed, self._overran or what)
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""

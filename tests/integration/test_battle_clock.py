@@ -1,0 +1,71 @@
+"""The battle clock (``sep_main --battle-time``): a module that stays inside every per-decision
+budget but spends the organizer's time (``tests/organizer_agents/clock_slow_player``: it sleeps at
+import and just under the free time of each decision) forfeits as TIMEOUT once its side's calls,
+opening the session included, have taken the clock; battles.csv says why and how long each side
+took. Real edges, the real simulator."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.edges import EdgeProcess, write_config
+
+pytestmark = pytest.mark.showdown
+
+CANDIDATES = Path(__file__).resolve().parents[1] / "organizer_agents" / "candidates_clock.json"
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+CLOCK_S = 6.0
+
+
+def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp_path):
+    config = write_config(tmp_path / "sep_config.json")
+    edges = [
+        EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log") for side in ("blue", "red")
+    ]
+    try:
+        for edge in edges:
+            edge.start()
+        log_dir = tmp_path / "run"
+        run = subprocess.run(
+            [
+                *SEP_MAIN,
+                "clock_slow",
+                "clock_quick",
+                "-n",
+                "1",
+                "--decision-time",
+                "1",
+                "--battle-time",
+                str(CLOCK_S),
+                "-l",
+                str(log_dir),
+                "--config",
+                str(config),
+                "--candidates",
+                str(CANDIDATES),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        for edge in edges:
+            edge.stop()
+    assert run.returncode == 0, run.stderr[-3000:]
+    # Said at start-up, with the other limits.
+    assert f"a battle clock of {CLOCK_S:g} s" in run.stderr, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    # The slow side stayed inside the per-decision time (0.8 s of 1 s): only the clock stops it.
+    assert row["blue_status"] == "TIMEOUT", row
+    assert row["blue_error"].startswith("BattleTimeExceeded: "), row
+    assert row["winner"] == "red" and row["end_reason"] == "timeout", row
+    assert float(row["blue_time_s"]) >= CLOCK_S, row
+    assert row["red_status"] == "OK" and row["red_time_s"] != "", row
+    err = (log_dir / row["log"]).with_suffix(".blue.err").read_text()
+    assert err.startswith("TIMEOUT: BattleTimeExceeded"), err
