@@ -119,6 +119,12 @@ def _clock_line(budget: Budget) -> str:
     )
 
 
+def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:
+    """Where the local Ray listens: a warning always, loopback only unless ``quiet``."""
+    if not quiet or line.startswith("warning"):
+        progress.bar.write(line, file=sys.stderr)  # above the bar, not inside it
+
+
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
     """``--backend``; else the server when ``--server`` names one; else, on a rerun, the backend
     the run was started on; else the simulator."""
@@ -299,6 +305,7 @@ def run_command(
                         concurrency=opts.concurrency,
                         on_done=progress,
                         early_stop=tests,
+                        say=lambda line: _say_ray(line, opts.quiet, progress),
                     )
             finally:
                 progress.close()
