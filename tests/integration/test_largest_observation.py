@@ -6,6 +6,7 @@ fits a message. ``tests/organizer_agents/largest_observation`` is written from t
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from center.isolation.delegator import EdgeSession
 from edge.wire.messages import InstanceConfig
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes
-from tests.integration.edges import EdgeProcess, write_config
+from tests.integration.edges import SEP_EDGE, EdgeProcess, write_config
 
 pytestmark = pytest.mark.showdown
 
@@ -80,3 +81,16 @@ def test_the_documented_maximum_observation_opens_a_session_and_plays(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["blue_status"] == "OK" and row["red_status"] == "OK", row
     assert int(row["blue_decisions"]) > 1, row
+
+
+def test_the_checker_warns_that_such_observations_slow_every_battle(tmp_path):
+    check = subprocess.run(
+        [*SEP_EDGE, "--check", "largest_observation", "--candidates", str(CANDIDATES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    (line,) = [x for x in check.stdout.splitlines() if x.strip().startswith("PASS  spaces")]
+    assert "warning: an observation takes 4.0 MiB on the wire" in line, line
