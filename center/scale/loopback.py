@@ -118,7 +118,7 @@ def _descendants(root: int) -> list[int]:
 
 
 def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
+    inodes: set[int] = set()
     try:
         fds = list((_PROC / str(pid) / "fd").iterdir())
     except OSError:
