@@ -151,8 +151,15 @@ class EdgeSource:
                 return _out_of_time(model_id, budget, opened[-1])
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
+            if exc.ename == "TimeoutError" and load_limit < self.load_limits.get(
+                side, OPEN_TIMEOUT
+            ):
+                # The edge stopped the open at the deadline it was given: the battle clock's.
+                return _out_of_time(model_id, budget, opened[-1])
             failure = UserFailure(exc.ename, exc.evalue, exc.traceback, "opening the session")
-            return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
+            guard = failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
+            guard.stats.time_s = opened[-1] if opened else 0.0  # what the side cost, still
+            return guard
         try:
             check_space_size(session.observation_space, "observation_space")
             check_space_size(session.action_space, "action_space")
@@ -305,7 +312,7 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
     """A side whose session did not open within its battle clock: it forfeits (TIMEOUT)."""
     failure = UserFailure(
         "BattleTimeExceeded",
-        f"{seconds:.1f}s opening the session; the battle clock is {budget.battle_time:g}s",
+        f"the session took {seconds:.1f}s to open; the battle clock is {budget.battle_time:g}s",
         where="opening the session",
     )
     guard = failed_side(model_id, budget, SideStatus.TIMEOUT, failure.line(), failure)

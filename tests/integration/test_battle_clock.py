@@ -22,7 +22,9 @@ SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep
 CLOCK_S = 6.0
 
 
-def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp_path):
+def _play(tmp_path: Path, clock_s: float, *extra: str) -> tuple[dict[str, str], str, Path]:
+    """One battle clock_slow (blue) vs clock_quick (red) through real edges: its row, sep_main's
+    stderr and LOG_DIR."""
     config = write_config(tmp_path / "sep_config.json")
     edges = [
         EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log") for side in ("blue", "red")
@@ -38,10 +40,9 @@ def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp
                 "clock_quick",
                 "-n",
                 "1",
-                "--decision-time",
-                "1",
                 "--battle-time",
-                str(CLOCK_S),
+                str(clock_s),
+                *extra,
                 "-l",
                 str(log_dir),
                 "--config",
@@ -57,10 +58,15 @@ def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp
         for edge in edges:
             edge.stop()
     assert run.returncode == 0, run.stderr[-3000:]
-    # Said at start-up, with the other limits.
-    assert f"a battle clock of {CLOCK_S:g} s" in run.stderr, run.stderr[-3000:]
     with (log_dir / "battles.csv").open(newline="") as f:
         (row,) = list(csv.DictReader(f))
+    return row, run.stderr, log_dir
+
+
+def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp_path):
+    row, stderr, log_dir = _play(tmp_path, CLOCK_S, "--decision-time", "1")
+    # Said at start-up, with the other limits.
+    assert f"a battle clock of {CLOCK_S:g} s" in stderr, stderr[-3000:]
     # The slow side stayed inside the per-decision time (0.8 s of 1 s): only the clock stops it.
     assert row["blue_status"] == "TIMEOUT", row
     assert row["blue_error"].startswith("BattleTimeExceeded: "), row
@@ -69,3 +75,13 @@ def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp
     assert row["red_status"] == "OK" and row["red_time_s"] != "", row
     err = (log_dir / row["log"]).with_suffix(".blue.err").read_text()
     assert err.startswith("TIMEOUT: BattleTimeExceeded"), err
+
+
+def test_a_session_that_cannot_open_within_the_clock_forfeits_on_it(tmp_path):
+    # Both import for 2 s: neither opens within a 1 s clock (the edge gives 30 s to load).
+    row, _, _ = _play(tmp_path, 1.0)
+    for side in ("blue", "red"):
+        assert row[f"{side}_status"] == "TIMEOUT", row
+        assert row[f"{side}_error"].startswith("BattleTimeExceeded: the session took"), row
+        assert row[f"{side}_error"].endswith("(in opening the session)"), row
+    assert row["winner"] == "none" and row["turns"] == "0", row
