@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import test_report
 from tests.integration.edges import EdgeProcess, write_config
 
 pytestmark = pytest.mark.showdown
@@ -20,6 +21,8 @@ pytestmark = pytest.mark.showdown
 CANDIDATES = Path(__file__).resolve().parents[1] / "organizer_agents" / "candidates_clock.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 CLOCK_S = 6.0
+
+browser = test_report.browser  # Debian's Chromium through Playwright, as the report's tests
 
 
 def _play(tmp_path: Path, clock_s: float, *extra: str) -> tuple[dict[str, str], str, Path]:
@@ -63,7 +66,7 @@ def _play(tmp_path: Path, clock_s: float, *extra: str) -> tuple[dict[str, str], 
     return row, run.stderr, log_dir
 
 
-def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp_path):
+def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp_path, browser):
     row, stderr, log_dir = _play(tmp_path, CLOCK_S, "--decision-time", "1")
     # Said at start-up, with the other limits.
     assert f"a battle clock of {CLOCK_S:g} s" in stderr, stderr[-3000:]
@@ -75,6 +78,15 @@ def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp
     assert row["red_status"] == "OK" and row["red_time_s"] != "", row
     err = (log_dir / row["log"]).with_suffix(".blue.err").read_text()
     assert err.startswith("TIMEOUT: BattleTimeExceeded"), err
+    # The report shows each side's clock for the battle, as battles.csv has it.
+    visit = test_report.Visit(browser, log_dir / "report.html", {"width": 1280, "height": 900})
+    try:
+        cell = visit.page.locator(f'tr[data-battle="{row["battle_id"]}"] [data-col="side_time"]')
+        shown = [f"{float(row[f'{side}_time_s']):.1f}" for side in ("blue", "red")]
+        assert cell.inner_text().split() == [shown[0], "/", shown[1]]
+        visit.assert_offline_and_clean()
+    finally:
+        visit.close()
 
 
 def test_a_session_that_cannot_open_within_the_clock_forfeits_on_it(tmp_path):
