@@ -169,3 +169,37 @@ def test_the_checker_warns_of_observations_large_enough_to_slow_battles():
     large = check_spaces(Agent(1 << 20))
     assert "warning: an observation takes 4.0 MiB on the wire, limit 4 MiB" in large
     assert "over the limit" in observation_size_warning(Agent((1 << 20) + 1).observation_space)
+
+
+class _SleepyAgent:
+    """In-process: makeObs sleeps ``seconds`` (wall time)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+
+    def makeObs(self, battle: Any) -> np.ndarray:
+        time.sleep(self.seconds)
+        return np.zeros(1, dtype=np.float32)
+
+    def action_mask(self, battle: Any) -> None:
+        return None
+
+    def deploy(self, battle: Any, action: Any) -> str:
+        return "/choose default"
+
+
+def test_in_process_a_call_waits_no_longer_than_the_clock_then_the_side_forfeits(battle):
+    # 10 s free per decision: only the 0.3 s clock can cut a 5 s makeObs short.
+    budget = Budget(decision_time=10.0, bank=0.0, call_cap=10.0, battle_time=0.3)
+    agent = _SleepyAgent(5.0)
+    guard = SideGuard(agent, RemotePolicy(None), "s:s:s", budget, in_process=True)  # type: ignore[arg-type]
+    try:
+        guard.agent.makeObs(battle)
+        assert guard.stats.timeouts == 1  # cut at the clock, not answered
+        assert guard.fatal is SideStatus.TIMEOUT
+        assert guard.stats.failure is not None
+        assert guard.stats.failure.type == "BattleTimeExceeded"
+    finally:
+        guard.close()
