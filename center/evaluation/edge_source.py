@@ -22,11 +22,12 @@ from center.errors import (
     RemoteUserError,
     SideDisconnected,
 )
+from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.in_process import failed_side
 from center.evaluation.records import SideStatus
 from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
 from center.isolation.delegator import (
     OPEN_TIMEOUT,
@@ -310,11 +311,8 @@ def _clock_ran_out(exc: Exception, waited: float, budget: Budget, client: EdgeCl
 
 def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
     """A side whose session did not open within its battle clock: it forfeits (TIMEOUT)."""
-    failure = UserFailure(
-        "BattleTimeExceeded",
-        f"the session took {seconds:.1f}s to open; the battle clock is {budget.battle_time:g}s",
-        where="opening the session",
-    )
+    spent = f"the session took {seconds:.1f}s to open"
+    failure = clock_failure(spent, budget, "opening the session")
     guard = failed_side(model_id, budget, SideStatus.TIMEOUT, failure.line(), failure)
     guard.stats.time_s = seconds
     return guard

@@ -13,11 +13,8 @@ runs under a budget in the manner of Kaggle environments and Lux AI:
   than ``decision_time`` per call nor more than ``bank`` over a battle (see
   :mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time by claiming
   it waited.
-- a *battle clock* (``battle_time``, a chess clock): the wall time of all the side's calls in one
-  battle, as measured here, opening its session included (the source passes that as
-  ``opened_s``). No call waits past what is left on it, and a side whose clock runs out forfeits
-  the battle (TIMEOUT, ``BattleTimeExceeded``). Per-decision time and bank bound one decision; the
-  clock bounds what a side that stays just inside them costs the organizer per battle.
+- a *battle clock* (``battle_time``): the wall time of all the side's calls in a battle, its open
+  included (``opened_s``). No call waits past what is left; running out forfeits (TIMEOUT).
 
 Each decision's CPU time is recorded too: on an edge, the ``usage.cpu`` of its calls (every process
 of the worker); in-process, the CPU time of the thread that runs the side's code (``thread_time``:
@@ -54,6 +51,7 @@ from poke_env.battle import AbstractBattle
 
 from center.env.cooperation import ExpectsStep
 from center.errors import CallTimeout, SideDisconnected
+from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SIDE_STATUSES, SideStatus
 from center.isolation.delegator import same_action, same_info
@@ -62,7 +60,7 @@ from edge.contract.decision import action_accepted, decide, observation_accepted
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
-from edge.maple.orders import MAX_INVALID_RETRIES, default_order
+from edge.maple.orders import default_order
 from edge.wire.messages import CallUsage, policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -77,18 +75,6 @@ INVALID_ACTION = "__invalid__"
 
 #: What an in-process side's code may print per battle before the rest is dropped (counted).
 OUTPUT_PER_BATTLE = 65536
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Time limits of one side (seconds) and the bound on illegal-action retries."""
-
-    decision_time: float = 2.0
-    bank: float = 30.0
-    call_cap: float = 10.0
-    max_invalid_retries: int = MAX_INVALID_RETRIES
-    #: the battle clock: wall seconds of all the side's calls in one battle (see the module doc)
-    battle_time: float = 300.0
 
 
 @runtime_checkable
@@ -210,21 +196,13 @@ class SideGuard:
         return free + max(min(self.bank, self.budget.call_cap), 0.0)
 
     def _clock(self, seconds: float, what: str) -> None:
-        """Charge ``seconds`` of ``what`` to the battle clock; forfeit once it has run out, unless
-        the battle is already over (its last step and onEpisodeEnd only lose their wait)."""
+        """Charge ``seconds`` of ``what`` to the clock; run out, the side forfeits (unless the
+        battle is over: its last step and onEpisodeEnd only lose their wait)."""
         self.stats.time_s += seconds
-        budget = self.budget
-        if self.stats.time_s >= budget.battle_time and not self._final_asked:
-            self._fail(
-                SideStatus.TIMEOUT,
-                f"battle clock of {budget.battle_time:g}s used up",
-                UserFailure(
-                    "BattleTimeExceeded",
-                    f"{self.stats.time_s:.1f}s in the side's calls; the battle clock is "
-                    f"{budget.battle_time:g}s",
-                    where=what,
-                ),
-            )
+        if self.stats.time_s >= self.budget.battle_time and not self._final_asked:
+            spent = f"{self.stats.time_s:.1f}s in the side's calls"
+            failure = clock_failure(spent, self.budget, what)
+            self._fail(SideStatus.TIMEOUT, failure.line(), failure)
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
@@ -276,8 +254,7 @@ class SideGuard:
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
-            # The clock counts the whole wait, credited queueing included: it bounds the
-            # organizer's time, which is spent whatever the side waited for.
+            # The whole wait, queueing included: the organizer's time is spent all the same.
             self._clock(elapsed, self._overran or what)
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
