@@ -38,6 +38,7 @@ class RunOptions:
     decision_time: float
     bank: float
     call_cap: float
+    battle_time: float
     max_turns: int
     backend_choice: Backend | None
     server_url: str | None
@@ -52,7 +53,12 @@ class RunOptions:
 
     @property
     def budget(self) -> Budget:
-        return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+        return Budget(
+            decision_time=self.decision_time,
+            bank=self.bank,
+            call_cap=self.call_cap,
+            battle_time=self.battle_time,
+        )
 
     def sprt_settings(self) -> SprtSettings | None:
         """``--sprt ELO0,ELO1 --alpha A --beta B``, checked (ConfigError with one line)."""
@@ -137,6 +143,15 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=10.0,
             show_default=True,
             help="Longest wait for one call beyond the free time; then a default move.",
+        ),
+        click.option(
+            "--battle-time",
+            type=click.FloatRange(0.01),
+            default=Budget().battle_time,
+            show_default=True,
+            help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
+            "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
+            "(an LLM's).",
         ),
         click.option(
             "--max-turns",

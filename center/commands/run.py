@@ -49,6 +49,7 @@ from center.evaluation.run_info import (
 )
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
+from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
@@ -124,6 +125,21 @@ class _Progress:
         self._closed.set()
         self.bar.close()
         self._logs.close()
+
+
+def _clock_line(budget: Budget) -> str:
+    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
+    return (
+        f"time per side and battle: {budget.decision_time:g} s free per decision, a "
+        f"{budget.bank:g} s bank, and a battle clock of {budget.battle_time:g} s for all its "
+        "calls (--battle-time; running out forfeits)"
+    )
+
+
+def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:
+    """Where the local Ray listens: a warning always, loopback only unless ``quiet``."""
+    if not quiet or line.startswith("warning"):
+        progress.bar.write(line, file=sys.stderr)  # above the bar, not inside it
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
@@ -237,6 +253,7 @@ def run_command(
                 extra={
                     "decision_time": budget.decision_time,
                     "bank": budget.bank,
+                    "battle_time": budget.battle_time,
                     "max_turns": opts.max_turns,
                     "concurrency": opts.concurrency,
                     "edge_loss": edge_loss,
@@ -262,6 +279,7 @@ def run_command(
                 f"{_at_once(opts.concurrency, scale)}, results in {log_dir}",
                 err=True,
             )
+            click.echo(_clock_line(budget), err=True)
             if run.sprt is not None:
                 click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])
@@ -304,6 +322,7 @@ def run_command(
                         concurrency=opts.concurrency,
                         on_done=progress,
                         early_stop=tests,
+                        say=lambda line: _say_ray(line, opts.quiet, progress),
                     )
             finally:
                 progress.close()

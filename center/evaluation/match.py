@@ -252,6 +252,8 @@ def _record(
         blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
         red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
         red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
+        blue_time_s=stats["blue"].time_s,
+        red_time_s=stats["red"].time_s,
     )
 
 

@@ -164,6 +164,10 @@ class BattleRecord:
     blue_cpu_ms_max: float | None = None
     red_cpu_ms_mean: float | None = None
     red_cpu_ms_max: float | None = None
+    #: each side's battle clock (s): the wall time of its calls as the center measured them,
+    #: opening its session included (``--battle-time`` bounds it). Empty in older rows.
+    blue_time_s: float | None = None
+    red_time_s: float | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.

@@ -26,6 +26,8 @@ from edge.errors import ContractError, InvalidActionError, ProtocolError
 from edge.maple.orders import canonical_order
 from edge.wire.codec import decode_reply, encode_reply
 from edge.wire.messages import Reply
+from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
+from edge.wire.spaces import value_bytes
 
 __all__ = [
     "CHECKS",
@@ -47,6 +49,7 @@ __all__ = [
     "clip",
     "describe_space",
     "fix_for",
+    "observation_size_warning",
     "short_repr",
 ]
 
@@ -80,7 +83,7 @@ CHECKS: dict[str, str] = {
     "reset(), seed(seed) and onEpisodeEnd(battle) are optional",
     "spaces": "set self.observation_space and self.action_space in the Agent's __init__ to "
     "gymnasium spaces: Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple (at most 2^20 "
-    "elements)",
+    "elements; an observation at most 4 MiB on the wire)",
     "hooks": "the session's reset (agent.seed(seed), agent.reset(), policy.reset()) and episode "
     "end (agent.onEpisodeEnd(battle)) must not raise",
     "observation": "makeObs(battle) must return a value inside observation_space: the same type, "
@@ -251,7 +254,8 @@ def _space_problem(space: Any, path: str) -> str:
 
 
 def check_spaces(agent: Any) -> str:
-    """The Agent has ``observation_space`` and ``action_space`` of a supported kind."""
+    """The Agent has ``observation_space`` and ``action_space`` of a supported kind (with a
+    warning, in the message, when its observations are large: :func:`observation_size_warning`)."""
     described = []
     for attribute in ("observation_space", "action_space"):
         if not hasattr(agent, attribute):
@@ -261,7 +265,26 @@ def check_spaces(agent: Any) -> str:
         if problem:
             raise ContractError(problem)
         described.append(f"{attribute} {describe_space(space)}")
-    return ", ".join(described)
+    warning = observation_size_warning(agent.observation_space)
+    return ", ".join(described) + (f"; {warning}" if warning else "")
+
+
+#: Observations from this size on (bytes on the wire) get a warning: every decision carries one
+#: from the edge to the center, where it is decoded and checked.
+OBSERVATION_WARN_BYTES = MAX_OBSERVATION_BYTES // 4
+
+
+def observation_size_warning(space: gymnasium.Space[Any]) -> str:
+    """A warning when a value of ``space`` is large enough to slow every battle, else ''."""
+    size = value_bytes(space)
+    if size < OBSERVATION_WARN_BYTES:
+        return ""
+    over = " (over the limit: a battle refuses it)" if size > MAX_OBSERVATION_BYTES else ""
+    return (
+        f"warning: an observation takes {size / 2**20:.1f} MiB on the wire{over}, limit "
+        f"{MAX_OBSERVATION_BYTES / 2**20:g} MiB; every decision carries it to the center, which "
+        "slows every battle: observe the features the policy needs, in float32 or smaller"
+    )
 
 
 def describe_space(space: gymnasium.Space[Any]) -> str:

@@ -66,9 +66,10 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "2.0"
+PROTOCOL_VERSION: Final = "2.1"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
-optional fields, message types or error codes (unknown body fields are ignored)."""
+optional fields, message types or error codes (unknown body fields are ignored). 2.1 sends a
+uniform Box bound as one scalar, which a 2.0 center cannot read (docs/protocol.md)."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
