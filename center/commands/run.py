@@ -29,6 +29,7 @@ from center.commands.suggest import did_you_mean
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.collusion import check_collusion, collusion_lines
 from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import (
     MatchSettings,
@@ -311,10 +312,15 @@ def run_command(
         sections["gauntlet"] = gauntlet_section(
             records, chosen[0], run.candidates[1:], paired=run.paired, sprt=sprt_results
         )
+    collusion = check_collusion(records)
+    if collusion.pairs:
+        sections["collusion"] = collusion.to_json()
     standings = write_standings(
         records, log_dir, candidates=chosen, paired=run.paired, sections=sections
     )
     click.echo(format_standings(standings))
+    for line in collusion_lines(collusion):
+        click.echo(line)
     if tests is not None:
         record_run_results(log_dir, {"sprt_results": sprt_results})
         for line in tests.summary_lines():

@@ -8,15 +8,16 @@ least ``min_battles`` decided battles between them:
 1. the Bradley–Terry ratings are fitted on every *other* battle
    (:func:`center.evaluation.rating_model.bradley_terry`, the standings' fit and prior);
 2. the head to head's probability under that fit: a's score against b is binomial on their decided
-   battles, with P(a beats b) taken from the fit, its uncertainty included (the logit difference
-   drawn from the fit's normal approximation, :func:`~center.evaluation.rating_model.fit_covariance`,
-   integrated by Gauss–Hermite quadrature), so that a pair whose ratings are barely known is not
-   flagged for it;
+   battles, with P(a beats b) from the fit, its uncertainty included: the ratings are drawn from
+   the fit's posterior (:func:`posterior_draws`: its normal approximation,
+   :func:`~center.evaluation.rating_model.fit_covariance`, reweighted to the exact posterior), so
+   that a pair whose ratings are barely known is not flagged for it;
 3. the p-value is two-sided (either side may be the one that throws): twice the smaller tail, ties
    counted half and rounded toward the middle (conservative);
 4. Benjamini–Hochberg over all checked pairs at the false discovery rate ``fdr``; the pairs it
-   rejects are *flagged*. A thrown pair also bends the fit of its candidates' other pairs, so the
-   check is repeated with the flagged pairs left out of every fit until the flagged set settles.
+   rejects are *flagged*. A thrown pair also bends the fit of its candidates' other pairs, so pairs
+   are flagged one at a time, most surprising first, each left out of the fits of the pairs still
+   open (a step-down); the result is the set Benjamini–Hochberg rejects on the final p-values.
 
 A flag is something for the organizer to look at (the replays of that pair), not a verdict: a
 genuine counter-strategy (rock–paper–scissors between three styles) looks the same. In a paired run
@@ -53,8 +54,8 @@ DEFAULT_FDR = 0.01
 DEFAULT_MIN_BATTLES = 10
 """Fewer decided battles between two candidates cannot stand out (2·0.5^9 is 0.004)."""
 
-_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)  # ∫ f(x) N(x; 0, 1) dx, times √(2π)
-_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+_DRAWS = 1000
+"""Draws of the ratings per checked pair (seeded: the same results give the same p-values)."""
 
 
 @dataclass(frozen=True)
@@ -135,14 +136,46 @@ def _binomial_pmf(n: int, p: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(np.exp(log_comb + y * np.log(p) + (n - y) * np.log1p(-p)), dtype=np.float64)
 
 
-def head_to_head_p_value(score: float, n: int, logit: float, variance: float) -> float:
+def head_to_head_p_value(
+    score: float, n: int, logits: NDArray[np.float64], weights: NDArray[np.float64] | None = None
+) -> float:
     """Two-sided p-value of ``score`` (wins + ties/2) in ``n`` battles when the logit of P(win)
-    is normal with mean ``logit`` and ``variance`` (0: known exactly)."""
-    draws = logit + math.sqrt(max(variance, 0.0)) * _NODES
-    pmf = _WEIGHTS @ _binomial_pmf(n, 1.0 / (1.0 + np.exp(-draws)))
+    takes the values ``logits`` with ``weights`` (equal by default; one value: known exactly)."""
+    logits = np.atleast_1d(np.asarray(logits, dtype=np.float64))
+    w = np.full(len(logits), 1.0 / len(logits)) if weights is None else weights / weights.sum()
+    pmf = w @ _binomial_pmf(n, 1.0 / (1.0 + np.exp(-logits)))
     low = float(pmf[: math.ceil(score) + 1].sum())
     high = float(pmf[math.floor(score) :].sum())
     return min(1.0, 2.0 * min(low, high))
+
+
+def posterior_draws(
+    strength: NDArray[np.float64],
+    scores: NDArray[np.float64],
+    games: NDArray[np.float64],
+    prior_games: float,
+    rng: np.random.Generator,
+    count: int = _DRAWS,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Draws of the log-strengths given ``scores`` and ``games``, with their importance weights.
+
+    Proposed from the fit's normal approximation (antithetic pairs), weighted by the exact
+    posterior of the fit (its likelihood and the prior's virtual ties) over that normal's density:
+    the posterior of a candidate that won or lost everything is skewed, and the normal, symmetric,
+    would give it too much room on the side the results rule out.
+    """
+    k = len(strength)
+    cov = fit_covariance(strength, games, prior_games)
+    half = rng.multivariate_normal(np.zeros(k), cov, size=count // 2, method="cholesky")
+    offsets = np.concatenate([half, -half])
+    draws = strength + offsets
+    log_q = -0.5 * np.einsum("mi,ij,mj->m", offsets, np.linalg.inv(cov), offsets)
+    diff = draws[:, :, None] - draws[:, None, :]  # x_i - x_j
+    log_lik = (scores[None] * -np.logaddexp(0.0, -diff)).sum(axis=(1, 2))
+    log_lik += prior_games / 2 * (-np.logaddexp(0.0, -draws) - np.logaddexp(0.0, draws)).sum(axis=1)
+    log_w = log_lik - log_q
+    weights = np.exp(log_w - log_w.max())
+    return draws, weights / weights.sum()
 
 
 def check_collusion(
@@ -176,16 +209,23 @@ def check_collusion(
     if not checked:
         return CollusionCheck([], fdr, min_battles, len(played))
     # A thrown pair also bends the fits of its candidates' other pairs (the favoured one looks
-    # stronger than it is): pairs flagged in one round are left out of every fit of the next,
-    # until the flagged set settles.
-    flagged: frozenset[tuple[int, int]] = frozenset()
-    for _ in range(_ROUNDS):
-        p_values = _p_values(scores, games, checked, flagged, prior_games)
-        q = benjamini_hochberg(p for p, _ in p_values)
-        now = frozenset(pair for pair, qv in zip(checked, q, strict=True) if qv <= fdr)
-        if now == flagged:
+    # stronger than it is). So pairs are flagged one at a time, most surprising first, and each
+    # flagged pair is left out of the fits of the pairs still open (a step-down).
+    found: dict[tuple[int, int], tuple[float, float]] = {}
+    while True:
+        open_pairs = [pair for pair in checked if pair not in found]
+        if not open_pairs:
             break
-        flagged = now
+        fresh = dict(
+            zip(open_pairs, _p_values(scores, games, open_pairs, found, prior_games), strict=True)
+        )
+        p_values = [found.get(pair) or fresh[pair] for pair in checked]
+        q = benjamini_hochberg(p for p, _ in p_values)
+        candidates = [(fresh[pair][0], pair) for pair in open_pairs]
+        best = min(candidates, default=None)
+        if best is None or q[checked.index(best[1])] > fdr:
+            break
+        found[best[1]] = fresh[best[1]]
     pairs = []
     for (i, j), pv, qv in zip(checked, p_values, q, strict=True):
         battles = int(games[i, j])
@@ -207,18 +247,16 @@ def check_collusion(
     return CollusionCheck(pairs, fdr, min_battles, len(played) - len(checked))
 
 
-_ROUNDS = 10
-
-
 def _p_values(
     scores: NDArray[np.float64],
     games: NDArray[np.float64],
     checked: list[tuple[int, int]],
-    left_out: frozenset[tuple[int, int]],
+    left_out: Iterable[tuple[int, int]],
     prior_games: float,
 ) -> list[tuple[float, float]]:
     """(p-value, P(i beats j)) of each checked pair (i, j), from one fit per pair without it and
     without ``left_out``, all fitted at once (the MM fit takes a stack)."""
+    left_out = set(left_out)
     stack_s = np.repeat(scores[None], len(checked), axis=0)
     stack_g = np.repeat(games[None], len(checked), axis=0)
     for n, pair in enumerate(checked):
@@ -226,12 +264,14 @@ def _p_values(
             stack_s[n, [i, j], [j, i]] = 0.0
             stack_g[n, [i, j], [j, i]] = 0.0
     strengths = bradley_terry(stack_s, stack_g, prior_games)
+    rng = np.random.default_rng(0)
     out = []
     for n, (i, j) in enumerate(checked):
         logit = float(strengths[n, i] - strengths[n, j])
-        cov = fit_covariance(strengths[n], stack_g[n], prior_games)
-        variance = float(cov[i, i] + cov[j, j] - 2 * cov[i, j])
-        p = head_to_head_p_value(float(scores[i, j]), int(games[i, j]), logit, variance)
+        draws, weights = posterior_draws(strengths[n], stack_s[n], stack_g[n], prior_games, rng)
+        p = head_to_head_p_value(
+            float(scores[i, j]), int(games[i, j]), draws[:, i] - draws[:, j], weights
+        )
         out.append((p, 1.0 / (1.0 + math.exp(-logit))))
     return out
 

@@ -21,6 +21,7 @@ import numpy as np
 from markupsafe import Markup
 
 from center.env.backend import BACKENDS
+from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
 from center.evaluation.standings import CandidateStanding
@@ -304,6 +305,8 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             sprt=data.sprt,
             gauntlet=data.gauntlet,
             sprt_settings=data.run.sprt.describe() if data.run and data.run.sprt else "",
+            collusion=check_collusion(data.records),
+            names=data.names,
         )
     )
 

@@ -10,7 +10,9 @@ from center.evaluation.collusion import (
     check_collusion,
     collusion_lines,
     head_to_head_p_value,
+    posterior_draws,
 )
+from center.evaluation.rating_model import bradley_terry
 from center.evaluation.records import BattleRecord
 from tests.unit.test_standings import battle, synthetic_league
 
@@ -46,6 +48,15 @@ def test_a_thrown_pair_is_flagged_across_seeds():
     assert hits == 10
 
 
+def test_the_thrown_pair_alone_is_flagged_though_it_makes_its_favoured_look_strong():
+    # Its gifts make a weak candidate look strong in the fits of its other pairs, where its
+    # losses then look surprising: the step-down leaves the flagged pair out of those fits.
+    field = {"thrower": 100.0, "favoured": -400.0, "h1": 0.0, "h2": 0.0}
+    for seed in range(10):
+        records = thrown(synthetic_league(field, 10, seed), thrower="thrower", favoured="favoured")
+        assert [(p.a, p.b) for p in check_collusion(records).flagged] == [("favoured", "thrower")]
+
+
 def test_a_fair_field_with_as_many_battles_flags_nothing_over_many_seeds():
     # Fixed seeds: deterministic. The p-values include the uncertainty of the ratings they come
     # from; without it (the fit's point estimate taken as the truth) several of these flag.
@@ -79,7 +90,21 @@ def test_benjamini_hochberg_matches_the_textbook_step_up():
 
 
 def test_a_known_probability_gives_the_binomial_tail_and_uncertainty_widens_it():
-    assert head_to_head_p_value(0, 10, 0.0, 0.0) == pytest.approx(2 * 0.5**10)
-    assert head_to_head_p_value(5, 10, 0.0, 0.0) == 1.0
-    assert head_to_head_p_value(0, 10, 0.0, 1.0) > 4 * head_to_head_p_value(0, 10, 0.0, 0.0)
-    assert np.isclose(head_to_head_p_value(10, 10, 0.0, 0.5), head_to_head_p_value(0, 10, 0.0, 0.5))
+    known = np.zeros(1)
+    assert head_to_head_p_value(0, 10, known) == pytest.approx(2 * 0.5**10)
+    assert head_to_head_p_value(5, 10, known) == 1.0
+    spread = np.random.default_rng(0).normal(0.0, 1.0, 2000)
+    assert head_to_head_p_value(0, 10, spread) > 4 * head_to_head_p_value(0, 10, known)
+    assert head_to_head_p_value(1, 1, known) == head_to_head_p_value(0, 1, known) == 1.0
+
+
+def test_the_posterior_of_a_winless_candidate_leans_away_from_the_wins_it_never_had():
+    # Candidate 0 lost all 20 battles to 1: the fit's normal is symmetric around its estimate,
+    # the posterior is not, and the weights move the draws' mean down.
+    scores = np.array([[0.0, 0.0], [20.0, 0.0]])
+    games = np.array([[0.0, 20.0], [20.0, 0.0]])
+    strength = bradley_terry(scores, games, 1.0)
+    draws, weights = posterior_draws(strength, scores, games, 1.0, np.random.default_rng(0))
+    gap = draws[:, 0] - draws[:, 1]
+    assert weights @ gap < gap.mean() - 0.1
+    assert gap.mean() == pytest.approx(strength[0] - strength[1])  # antithetic: centred
