@@ -8,10 +8,12 @@ least ``min_battles`` decided battles between them:
 1. the Bradley–Terry ratings are fitted on every *other* battle
    (:func:`center.evaluation.rating_model.bradley_terry`, the standings' fit and prior);
 2. the head to head's probability under that fit: a's score against b is binomial on their decided
-   battles, with P(a beats b) from the fit, its uncertainty included: the ratings are drawn from
-   the fit's posterior (:func:`posterior_draws`: its normal approximation,
-   :func:`~center.evaluation.rating_model.fit_covariance`, reweighted to the exact posterior), so
-   that a pair whose ratings are barely known is not flagged for it;
+   battles, with P(a beats b) from the fit, its uncertainty included (the logit difference from
+   the fit's normal approximation, :func:`~center.evaluation.rating_model.fit_covariance`,
+   integrated by Gauss–Hermite quadrature), so that a pair whose ratings are barely known is not
+   flagged for it. Where a candidate won or lost nearly everything the true posterior is skewed
+   away from the results it never had; the symmetric normal gives that side more room, which
+   only makes the check more cautious;
 3. the p-value is two-sided (either side may be the one that throws): twice the smaller tail, ties
    counted half and rounded toward the middle (conservative);
 4. Benjamini–Hochberg over all checked pairs at the false discovery rate ``fdr``; the pairs it
@@ -54,8 +56,9 @@ DEFAULT_FDR = 0.01
 DEFAULT_MIN_BATTLES = 10
 """Fewer decided battles between two candidates cannot stand out (2·0.5^9 is 0.004)."""
 
-_DRAWS = 1000
-"""Draws of the ratings per checked pair (seeded: the same results give the same p-values)."""
+# Gauss–Hermite nodes and weights for an expectation over a standard normal.
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
 @dataclass(frozen=True)
@@ -149,35 +152,6 @@ def head_to_head_p_value(
     return min(1.0, 2.0 * min(low, high))
 
 
-def posterior_draws(
-    strength: NDArray[np.float64],
-    scores: NDArray[np.float64],
-    games: NDArray[np.float64],
-    prior_games: float,
-    rng: np.random.Generator,
-    count: int = _DRAWS,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Draws of the log-strengths given ``scores`` and ``games``, with their importance weights.
-
-    Proposed from the fit's normal approximation (antithetic pairs), weighted by the exact
-    posterior of the fit (its likelihood and the prior's virtual ties) over that normal's density:
-    the posterior of a candidate that won or lost everything is skewed, and the normal, symmetric,
-    would give it too much room on the side the results rule out.
-    """
-    k = len(strength)
-    cov = fit_covariance(strength, games, prior_games)
-    half = rng.multivariate_normal(np.zeros(k), cov, size=count // 2, method="cholesky")
-    offsets = np.concatenate([half, -half])
-    draws = strength + offsets
-    log_q = -0.5 * np.einsum("mi,ij,mj->m", offsets, np.linalg.inv(cov), offsets)
-    diff = draws[:, :, None] - draws[:, None, :]  # x_i - x_j
-    log_lik = (scores[None] * -np.logaddexp(0.0, -diff)).sum(axis=(1, 2))
-    log_lik += prior_games / 2 * (-np.logaddexp(0.0, -draws) - np.logaddexp(0.0, draws)).sum(axis=1)
-    log_w = log_lik - log_q
-    weights = np.exp(log_w - log_w.max())
-    return draws, weights / weights.sum()
-
-
 def check_collusion(
     records: Iterable[BattleRecord],
     *,
@@ -264,13 +238,13 @@ def _p_values(
             stack_s[n, [i, j], [j, i]] = 0.0
             stack_g[n, [i, j], [j, i]] = 0.0
     strengths = bradley_terry(stack_s, stack_g, prior_games)
-    rng = np.random.default_rng(0)
     out = []
     for n, (i, j) in enumerate(checked):
         logit = float(strengths[n, i] - strengths[n, j])
-        draws, weights = posterior_draws(strengths[n], stack_s[n], stack_g[n], prior_games, rng)
+        cov = fit_covariance(strengths[n], stack_g[n], prior_games)
+        spread = math.sqrt(max(float(cov[i, i] + cov[j, j] - 2 * cov[i, j]), 0.0))
         p = head_to_head_p_value(
-            float(scores[i, j]), int(games[i, j]), draws[:, i] - draws[:, j], weights
+            float(scores[i, j]), int(games[i, j]), logit + spread * _NODES, _WEIGHTS
         )
         out.append((p, 1.0 / (1.0 + math.exp(-logit))))
     return out
