@@ -50,6 +50,9 @@ class ReplayReport:
     differences: list[str]
     turns: int = 0
     winner: str = ""
+    """The simulator's name of the winner (empty: a tie)."""
+    winner_label: str = ""
+    """The winner as the candidate it stands for: ``ID (side)``, or ``none (tie)``."""
     frames: int = 0
     #: how the input log's seeds derive from the battle's seed: "run secret" or "public (a run
     #: older than run secrets)"; empty when they are not the battle's
@@ -113,6 +116,18 @@ def _winner_of(record: BattleRecord, log: InputLog) -> str | None:
     return None  # no result recorded (both sides failed): the simulator's own end is not booked
 
 
+def winner_label(name: str, record: BattleRecord, log: InputLog) -> str:
+    """The simulator's winner ``name`` as the candidate it stands for: ``ID (blue)``, or
+    ``none (tie)``; a name that is neither player's is shown as it is."""
+    if not name:
+        return "none (tie)"
+    for side, slot in SIDE_SLOTS.items():
+        player = log.start.players.get(slot)
+        if player is not None and player.name == name:
+            return f"{getattr(record, side)} ({side})"
+    return repr(name)
+
+
 def compare(
     record: BattleRecord, log: InputLog, recorded: dict[str, list[str]], result: Resimulated
 ) -> list[str]:
@@ -130,8 +145,8 @@ def compare(
     expected = _winner_of(record, log)
     if result.ended and expected is not None and result.winner != expected:
         differences.append(
-            f"winner: recorded {record.winner.value} ({expected or 'tie'}), "
-            f"replayed {result.winner or 'tie'}"
+            f"winner: recorded {winner_label(expected, record, log)}, "
+            f"replayed {winner_label(result.winner, record, log)}"
         )
     differences.extend(f"the simulator refused: {message}" for message in result.errors)
     return differences
@@ -213,6 +228,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         differences + ([seed_difference] if seed_difference else []),
         turns=max(_turns(result.frames["p1"]), _turns(result.frames["p2"])),
         winner=result.winner,
+        winner_label=winner_label(result.winner, record, log),
         frames=sum(len(f) for f in result.frames.values()),
         seeds=seeds,
     )
@@ -238,7 +254,7 @@ def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
     if report.same:
         click.echo(
             f"same: {battle_id} ends as recorded ({report.turns} turns, winner "
-            f"{report.winner or 'none (tie)'}, {report.frames} frames; seeds: {report.seeds})"
+            f"{report.winner_label}, {report.frames} frames; seeds: {report.seeds})"
         )
         return
     click.echo(f"different: {battle_id}: {report.differences[0]}")

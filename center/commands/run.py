@@ -29,7 +29,8 @@ from center.commands.options import RunOptions, common_options
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.gauntlet import gauntlet_section
+from center.evaluation.collusion import check_collusion, collusion_lines
+from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
 from center.evaluation.match import (
     MatchSettings,
     RunSummary,
@@ -101,6 +102,9 @@ class _Progress:
         )
         #: a live line before the bar (an SPRT's LLR and bounds), refreshed after each battle
         self.describe: Callable[[], str] | None = None
+        #: lines to print above the bar as they happen (an SPRT's decision)
+        self.announce: Callable[[], list[str]] | None = None
+        self.quiet = quiet
         # Redrawn every second, so that the elapsed time stays live while no battle ends (an
         # edge being waited for, long battles).
         self._closed = threading.Event()
@@ -119,6 +123,9 @@ class _Progress:
             )
         if self.describe is not None:
             self.bar.set_description_str(self.describe(), refresh=False)
+        for line in self.announce() if self.announce is not None else []:
+            if not self.quiet:
+                self.bar.write(line, file=sys.stderr)
         self.bar.update(1)
 
     def close(self) -> None:
@@ -287,6 +294,7 @@ def run_command(
             server = start_backend(backend, opts.server_url) if scale is None else None
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             progress.describe = tests.live if tests is not None else None
+            progress.announce = tests.new_decisions if tests is not None else None
             try:
                 settings = MatchSettings(
                     battle_format,
@@ -347,13 +355,20 @@ def run_command(
         sections["gauntlet"] = gauntlet_section(
             records, chosen[0], run.candidates[1:], paired=run.paired, sprt=sprt_results
         )
+    collusion = check_collusion(records)
+    if collusion.pairs:
+        sections["collusion"] = collusion.to_json()
     standings = write_standings(
         records, log_dir, candidates=chosen, paired=run.paired, sections=sections
     )
     click.echo(format_standings(standings))
+    for line in collusion_lines(collusion):
+        click.echo(line)
+    if "gauntlet" in sections:
+        click.echo(format_gauntlet(sections["gauntlet"]))
     if tests is not None:
         record_run_results(log_dir, {"sprt_results": sprt_results})
-        for line in tests.summary_lines():
+        for line in tests.summary_lines(run.n):
             click.echo(line)
     click.echo(
         f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "

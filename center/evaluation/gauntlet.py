@@ -9,13 +9,14 @@ decision.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from center.evaluation.records import BattleRecord
 from center.evaluation.standings import compute_standings
 
-__all__ = ["gauntlet_section"]
+__all__ = ["format_gauntlet", "gauntlet_section"]
 
 
 def gauntlet_section(
@@ -54,3 +55,43 @@ def gauntlet_section(
             line["sprt"] = dict(tests[opponent])
         lines.append({k: (None if isinstance(v, float) and v != v else v) for k, v in line.items()})
     return {"candidate": candidate, "opponents": lines}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.1f}"
+
+
+def _sprt_cell(test: Mapping[str, Any] | None) -> str:
+    if not test:
+        return ""
+    decision = test.get("decision") or "none yet"
+    return f"{decision} (LLR {test['llr']:.2f} in [{test['lower']:.2f}, {test['upper']:.2f}])"
+
+
+def format_gauntlet(section: Mapping[str, Any]) -> str:
+    """The terminal's per-opponent table of :func:`gauntlet_section`'s entry: one line each."""
+    lines = section["opponents"]
+    paired = any("pentanomial" in line for line in lines)
+    sprt = any("sprt" in line for line in lines)
+    width = max([len("opponent"), *(len(line["opponent"]) for line in lines)])
+    head = (
+        f"{'opponent':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
+        f"{'win%':>6}  {'95% CI':<15}  {'Elo diff':>8}"
+    )
+    head += "  pairs 0-½-1-1½-2" if paired else ""
+    head += "  SPRT" if sprt else ""
+    out = [f"gauntlet: {section['candidate']} against each opponent", head, "-" * len(head)]
+    for line in lines:
+        diff = line["elo_diff"]
+        ci = f"[{_pct(line['win_rate_lo'])}, {_pct(line['win_rate_hi'])}]"
+        row = (
+            f"{line['opponent']:<{width}}  {line['battles']:>7}  {line['wins']:>4} "
+            f"{line['losses']:>4} {line['ties']:>4}  {_pct(line['win_rate']):>6}  {ci:<15}  "
+            f"{'-' if diff is None else f'{diff:+.0f}':>8}"
+        )
+        if paired:
+            row += f"  {'-'.join(str(n) for n in line.get('pentanomial') or []):<16}"
+        if sprt:
+            row += f"  {_sprt_cell(line.get('sprt'))}"
+        out.append(row.rstrip())
+    return "\n".join(out)

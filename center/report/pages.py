@@ -22,8 +22,10 @@ from markupsafe import Markup
 
 from center.csp import script_hash_source
 from center.env.backend import BACKENDS
+from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
+from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.voided import count_causes
 from center.report import plots
@@ -243,6 +245,15 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
     return info
 
 
+def _sprt_plot(data: LogDir) -> Markup | None:
+    """The SPRT's LLR after each pair, replayed from battles.csv as the run counted them."""
+    run = data.run
+    if run is None or run.sprt is None or run.seed is None:
+        return None
+    tests = SequentialTests.from_records(run.sprt, run.schedule(), data.records)
+    return plots.sprt_llr(tests.histories(), run.sprt.bounds, data.names)
+
+
 def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -> str:
     """report.html for ``data``; ``links[battle_id]`` has the battle's offline, showdown and log
     paths relative to LOG_DIR (None for a file that does not exist)."""
@@ -306,6 +317,9 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             sprt=data.sprt,
             gauntlet=data.gauntlet,
             sprt_settings=data.run.sprt.describe() if data.run and data.run.sprt else "",
+            collusion=check_collusion(data.records),
+            sprt_svg=_sprt_plot(data),
+            names=data.names,
         )
     )
 
