@@ -253,7 +253,8 @@ def sep_edge(
         + (
             "this edge shielded (oom_score_adj -900), workers and their templates first (1000)"
             if shielded
-            else "unchanged (not root: the OOM killer picks by resident memory alone)"
+            else "workers and their templates first (1000); this edge not shielded (lowering "
+            "its oom_score_adj needs CAP_SYS_RESOURCE): memory admission alone keeps it safe"
         ),
         err=True,
     )

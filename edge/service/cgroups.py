@@ -297,9 +297,9 @@ def remove_stale_groups(root: Path = CGROUP_ROOT) -> list[str]:
     folders: list[Path] = []
     unified = _unified_root(root)
     if unified is not None:
-        folders += list(unified.glob(f"**/{GROUP_PREFIX}*"))
+        folders += _edge_folders(unified)
     for hierarchy, _ in _V1.values():  # under the group of the edge that made them
-        folders += list((root / hierarchy).glob(f"**/{GROUP_PREFIX}*"))
+        folders += _edge_folders(root / hierarchy)
     for folder in folders:
         match = _STALE_RE.fullmatch(folder.name)
         if match is None or _alive(int(match.group(1))):
@@ -307,6 +307,18 @@ def remove_stale_groups(root: Path = CGROUP_ROOT) -> list[str]:
         _remove_tree(folder)
         removed.append(str(folder))
     return removed
+
+
+def _edge_folders(base: Path) -> list[Path]:
+    """The edges' folders under ``base``, at any depth (an edge's own are not searched: groups
+    come and go there as workers do, and hold no edge's)."""
+    found = []
+    for parent, children, _ in os.walk(base):  # a folder removed meanwhile is skipped
+        for child in list(children):
+            if child.startswith(GROUP_PREFIX):
+                found.append(Path(parent) / child)
+                children.remove(child)
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -317,6 +329,11 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_PEAK_SLACK: Final = 1024 * 1024
+"""How far below its limit a v1 group's peak may be and still have reached it (charges come in
+batches of pages)."""
 
 
 def _counter(group: WorkerGroup, path: Path, key: str) -> int:
@@ -440,8 +457,9 @@ class WorkerGroup:
 
     def hit_own_limit(self) -> bool:
         """Whether the group ran out of its own memory limit: its own events (v2
-        ``memory.events.local`` ``oom``, or ``max`` with a kill; v1 ``memory.failcnt`` with a
-        kill), never a kill the host's (or a parent group's) shortage did."""
+        ``memory.events.local`` ``oom``, or ``max`` with a kill; v1 an OOM kill with
+        ``memory.failcnt``, or its peak at its limit), never a kill the host's (or a parent
+        group's) shortage did."""
         folder = self.folders.get("memory")
         if folder is None:
             return False
@@ -449,11 +467,22 @@ class WorkerGroup:
             local = folder / "memory.events.local"
             own = _counter(self, local, "oom")
             return bool(own or (_counter(self, local, "max") and _counter(self, local, "oom_kill")))
-        # v1 counts a failure on the counter whose limit failed: a parent's shortage is the
-        # parent's failcnt, not this group's.
-        failed = _number(self, folder / "memory.failcnt")
-        failed += _number(self, folder / "memory.memsw.failcnt")
-        return bool(failed) and bool(self.oom_kills())
+        if not self.oom_kills():
+            return False
+        # v1 counts a failure on the counter whose limit failed (a parent's shortage is the
+        # parent's), but some kernels keep no failcnt (6.18 here: 0 after its own OOM kill);
+        # the group's peak then tells: it reached its own limit, which a kill for a parent's
+        # shortage, below it, does not.
+        if _number(self, folder / "memory.failcnt") or _number(
+            self, folder / "memory.memsw.failcnt"
+        ):
+            return True
+        limit = _number(self, folder / "memory.limit_in_bytes")
+        peak = max(
+            _number(self, folder / "memory.max_usage_in_bytes"),
+            _number(self, folder / "memory.memsw.max_usage_in_bytes"),
+        )
+        return 0 < limit <= peak + _PEAK_SLACK
 
     def pin(self, cpus: Iterable[int]) -> None:
         """Keep the group's processes on ``cpus``."""

@@ -10,7 +10,7 @@ whichever is less, minus what the infrastructure needs) means a worker meets its
 and only it pays.
 
 Each admitted worker's limit is a claim file of the host's claims folder (as user ids and CPUs
-are, :mod:`edge.service.host_locks`), locked with ``flock`` by the edge that holds it: the kernel
+are, :mod:`edge.service.host_locks`; one folder per memory group that bounds the host), locked with ``flock`` by the edge that holds it: the kernel
 drops the lock when that edge dies, however it dies, and the next admission removes the file.
 Admission holds an exclusive ``flock`` on one file of the folder while it sums and claims, so that
 two edges never both take the last room. An edge whose worker waits for room says so with a
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -43,11 +44,14 @@ _CLAIM_RE: Final = re.compile(r"memory-(\d+)-(\d+)\.claim")
 _WAIT_RE: Final = re.compile(r"memory-wait-(\d+)")
 
 
-def host_memory(root: Path = CGROUP_ROOT, proc_self: Path = Path("/proc/self")) -> tuple[int, str]:
-    """The memory this process's host gives it, in bytes, and where that figure comes from: the
-    host's RAM, or the limit of a memory group this process is in (or of one above it), whichever
-    is less (a container, a systemd slice, the small host a test emulates)."""
-    total, where = _mem_total(), "the host's RAM"
+def host_memory(
+    root: Path = CGROUP_ROOT, proc_self: Path = Path("/proc/self")
+) -> tuple[int, str, str]:
+    """The memory this process's host gives it, in bytes, where that figure comes from, and the
+    memory group whose limit it is ("" for the host's RAM): the host's RAM, or the limit of a
+    memory group this process is in (or of one above it), whichever is less (a container, a
+    systemd slice, the small host a test emulates)."""
+    total, where, bound = _mem_total(), "the host's RAM", ""
     for folder, filename in _own_memory_groups(root, proc_self):
         for group in (folder, *folder.parents):
             if not group.is_relative_to(root):
@@ -57,8 +61,8 @@ def host_memory(root: Path = CGROUP_ROOT, proc_self: Path = Path("/proc/self")) 
             except OSError:
                 continue
             if text.isdigit() and int(text) < total:
-                total, where = int(text), f"the memory group {group}"
-    return total, where
+                total, where, bound = int(text), f"the memory group {group}", str(group)
+    return total, where, bound
 
 
 def _mem_total() -> int:
@@ -100,13 +104,25 @@ class MemoryBudget:
     host: int
     where: str
     reserve: int
+    group: str = ""
+    """The memory group whose limit bounds the host ("" for the host's RAM): edges bounded by
+    the same group share one budget; edges in another (another container) have their own."""
+
+    def claims_folder(self) -> Path:
+        """Where the claims of this budget's edges are (a folder of the host's claims folder)."""
+        name = "memory"
+        if self.group:
+            name += "-" + hashlib.sha256(self.group.encode()).hexdigest()[:16]
+        folder = claims_folder() / name
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
 
     @classmethod
     def derive(cls, reserve: int | None = None) -> MemoryBudget:
         """The host's memory minus ``reserve`` (None: :func:`default_reserve`)."""
-        host, where = host_memory()
+        host, where, group = host_memory()
         reserve = default_reserve(host) if reserve is None else reserve
-        return cls(max(0, host - reserve), host, where, reserve)
+        return cls(max(0, host - reserve), host, where, reserve, group)
 
 
 class MemoryClaims:
@@ -259,7 +275,7 @@ class MemoryAdmission:
             )
         self.limit = limit
         self.budget = budget
-        self.claims = MemoryClaims(budget.budget, folder)
+        self.claims = MemoryClaims(budget.budget, folder or budget.claims_folder())
 
     def admit(self, number: int) -> bool:
         """Claim the limit for worker ``number``; False (and this edge waits) when the host's

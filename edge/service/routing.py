@@ -334,6 +334,10 @@ class SessionRouter:
             # close must not keep it, and its place on the edge, until it expires.
             worker.tainted = worker.tainted or header.status != "ok"
             self._end_session(worker, keep=True)
+        elif job.header.type == RequestType.OPEN_SESSION and header.status == "error":
+            # The center neither uses nor closes a session that failed to open: its worker, and
+            # the host memory it claims, must not wait for it to expire.
+            self._end_session(worker, keep=True)
         else:
             self._next_job(worker)
 

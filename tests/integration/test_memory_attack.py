@@ -1,0 +1,169 @@
+"""Memory that cannot void a loss or frame the opponent, on an emulated small host: the whole run
+(sep_main, the simulator, both edges and their workers) in one 2 GiB memory group, workers whose
+limits together exceed it (768 MiB each, two battles at once: four workers, 3 GiB), a module that
+fills memfds once it is behind and an honest opponent holding 300 MB of weights.
+
+The edges' memory admission lets only as many workers live as the host's budget covers (2 GiB
+less 512 MiB for the infrastructure: two), so the attacker meets its own limit, and only it pays: no
+battle is voided, the honest side is never booked for memory, and every process of the
+infrastructure survives. Needs root and a writable cgroup v1 memory hierarchy (or v2 with the
+memory controller), as the edges' memory groups do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edge.service.memory_admission import MemoryBudget
+from tests.integration.edges import EdgeProcess, write_config
+
+AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
+CANDIDATES = AGENTS / "candidates_memory.json"
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+ATTACKER, HONEST = "memory_memfd_filler", "memory_weights_holder"
+HOST_SIZE = 2 * 1024**3
+MEMORY = Path("/sys/fs/cgroup/memory")
+
+
+def _own_memory_group() -> Path | None:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return MEMORY / path.lstrip("/")
+    return None
+
+
+def _kill_and_remove(group: Path) -> None:
+    """Kill what is left in ``group`` and its children, then remove them, deepest first."""
+    for child in sorted((p for p in group.rglob("*") if p.is_dir()), reverse=True):
+        _kill_and_remove(child)
+    for _ in range(100):
+        with contextlib.suppress(OSError, ValueError):
+            for pid in (group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"could not remove {group}")
+
+
+@pytest.fixture
+def small_host() -> Iterator[Path]:
+    """A v1 memory group of 2 GiB under this test's own: the emulated host (removed after, with
+    whatever is left in it)."""
+    own = _own_memory_group()
+    if os.geteuid() != 0 or own is None or not os.access(own, os.W_OK):
+        pytest.skip("needs root and a writable cgroup v1 memory hierarchy")
+    host = own / f"sep-small-host-{os.getpid()}"
+    host.mkdir()
+    try:
+        (host / "memory.limit_in_bytes").write_text(str(HOST_SIZE))
+        with contextlib.suppress(OSError):  # no swap past it either, where swap is accounted
+            (host / "memory.memsw.limit_in_bytes").write_text(str(HOST_SIZE))
+        yield host
+    finally:
+        _kill_and_remove(host)
+        budget = MemoryBudget(0, HOST_SIZE, "", 0, str(host))
+        shutil.rmtree(budget.claims_folder(), ignore_errors=True)  # the emulated host's claims
+
+
+@contextlib.contextmanager
+def inside(group: Path) -> Iterator[None]:
+    """Processes started in this block are in ``group`` (this one leaves it after)."""
+    before = _own_memory_group()
+    assert before is not None
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        yield
+    finally:
+        (before / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_module_filling_memfds_when_behind_neither_voids_its_loss_nor_frames_its_opponent(
+    tmp_path: Path, small_host: Path
+):
+    config = write_config(tmp_path / "sep_config.json")
+    limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB", "-v"]
+    edges = {
+        side: EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=limits)
+        for side in ("blue", "red")
+    }
+    log_dir, main_log = tmp_path / "run", tmp_path / "sep_main.log"
+    try:
+        with inside(small_host):
+            for edge in edges.values():
+                edge.start()
+            run = subprocess.Popen(
+                [
+                    *SEP_MAIN,
+                    ATTACKER,
+                    HONEST,
+                    "-n",
+                    "4",
+                    "--concurrency",
+                    "2",  # four workers' limits at once would be 3 GiB: more than the host
+                    "-l",
+                    str(log_dir),
+                    "--config",
+                    str(config),
+                    "--candidates",
+                    str(CANDIDATES),
+                    "--seed",
+                    "7",
+                    "-q",
+                    "-v",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=main_log.open("w"),
+            )
+        try:
+            run.wait(timeout=280)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait(timeout=30)
+        err = main_log.read_text()
+        assert run.returncode == 0, f"sep_main: {run.returncode}\n{err[-4000:]}"
+        for side, edge in edges.items():  # the infrastructure survived
+            assert edge.proc is not None and _alive(edge.proc.pid), f"the {side} edge died"
+        assert "memory admission: on" in edges["blue"].log.read_text()
+        assert not (log_dir / "voided.jsonl").exists(), (log_dir / "voided.jsonl").read_text()
+        with (log_dir / "battles.csv").open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 4, rows
+        filled = 0
+        for row in rows:
+            assert row["red"] == HONEST and row["red_status"] == "OK", row  # never framed
+            if row["blue_status"] == "ERROR":  # the attacker met its own limit
+                assert "memory limit 768 MiB" in row["blue_error"], row
+                assert row["winner"] == "red", row  # the honest side won
+                filled += 1
+        assert filled >= 1, rows  # the attack did happen
+        assert "waits for a worker" in err  # four workers did not fit: a battle waited
+    finally:
+        for edge in edges.values():
+            edge.stop()
