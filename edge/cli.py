@@ -210,7 +210,10 @@ def sep_edge(
                 open_files=open_files_limit,
             )
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
-            reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
+            try:
+                reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
+            except ValueError as exc:
+                raise ValueError(f"--memory-reserve: {exc}") from None
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
