@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from edge.service.memory_admission import MemoryBudget
+from edge.wire.messages import InstanceConfig, OpenSessionRequest
 from tests.integration.edges import EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
@@ -167,3 +168,46 @@ def test_a_module_filling_memfds_when_behind_neither_voids_its_loss_nor_frames_i
     finally:
         for edge in edges.values():
             edge.stop()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            text = (entry / "stat").read_text()
+            if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _oom_score_adj(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
+
+
+def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: Path):
+    config = write_config(tmp_path / "sep_config.json")
+    edge = EdgeProcess(
+        "blue", config, CANDIDATES, tmp_path / "blue.log", extra=["--max-workers", "1"]
+    )
+    client = None
+    try:
+        edge.start()
+        assert edge.proc is not None
+        client = edge.client()
+        instance = InstanceConfig("blue", "player_0", "gen9bssfactory", 1)
+        client.request(OpenSessionRequest(ATTACKER, instance, "sep p1"), "s1", 60.0)
+        templates = _children(edge.proc.pid)  # the edge's children: its worker templates
+        workers = [w for t in templates for w in _children(t)]
+        assert templates and workers, "the session's worker and its template"
+        assert all(_oom_score_adj(p) == 1000 for p in templates + workers)
+        report = edge.log.read_text()
+        if _oom_score_adj(edge.proc.pid) == -900:
+            assert "this edge shielded (oom_score_adj -900)" in report
+        else:  # lowering needs CAP_SYS_RESOURCE, which this host may not give root
+            assert "this edge not shielded" in report and _oom_score_adj(edge.proc.pid) == 0
+    finally:
+        if client is not None:
+            client.close()
+        edge.stop()
