@@ -6,8 +6,9 @@ fills memfds once it is behind and an honest opponent holding 300 MB of weights.
 The edges' memory admission lets only as many workers live as the host's budget covers (2 GiB
 less 512 MiB for the infrastructure: two), so the attacker meets its own limit, and only it pays: no
 battle is voided, the honest side is never booked for memory, and every process of the
-infrastructure survives. Needs root and a writable cgroup v1 memory hierarchy (or v2 with the
-memory controller), as the edges' memory groups do.
+infrastructure survives. On the same small host, two edges share one budget, and a ``kill -9``'d
+edge's claims free themselves; and workers and their templates are the OOM killer's first choice.
+Needs root and a writable cgroup v1 memory hierarchy.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from center.errors import EdgeRemoteError
 from edge.service.memory_admission import MemoryBudget
-from edge.wire.messages import InstanceConfig, OpenSessionRequest
+from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest
 from tests.integration.edges import EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
@@ -211,3 +213,39 @@ def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: P
         if client is not None:
             client.close()
         edge.stop()
+
+
+def test_two_edges_share_the_hosts_budget_and_a_killed_edges_claims_free_themselves(
+    tmp_path: Path, small_host: Path
+):
+    """A 2 GiB host less 1 GiB: room for one worker of 768 MiB, whichever edge starts it."""
+    config = write_config(tmp_path / "sep_config.json")
+    limits = ["--memory-limit", "768MiB", "--memory-reserve", "1GiB"]
+    edges = {
+        side: EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=limits)
+        for side in ("blue", "red")
+    }
+    clients = []
+
+    def open_on(side: str, name: str) -> None:
+        client = edges[side].client()
+        clients.append(client)
+        instance = InstanceConfig(side, "player_0", "gen9bssfactory", 1)
+        client.request(OpenSessionRequest(ATTACKER, instance, "sep p1"), name, 60.0)
+
+    try:
+        with inside(small_host):
+            for edge in edges.values():
+                edge.start()
+        open_on("blue", "b1")
+        with pytest.raises(EdgeRemoteError) as refused:
+            open_on("red", "r1")
+        assert refused.value.code == ErrorCode.BUSY
+        assert "memory budget for workers (1 GiB) is taken" in refused.value.evalue
+        edges["blue"].kill()  # kill -9: nothing released by the edge itself
+        open_on("red", "r2")  # its claim died with it
+    finally:
+        for client in clients:
+            client.close()
+        for edge in edges.values():
+            edge.stop()
