@@ -7,7 +7,8 @@ The edges' memory admission lets only as many workers live as the host's budget 
 less 512 MiB for the infrastructure: two), so the attacker meets its own limit, and only it pays: no
 battle is voided, the honest side is never booked for memory, and every process of the
 infrastructure survives. On the same small host, two edges share one budget, and a ``kill -9``'d
-edge's claims free themselves; and workers and their templates are the OOM killer's first choice.
+edge's claims free themselves; workers and their templates are the OOM killer's first choice; and a
+worker the host's shortage killed is not blamed for memory.
 Needs root and a writable cgroup v1 memory hierarchy.
 """
 
@@ -28,7 +29,7 @@ import pytest
 
 from center.errors import EdgeRemoteError
 from edge.service.memory_admission import MemoryBudget
-from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest
+from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
@@ -249,3 +250,59 @@ def test_two_edges_share_the_hosts_budget_and_a_killed_edges_claims_free_themsel
             client.close()
         for edge in edges.values():
             edge.stop()
+
+
+HOG = """
+import os, sys, time
+block = b"h" * (32 << 20)
+held = []
+for _ in range(int(sys.argv[1]) // 32):  # memfds: no resident set to be picked by
+    fd = os.memfd_create("hog")
+    held.append(fd)
+    os.write(fd, block)
+print("full", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_worker_the_host_killed_for_its_own_shortage_is_not_blamed(
+    tmp_path: Path, small_host: Path
+):
+    """Something else (not a worker) fills the small host: the OOM killer takes the honest
+    worker first (1000), and the edge says it lost the session (a void), never that the worker
+    ran out of its memory limit."""
+    config = write_config(tmp_path / "sep_config.json")
+    limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB"]
+    edge = EdgeProcess("blue", config, CANDIDATES, tmp_path / "blue.log", extra=limits)
+    client = None
+    hog = None
+    try:
+        with inside(small_host):
+            edge.start()
+            hog = subprocess.Popen(
+                [sys.executable, "-c", HOG, "1700"], stdout=subprocess.PIPE, text=True
+            )
+        client = edge.client()
+        instance = InstanceConfig("blue", "player_0", "gen9bssfactory", 1)
+        client.request(OpenSessionRequest(HONEST, instance, "sep p1"), "s1", 60.0)
+        assert hog.stdout is not None
+        hog.stdout.readline()  # full, or dead (then the worker went first anyway)
+        deadline = time.monotonic() + 60
+        while "OOM killer" not in edge.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        log = edge.log.read_text()
+        assert (
+            "killed by the kernel's OOM killer: the host ran out of memory, not the worker" in log
+        )
+        assert "memory limit 768 MiB" not in log  # never blamed for it
+        with pytest.raises(EdgeRemoteError) as lost:
+            client.request(ResetRequest(), "s1", 10.0)
+        assert lost.value.code == ErrorCode.UNKNOWN_SESSION  # the center voids the battle
+        assert edge.proc is not None and _alive(edge.proc.pid)
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait(timeout=30)
+        if client is not None:
+            client.close()
+        edge.stop()
