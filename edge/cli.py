@@ -72,6 +72,15 @@ def _setup_logging(verbose: int) -> None:
     help="Address space of each worker process (e.g. 2GiB; 0: none).",
 )
 @click.option(
+    "--memory-reserve",
+    default="auto",
+    show_default=True,
+    metavar="SIZE",
+    help="Memory the host keeps for the infrastructure (sep_main, the simulator, Showdown, the "
+    "edges): workers start only while the memory limits of all live workers of the host, every "
+    "edge's, fit in the rest. auto: an eighth of the host's memory, at least 1GiB.",
+)
+@click.option(
     "--cpu-limit",
     type=click.IntRange(0),
     default=600,
@@ -145,6 +154,7 @@ def sep_edge(
     battles: int | None,
     battle_format: str | None,
     memory_limit: str,
+    memory_reserve: str,
     cpu_limit: int,
     file_size_limit: str,
     open_files_limit: int,
@@ -185,6 +195,8 @@ def sep_edge(
         raise SystemExit(2)
     try:
         from edge.contract.candidates import load_candidates
+        from edge.oom_score import shield_from_oom
+        from edge.service.memory_admission import MemoryBudget
         from edge.service.sandbox import Limits, parse_cpu_list, parse_size
         from edge.service.supervisor import SandboxServer
         from edge.wire.keys import edge_curve_from_config
@@ -198,6 +210,10 @@ def sep_edge(
                 open_files=open_files_limit,
             )
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
+            try:
+                reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
+            except ValueError as exc:
+                raise ValueError(f"--memory-reserve: {exc}") from None
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
@@ -205,6 +221,7 @@ def sep_edge(
         cfg_host, cfg_port = config.address(side)
         curve = edge_curve_from_config(config.data, side, config.base_dir)
         models = load_candidates(candidates)
+        shielded = shield_from_oom()  # before the worker template starts: it is set apart
         server = SandboxServer(
             side,
             host or cfg_host,
@@ -218,6 +235,7 @@ def sep_edge(
             insecure=insecure,
             cpus=cpu_list,
             reuse_workers=reuse_workers,
+            memory_budget=MemoryBudget.derive(reserve),
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:
@@ -233,6 +251,16 @@ def sep_edge(
     )
     for line in server.report_lines():
         click.echo(f"  {line}", err=True)
+    click.echo(
+        "  out-of-memory order: "
+        + (
+            "this edge shielded (oom_score_adj -900), workers and their templates first (1000)"
+            if shielded
+            else "workers and their templates first (1000); this edge not shielded (lowering "
+            "its oom_score_adj needs CAP_SYS_RESOURCE): memory admission alone keeps it safe"
+        ),
+        err=True,
+    )
     sys.stderr.flush()
     with server:
         server.serve_forever(handle_signals=True)

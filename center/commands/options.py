@@ -17,6 +17,7 @@ from center.env.backend import BACKENDS, Backend
 from center.errors import ConfigError
 from center.evaluation.side_guard import Budget
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
+from center.evaluation.voided import DEFAULT_MAX_VOIDS
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
@@ -50,6 +51,7 @@ class RunOptions:
     beta: float
     gauntlet: str | None
     allow_code_change: bool
+    max_voids: int
 
     @property
     def budget(self) -> Budget:
@@ -216,6 +218,15 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Let a rerun continue although a candidate's code (the digest of its files) "
             "differs from the code that played the run so far; the change is recorded.",
+        ),
+        click.option(
+            "--max-voids",
+            type=click.IntRange(1),
+            default=DEFAULT_MAX_VOIDS,
+            show_default=True,
+            help="A battle voided this many times (the center's infrastructure failed: Showdown, "
+            "an edge, the host's memory), in this run and its reruns, is not played again; the "
+            "run reports it, and the voids of each candidate's battles.",
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),

@@ -52,6 +52,7 @@ from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
+from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.contract.suggest import did_you_mean
@@ -275,6 +276,9 @@ def run_command(
         schedule = run.schedule()
         backend = run.backend
         todo = pending(schedule, log_dir)
+        # Voided --max-voids times already (in an earlier run): not played again.
+        abandoned = given_up(Path(log_dir), todo, opts.max_voids)
+        todo = [b for b in todo if b not in {battle for battle, _ in abandoned}]
         tests = None
         if run.sprt is not None:  # the tests so far, from battles.csv: a rerun continues them
             tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
@@ -306,6 +310,7 @@ def run_command(
                     backend=backend,
                     brought_teams=showdown_format.teams_brought,
                     run_secret=run_secret,
+                    max_voids=opts.max_voids,
                 )
                 if scale is None:
                     summary = run_battles(
@@ -382,6 +387,27 @@ def run_command(
         click.echo(f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time)")
     for line in failure_summary(records):
         click.echo(line, err=True)
+    voids = voids_by_candidate(Path(log_dir), schedule)
+    gave_up = given_up(Path(log_dir), pending(schedule, log_dir), opts.max_voids)
+    record_run_results(
+        log_dir,
+        {
+            "voids": {
+                "max_voids": opts.max_voids,
+                "by_candidate": voids,
+                "given_up": {b.battle_id: n for b, n in gave_up},
+            }
+        },
+    )
+    if voids:
+        per = ", ".join(f"{model} {n}" for model, n in voids.items())
+        click.echo(f"voidings of each candidate's battles: {per} (LOG_DIR/voided.jsonl)", err=True)
+    for battle, n in abandoned:
+        click.echo(
+            f"not played: {battle.battle_id}: voided {n} times, not replayed "
+            f"(--max-voids {opts.max_voids})",
+            err=True,
+        )
     if summary.stopped:
         missing = len(todo) - len(summary.played)
         click.echo(
@@ -391,6 +417,8 @@ def run_command(
     if summary.failed:
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
+        raise SystemExit(1)
+    if abandoned:
         raise SystemExit(1)
 
 
@@ -512,6 +540,9 @@ def sep_main(
     league, sides alternate, so both edges must serve every candidate of the league.
     """
     setup_logging(opts.verbose)
+    from edge.oom_score import shield_from_oom
+
+    shield_from_oom()  # and the simulator and Showdown it starts: workers go first
     candidates = opts.candidates
 
     def run() -> None:

@@ -51,7 +51,8 @@ from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
 from center.evaluation.showdown_page import player_label, showdown_replay_page
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
-from center.evaluation.voided import note_voided
+from center.evaluation.side_opening import open_sides
+from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
 from center.showdown.sim_seeds import RunSecret
 from center.visible_text import visible_controls
 from edge.contract.agent import SEED_BOUND
@@ -112,6 +113,8 @@ class MatchSettings:
     #: the key of the simulator's seeds, battle tags and Agent seeds (None: :func:`run_battles`
     #: takes LOG_DIR's, see ``center.evaluation.run_secret``)
     run_secret: RunSecret | None = None
+    #: voidings of one battle (this run and its reruns) after which it is not played again
+    max_voids: int | None = DEFAULT_MAX_VOIDS
 
 
 def play_battle(
@@ -442,11 +445,15 @@ def run_battles(
                 except InfrastructureError as exc:
                     logger.warning("%s; attempt %d", exc, attempt + 1)
                     note_voided(settings.log_dir, scheduled.battle_id, str(exc))
-                    if attempt < retries:
+                    again = replay_allowed(
+                        settings.log_dir, scheduled.battle_id, settings.max_voids
+                    )
+                    if attempt < retries and again:
                         jobs.put((scheduled, attempt + 1))
                         continue
+                    why = "" if again else f" (voided {settings.max_voids} times: not replayed)"
                     with lock:
-                        failed.append((scheduled, str(exc)))
+                        failed.append((scheduled, f"{exc}{why}"))
                 except Exception as exc:
                     logger.exception("battle %s failed", scheduled.battle_id)
                     with lock:
@@ -484,8 +491,10 @@ def _play_one(
     remove_battle_files(settings.log_dir, scheduled.battle_id)
     try:
         usernames = env.usernames()
-        for p in PLAYERS:
-            sides[p] = source.open_side(
+        open_sides(  # waits while an edge has no worker for a side: not booked
+            sides,
+            PLAYERS,
+            lambda p: source.open_side(
                 names[p],
                 SIDES[p],
                 scheduled,
@@ -493,7 +502,10 @@ def _play_one(
                 settings.budget,
                 usernames[p],
                 agent_seed=env.run_secret.agent_seed(scheduled.seed, p, SEED_BOUND),
-            )
+            ),
+            source.close_side,
+            scheduled.battle_id,
+        )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},
             teams={p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS},

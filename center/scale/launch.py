@@ -79,4 +79,5 @@ def run_on_runners(
             concurrency=concurrency,
             on_done=done,
             stop=stop,
+            max_voids=settings.max_voids,
         )

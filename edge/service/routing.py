@@ -193,13 +193,8 @@ class SessionRouter:
             worker = None
         if worker is None:
             worker = self._pool.acquire(body.model_id)
-            if worker is None:
-                self._fail(
-                    job,
-                    ErrorCode.BUSY,
-                    "EdgeBusy",
-                    f"all {self._pool.max_workers} workers of this edge are serving sessions",
-                )
+            if worker is None:  # the center waits and asks again: the battle is not booked
+                self._fail(job, ErrorCode.BUSY, "EdgeBusy", self._pool.why_full)
                 return
             self._bind(worker, session)
         worker.history.clear()
@@ -339,6 +334,10 @@ class SessionRouter:
             # close must not keep it, and its place on the edge, until it expires.
             worker.tainted = worker.tainted or header.status != "ok"
             self._end_session(worker, keep=True)
+        elif job.header.type == RequestType.OPEN_SESSION and header.status == "error":
+            # The center neither uses nor closes a session that failed to open: its worker, and
+            # the host memory it claims, must not wait for it to expire.
+            self._end_session(worker, keep=True)
         else:
             self._next_job(worker)
 
@@ -378,8 +377,13 @@ class SessionRouter:
         """A worker ended by itself: its session ends with the cause."""
         if worker.gone:
             return
+        code = ErrorCode.WORKER_DIED
         if self._pool.oom_killed(worker):
             cause = self._pool.memory_cause()
+        elif self._pool.host_oom_killed(worker):
+            # Not the worker's doing: the center is told the edge lost the session (a void).
+            code = ErrorCode.UNKNOWN_SESSION
+            cause = "killed by the kernel's OOM killer: the host ran out of memory, not the worker"
         elif worker.status is not None:
             cause = describe_exit(worker.status, self._pool.limits)
         elif worker.orphaned:
@@ -398,10 +402,13 @@ class SessionRouter:
             cause,
         )
         self._pool.kill(worker)  # what it started goes with it
-        self.worker_gone(worker, cause)
+        self.worker_gone(worker, cause, code)
 
-    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
-        """Bookkeeping of a worker that is no more: its session and calls end with ``cause``."""
+    def worker_gone(
+        self, worker: WorkerHandle, cause: str, code: ErrorCode = ErrorCode.WORKER_DIED
+    ) -> None:
+        """Bookkeeping of a worker that is no more: its session and calls end with ``cause``
+        (their error ``code``: UNKNOWN_SESSION when the edge, not the worker, lost it)."""
         if worker.gone:
             return
         worker.state = "gone"
@@ -415,10 +422,12 @@ class SessionRouter:
         if worker.session is not None:
             if self._sessions.get(worker.session) is worker:
                 del self._sessions[worker.session]
-                self._remember_dead(worker.session, cause)
+                if code == ErrorCode.WORKER_DIED:
+                    self._remember_dead(worker.session, cause)
             worker.session = None
+        ename = "WorkerDied" if code == ErrorCode.WORKER_DIED else "SessionLost"
         for job in jobs:
-            self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", cause)
+            self._fail(job, code, ename, cause)
         if worker.status is not None or worker.orphaned:  # else its exit, reported later, frees it
             self._pool.release_slot(worker)
 

@@ -37,6 +37,7 @@ from types import TracebackType
 
 from edge.contract.candidates import Candidate
 from edge.service.host_locks import HostClaims
+from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
 from edge.service.routing import SessionRouter
 from edge.service.sandbox import Hardening, Limits
@@ -46,6 +47,11 @@ from edge.service.worker_io import PollSet
 from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
+
+_NO_ADMISSION = (
+    "memory admission: off (no host memory budget, or no --memory-limit): workers' limits may "
+    "add up to more than the host has"
+)
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -80,6 +86,7 @@ class SandboxedEdge:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -97,6 +104,7 @@ class SandboxedEdge:
             isolate_network=isolate_network,
             max_message_size=max_message_size,
             polls=polls,
+            memory_budget=memory_budget,
         )
         cpu_claims: HostClaims | None = None
         try:
@@ -158,6 +166,7 @@ class SandboxedEdge:
             *(f"worker limit, {line}" for line in pool.limits.lines()),
             *(f"worker sandbox, {line}" for line in pool.hardening.lines()),
             *(f"worker sandbox, {line}" for line in pool.cgroups.lines()),
+            *(pool.admission.lines() if pool.admission is not None else [_NO_ADMISSION]),
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",

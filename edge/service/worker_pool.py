@@ -32,6 +32,7 @@ from typing import Final, Protocol
 import zmq
 
 from edge.contract.candidates import Candidate
+from edge.oom_score import prefer_as_oom_victim
 from edge.service.cgroups import (
     CgroupSupport,
     WorkerGroup,
@@ -42,6 +43,7 @@ from edge.service.cgroups import (
 )
 from edge.service.channel import FRAME_OVERHEAD, FrameReader
 from edge.service.host_locks import HostClaims
+from edge.service.memory_admission import MemoryAdmission, MemoryBudget
 from edge.service.processes import cpu_seconds, kill_group_members, remove_stale_work_folders
 from edge.service.sandbox import (
     PRIVATE_FOLDERS,
@@ -76,6 +78,10 @@ IDLE_WORKER_TIMEOUT: Final = 300.0
 """An idle worker unused this long is retired."""
 
 
+class NoMemoryRoom(Exception):
+    """No worker may start now: the host's memory budget is taken (it waits; it is not an error)."""
+
+
 class WorkerEvents(Protocol):
     """What the pool reports of its workers' ends (the router decides what they mean)."""
 
@@ -104,6 +110,7 @@ class WorkerPool:
         isolate_network: bool,
         max_message_size: int,
         polls: PollSet,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self._side = side
         self._candidates = dict(candidates)
@@ -118,6 +125,11 @@ class WorkerPool:
         for stale in remove_stale_work_folders():
             logger.info("removed the work folder of an edge that is gone: %s", stale)
         self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
+        prefer_as_oom_victim(self._zygote.process.pid)  # its workers inherit it
+        self.admission: MemoryAdmission | None = None
+        """Host-wide memory admission (``memory_budget`` given and a memory limit set)."""
+        self.why_full = ""
+        """Why :meth:`acquire` last gave no worker."""
         self.home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
         self.cgroups = CgroupSupport()
         self._uid_claims: HostClaims | None = None
@@ -143,6 +155,8 @@ class WorkerPool:
             hold_v1_freezer(self.cgroups)
             if self.hardening.user:
                 self._uid_claims = HostClaims("uid")
+            if memory_budget is not None and limits.memory:
+                self.admission = MemoryAdmission(limits.memory, memory_budget)
         except BaseException:
             self.close()
             raise
@@ -169,10 +183,16 @@ class WorkerPool:
                 default=None,
             )
             if oldest is None:
+                self.why_full = f"all {self.max_workers} workers of this edge are serving sessions"
                 return None
             self.retire(oldest, "evicted: the edge needed its place for another model")
         try:
             return self._spawn(model_id)
+        except NoMemoryRoom as exc:
+            for worker in [w for ws in self._idle.values() for w in ws]:  # their room, once gone
+                self.retire(worker, "evicted: the host's memory budget is taken")
+            self.why_full = str(exc)
+            return None
         except (OSError, ZygoteError) as exc:
             logger.error("cannot start a worker for %s: %s", model_id, exc)
             return None
@@ -180,6 +200,8 @@ class WorkerPool:
     def _spawn(self, model_id: str) -> WorkerHandle:
         zygote = self._live_zygote()
         number = next(self._numbers)
+        if self.admission is not None and not self.admission.admit(number):
+            raise NoMemoryRoom(self.admission.why_refused())
         if self._uid_claims is not None:  # a user id no worker of any edge of the host has
             slot = self._uid_claims.claim_lowest()
         else:
@@ -218,6 +240,8 @@ class WorkerPool:
             ours.close()
             if self._uid_claims is not None:
                 self._uid_claims.release(slot)
+            if self.admission is not None:
+                self.admission.release(number)
             if group is not None:
                 group.remove()
             raise
@@ -299,6 +323,8 @@ class WorkerPool:
         self._slots_in_use.discard(worker.slot)
         if self._uid_claims is not None:
             self._uid_claims.release(worker.slot)
+        if self.admission is not None:
+            self.admission.release(worker.number)
         shutil.rmtree(worker.home, ignore_errors=True)
         if worker.group is not None and not worker.group.remove():
             self._groups_to_remove.append(worker.group)  # tried again at housekeeping
@@ -315,9 +341,16 @@ class WorkerPool:
 
     @staticmethod
     def oom_killed(worker: WorkerHandle) -> bool:
-        """Whether the kernel killed a process of the worker for the memory limit over all its
-        processes."""
-        return worker.group is not None and bool(worker.group.oom_kills())
+        """Whether the worker ran out of its own memory limit over all its processes (its
+        group's own events: never a kill the host's shortage did)."""
+        return worker.group is not None and worker.group.hit_own_limit()
+
+    @staticmethod
+    def host_oom_killed(worker: WorkerHandle) -> bool:
+        """Whether an OOM killer not of the worker's own limit killed a process of it: the host
+        (or a group around the edge) ran out of memory, which is no fault of the worker's."""
+        group = worker.group
+        return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
 
     def memory_cause(self) -> str:
         """Why a worker that :meth:`oom_killed` ended."""
@@ -326,8 +359,12 @@ class WorkerPool:
     def housekeeping(self, now: float) -> None:
         """Remove control groups that were busy before; retire workers idle too long."""
         self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
+        # Another edge's worker waits for the host's memory: idle workers give their room back.
+        squeezed = self.admission is not None and self.admission.others_waiting()
         for worker in [w for ws in self._idle.values() for w in ws]:
-            if now - worker.last_used > IDLE_WORKER_TIMEOUT:
+            if squeezed:
+                self.retire(worker, "evicted: another edge waits for the host's memory")
+            elif now - worker.last_used > IDLE_WORKER_TIMEOUT:
                 self.retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
 
     # -- the template process ----------------------------------------------------------------
@@ -352,6 +389,7 @@ class WorkerPool:
         if self._zygote is None:
             self._zygote_registered = None
             self._zygote = Zygote()
+            prefer_as_oom_victim(self._zygote.process.pid)
         return self._zygote
 
     def _zygote_gone(self) -> None:
@@ -440,6 +478,8 @@ class WorkerPool:
         remove_edge_groups(self.cgroups)
         if self._uid_claims is not None:
             self._uid_claims.release_all()
+        if self.admission is not None:
+            self.admission.close()
 
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""

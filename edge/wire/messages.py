@@ -243,7 +243,8 @@ class ErrorCode(StrEnum):
     UNSUPPORTED = "unsupported"
     """This edge has no handler for the request's type."""
     BUSY = "busy"
-    """The session already has too many requests waiting."""
+    """The session already has too many requests waiting; to open_session: the edge cannot start
+    a worker now (full, or the host's memory budget taken): the center waits, books nothing."""
     UNKNOWN_SESSION = "unknown_session"
     """The edge has no such session (never opened, closed, expired, or the edge restarted)."""
     UNKNOWN_MODEL = "unknown_model"
