@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
+from edge.visible_text import configure_cli_logging
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
@@ -17,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -34,6 +34,7 @@ from center.showdown.sim_host import SimHost
 from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
 from edge.contract.suggest import did_you_mean
+from edge.visible_text import configure_cli_logging
 
 __all__ = ["ReplayReport", "replay_battle", "sep_replay"]
 
@@ -245,7 +246,7 @@ def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
     apart from timestamps), 1 with the first difference otherwise, 2 when it cannot be replayed.
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
     try:
         report = replay_battle(log_dir, battle_id)
     except CenterError as exc:

@@ -9,6 +9,7 @@ import click
 
 from center.errors import CenterError
 from center.report.build import write_report
+from edge.visible_text import configure_cli_logging
 
 DEFAULT_CANDIDATES = Path("candidates.json")
 
@@ -31,7 +32,7 @@ def sep_report(log_dir: Path, candidates: Path | None, force: bool, verbose: int
     are self-contained (no network needed); open report.html in a browser.
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
     if candidates is None and DEFAULT_CANDIDATES.is_file():
         candidates = DEFAULT_CANDIDATES
     try:

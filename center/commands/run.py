@@ -57,6 +57,7 @@ from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
+from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
 
@@ -425,7 +426,7 @@ def run_command(
 def setup_logging(verbose: int) -> None:
     """The CLI (not the library) decides what is printed."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
 
 
 def _sigterm_as_interrupt() -> None:

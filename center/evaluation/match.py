@@ -54,8 +54,8 @@ from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 from center.evaluation.side_opening import open_sides
 from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
 from center.showdown.sim_seeds import RunSecret
-from center.visible_text import visible_controls
 from edge.contract.agent import SEED_BOUND
+from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 

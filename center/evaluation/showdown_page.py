@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 
 from center.csp import script_hash_source
-from center.visible_text import visible_controls
+from edge.visible_text import visible_controls
 
 __all__ = [
     "POLICY_MARK",

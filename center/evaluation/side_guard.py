@@ -336,6 +336,12 @@ class SideGuard:
                 if decided.step_error is not None:
                     raise decided.step_error
                 action = decided.action
+                failed = decided.deploy_error
+                if failed is not None and not isinstance(failed, (ValueError, CallTimeout)):
+                    # deploy failed in the decision: the side forfeits before any order is sent
+                    # (a default move sent now could end the battle in the failed side's favour)
+                    self._handle("deploy", failed)
+                    return DEFAULT_ACTION
                 self._deployed = decided
             else:
                 action = self._call(

@@ -21,7 +21,7 @@ from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
 from center.report.showdown_renewal import renew_showdown_page
 from center.report.sources import SIDES, LogDir, read_log_dir
-from center.visible_text import visible_controls
+from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 

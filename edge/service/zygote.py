@@ -43,6 +43,7 @@ from edge.service.sandbox import (
     make_private_folders,
     own_proc,
 )
+from edge.visible_text import configure_cli_logging
 
 __all__ = ["Zygote", "ZygoteError", "main"]
 
@@ -484,7 +485,5 @@ class _Template:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    configure_cli_logging(logging.WARNING)
     main(sys.argv[1:])

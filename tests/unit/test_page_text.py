@@ -1,13 +1,15 @@
-"""User text in LOG_DIR's files and pages: control characters shown, Showdown's page escaped."""
+"""User text in LOG_DIR's files, pages and log lines: control characters shown, Showdown's page escaped."""
 
 from __future__ import annotations
 
 import html
 import re
+import subprocess
+import sys
 
 from center.csp import script_hash_source
 from center.evaluation.showdown_page import SHOWDOWN_CLIENT, showdown_replay_page
-from center.visible_text import visible_controls
+from edge.visible_text import visible_controls
 
 HOSTILE_LOG = "\n".join(
     [
@@ -47,3 +49,19 @@ def test_showdown_page_policy_allows_its_own_inline_script_and_showdowns_client_
     assert directives["script-src"].split() == [script_hash_source(inline[0]), SHOWDOWN_CLIENT]
     assert directives["default-src"] == "'none'"
     assert f'<script src="{SHOWDOWN_CLIENT}/js/replay-embed.js"></script>' in page
+
+
+def test_command_log_lines_show_control_characters_visibly():
+    # A log line may quote user text (an exception message): on the organizer's terminal an OSC 52
+    # clipboard write or cursor moves in it must stay text.
+    script = (
+        "import logging\n"
+        "from edge.visible_text import configure_cli_logging\n"
+        "configure_cli_logging(logging.INFO)\n"
+        "logging.getLogger('side').info('failed: %s', '\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2Jdone')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    assert "failed: \\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2Jdone" in done.stderr
