@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
-from edge.checker.guarded import check_in_child
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
+from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
-from edge.errors import CandidatesError
+from edge.errors import CandidatesError, EdgeError
 from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
@@ -105,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_size,
         default=Limits.memory,
         metavar="SIZE",
-        help="address space of the checked code, as on an edge (default 4GiB; 0: none)",
+        help="memory limit of the edge worker running the checked code, as on an edge "
+        "(default 4GiB; 0: none)",
     )
     parser.add_argument(
         "--load-limit",
@@ -134,14 +134,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"error: cannot read recorded battle {path}: {exc}", file=sys.stderr)
                 return 2
-    report = check_in_child(
-        options.candidates,
-        options.model_id,
-        battles=samples,
-        call_limit=options.call_limit,
-        load_limit=options.load_limit,
-        memory=options.memory_limit,
-    )
+    try:
+        report = check_user_module(
+            options.candidates,
+            options.model_id,
+            battles=samples,
+            call_limit=options.call_limit,
+            load_limit=options.load_limit,
+            memory=options.memory_limit,
+        )
+    except EdgeError as exc:  # the sandbox itself could not start
+        print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)
+        return 2
     if options.battles:
         _add_battles(report, options)
     print(report.format())
