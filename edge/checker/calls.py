@@ -91,7 +91,10 @@ class EdgeCalls:
             self.first_printed = self.first_printed or reply.output.strip()
         if not reply.ok:
             error: ErrorBody = reply.body
-            if error.code == ErrorCode.TIMEOUT:
+            # (An open_session past its deadline is answered worker_died: nothing is restored.)
+            if error.code == ErrorCode.TIMEOUT or (
+                error.code == ErrorCode.WORKER_DIED and error.ename == "TimeoutError"
+            ):
                 self.stuck = f"{label} did not return within {limit:g} s"
                 raise UserCallTimeout(self.stuck)
             if error.code == ErrorCode.WORKER_DIED:

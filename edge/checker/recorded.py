@@ -149,6 +149,8 @@ class RecordedBattles:
         WorkerDied or Stuck.
         """
         limit, kind = (self.load_limit, "load") if load else (self.call_limit, "decision")
+        if request_type == RequestType.CLOSE_SESSION:
+            kind = "close"  # the edge's, no user call
         try:
             reply = self.calls.call(
                 f"{label} at {where}",
@@ -234,6 +236,7 @@ class RecordedBattles:
             failed = failed_checks(failure.error)
             record_failure(self.tallies, failed, self.failure_message(failure, where))
             self.unloadable = not {"agent_init", "agent_methods", "spaces"} & set(failed)
+            self.close(session)  # as a center does: the edge frees the session's worker
             return False
         finally:
             self.load_seconds = max(self.load_seconds, time.monotonic() - start)

@@ -164,12 +164,16 @@ def _finish(run: _Run, played: RecordedBattles, samples: list[SampleBattle]) -> 
             f"{played.sessions} battle ends; a battle only logs this: {played.final_step_failures[0]}"
         )
     t["hooks"].detail = f"resets and episode ends answered in {played.sessions} sessions"
-    stopped = calls.stuck or (f"the worker died: {calls.died}" if calls.died else "")
+    stopped = calls.stuck or ("the worker died (see process)" if calls.died else "")
     if stopped:
         for name in BATTLE_CHECKS:
             if t[name].ran:
                 t[name].detail += " (stopped early: a call did not return)"
         run.skip_all(f"skipped: {stopped}", (*LOADING_ORDER, *BATTLE_CHECKS))
+    broken = [name for name in LOADING_ORDER if t[name].failed]
+    if not played.sessions:
+        reason = f"needs {', '.join(broken)}" if broken else "no session opened"
+        run.skip_all(f"skipped: {reason}", BATTLE_CHECKS)
     upstream = {
         "action_mask": "observation",
         "policy_step": "observation",
