@@ -118,7 +118,7 @@ def check_user_module(
     )
     with CheckerEdge(candidate, Limits(memory=memory)) as edge:
         run = _Run(EdgeCalls(edge), tallies, call_limit, load_limit)
-        run.notes += [f"sandbox measure {line}" for line in edge.measures_off()]
+        run.notes += [f"the checker's sandbox, {line}" for line in edge.measures_off()]
         recorded = RecordedBattles(
             run.calls, tallies, call_limit=call_limit, load_limit=load_limit, candidate=candidate
         )
@@ -166,9 +166,10 @@ def _finish(run: _Run, played: RecordedBattles, samples: list[SampleBattle]) -> 
     t["hooks"].detail = f"resets and episode ends answered in {played.sessions} sessions"
     stopped = calls.stuck or ("the worker died (see process)" if calls.died else "")
     if stopped:
+        why = "the worker died" if calls.died else "a call did not return"
         for name in BATTLE_CHECKS:
             if t[name].ran:
-                t[name].detail += " (stopped early: a call did not return)"
+                t[name].detail += f" (stopped early: {why})"
         run.skip_all(f"skipped: {stopped}", (*LOADING_ORDER, *BATTLE_CHECKS))
     broken = [name for name in LOADING_ORDER if t[name].failed]
     if not played.sessions:

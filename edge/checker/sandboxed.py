@@ -68,7 +68,8 @@ class CheckerEdge:
 
     def measures_off(self) -> list[str]:
         """The sandbox's measures that are off on this host, with why (as ``sep_edge`` says)."""
-        return [line for line in self.edge.report_lines() if ": off (" in line]
+        lines = [line.removeprefix("worker sandbox, ") for line in self.edge.report_lines()]
+        return [line for line in lines if ": off (" in line]
 
     def call(
         self, request_type: RequestType, body: Any, session: str, timeout: float
