@@ -10,6 +10,7 @@ import it
   exits 0 (a checker that trusts its child's word prints that report).
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -27,11 +28,8 @@ except OSError as _exc:
 if _stolen:
     _leak = os.environ.get("SEP_CHECKER_LEAK")
     if _leak:
-        try:
-            with open(_leak, "wb") as _file:
-                _file.write(_stolen)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), open(_leak, "wb") as _file:
+            _file.write(_stolen)
     print("stolen:", _stolen.decode(errors="replace"), flush=True)
 
 _port = os.environ.get("SEP_CHECKER_PORT")
@@ -53,10 +51,25 @@ if os.fork() == 0:  # a daemon: forked twice, in a session of its own, never wai
     os._exit(0)
 time.sleep(0.2)
 
-_names = (
-    "candidate import functions agent_class optional_functions policy agent_init agent_methods "
-    "spaces hooks observation action_mask policy_step legal_actions deploy time output"
-).split()
+_names = [
+    "candidate",
+    "import",
+    "functions",
+    "agent_class",
+    "optional_functions",
+    "policy",
+    "agent_init",
+    "agent_methods",
+    "spaces",
+    "hooks",
+    "observation",
+    "action_mask",
+    "policy_step",
+    "legal_actions",
+    "deploy",
+    "time",
+    "output",
+]
 _report = json.dumps(
     {
         "model_id": "checker_organizer_attack",
@@ -69,9 +82,7 @@ _report = json.dumps(
     }
 ).encode()
 for _fd in range(3, 1024):
-    try:
+    with contextlib.suppress(OSError):
         os.write(_fd, _report)
-    except OSError:
-        pass
 os.write(1, _report)
 os._exit(0)
