@@ -285,13 +285,16 @@ class RecordedBattles:
         name = "action_mask" if failure.error.call == "action_mask" else "observation"
         self.tallies[name].fail(self.failure_message(failure, where))
 
-    def check_observation(self, session: _Session, reply: DecideReply, where: str) -> None:
-        """The observation as the center decoded it, checked against the session's space."""
+    def check_observation(self, session: _Session, reply: DecideReply, where: str) -> bool:
+        """The observation as the center decoded it, checked against the session's space;
+        whether it is accepted."""
         try:
             check_observation(reply.observation, session.observation_space)
-            self.tallies["observation"].ok()
         except ContractError as exc:
             self.tallies["observation"].fail(f"{exc} at {where}")
+            return False
+        self.tallies["observation"].ok()
+        return True
 
     def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
         """One decision, as a battle makes it: one ``decide`` request (makeObs, action_mask,
@@ -326,7 +329,12 @@ class RecordedBattles:
         except _HandlerFailure as failure:
             self.observation_failed(failure, where)
             return
-        self.check_observation(session, reply, where)
+        accepted = self.check_observation(session, reply, where)
+        if accepted and not reply.stepped:  # an honest worker steps on every valid observation
+            t["policy_step"].fail(
+                f"the reply has no policy step, for a valid observation, at {where}"
+            )
+            return
         if not reply.stepped:
             return  # no step: a battle penalizes the observation and asks again
         space = session.action_space
