@@ -120,6 +120,7 @@ def _errors(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.showdown
+@pytest.mark.timeout(1200)  # ~30 checks, each on a sandboxed edge of its own, then two leagues
 def test_every_module_the_checker_passes_plays_battles_without_an_error(
     tmp_path: Path, showdown_install: Path, start_edges: Any
 ) -> None:

@@ -142,10 +142,9 @@ def test_a_module_cannot_read_a_file_only_root_may_read(secret: tuple[Path, str]
 def test_a_module_that_exits_mid_check_fails_the_check() -> None:
     result = check("checker_exits_mid_check", {})
     assert result.returncode == 1, result.stdout + result.stderr
-    assert (
-        "FAIL  process             the worker died while checking: worker exited with code 0"
-        in (result.stdout)
-    ), result.stdout
+    # (The cause, "worker exited with code 0", comes with the exit status, which a loaded host
+    # may report after the worker's channel closed.)
+    assert "FAIL  process             the worker died while checking: " in result.stdout
     assert "checks passed" not in result.stdout
     # What it got right before it left still counts.
     assert "PASS  spaces" in result.stdout
