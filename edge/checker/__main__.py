@@ -58,8 +58,8 @@ def _size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edge.checker",
-        description="Check that a user module follows the contract, on recorded battles through "
-        "the edge's own session code, and optionally in real battles.",
+        description="Check that a user module follows the contract, on recorded battles played "
+        "in the edge's own sandboxed workers, and optionally in real battles.",
     )
     parser.add_argument("model_id", metavar="MODEL_ID", help="the model's id in candidates.json")
     parser.add_argument(
