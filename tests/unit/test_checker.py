@@ -697,3 +697,13 @@ def test_an_import_past_the_load_limit_fails_with_the_advice(
     assert failed(report) == {"time"}, report.format()
     assert report.result("import").status is Status.SKIP
     assert "keep heavy frameworks" in report.result("time").message
+
+
+def test_the_checker_never_imports_the_module_it_checks(tmp_module: tuple[Path, str]) -> None:
+    # User code runs only in the edge's sandboxed workers, never in the checker's own process.
+    path, name = tmp_module
+    write_module(path, name, _SLOW_IMPORT_MODULE.format(import_sleep=0))
+    report = check_user_module(path, "m")
+    assert report.ok, report.format()
+    assert name not in sys.modules
+    assert "sandboxed edge worker" in report.notes[0]
