@@ -108,11 +108,33 @@ def _parser() -> argparse.ArgumentParser:
         "(default 4GiB; 0: none)",
     )
     parser.add_argument(
+        "--cpu-limit",
+        type=_count,
+        default=Limits.cpu_seconds,
+        metavar="SECONDS",
+        help="CPU time of each worker over its life, as on an edge (default 600; 0: none)",
+    )
+    parser.add_argument(
+        "--file-size-limit",
+        type=_size,
+        default=Limits.file_size,
+        metavar="SIZE",
+        help="largest file a worker may write, as on an edge (default 64MiB; 0: none)",
+    )
+    parser.add_argument(
+        "--open-files-limit",
+        type=_count,
+        default=Limits.open_files,
+        metavar="N",
+        help="open files of each worker, as on an edge (default 256; 0: the system's)",
+    )
+    parser.add_argument(
         "--load-limit",
         type=_positive,
         default=DEFAULT_LOAD_LIMIT,
         metavar="SECONDS",
-        help=f"time limit of the import and each loading call (default {DEFAULT_LOAD_LIMIT:g})",
+        help=f"time limit of each open_session: the import, the contract functions, the Agent "
+        f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
     )
     return parser
 
@@ -141,7 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             battles=samples,
             call_limit=options.call_limit,
             load_limit=options.load_limit,
-            memory=options.memory_limit,
+            limits=Limits(
+                memory=options.memory_limit,
+                cpu_seconds=options.cpu_limit,
+                file_size=options.file_size_limit,
+                open_files=options.open_files_limit,
+            ),
         )
     except EdgeError as exc:  # the sandbox itself could not start
         print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)

@@ -87,14 +87,14 @@ def check_user_module(
     battles: Sequence[SampleBattle] | None = None,
     call_limit: float = DEFAULT_CALL_LIMIT,
     load_limit: float = DEFAULT_LOAD_LIMIT,
-    memory: int = Limits.memory,
+    limits: Limits | None = None,
 ) -> CheckReport:
     """Run every check on ``model_id`` of ``candidates_path``; never raises for the module's faults.
 
     ``battles`` are the recorded samples to play (default: the ones shipped in
     :mod:`edge.checker.samples`). ``call_limit`` bounds each call of a battle, ``load_limit`` each
-    open_session (seconds); ``memory`` is the workers' memory limit (bytes, 0: none), as on an
-    edge. Raises EdgeError when the edge cannot start.
+    open_session (seconds); ``limits`` are the workers' (default: an edge's). Raises EdgeError
+    when the edge cannot start.
     """
     path = Path(candidates_path).absolute()
     samples = list(battles) if battles is not None else shipped_sample_battles()
@@ -116,7 +116,7 @@ def check_user_module(
     tallies["candidate"].ok(
         f"{model_id!r}: module {candidate.module_id!r}, logName {candidate.log_name!r}{team}"
     )
-    with CheckerEdge(candidate, Limits(memory=memory)) as edge:
+    with CheckerEdge(candidate, limits or Limits()) as edge:
         run = _Run(EdgeCalls(edge), tallies, call_limit, load_limit)
         run.notes += [f"the checker's sandbox, {line}" for line in edge.measures_off()]
         recorded = RecordedBattles(
