@@ -182,7 +182,8 @@ def sep_edge(
         from edge.checker.__main__ import main as check_main
 
         argv = [check_model, "--candidates", str(candidates), "--memory-limit", memory_limit]
-        argv += ["--load-limit", repr(load_limit)]
+        argv += ["--load-limit", repr(load_limit), "--cpu-limit", str(cpu_limit)]
+        argv += ["--file-size-limit", file_size_limit, "--open-files-limit", str(open_files_limit)]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:

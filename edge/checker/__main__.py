@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
-from edge.checker.guarded import check_in_child
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
+from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
-from edge.errors import CandidatesError
+from edge.errors import CandidatesError, EdgeError
 from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
@@ -59,8 +58,8 @@ def _size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edge.checker",
-        description="Check that a user module follows the contract, on recorded battles through "
-        "the edge's own session code, and optionally in real battles.",
+        description="Check that a user module follows the contract, on recorded battles played "
+        "in the edge's own sandboxed workers, and optionally in real battles.",
     )
     parser.add_argument("model_id", metavar="MODEL_ID", help="the model's id in candidates.json")
     parser.add_argument(
@@ -105,14 +104,37 @@ def _parser() -> argparse.ArgumentParser:
         type=_size,
         default=Limits.memory,
         metavar="SIZE",
-        help="address space of the checked code, as on an edge (default 4GiB; 0: none)",
+        help="memory limit of the edge worker running the checked code, as on an edge "
+        "(default 4GiB; 0: none)",
+    )
+    parser.add_argument(
+        "--cpu-limit",
+        type=_count,
+        default=Limits.cpu_seconds,
+        metavar="SECONDS",
+        help="CPU time of each worker over its life, as on an edge (default 600; 0: none)",
+    )
+    parser.add_argument(
+        "--file-size-limit",
+        type=_size,
+        default=Limits.file_size,
+        metavar="SIZE",
+        help="largest file a worker may write, as on an edge (default 64MiB; 0: none)",
+    )
+    parser.add_argument(
+        "--open-files-limit",
+        type=_count,
+        default=Limits.open_files,
+        metavar="N",
+        help="open files of each worker, as on an edge (default 256; 0: the system's)",
     )
     parser.add_argument(
         "--load-limit",
         type=_positive,
         default=DEFAULT_LOAD_LIMIT,
         metavar="SECONDS",
-        help=f"time limit of the import and each loading call (default {DEFAULT_LOAD_LIMIT:g})",
+        help=f"time limit of each open_session: the import, the contract functions, the Agent "
+        f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
     )
     return parser
 
@@ -134,14 +156,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"error: cannot read recorded battle {path}: {exc}", file=sys.stderr)
                 return 2
-    report = check_in_child(
-        options.candidates,
-        options.model_id,
-        battles=samples,
-        call_limit=options.call_limit,
-        load_limit=options.load_limit,
-        memory=options.memory_limit,
-    )
+    try:
+        report = check_user_module(
+            options.candidates,
+            options.model_id,
+            battles=samples,
+            call_limit=options.call_limit,
+            load_limit=options.load_limit,
+            limits=Limits(
+                memory=options.memory_limit,
+                cpu_seconds=options.cpu_limit,
+                file_size=options.file_size_limit,
+                open_files=options.open_files_limit,
+            ),
+        )
+    except EdgeError as exc:  # the sandbox itself could not start
+        print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)
+        return 2
     if options.battles:
         _add_battles(report, options)
     print(report.format())

@@ -10,8 +10,8 @@ model, the edge resolves it.
 
 Whatever user code raises becomes an error reply (the transport turns the exception into an error
 code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
-capped. The session logic's own refusals name their code (``error_code``). In-process (the
-checker) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
+capped. The session logic's own refusals name their code (``error_code``). In-process (tests
+that call the handlers directly) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
 serves one session at a time, captures its file descriptors instead (``capture=False`` here).
 """
 
