@@ -7,7 +7,6 @@ report, in report order, with what to do when it fails.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,50 +16,26 @@ from gymnasium import spaces
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
-from edge.contract.agent import Agent
-from edge.contract.binding import BoundAgent
 from edge.contract.decision import action_accepted, observation_accepted
-from edge.contract.policy import StandalonePolicy
-from edge.contract.user_module import OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS, UserModel
-from edge.errors import ContractError, InvalidActionError, ProtocolError
+from edge.errors import ContractError, InvalidActionError
 from edge.maple.orders import canonical_order
-from edge.wire.codec import decode_reply, encode_reply
-from edge.wire.messages import Reply
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes
 
 __all__ = [
     "CHECKS",
     "FIXES_WHEN_RAISED",
-    "SUPPORTED_SPACES",
     "WARNING_ONLY",
     "check_action",
     "check_action_mask",
-    "check_agent_class",
-    "check_agent_constructs",
-    "check_agent_methods",
-    "check_functions",
     "check_observation",
-    "check_optional_functions",
     "check_order",
-    "check_policy",
-    "check_spaces",
-    "check_wire",
     "clip",
     "describe_space",
     "fix_for",
     "observation_size_warning",
     "short_repr",
 ]
-
-SUPPORTED_SPACES: tuple[type[gymnasium.Space[Any]], ...] = (
-    spaces.Box,
-    spaces.Discrete,
-    spaces.MultiDiscrete,
-    spaces.MultiBinary,
-    spaces.Dict,
-    spaces.Tuple,
-)
 
 #: Every check, in report order, with what to do when it fails (see docs/contract.md).
 CHECKS: dict[str, str] = {
@@ -123,150 +98,6 @@ def fix_for(name: str, message: str) -> str:
 
 #: Checks whose failure is only a warning (the module still passes).
 WARNING_ONLY = frozenset({"legal_actions", "output"})
-
-
-def check_functions(model: UserModel) -> str:
-    """The required contract functions exist; every contract function present is callable."""
-    problems: list[str] = []
-    present: list[str] = []
-    for name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
-        try:
-            if model.function(name) is not None:
-                present.append(name)
-        except ContractError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise ContractError("; ".join(problems))
-    return "defined: " + ", ".join(present)
-
-
-def check_agent_class(model: UserModel) -> type:
-    """``getUserAgentClass`` returns a class that implements ``makeObs`` and ``deploy``."""
-    cls = model.agent_class
-    for name in ("makeObs", "deploy"):
-        method = getattr(cls, name, None)
-        if not callable(method):
-            raise ContractError(f"the Agent class {cls.__qualname__} has no method {name}")
-        if method is getattr(Agent, name):
-            raise ContractError(
-                f"the Agent class {cls.__qualname__} does not override Agent.{name}"
-            )
-    return cls
-
-
-def check_optional_functions(model: UserModel) -> str:
-    """``getUserAgentModelConfig`` gives a dict, ``isUserAgentSingleAsset`` a bool, if defined."""
-    config = model.model_config
-    single = model.single_asset
-    parts = [
-        f"getUserAgentModelConfig: {len(config)} key(s)"
-        if model.function("getUserAgentModelConfig")
-        else "getUserAgentModelConfig: not defined, {} used",
-        f"isUserAgentSingleAsset: {single}"
-        if model.function("isUserAgentSingleAsset")
-        else "isUserAgentSingleAsset: not defined, True used",
-    ]
-    if not single:
-        parts.append("(in singles one Agent always controls the whole side)")
-    return "; ".join(parts)
-
-
-def check_policy(model: UserModel) -> StandalonePolicy:
-    """``getUserPolicy`` returns a policy whose ``step`` takes the seven StandalonePolicy args."""
-    policy = model.policy
-    try:
-        signature = inspect.signature(policy.step)
-    except (TypeError, ValueError):
-        return policy
-    try:
-        signature.bind(*([None] * 7))
-    except TypeError as exc:
-        raise ContractError(
-            f"{type(policy).__name__}.step{signature} cannot take (observation, reward, done, "
-            f"info, agentFullName, observation_space, action_space): {exc}"
-        ) from None
-    return policy
-
-
-def check_agent_constructs(model: UserModel, instance_config: Mapping[str, Any]) -> Agent:
-    """``AgentClass(modelConfig, instanceConfig)`` constructs."""
-    return model.make_agent(instance_config)
-
-
-def check_agent_methods(agent: Any) -> str:
-    """``makeObs``/``deploy`` are callable with their arguments, and so are the optional hooks."""
-    agent = agent.user if isinstance(agent, BoundAgent) else agent  # the participant's own object
-    name = type(agent).__name__
-    methods = {
-        "makeObs": 1,
-        "action_mask": 1,
-        "deploy": 2,
-        "reset": 0,
-        "seed": 1,
-        "onEpisodeEnd": 1,
-    }
-    present: list[str] = []
-    for method, n_args in methods.items():
-        fn = getattr(agent, method, None)
-        if not callable(fn) and method not in ("makeObs", "deploy"):
-            continue  # an optional hook left out (a plain attribute of that name is no hook)
-        present.append(method)
-        if not callable(fn):
-            raise ContractError(f"{name}.{method} is not a method")
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError):
-            continue
-        try:
-            signature.bind(*([None] * n_args))
-        except TypeError:
-            expected = {
-                0: "()",
-                1: "(seed)" if method == "seed" else "(battle)",
-                2: "(battle, action)",
-            }[n_args]
-            raise ContractError(
-                f"{name}.{method}{signature} cannot be called as {method}{expected}"
-            ) from None
-    return "methods: " + ", ".join(present)
-
-
-def _space_problem(space: Any, path: str) -> str:
-    if not isinstance(space, gymnasium.Space):
-        module = type(space).__module__
-        if module.startswith("gym.") or module == "gym":
-            kind = f"{module}.{type(space).__name__}"
-            return f"{path} is a {kind} of the old `gym` package, not gymnasium"
-        return f"{path} is a {type(space).__name__}, not a gymnasium space"
-    if not isinstance(space, SUPPORTED_SPACES):
-        return f"{path} is a {type(space).__name__} space, which is not supported"
-    if isinstance(space, spaces.Dict):
-        for key, sub in space.spaces.items():
-            problem = _space_problem(sub, f"{path}[{key!r}]")
-            if problem:
-                return problem
-    if isinstance(space, spaces.Tuple):
-        for i, sub in enumerate(space.spaces):
-            problem = _space_problem(sub, f"{path}[{i}]")
-            if problem:
-                return problem
-    return ""
-
-
-def check_spaces(agent: Any) -> str:
-    """The Agent has ``observation_space`` and ``action_space`` of a supported kind (with a
-    warning, in the message, when its observations are large: :func:`observation_size_warning`)."""
-    described = []
-    for attribute in ("observation_space", "action_space"):
-        if not hasattr(agent, attribute):
-            raise ContractError(f"{type(agent).__name__} has no {attribute}")
-        space = getattr(agent, attribute)
-        problem = _space_problem(space, attribute)
-        if problem:
-            raise ContractError(problem)
-        described.append(f"{attribute} {describe_space(space)}")
-    warning = observation_size_warning(agent.observation_space)
-    return ", ".join(described) + (f"; {warning}" if warning else "")
 
 
 #: Observations from this size on (bytes on the wire) get a warning: every decision carries one
@@ -441,17 +272,3 @@ def check_order(battle: AbstractBattle, order: Any) -> str:
         raise ContractError(
             f"deploy returned {short_repr(shown)}, which is not legal now: {exc}"
         ) from None
-
-
-def check_wire(reply_type: str, body: Any) -> Any:
-    """``body`` sent as an ok reply of ``reply_type`` through the wire codec; the decoded body.
-
-    What the decoded body holds is what the center receives (tuples become lists, for instance).
-    Raises ContractError when the codec refuses it: a value of a type the wire does not carry,
-    nesting too deep, a message too large.
-    """
-    reply = Reply(reply_type, "checker", "checker", "ok", body, session="checker")
-    try:
-        return decode_reply(encode_reply(reply)).body
-    except ProtocolError as exc:
-        raise ContractError(f"cannot be sent to the center: {exc}") from None

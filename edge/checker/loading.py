@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from edge.checker.checks import describe_space
+from edge.checker.checks import describe_space, observation_size_warning
 from edge.checker.report import Tally
 from edge.wire.messages import ErrorBody, OpenSessionReply
 
@@ -114,6 +114,9 @@ def record_opened(tallies: dict[str, Tally], module_id: str, reply: OpenSessionR
         "spaces": f"observation_space {describe_space(reply.observation_space)}, "
         f"action_space {describe_space(reply.action_space)}",
     }
+    warning = observation_size_warning(reply.observation_space)
+    if warning:
+        details["spaces"] += f"; {warning}"
     for name in LOADING_ORDER:
         tallies[name].ok(details[name])
 

@@ -22,7 +22,7 @@ from center.evaluation.side_guard import Budget, SideGuard
 from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
 from center.report.sources import read_log_dir
-from edge.checker.checks import check_spaces, observation_size_warning
+from edge.checker.checks import observation_size_warning
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_reply
 from edge.wire.messages import OpenSessionReply, Reply
 from edge.wire.msgpack_values import MAX_ACTION_BYTES, MAX_OBSERVATION_BYTES
@@ -159,16 +159,14 @@ def test_observations_and_actions_are_limited_in_bytes_on_the_wire():
 
 
 def test_the_checker_warns_of_observations_large_enough_to_slow_battles():
-    class Agent:
-        def __init__(self, elements: int) -> None:
-            self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (elements,), np.float32)
-            self.action_space = gymnasium.spaces.Discrete(11)
+    def box(elements: int) -> gymnasium.spaces.Box:
+        return gymnasium.spaces.Box(0.0, 1.0, (elements,), np.float32)
 
-    assert "warning" not in check_spaces(Agent(390))
-    assert observation_size_warning(Agent(1 << 16).observation_space) == ""
-    large = check_spaces(Agent(1 << 20))
+    assert observation_size_warning(box(390)) == ""
+    assert observation_size_warning(box(1 << 16)) == ""
+    large = observation_size_warning(box(1 << 20))
     assert "warning: an observation takes 4.0 MiB on the wire, limit 4 MiB" in large
-    assert "over the limit" in observation_size_warning(Agent((1 << 20) + 1).observation_space)
+    assert "over the limit" in observation_size_warning(box((1 << 20) + 1))
 
 
 class _SleepyAgent:

@@ -21,13 +21,11 @@ from edge.checker.checks import (
     check_action_mask,
     check_observation,
     check_order,
-    check_spaces,
 )
 from edge.checker.report import CheckReport, Status
 from edge.checker.run import RECORDED_CHECKS, check_user_module
 from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.errors import ContractError
-from edge.maple.maple_agent import MapleAgent
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents" / "candidates.json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -541,13 +539,6 @@ def test_check_action_accepts_team_choices_only_at_team_preview() -> None:
         check_action([0, 1, 2], space, team_preview=False)
     with pytest.raises(ContractError, match="nor a team choice"):
         check_action("/choose move 1", space, team_preview=True)
-
-
-def test_check_spaces_refuses_unsupported_kinds() -> None:
-    agent = MapleAgent({}, {})
-    agent.observation_space = gymnasium.spaces.Dict({"name": gymnasium.spaces.Text(5)})  # type: ignore[assignment]
-    with pytest.raises(ContractError, match=r"observation_space\['name'\] is a Text space"):
-        check_spaces(agent)
 
 
 def test_check_order_accepts_legal_orders_and_explains_illegal_ones() -> None:
