@@ -133,6 +133,32 @@ def _setup_logging(verbose: int) -> None:
     help="Let a model's worker serve its next battle, keeping what the module remembers "
     "(by default every battle starts from a fresh import).",
 )
+@click.option(
+    "--endpoint",
+    "endpoint_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="A model endpoint the organizer runs (an OpenAI-compatible server, say): the models "
+    'granted NAME in the candidates file ("endpoints": ["NAME"]) reach URL, and nothing else, '
+    "through the edge, at os.environ['SEP_ENDPOINT_NAME']. Repeatable.",
+)
+@click.option(
+    "--endpoint-header",
+    "endpoint_header_specs",
+    multiple=True,
+    metavar="NAME=HEADER:VALUE",
+    help="A header the edge adds to each request to endpoint NAME (an API key); workers never "
+    "see it. Default: Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY when that is set. "
+    "Repeatable.",
+)
+@click.option(
+    "--endpoint-tokens",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Tokens a side may use per battle, over its model endpoints (as their replies report "
+    "them); further requests are refused. Default: no limit.",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -154,6 +180,9 @@ def sep_edge(
     no_drop_privileges: bool,
     cpus: str | None,
     reuse_workers: bool,
+    endpoint_specs: tuple[str, ...],
+    endpoint_header_specs: tuple[str, ...],
+    endpoint_tokens: int | None,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
@@ -185,6 +214,7 @@ def sep_edge(
         raise SystemExit(2)
     try:
         from edge.contract.candidates import load_candidates
+        from edge.service.endpoint_options import parse_endpoints
         from edge.service.sandbox import Limits, parse_cpu_list, parse_size
         from edge.service.supervisor import SandboxServer
         from edge.wire.keys import edge_curve_from_config
@@ -198,6 +228,7 @@ def sep_edge(
                 open_files=open_files_limit,
             )
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
+            endpoints = parse_endpoints(endpoint_specs, endpoint_header_specs)
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
@@ -218,6 +249,8 @@ def sep_edge(
             insecure=insecure,
             cpus=cpu_list,
             reuse_workers=reuse_workers,
+            endpoints=endpoints,
+            endpoint_tokens=endpoint_tokens,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:

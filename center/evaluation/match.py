@@ -252,6 +252,12 @@ def _record(
         blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
         red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
         red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
+        blue_endpoint_requests=stats["blue"].endpoint_requests,
+        blue_endpoint_bytes=stats["blue"].endpoint_bytes,
+        blue_endpoint_tokens=stats["blue"].endpoint_tokens,
+        red_endpoint_requests=stats["red"].endpoint_requests,
+        red_endpoint_bytes=stats["red"].endpoint_bytes,
+        red_endpoint_tokens=stats["red"].endpoint_tokens,
     )
 
 

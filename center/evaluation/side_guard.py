@@ -105,6 +105,10 @@ class SideStats:
     decision_cpu_ms: list[float] = field(default_factory=list)
     #: seconds of waiting for a CPU on the edge credited to the side (not charged)
     queued_s: float = 0.0
+    #: what its calls asked of the edge's model endpoints (``usage.endpoint``, protocol 2.1)
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
     invalid: int = 0
     timeouts: int = 0
     fatal: SideStatus | None = None
@@ -245,6 +249,10 @@ class SideGuard:
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
+            if usage is not None:
+                self.stats.endpoint_requests += usage.endpoint_requests
+                self.stats.endpoint_bytes += usage.endpoint_bytes
+                self.stats.endpoint_tokens += usage.endpoint_tokens
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""
