@@ -180,7 +180,7 @@ class UsageScanner:
         *lines, rest = self._buffer.split(b"\n")
         self._buffer = bytearray(rest)
         for line in lines:
-            self._event_line(line)
+            self._event_line(bytes(line))
         if len(self._buffer) > MAX_SCANNED:  # one line that long is not a usage chunk
             self._buffer.clear()
 
