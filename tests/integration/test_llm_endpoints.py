@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.edges import EdgeProcess, write_config
+from tests.integration.edges import SEP_EDGE, EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parents[1] / "outside_agents" / "candidates_llm.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
@@ -199,6 +199,9 @@ def test_an_llm_agent_plays_through_its_endpoint_and_its_tokens_land_in_battles_
     assert int(row["blue_endpoint_tokens"]) == TOKENS * len(blue), row
     assert int(row["red_endpoint_tokens"]) == STREAM_TOKENS * len(red), row
     assert int(row["blue_endpoint_bytes"]) > sum(len(r["body"]) for r in blue), row
+    log = edges["blue"].log.read_text()
+    assert f"model endpoint LLM: {model_server.url} (Authorization; no token limit)" in log
+    assert "organizer-key" not in log
     environments = [r["body"] for r in requests if "ENVIRONMENT" in r["body"]]
     assert len(environments) == 2  # each module told what it could see
     for seen in environments:
@@ -234,3 +237,19 @@ def test_past_its_token_limit_a_side_is_refused_with_a_clear_error(
     assert int(row["blue_endpoint_requests"]) == 3, row
     assert int(row["blue_endpoint_tokens"]) == 30, row
     assert len(model_server.requests) == 3
+
+
+def test_a_candidate_granted_an_endpoint_the_edge_lacks_is_one_clear_line(tmp_path):
+    config = write_config(tmp_path / "sep_config.json")
+    run = subprocess.run(
+        [*SEP_EDGE, "blue", "--config", str(config), "--candidates", str(AGENTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert lines == [
+        "error: model 'llm_chat' is granted the model endpoint LLM in its candidates file, "
+        "which this edge does not have: give sep_edge --endpoint LLM=URL"
+    ], run.stderr
