@@ -253,3 +253,25 @@ def test_a_candidate_granted_an_endpoint_the_edge_lacks_is_one_clear_line(tmp_pa
         "error: model 'llm_chat' is granted the model endpoint LLM in its candidates file, "
         "which this edge does not have: give sep_edge --endpoint LLM=URL"
     ], run.stderr
+
+
+def test_without_a_network_namespace_the_edge_warns_that_endpoints_can_be_bypassed(
+    model_server, tmp_path
+):
+    """``--allow-network``: endpoints still work, metered, but the start-up line says that a
+    module can reach the URL directly."""
+    config = write_config(tmp_path / "sep_config.json")
+    edge = EdgeProcess(
+        "blue",
+        config,
+        AGENTS,
+        tmp_path / "blue.log",
+        extra=["--endpoint", f"LLM={model_server.url}", "--allow-network"],
+    )
+    try:
+        edge.start()
+    finally:
+        edge.stop()
+    line = next(line for line in edge.log.read_text().splitlines() if "model endpoint LLM" in line)
+    assert "WARNING: workers have the host's network" in line
+    assert "reach the endpoint's URL directly, unmetered" in line
