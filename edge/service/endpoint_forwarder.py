@@ -288,12 +288,7 @@ class EndpointForwarder:
         """The refusal of ``request`` (bytes to send), or None: it passes, and is counted."""
         base = endpoint.path
         target = request.target
-        if not target.startswith("/") or not (
-            not base
-            or target == base
-            or target.startswith(base + "/")
-            or target[len(base) :][:1] == "?"
-        ):
+        if not _under(target, base):
             return edge_reply(
                 404,
                 "not_forwarded",
@@ -395,6 +390,18 @@ class EndpointForwarder:
                     sessions.move_to_end(door.session)
                     while len(sessions) > SESSIONS_KEPT:
                         sessions.popitem(last=False)
+
+
+def _under(target: str, base: str) -> bool:
+    """Whether a request's ``target`` is a path under ``base`` (no ``..`` that a server would
+    resolve to a path outside it, however it is encoded)."""
+    path = target.partition("?")[0]
+    if not path.startswith("/") or "\\" in path:
+        return False
+    segments = urllib.parse.unquote(path).replace("\\", "/").split("/")
+    if any(segment in (".", "..") for segment in segments):
+        return False
+    return not base or path == base or path.startswith(base + "/")
 
 
 def _variable(name: str) -> str:
