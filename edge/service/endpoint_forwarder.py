@@ -277,6 +277,10 @@ class EndpointForwarder:
             self._forward(door, endpoint, request, conn)
         except OSError:
             pass  # the worker went away, or sent nothing in time
+        except (ValueError, http.client.HTTPException) as exc:  # e.g. a header http.client refuses
+            logger.info("endpoint %s: a request of worker %d: %s", endpoint.name, door.worker, exc)
+            with contextlib.suppress(OSError):
+                conn.sendall(edge_reply(400, "bad_request", f"sep_edge: {exc}"))
         finally:
             with contextlib.suppress(OSError):
                 conn.close()
