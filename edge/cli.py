@@ -205,6 +205,8 @@ def sep_edge(
             argv += ["--battles", str(battles)]
         if battle_format is not None:
             argv += ["--format", battle_format]
+        argv += [f"--endpoint={spec}" for spec in endpoint_specs]
+        argv += [f"--endpoint-header={spec}" for spec in endpoint_header_specs]
         raise SystemExit(check_main(argv))
     if battles is not None or battle_format is not None:
         click.echo("error: --battles and --format go with --check MODEL_ID", err=True)

@@ -8,6 +8,7 @@ same :func:`main`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,8 @@ from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError
+from edge.service.endpoint_options import parse_endpoints
+from edge.service.endpoints import environment_name
 from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
@@ -114,6 +117,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"time limit of the import and each loading call (default {DEFAULT_LOAD_LIMIT:g})",
     )
+    parser.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a model endpoint the model is granted (as sep_edge --endpoint): the recorded checks "
+        "reach URL directly at SEP_ENDPOINT_NAME, the real battles through their edges; repeatable",
+    )
+    parser.add_argument(
+        "--endpoint-header",
+        action="append",
+        default=[],
+        metavar="NAME=HEADER:VALUE",
+        help="a header the edges of the real battles add to endpoint NAME's requests; repeatable",
+    )
     return parser
 
 
@@ -125,6 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CandidatesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        endpoints = parse_endpoints(options.endpoint, options.endpoint_header)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for name, endpoint in endpoints.items():  # the recorded checks run here, with the network
+        os.environ[environment_name(name)] = endpoint.origin + endpoint.path
     samples: list[SampleBattle] | None = None
     if options.samples:
         samples = []
@@ -162,8 +187,14 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         file=sys.stderr,
         flush=True,
     )
+    edge_args = [f"--endpoint={spec}" for spec in options.endpoint]
+    edge_args += [f"--endpoint-header={spec}" for spec in options.endpoint_header]
     result, lines = play_battles(
-        options.candidates, options.model_id, options.battles, battle_format=options.format
+        options.candidates,
+        options.model_id,
+        options.battles,
+        battle_format=options.format,
+        edge_args=edge_args,
     )
     report.results.append(result)
     report.battles = lines

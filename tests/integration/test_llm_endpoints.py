@@ -275,3 +275,31 @@ def test_without_a_network_namespace_the_edge_warns_that_endpoints_can_be_bypass
     line = next(line for line in edge.log.read_text().splitlines() if "model endpoint LLM" in line)
     assert "WARNING: workers have the host's network" in line
     assert "reach the endpoint's URL directly, unmetered" in line
+
+
+def test_the_checker_checks_an_llm_agent_against_the_endpoint_it_is_given(model_server, tmp_path):
+    """``sep_edge --check MODEL --endpoint LLM=URL --battles 1``: the recorded checks reach the
+    URL directly, the real battle through edges granted it with the organizer's header."""
+    run = subprocess.run(
+        [
+            *SEP_EDGE,
+            "--check",
+            "llm_chat",
+            "--candidates",
+            str(AGENTS),
+            "--endpoint",
+            f"LLM={model_server.url}",
+            "--endpoint-header",
+            "LLM=Authorization:Bearer organizer-key",
+            "--battles",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    keys = {r["authorization"] for r in model_server.requests}
+    assert "Bearer organizer-key" in keys  # the battle's requests, through the edge
+    assert "Bearer not-a-key" in keys  # the recorded checks', straight to the URL
