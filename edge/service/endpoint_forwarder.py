@@ -109,6 +109,7 @@ class EndpointForwarder:
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)  # a wake-up never holds up the supervisor's loop
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._changes: list[tuple[bool, socket.socket, _Door | None]] = []
         self._stopping = False
@@ -125,10 +126,14 @@ class EndpointForwarder:
         """Take the listening sockets a worker sent (one per name, in order); what is wrong with
         them (the worker then dies), or None. The fds are this process's from now on."""
         sockets = []
-        for fd in fds:
-            sockets.append(socket.socket(fileno=fd))
         problem = None
-        if len(sockets) != len(names):
+        for fd in fds:
+            try:
+                sockets.append(socket.socket(fileno=fd))
+            except OSError:  # not a socket at all
+                os.close(fd)
+                problem = "sent an endpoint file descriptor that is not a socket"
+        if problem is None and len(sockets) != len(names):
             problem = f"sent {len(sockets)} endpoint sockets for {len(names)} endpoints"
         for sock in sockets:
             if problem is None and (
