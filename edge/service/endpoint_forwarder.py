@@ -35,7 +35,7 @@ from edge.service.endpoint_http import (
     read_request,
 )
 
-__all__ = ["EndpointForwarder", "EndpointUsage", "ModelEndpoint"]
+__all__ = ["EndpointForwarder", "EndpointUsage", "ModelEndpoint", "close_fds"]
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
@@ -411,6 +411,14 @@ def _under(target: str, base: str) -> bool:
     if any(segment in (".", "..") for segment in segments):
         return False
     return not base or path == base or path.startswith(base + "/")
+
+
+def close_fds(fds: Sequence[int]) -> list[int]:
+    """Close file descriptors a worker passed that no door took; the empty list."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return []
 
 
 def _variable(name: str) -> str:

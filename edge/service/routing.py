@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ import zmq
 
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, frame
-from edge.service.endpoint_forwarder import EndpointForwarder
+from edge.service.endpoint_forwarder import EndpointForwarder, close_fds
 from edge.service.host_locks import HostClaims
 from edge.service.sandbox import describe_exit
 from edge.service.scheduling import CallScheduler
@@ -424,10 +423,7 @@ class SessionRouter:
         self._channels.unregister(worker)
         if self._endpoints is not None:
             self._endpoints.detach(worker.number)
-        for fd in worker.endpoint_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        worker.endpoint_fds = []
+        worker.endpoint_fds = close_fds(worker.endpoint_fds)  # (sent, never attached)
         self._scheduler.free(worker)
         self._pool.forget(worker)
         jobs = ([worker.job] if worker.job is not None else []) + list(worker.queue)
