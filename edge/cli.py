@@ -143,6 +143,32 @@ def _setup_logging(verbose: int) -> None:
     help="Let a model's worker serve its next battle, keeping what the module remembers "
     "(by default every battle starts from a fresh import).",
 )
+@click.option(
+    "--endpoint",
+    "endpoint_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="A model endpoint the organizer runs (an OpenAI-compatible server, say): the models "
+    'granted NAME in the candidates file ("endpoints": ["NAME"]) reach URL, and nothing else, '
+    "through the edge, at os.environ['SEP_ENDPOINT_NAME']. Repeatable.",
+)
+@click.option(
+    "--endpoint-header",
+    "endpoint_header_specs",
+    multiple=True,
+    metavar="NAME=HEADER:VALUE",
+    help="A header the edge adds to each request to endpoint NAME (an API key); workers never "
+    "see it. Default: Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY when that is set. "
+    "Repeatable.",
+)
+@click.option(
+    "--endpoint-tokens",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Tokens a side may use per battle, over its model endpoints (as their replies report "
+    "them); further requests are refused. Default: no limit.",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -165,6 +191,9 @@ def sep_edge(
     no_drop_privileges: bool,
     cpus: str | None,
     reuse_workers: bool,
+    endpoint_specs: tuple[str, ...],
+    endpoint_header_specs: tuple[str, ...],
+    endpoint_tokens: int | None,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
@@ -188,6 +217,8 @@ def sep_edge(
             argv += ["--battles", str(battles)]
         if battle_format is not None:
             argv += ["--format", battle_format]
+        argv += [f"--endpoint={spec}" for spec in endpoint_specs]
+        argv += [f"--endpoint-header={spec}" for spec in endpoint_header_specs]
         raise SystemExit(check_main(argv))
     if battles is not None or battle_format is not None:
         click.echo("error: --battles and --format go with --check MODEL_ID", err=True)
@@ -198,6 +229,7 @@ def sep_edge(
     try:
         from edge.contract.candidates import load_candidates
         from edge.oom_score import shield_from_oom
+        from edge.service.endpoint_options import parse_endpoints
         from edge.service.memory_admission import MemoryBudget
         from edge.service.sandbox import Limits, parse_cpu_list, parse_size
         from edge.service.supervisor import SandboxServer
@@ -216,6 +248,7 @@ def sep_edge(
                 reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
             except ValueError as exc:
                 raise ValueError(f"--memory-reserve: {exc}") from None
+            endpoints = parse_endpoints(endpoint_specs, endpoint_header_specs)
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
@@ -238,6 +271,8 @@ def sep_edge(
             cpus=cpu_list,
             reuse_workers=reuse_workers,
             memory_budget=MemoryBudget.derive(reserve),
+            endpoints=endpoints,
+            endpoint_tokens=endpoint_tokens,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:

@@ -257,6 +257,12 @@ def _record(
         red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
         blue_time_s=stats["blue"].time_s,
         red_time_s=stats["red"].time_s,
+        blue_endpoint_requests=stats["blue"].endpoint_requests,
+        blue_endpoint_bytes=stats["blue"].endpoint_bytes,
+        blue_endpoint_tokens=stats["blue"].endpoint_tokens,
+        red_endpoint_requests=stats["red"].endpoint_requests,
+        red_endpoint_bytes=stats["red"].endpoint_bytes,
+        red_endpoint_tokens=stats["red"].endpoint_tokens,
     )
 
 

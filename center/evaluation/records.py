@@ -168,6 +168,14 @@ class BattleRecord:
     #: opening its session included (``--battle-time`` bounds it). Empty in older rows.
     blue_time_s: float | None = None
     red_time_s: float | None = None
+    #: what the side's decisions asked of its edge's model endpoints (``sep_edge --endpoint``):
+    #: requests, bytes both ways, and tokens as the endpoints' replies reported them
+    blue_endpoint_requests: int = 0
+    blue_endpoint_bytes: int = 0
+    blue_endpoint_tokens: int = 0
+    red_endpoint_requests: int = 0
+    red_endpoint_bytes: int = 0
+    red_endpoint_tokens: int = 0
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.

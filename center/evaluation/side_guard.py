@@ -100,6 +100,10 @@ class SideStats:
     queued_s: float = 0.0
     #: the side's battle clock: wall seconds of its calls, opening its session included
     time_s: float = 0.0
+    #: what its calls asked of the edge's model endpoints (``usage.endpoint``, protocol 2.1)
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
     invalid: int = 0
     timeouts: int = 0
     fatal: SideStatus | None = None
@@ -254,6 +258,10 @@ class SideGuard:
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
+            if usage is not None:
+                self.stats.endpoint_requests += usage.endpoint_requests
+                self.stats.endpoint_bytes += usage.endpoint_bytes
+                self.stats.endpoint_tokens += usage.endpoint_tokens
             # The whole wait, queueing included: the organizer's time is spent all the same.
             self._clock(elapsed, self._overran or what)
 

@@ -179,6 +179,27 @@ def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
     return info
 
 
+def _endpoint_info(data: LogDir) -> list[tuple[str, str]]:
+    """A ``model endpoints`` line per candidate whose decisions asked its edge's model endpoints
+    (``sep_edge --endpoint``): requests, tokens and bytes over its battles, from battles.csv."""
+    totals: dict[str, list[int]] = {}
+    for r in data.records:
+        for side in ("blue", "red"):
+            counts = [getattr(r, f"{side}_endpoint_{k}") for k in ("requests", "tokens", "bytes")]
+            if any(counts):
+                total = totals.setdefault(getattr(r, side), [0, 0, 0, 0])
+                total[:3] = [a + b for a, b in zip(total[:3], counts, strict=False)]
+                total[3] += 1
+    return [
+        (
+            "model endpoints",
+            f"{data.name(model)} ({model}): {requests} requests, {tokens} tokens, "
+            f"{size} bytes over {battles} battles",
+        )
+        for model, (requests, tokens, size, battles) in sorted(totals.items())
+    ]
+
+
 def _run_info(data: LogDir) -> list[tuple[str, str]]:
     """The run section: (label, text) pairs; the dates' texts are markup (<time> elements)."""
     info: list[tuple[str, str]] = [("folder", str(data.path.resolve()))]
@@ -227,6 +248,7 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
                 info.append((key.replace("_", " "), str(value)))
     info.append(("voided battles", _voided_text(data)))
     info += _provenance_info(data)
+    info += _endpoint_info(data)
     recs = data.records
     versions = sorted(
         {(r.version_sep, r.version_poke_env, r.version_showdown) for r in recs if r.version_sep}

@@ -18,6 +18,7 @@ from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError, EdgeError
+from edge.service.endpoint_options import parse_endpoints
 from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
@@ -136,6 +137,21 @@ def _parser() -> argparse.ArgumentParser:
         help=f"time limit of each open_session: the import, the contract functions, the Agent "
         f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
     )
+    parser.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a model endpoint the model is granted (as sep_edge --endpoint), reached through the "
+        "checker's edge as in a battle; repeatable",
+    )
+    parser.add_argument(
+        "--endpoint-header",
+        action="append",
+        default=[],
+        metavar="NAME=HEADER:VALUE",
+        help="a header the edge adds to endpoint NAME's requests (as sep_edge); repeatable",
+    )
     return parser
 
 
@@ -145,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         load_user_model(options.candidates, options.model_id)
     except CandidatesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        endpoints = parse_endpoints(options.endpoint, options.endpoint_header)
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     samples: list[SampleBattle] | None = None
@@ -169,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file_size=options.file_size_limit,
                 open_files=options.open_files_limit,
             ),
+            endpoints=endpoints,
         )
     except EdgeError as exc:  # the sandbox itself could not start
         print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)
@@ -193,8 +215,14 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         file=sys.stderr,
         flush=True,
     )
+    edge_args = [f"--endpoint={spec}" for spec in options.endpoint]
+    edge_args += [f"--endpoint-header={spec}" for spec in options.endpoint_header]
     result, lines = play_battles(
-        options.candidates, options.model_id, options.battles, battle_format=options.format
+        options.candidates,
+        options.model_id,
+        options.battles,
+        battle_format=options.format,
+        edge_args=edge_args,
     )
     report.results.append(result)
     report.battles = lines

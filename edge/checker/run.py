@@ -12,7 +12,7 @@ the ``process`` check; what user code prints is captured and counted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edge.checker.calls import EdgeCalls
@@ -24,6 +24,7 @@ from edge.checker.samples import SampleBattle, shipped_sample_battles
 from edge.checker.sandboxed import CheckerEdge
 from edge.contract.user_module import LOAD_TIME_LIMIT, load_user_model
 from edge.errors import CandidatesError
+from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
 
 logger = logging.getLogger(__name__)
@@ -88,12 +89,14 @@ def check_user_module(
     call_limit: float = DEFAULT_CALL_LIMIT,
     load_limit: float = DEFAULT_LOAD_LIMIT,
     limits: Limits | None = None,
+    endpoints: Mapping[str, ModelEndpoint] | None = None,
 ) -> CheckReport:
     """Run every check on ``model_id`` of ``candidates_path``; never raises for the module's faults.
 
     ``battles`` are the recorded samples to play (default: the ones shipped in
     :mod:`edge.checker.samples`). ``call_limit`` bounds each call of a battle, ``load_limit`` each
-    open_session (seconds); ``limits`` are the workers' (default: an edge's). Raises EdgeError
+    open_session (seconds); ``limits`` are the workers' (default: an edge's); ``endpoints`` the
+    model endpoints its workers reach through the edge, as in a battle. Raises EdgeError
     when the edge cannot start.
     """
     path = Path(candidates_path).absolute()
@@ -116,7 +119,7 @@ def check_user_module(
     tallies["candidate"].ok(
         f"{model_id!r}: module {candidate.module_id!r}, logName {candidate.log_name!r}{team}"
     )
-    with CheckerEdge(candidate, limits or Limits()) as edge:
+    with CheckerEdge(candidate, limits or Limits(), endpoints) as edge:
         run = _Run(EdgeCalls(edge), tallies, call_limit, load_limit)
         run.notes += [f"the checker's sandbox, {line}" for line in edge.measures_off()]
         recorded = RecordedBattles(

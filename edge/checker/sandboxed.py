@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final
 
@@ -22,6 +23,7 @@ import zmq
 
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
+from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
 from edge.service.supervisor import SandboxedEdge
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request
@@ -40,7 +42,12 @@ it stopped at its deadline, and may first have to start a worker."""
 class CheckerEdge:
     """One model served by a sandboxed edge of this process; :meth:`call` is one request."""
 
-    def __init__(self, candidate: Candidate, limits: Limits) -> None:
+    def __init__(
+        self,
+        candidate: Candidate,
+        limits: Limits,
+        endpoints: Mapping[str, ModelEndpoint] | None = None,
+    ) -> None:
         server_keys, client_keys = generate_keypair(), generate_keypair()
         self.edge = SandboxedEdge(
             "blue",
@@ -50,6 +57,7 @@ class CheckerEdge:
             limits=limits,
             max_workers=2,
             curve=CurveConfig(server_keys, frozenset({client_keys.public})),
+            endpoints=endpoints,
         )
         self._context = zmq.Context()
         self._socket: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)

@@ -32,6 +32,7 @@ import zmq
 
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, frame
+from edge.service.endpoint_forwarder import EndpointForwarder, close_fds
 from edge.service.host_locks import HostClaims
 from edge.service.sandbox import describe_exit
 from edge.service.scheduling import CallScheduler
@@ -81,7 +82,7 @@ MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
 
 DEAD_SESSIONS_KEPT: Final = 4096
 
-_USAGE_ROOM: Final = 64
+_USAGE_ROOM: Final = 160
 """Bytes the supervisor's ``usage`` adds to a reply at most."""
 
 
@@ -94,11 +95,13 @@ class SessionRouter:
         polls: PollSet,
         cpus: Sequence[int],
         cpu_claims: HostClaims | None,
+        endpoints: EndpointForwarder | None = None,
     ) -> None:
         self._pool = pool
+        self._endpoints = endpoints
         self._polls = polls
         self._channels = WorkerChannels(polls, self._on_frame, self._on_eof, self._violation)
-        self._scheduler = CallScheduler(cpus, cpu_claims, self._channels.write)
+        self._scheduler = CallScheduler(cpus, cpu_claims, self._channels.write, endpoints)
         self._server: EdgeSocketServer | None = None
         self._sessions: dict[str, WorkerHandle] = {}
         self._dead_sessions: OrderedDict[str, str] = OrderedDict()
@@ -293,6 +296,8 @@ class SessionRouter:
             worker.state = "ready"
             if job is None and worker.group is not None:
                 worker.group.freeze()
+        elif kind is Kind.ENDPOINTS and worker.state == "starting" and self._endpoints is not None:
+            self._attach_endpoints(worker)
         elif kind is Kind.REPLY and job is not None and job.header is not None:
             self._on_reply(worker, job, payload)
         elif kind is Kind.RESTORED and job is not None and job.header is None:
@@ -306,6 +311,15 @@ class SessionRouter:
             self.worker_gone(worker, cause)
         else:
             self._violation(worker, f"sent a {kind.name} frame out of turn")
+
+    def _attach_endpoints(self, worker: WorkerHandle) -> None:
+        """The worker's model-endpoint sockets (``edge.service.endpoints``) go to the forwarder."""
+        assert self._endpoints is not None
+        names = sorted(self._endpoints.paths_for(self._pool.models[worker.model_id].endpoints))
+        fds, worker.endpoint_fds = worker.endpoint_fds, []
+        problem = self._endpoints.attach(worker.number, names, fds)
+        if problem is not None:
+            self._violation(worker, problem)
 
     def _on_reply(self, worker: WorkerHandle, job: Job, raw: bytes) -> None:
         assert job.header is not None
@@ -414,6 +428,9 @@ class SessionRouter:
         worker.state = "gone"
         worker.cause = cause
         self._channels.unregister(worker)
+        if self._endpoints is not None:
+            self._endpoints.detach(worker.number)
+        worker.endpoint_fds = close_fds(worker.endpoint_fds)  # (sent, never attached)
         self._scheduler.free(worker)
         self._pool.forget(worker)
         jobs = ([worker.job] if worker.job is not None else []) + list(worker.queue)

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from edge.service.endpoint_forwarder import EndpointForwarder
 from edge.service.host_locks import HostClaims
 from edge.service.processes import cpu_seconds
 from edge.service.worker_handle import Job, WorkerHandle
@@ -41,8 +42,11 @@ class CallScheduler:
         cpus: Sequence[int],
         claims: HostClaims | None,
         write: Callable[[WorkerHandle, bytes], None],
+        endpoints: EndpointForwarder | None = None,
     ) -> None:
         self.cpus = list(cpus)
+        self._endpoints = endpoints
+        """Model endpoints: a worker's requests pass while its call runs (None: the edge has none)."""
         self.claims = claims
         """Host-wide CPU claims (None: the CPUs are this edge's alone)."""
         self._write = write
@@ -104,6 +108,8 @@ class CallScheduler:
             group.pin([worker.cpu] if worker.cpu is not None else self.cpus)
             group.thaw()
         worker.cpu_at_start = self.cpu_time(worker)
+        if self._endpoints is not None:
+            self._endpoints.open(worker.number, worker.session)
         data, worker.pending = worker.pending, b""
         self._write(worker, data)
 
@@ -131,7 +137,10 @@ class CallScheduler:
             worker.group.freeze()
         worker.cpu_at_start = None
         self.free(worker)
-        return CallUsage(cpu=cpu, queued=queued)
+        if self._endpoints is None:
+            return CallUsage(cpu=cpu, queued=queued)
+        asked = self._endpoints.close(worker.number)
+        return CallUsage(cpu, queued, asked.requests, asked.bytes, asked.tokens)
 
     def free(self, worker: WorkerHandle) -> None:
         """``worker`` holds no CPU and waits for none any more; waiting calls may start."""

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 
 from edge.contract.candidates import Candidate
+from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
@@ -87,9 +88,12 @@ class SandboxedEdge:
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
         memory_budget: MemoryBudget | None = None,
+        endpoints: Mapping[str, ModelEndpoint] | None = None,
+        endpoint_tokens: int | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
+        _check_endpoints(candidates, endpoints or {})
         host_cpus = sorted(os.sched_getaffinity(0))
         if cpus is not None and (not cpus or not set(cpus) <= set(host_cpus)):
             raise ValueError(f"--cpus must be CPUs of this host ({cpu_list(host_cpus)})")
@@ -107,11 +111,19 @@ class SandboxedEdge:
             memory_budget=memory_budget,
         )
         cpu_claims: HostClaims | None = None
+        self._endpoints: EndpointForwarder | None = None
         try:
+            if endpoints:
+                self._endpoints = EndpointForwarder(endpoints, endpoint_tokens)
+                self._pool.endpoint_paths = self._endpoints.paths_for
             with contextlib.suppress(OSError):  # without it, CPUs are this edge's alone
                 cpu_claims = HostClaims("cpu")
             self._router = SessionRouter(
-                self._pool, polls, sorted(set(cpus)) if cpus else host_cpus, cpu_claims
+                self._pool,
+                polls,
+                sorted(set(cpus)) if cpus else host_cpus,
+                cpu_claims,
+                self._endpoints,
             )
             self._server = EdgeSocketServer(
                 side,
@@ -125,6 +137,8 @@ class SandboxedEdge:
             )
         except BaseException:
             self._pool.close()
+            if self._endpoints is not None:
+                self._endpoints.stop()
             if cpu_claims is not None:
                 cpu_claims.release_all()
             raise
@@ -170,7 +184,32 @@ class SandboxedEdge:
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",
+            *self._endpoint_lines(),
         ]
+
+    def _endpoint_lines(self) -> list[str]:
+        if self._endpoints is None:
+            return []
+        forwarder = self._endpoints
+        if self._pool.hardening.network:
+            reach = "workers granted it reach it, and nothing else, through the edge"
+        else:
+            reach = (
+                "WARNING: workers have the host's network (no network namespace: "
+                f"{self._pool.hardening.why_off.get('network', 'off')}), so a module can also "
+                "reach the endpoint's URL directly, unmetered"
+            )
+        limit = forwarder.tokens_per_battle
+        tokens = f"{limit} tokens per battle and side" if limit is not None else "no token limit"
+        lines = []
+        for name, endpoint in sorted(forwarder.endpoints.items()):
+            users = [m for m, c in self._pool.models.items() if name in c.endpoints]
+            headers = ", ".join(n for n, _ in endpoint.headers) or "no headers added"
+            lines.append(
+                f"model endpoint {name}: {endpoint.origin}{endpoint.path} ({headers}; {tokens}), "
+                f"for {', '.join(users) or 'no model'}; {reach}"
+            )
+        return lines
 
     # -- the socket server's surface ------------------------------------------------------------
 
@@ -204,6 +243,8 @@ class SandboxedEdge:
 
     def close(self, timeout: float = 5.0) -> None:
         self._server.close(timeout)
+        if self._endpoints is not None:
+            self._endpoints.stop()
 
     def __enter__(self) -> SandboxedEdge:
         return self
@@ -226,6 +267,19 @@ class SandboxedEdge:
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
         return self._pool.worker_pids()
+
+
+def _check_endpoints(
+    candidates: Mapping[str, Candidate], endpoints: Mapping[str, ModelEndpoint]
+) -> None:
+    """ValueError when a candidate is granted an endpoint this edge does not have."""
+    for model_id, candidate in candidates.items():
+        missing = [name for name in candidate.endpoints if name not in endpoints]
+        if missing:
+            raise ValueError(
+                f"model {model_id!r} is granted the model endpoint {missing[0]} in its candidates "
+                f"file, which this edge does not have: give sep_edge --endpoint {missing[0]}=URL"
+            )
 
 
 SandboxServer = SandboxedEdge

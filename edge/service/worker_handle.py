@@ -76,6 +76,7 @@ class WorkerHandle:
     cpu_at_start: float | None = None  # CPU seconds of its processes when the call started
     routing_id: bytes | None = None  # the center connection its session's requests come from
     center_gone_at: float | None = None  # when that connection closed (None: it is up)
+    endpoint_fds: list[int] = field(default_factory=list)  # its endpoint sockets, not yet taken
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()

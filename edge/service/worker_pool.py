@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -122,6 +122,9 @@ class WorkerPool:
         self.instance = ""
         """The edge's instance id (set once its server is bound), told to each worker."""
         self.events: WorkerEvents | None = None
+        self.endpoint_paths: Callable[[Sequence[str]], dict[str, str]] | None = None
+        """The model endpoints a worker opens, ``{NAME: base path}`` of its model's granted names
+        (``EndpointForwarder.paths_for``; None: the edge has none)."""
         for stale in remove_stale_work_folders():
             logger.info("removed the work folder of an edge that is gone: %s", stale)
         self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
@@ -229,6 +232,7 @@ class WorkerPool:
             candidate=self._candidates[model_id],
             cgroup_procs=group.join_paths() if group is not None else [],
             keep_paths=self._keep_paths(model_id),
+            endpoints=self._endpoint_paths(model_id),
         )
         worker = WorkerHandle(
             number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
@@ -252,6 +256,11 @@ class WorkerPool:
         self._spawning[number] = worker
         logger.debug("starting worker %d for %s (slot %d)", number, model_id, slot)
         return worker
+
+    def _endpoint_paths(self, model_id: str) -> dict[str, str]:
+        if self.endpoint_paths is None:
+            return {}
+        return self.endpoint_paths(self._candidates[model_id].endpoints)
 
     def _keep_paths(self, model_id: str) -> list[str]:
         """What a worker of ``model_id`` must still see under its private folders: the module's

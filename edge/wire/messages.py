@@ -459,10 +459,15 @@ class Request:
 class CallUsage:
     """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
     ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
-    request waited for a free CPU before it started."""
+    request waited for a free CPU before it started. (2.1) What the call's worker asked of the
+    organizer's model endpoints (``sep_edge --endpoint``) while it ran: requests, bytes (both
+    ways) and the tokens their replies reported (OpenAI-style ``usage``)."""
 
     cpu: float
     queued: float
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
