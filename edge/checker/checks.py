@@ -21,7 +21,7 @@ from edge.contract.agent import Agent
 from edge.contract.binding import BoundAgent
 from edge.contract.decision import action_accepted, observation_accepted
 from edge.contract.policy import StandalonePolicy
-from edge.contract.user_module import OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS, UserModel
+from edge.contract.user_module import UserModel
 from edge.errors import ContractError, InvalidActionError, ProtocolError
 from edge.maple.orders import canonical_order
 from edge.wire.codec import decode_reply, encode_reply
@@ -64,8 +64,8 @@ CHECKS: dict[str, str] = {
     "import": "make `import <userModuleID>` work from the folder of candidates.json, "
     "with the module's dependencies installed",
     "functions": "define getUserAgentClass(args) and getUserPolicy(args) (and, optionally, "
-    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)) at the top level of the "
-    "module's __init__.py",
+    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)), or getUserPlayerClass(args) "
+    "for a poke-env Player, at the top level of the module's __init__.py",
     "agent_class": "getUserAgentClass(args) must return the Agent class itself (not an instance): "
     "any class with observation_space, action_space, makeObs and deploy",
     "optional_functions": "getUserAgentModelConfig(args) must return a dict and "
@@ -108,7 +108,7 @@ def check_functions(model: UserModel) -> str:
     """The required contract functions exist; every contract function present is callable."""
     problems: list[str] = []
     present: list[str] = []
-    for name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
+    for name in model.contract_functions():
         try:
             if model.function(name) is not None:
                 present.append(name)

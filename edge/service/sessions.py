@@ -33,6 +33,7 @@ from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.decision import decide, deploy_given
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
+from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
@@ -189,7 +190,13 @@ class SessionHandlers:
             code_digest(self.candidates[body.model_id]) if body.model_id in self.candidates else ""
         )
         model = self.model(body.model_id)
+        seed = body.instance_config.seed
         with self.captured(context):
+            # Seeded before the import (a fresh worker's module may draw at import) and again
+            # after it (torch may be imported now): every battle then starts from the same state.
+            seed_global_generators(seed)
+            _ = model.module
+            seed_global_generators(seed)
             agent = model.make_agent(body.instance_config.to_dict())
             policy = model.new_policy()
         candidate = self.candidates[body.model_id]
