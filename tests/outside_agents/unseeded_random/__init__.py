@@ -1,7 +1,8 @@
 """A module written from docs/contract.md alone that draws from the global generators and never
 seeds them (as poke-env's own ``choose_random_move`` does): Python's ``random`` picks among the
 legal actions, numpy's global generator decides whether to prefer a move, and the team preview is
-a ``random.sample``. Plain classes, no project import.
+a ``random.sample``. Its moves are listed from a set of their names, so that which move an action
+means follows the order of that set (the hash seed). Plain classes, no project import.
 """
 
 import random
@@ -35,7 +36,8 @@ class LegalActionsAgent:
             return action
         action = int(action)
         if action < N_MOVES:
-            return "/choose move " + battle.available_moves[action].id
+            moves = list({move.id for move in battle.available_moves})  # in the set's order
+            return "/choose move " + moves[action]
         return "/choose switch " + battle.available_switches[action - N_MOVES].name
 
 
