@@ -23,14 +23,19 @@ pytestmark = pytest.mark.showdown
 OUTSIDE = Path(__file__).resolve().parents[1] / "outside_agents"
 CANDIDATES = OUTSIDE / "candidates_agents.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 ROW = ("battle_id", "blue", "red", "winner", "end_reason", "turns", "seed")
 STATUSES = ("blue_status", "red_status", "blue_error", "red_error")
 
 
-def _sep_main(config: Path, log_dir: Path, *extra: str) -> list[dict[str, str]]:
+def _sep_main(
+    config: Path | None, log_dir: Path, *extra: str, hash_seed: str = "random"
+) -> list[dict[str, str]]:
+    """``sep_main`` through the edges of ``config``; without one, ``sep_eval`` (in-process)."""
+    edges = ["--config", str(config)] if config is not None else []
     run = subprocess.run(
         [
-            *SEP_MAIN,
+            *(SEP_MAIN if config is not None else SEP_EVAL),
             "unseeded_random",
             "unseeded_random_b",
             "-n",
@@ -39,8 +44,7 @@ def _sep_main(config: Path, log_dir: Path, *extra: str) -> list[dict[str, str]]:
             "11",
             "-l",
             str(log_dir),
-            "--config",
-            str(config),
+            *edges,
             "--candidates",
             str(CANDIDATES),
             "-q",
@@ -49,7 +53,7 @@ def _sep_main(config: Path, log_dir: Path, *extra: str) -> list[dict[str, str]]:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONHASHSEED": "random"},  # what an organizer's shell has
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},  # "random": what a shell has
     )
     assert run.returncode == 0, run.stderr[-3000:]
     with (log_dir / "battles.csv").open(newline="") as f:
@@ -98,3 +102,11 @@ def test_a_seeded_match_of_unseeded_modules_plays_the_same_over_two_runners(star
     one = _sep_main(config, tmp_path / "one", "--concurrency", "2")
     two = _sep_main(config, tmp_path / "two", "--concurrency", "2", "--workers", "2")
     _same_battles(tmp_path / "one", one, tmp_path / "two", two)
+
+
+def test_in_process_a_seeded_match_replays_with_one_battle_at_a_time(tmp_path):
+    # Both sides share the process's generators (docs/contract.md, "Randomness").
+    args = ("--concurrency", "1")
+    first = _sep_main(None, tmp_path / "first", *args, hash_seed="0")
+    second = _sep_main(None, tmp_path / "second", *args, hash_seed="0")
+    _same_battles(tmp_path / "first", first, tmp_path / "second", second)
