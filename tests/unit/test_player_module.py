@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -141,3 +142,23 @@ def test_seeding_makes_the_global_generators_draw_the_same():
     assert (random.random(), float(np.random.rand())) == first
     seed_global_generators(None)  # no seed: left alone
     assert (random.random(), float(np.random.rand())) != first
+
+
+def test_seeding_seeds_torch_only_once_a_module_imported_it():
+    code = (
+        "import sys\n"
+        "from edge.contract.randomness import seed_global_generators\n"
+        "seed_global_generators(5)\n"
+        "print('torch' in sys.modules)\n"
+        "import torch\n"
+        "draws = []\n"
+        "for _ in range(2):\n"
+        "    seed_global_generators(5)\n"
+        "    draws.append(torch.rand(1).item())\n"
+        "print(draws[0] == draws[1])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]
