@@ -6,7 +6,8 @@ own Policy (``getUserPolicy(args)`` per session, so that concurrent battles of o
 a stateful policy; modules that want to load weights once keep them at module level, which the
 loader imports once per process), and a :class:`ReplicaBattle` fed with the frames the center
 forwards. The service only loads models listed in its own candidates.json: the center names the
-model, the edge resolves it.
+model, the edge resolves it. Opening a session seeds the global random generators with the Agent's
+seed (:mod:`edge.contract.randomness`), so that a battle replays from its seed.
 
 Whatever user code raises becomes an error reply (the transport turns the exception into an error
 code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
