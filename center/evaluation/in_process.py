@@ -23,6 +23,7 @@ from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
+from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import UserFailure
 from edge.contract.user_module import UserModel
 
@@ -72,6 +73,9 @@ class InProcessSource:
         }
         start = time.perf_counter()
         try:
+            # One process for both sides and every battle: the generators are shared (see
+            # docs/contract.md, "Randomness"), and reproducible with one battle at a time only.
+            seed_global_generators(agent_seed)
             agent = model.make_agent(config)
             check_space_size(agent.observation_space, "observation_space")
             check_space_size(agent.action_space, "action_space")

@@ -44,8 +44,8 @@ CHECKS: dict[str, str] = {
     "import": "make `import <userModuleID>` work from the folder of candidates.json, "
     "with the module's dependencies installed",
     "functions": "define getUserAgentClass(args) and getUserPolicy(args) (and, optionally, "
-    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)) at the top level of the "
-    "module's __init__.py",
+    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)), or getUserPlayerClass(args) "
+    "for a poke-env Player, at the top level of the module's __init__.py",
     "agent_class": "getUserAgentClass(args) must return the Agent class itself (not an instance): "
     "any class with observation_space, action_space, makeObs and deploy",
     "optional_functions": "getUserAgentModelConfig(args) must return a dict and "

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import msgpack
 
+from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.sandbox import (
     CLONE_NEWIPC,
@@ -73,6 +74,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
+        env["PYTHONHASHSEED"] = WORKER_HASH_SEED  # the same set orders in every run (contract.md)
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         )
