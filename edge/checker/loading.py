@@ -104,13 +104,13 @@ def record_opened(tallies: dict[str, Tally], module_id: str, reply: OpenSessionR
     policy = reply.agent_full_name.rsplit(":", 1)[-1][:60]
     details = {
         "import": f"{module_id} imported in a sandboxed worker of the edge",
-        "functions": "getUserAgentClass and getUserPolicy (and getUserAgentModelConfig, if "
-        "defined) answered",
-        "agent_class": "getUserAgentClass(args) returned a class",
+        "functions": "the contract functions answered (getUserAgentClass and getUserPolicy, or "
+        "getUserPlayerClass)",
+        "agent_class": "the Agent class (or the Player class) was returned",
         "optional_functions": "getUserAgentModelConfig(args), if defined, returned a dict",
-        "agent_init": "AgentClass(modelConfig, instanceConfig), one per sample",
-        "agent_methods": "the Agent has makeObs and deploy",
-        "policy": f"getUserPolicy returned a {policy}",
+        "agent_init": "an Agent (or a Player) built for each sample",
+        "agent_methods": "the Agent has makeObs and deploy (a Player: choose_move)",
+        "policy": f"the policy is a {policy}",
         "spaces": f"observation_space {describe_space(reply.observation_space)}, "
         f"action_space {describe_space(reply.action_space)}",
     }

@@ -23,11 +23,13 @@ OUTSIDE = Path(__file__).resolve().parents[1] / "outside_agents"
 CANDIDATES = OUTSIDE / "candidates_agents.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
-PLAYERS = ("max_power_player", "team_preview_player")
+#: each Player module and its Player class (the policy the checker names)
+PLAYERS = {"max_power_player": "MaxDamagePlayer", "team_preview_player": "TeamPreviewPlayer"}
 
 
 @pytest.mark.parametrize("model_id", PLAYERS)
 def test_a_player_module_passes_the_checker(model_id):
+    # The checker runs the module in the edge's sandbox: the policy it names is the Player's own.
     run = subprocess.run(
         [*SEP_EDGE, "--check", model_id, "--candidates", str(CANDIDATES)],
         capture_output=True,
@@ -36,7 +38,7 @@ def test_a_player_module_passes_the_checker(model_id):
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "All 17 checks passed" in run.stdout, run.stdout[-3000:]
-    assert "defined: getUserPlayerClass" in run.stdout
+    assert f"the policy is a {PLAYERS[model_id]}" in run.stdout, run.stdout[-3000:]
 
 
 def _input_log(log_dir: Path, row: dict[str, str]) -> str:
