@@ -171,7 +171,8 @@ def sep_edge(
     Each battle and side gets its own session (its own Agent, Policy and replica battle), served
     by a sandboxed worker process of its model: the edge itself never imports user code, and
     keeps serving whatever that code does (docs/sandbox.md). SIGINT/SIGTERM stop it cleanly,
-    workers and all they started included.
+    workers and all they started included. It rereads CANDIDATES when the file changes, and on
+    SIGHUP: new sessions get the new entries, running battles keep theirs (docs/running.md).
 
     With --check MODEL_ID it serves nothing: it checks the model and exits (0 when every check
     passed, 1 when one failed, 2 for an unknown model).
@@ -236,6 +237,7 @@ def sep_edge(
             cpus=cpu_list,
             reuse_workers=reuse_workers,
             memory_budget=MemoryBudget.derive(reserve),
+            candidates_file=candidates,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:

@@ -105,8 +105,9 @@ class EdgeSource:
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
-                    f"the {side} edge at {client.address} does not serve {', '.join(missing)} "
-                    "(check its candidates.json)"
+                    f"the {side} edge at {client.address} does not serve {', '.join(missing)}: "
+                    "add it to that edge's candidates.json (a running edge rereads the file when "
+                    "it changes, or on SIGHUP; an edge older than that needs a restart)"
                 )
 
     def open_side(

@@ -30,12 +30,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from edge.contract.candidates import Candidate
+from edge.service.candidates_watch import CandidatesWatch
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
@@ -68,6 +70,8 @@ class SandboxedEdge:
     them). ``limits`` apply to each worker; ``drop_privileges`` and ``isolate_network`` ask for
     that hardening, which is on only where the host permits it (:attr:`hardening` says what is).
     Served like its socket server: :meth:`serve_forever` or :meth:`start`, then :meth:`close`.
+    With ``candidates_file`` (where ``candidates`` were read) the edge rereads it when it changes
+    and on SIGHUP (``edge.service.candidates_watch``): new sessions get the new entries.
     """
 
     def __init__(
@@ -87,6 +91,7 @@ class SandboxedEdge:
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
         memory_budget: MemoryBudget | None = None,
+        candidates_file: str | Path | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -113,6 +118,11 @@ class SandboxedEdge:
             self._router = SessionRouter(
                 self._pool, polls, sorted(set(cpus)) if cpus else host_cpus, cpu_claims
             )
+            self._watch: CandidatesWatch | None = None
+            if candidates_file is not None:
+                self._watch = CandidatesWatch(candidates_file, candidates)
+                self._router.refresh_models = self.refresh_models
+                self._router.candidates_file = str(self._watch.path)
             self._server = EdgeSocketServer(
                 side,
                 host,
@@ -121,7 +131,7 @@ class SandboxedEdge:
                 curve=curve,
                 insecure=insecure,
                 max_message_size=max_message_size,
-                models=self._pool.models,
+                models=self._served_models,
             )
         except BaseException:
             self._pool.close()
@@ -194,7 +204,31 @@ class SandboxedEdge:
         self._server.announce_load_limit(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
-        self._server.serve_forever(handle_signals=handle_signals)
+        """Serve until stopped; ``handle_signals`` (main thread only): SIGINT and SIGTERM stop
+        it, SIGHUP rereads candidates.json."""
+        previous = signal.signal(signal.SIGHUP, self._on_sighup) if handle_signals else None
+        try:
+            self._server.serve_forever(handle_signals=handle_signals)
+        finally:
+            if handle_signals:
+                signal.signal(signal.SIGHUP, previous)
+
+    # -- candidates.json, reread ------------------------------------------------------------------
+
+    def refresh_models(self) -> None:
+        """Serve candidates.json's new entries if it changed (I/O thread: the router's hook)."""
+        if self._watch is not None and (table := self._watch.check()) is not None:
+            self._pool.update_models(table)
+
+    def _served_models(self) -> list[str]:
+        self.refresh_models()  # a center's hello sees the file as it is now
+        return list(self._pool.models)
+
+    def _on_sighup(self, signum: int, frame: FrameType | None) -> None:
+        if self._watch is not None:
+            self._watch.forced = True
+            self._router.housekeep_soon()  # the loop rereads it there, not in this handler
+            self._server.wake()
 
     def start(self) -> None:
         self._server.start()

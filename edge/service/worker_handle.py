@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from edge.contract.candidates import Candidate
 from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
 from edge.service.zygote import Zygote
@@ -76,6 +77,7 @@ class WorkerHandle:
     cpu_at_start: float | None = None  # CPU seconds of its processes when the call started
     routing_id: bytes | None = None  # the center connection its session's requests come from
     center_gone_at: float | None = None  # when that connection closed (None: it is up)
+    candidate: Candidate | None = None  # the entry it started with (a reload leaves it as is)
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()

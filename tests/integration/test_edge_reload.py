@@ -1,0 +1,145 @@
+"""A running ``sep_edge`` picks up candidates.json changes (on change, and on SIGHUP) without a
+restart: real edge processes, real sockets, a module written from docs/contract.md alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from center.errors import EdgeRemoteError
+from center.isolation.delegator import EdgeSession
+from center.isolation.edge_client import EdgeClient
+from edge.wire.messages import InstanceConfig, OpenSessionRequest, ResetRequest
+from tests.integration.edges import AGENTS, EdgeProcess, write_config
+
+WAIT = 60.0
+CONFIG = InstanceConfig("blue", "player_0", "gen9randombattle", 1)
+
+
+def entry(log_name: str, module: str = "plain_no_hooks") -> dict[str, object]:
+    return {"userModuleID": module, "args": {}, "logName": log_name}
+
+
+def write(path: Path, document: object) -> None:
+    """Replace the file as an editor or a deploy script does (write aside, rename)."""
+    aside = path.with_suffix(".new")
+    aside.write_text(document if isinstance(document, str) else json.dumps(document))
+    os.replace(aside, path)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    folder = tmp_path / "served"
+    folder.mkdir()
+    (folder / "plain_no_hooks").symlink_to(AGENTS / "plain_no_hooks", target_is_directory=True)
+    write(folder / "candidates.json", {"first": entry("one")})
+    return folder / "candidates.json"
+
+
+@pytest.fixture
+def start_edge(tmp_path: Path, served: Path) -> Iterator[object]:
+    started: list[EdgeProcess] = []
+
+    def start(*extra: str) -> tuple[EdgeProcess, EdgeClient]:
+        config = write_config(tmp_path / "sep_config.json")
+        edge = EdgeProcess("blue", config, served, tmp_path / "blue.log", extra=list(extra))
+        started.append(edge)
+        edge.start()
+        client = edge.client()
+        clients.append(client)
+        return edge, client
+
+    clients: list[EdgeClient] = []
+    yield start
+    for client in clients:
+        client.close()
+    for edge in started:
+        edge.stop()
+
+
+def models(client: EdgeClient) -> list[str]:
+    return sorted(client.hello(timeout=WAIT).models)
+
+
+def wait_for_models(client: EdgeClient, wanted: list[str]) -> None:
+    deadline = time.monotonic() + WAIT
+    while models(client) != wanted:
+        assert time.monotonic() < deadline, f"the edge still serves {models(client)}"
+        time.sleep(0.1)
+
+
+def open_session(client: EdgeClient, model_id: str) -> EdgeSession:
+    return EdgeSession(client, model_id, CONFIG, "someone", timeout=WAIT)
+
+
+def test_a_new_entry_is_served_without_a_restart_and_the_refusal_says_how(start_edge, served):
+    edge, client = start_edge()
+    with pytest.raises(EdgeRemoteError) as refused:
+        client.request(OpenSessionRequest("second", CONFIG, "someone"), "s-0", timeout=WAIT)
+    assert str(served) in str(refused.value)
+    assert "rereads that file when it changes, or on SIGHUP" in str(refused.value)
+
+    write(served, {"first": entry("one"), "second": entry("two")})
+    assert models(client) == ["first", "second"]  # a center's hello sees the file as it is now
+    session = open_session(client, "second")
+    assert session.agent_full_name.startswith("two:second:")
+    session.close()
+    assert "reloaded" in edge.log.read_text() and "added second" in edge.log.read_text()
+
+
+def test_sighup_rereads_a_change_the_file_identity_does_not_show(start_edge, served):
+    edge, client = start_edge()
+    before = os.stat(served)
+    # Same inode, same size, same modification time: only SIGHUP can tell the edge.
+    served.write_text(served.read_text().replace('"first"', '"other"'))
+    os.utime(served, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert models(client) == ["first"]
+    assert edge.proc is not None
+    edge.proc.send_signal(signal.SIGHUP)
+    wait_for_models(client, ["other"])
+    session = open_session(client, "other")
+    assert session.agent_full_name.startswith("one:other:")
+    session.close()
+    assert edge.proc.poll() is None
+
+
+def test_a_bad_file_keeps_the_last_good_table_and_says_why_in_one_line(start_edge, served):
+    edge, client = start_edge()
+    write(served, '{"first": {"userModuleID": "plain_no_hooks"},')
+    for _ in range(3):
+        assert models(client) == ["first"]
+    session = open_session(client, "first")
+    assert session.agent_full_name.startswith("one:first:")
+    session.close()
+    lines = [x for x in edge.log.read_text().splitlines() if "not reloaded" in x]
+    assert len(lines) == 1, lines
+    assert "still serving first" in lines[0] and "not valid JSON" in lines[0]
+
+    write(served, {"first": entry("one"), "fixed": entry("three")})  # the next good file is read
+    assert models(client) == ["first", "fixed"]
+
+
+def test_a_running_session_keeps_its_entry_and_a_new_one_gets_the_new_entry(start_edge, served):
+    _, client = start_edge("--reuse-workers")
+    running = open_session(client, "first")
+    assert running.agent_full_name.startswith("one:first:")
+    warm = open_session(client, "first")  # leaves an idle worker of the old entry behind
+    warm.close()
+
+    write(served, {"first": entry("uno")})
+    fresh = open_session(client, "first")  # not the idle worker of the old entry
+    assert fresh.agent_full_name.startswith("uno:first:")
+    running.call(ResetRequest("agent", 3))  # the running battle goes on as it started
+    running.call(ResetRequest("policy"))
+    fresh.close()
+    running.close()
+
+    write(served, {"first": entry("gone", module="no_such_module")})
+    with pytest.raises(Exception, match="no_such_module"):
+        open_session(client, "first")
