@@ -250,6 +250,7 @@ def run_command(
         kept = check_code(
             log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
         )
+        before = read_run_config(log_dir)
         run = open_run(
             log_dir,
             RunConfig(
@@ -272,6 +273,11 @@ def run_command(
             ),
         )
         record_run_results(log_dir, kept)
+        joining = [i for i in run.candidates if before and i not in before.candidates]
+        if joining and not opts.quiet:  # a rerun is how a new candidate joins a run (running.md)
+            click.echo(
+                f"note: {', '.join(joining)} join this {mode}: their battles are added", err=True
+            )
         run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend

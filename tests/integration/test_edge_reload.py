@@ -3,9 +3,12 @@ restart: real edge processes, real sockets, a module written from docs/contract.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from edge.wire.messages import InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 WAIT = 60.0
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 CONFIG = InstanceConfig("blue", "player_0", "gen9randombattle", 1)
 
 
@@ -143,3 +147,25 @@ def test_a_running_session_keeps_its_entry_and_a_new_one_gets_the_new_entry(star
     write(served, {"first": entry("gone", module="no_such_module")})
     with pytest.raises(Exception, match="no_such_module"):
         open_session(client, "first")
+
+
+def test_a_new_candidate_joins_a_league_when_the_organizer_reruns_it(served, tmp_path):
+    # A run's schedule is fixed when it starts; rerunning the league is how a newcomer joins.
+    write(served, {"first": entry("one"), "second": entry("two")})
+    log_dir = tmp_path / "league"
+
+    def league() -> subprocess.CompletedProcess[str]:
+        command = [*SEP_EVAL, "--league", "-n", "1", "--backend", "sim", "--seed", "3"]
+        command += ["--candidates", str(served), "-l", str(log_dir)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+    first = league()
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "join this league" not in first.stderr
+    write(served, {"first": entry("one"), "second": entry("two"), "third": entry("three")})
+    second = league()
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "note: third join this league: their battles are added" in second.stderr
+    with (log_dir / "battles.csv").open(newline="") as f:
+        pairs = {frozenset((r["blue"], r["red"])) for r in csv.DictReader(f)}
+    assert {"third"} < set().union(*pairs) and len(pairs) == 3
