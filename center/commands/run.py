@@ -585,7 +585,9 @@ def sep_main(
                             edge.endpoint(side), curve[0], curve[1].public, curve[1].secret
                         )
                     pools[side] += (address,)
-            source = EdgeSource(clients, candidates, edge_wait=edge_wait)
+            source = EdgeSource(
+                clients, candidates, edge_wait=edge_wait, allow_code_change=opts.allow_code_change
+            )
             sources.append(source)
             return source
 
