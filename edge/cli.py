@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -250,6 +251,9 @@ def sep_edge(
         f"{side} edge listening on {server.endpoint} ({'CURVE' if curve else 'no encryption'}), "
         f"serving {', '.join(models)}",
         err=True,
+    )
+    click.echo(
+        f"  {candidates}: reread when it changes, or on SIGHUP (kill -HUP {os.getpid()})", err=True
     )
     for line in server.report_lines():
         click.echo(f"  {line}", err=True)

@@ -84,6 +84,7 @@ def open_session(client: EdgeClient, model_id: str) -> EdgeSession:
 
 def test_a_new_entry_is_served_without_a_restart_and_the_refusal_says_how(start_edge, served):
     edge, client = start_edge()
+    assert f"{served}: reread when it changes, or on SIGHUP" in edge.log.read_text()
     with pytest.raises(EdgeRemoteError) as refused:
         client.request(OpenSessionRequest("second", CONFIG, "someone"), "s-0", timeout=WAIT)
     assert str(served) in str(refused.value)
