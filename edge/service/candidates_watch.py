@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from edge.contract.candidates import Candidate, load_candidates
@@ -38,8 +38,14 @@ def _identity(path: Path) -> _Identity:
 class CandidatesWatch:
     """The models an edge serves, reread from ``path`` when it changes (module docstring)."""
 
-    def __init__(self, path: str | Path, table: Mapping[str, Candidate]) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        table: Mapping[str, Candidate],
+        check: Callable[[Mapping[str, Candidate]], None] | None = None,
+    ) -> None:
         self.path = Path(path).absolute()
+        self._check = check  # raises CandidatesError for a table the edge cannot serve
         self.table: dict[str, Candidate] = dict(table)
         self._seen = _identity(self.path)
         self.forced = False
@@ -54,6 +60,8 @@ class CandidatesWatch:
         self._seen = seen
         try:
             table = load_candidates(self.path)
+            if self._check is not None:
+                self._check(table)
         except CandidatesError as exc:
             logger.error("candidates.json not reloaded, still serving %s: %s", self._ids(), exc)
             return None

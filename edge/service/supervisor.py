@@ -37,16 +37,17 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from edge.contract.candidates import Candidate
+from edge.errors import CandidatesError
 from edge.service.candidates_watch import CandidatesWatch
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
 from edge.service.routing import SessionRouter
-from edge.service.sandbox import Hardening, Limits
+from edge.service.sandbox import Hardening, Limits, paths_to_expose
 from edge.service.scheduling import cpu_list
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
-from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
+from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool, _module_place
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
 
@@ -120,7 +121,7 @@ class SandboxedEdge:
             )
             self._watch: CandidatesWatch | None = None
             if candidates_file is not None:
-                self._watch = CandidatesWatch(candidates_file, candidates)
+                self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
                 self._router.refresh_models = self.refresh_models
                 self._router.candidates_file = str(self._watch.path)
             self._server = EdgeSocketServer(
@@ -219,6 +220,21 @@ class SandboxedEdge:
         """Serve candidates.json's new entries if it changed (I/O thread: the router's hook)."""
         if self._watch is not None and (table := self._watch.check()) is not None:
             self._pool.update_models(table)
+
+    def _readable(self, table: Mapping[str, Candidate]) -> None:
+        """Refuse a table whose modules a worker (a user of its own) could not read: what to
+        expose to workers was chosen at start."""
+        hardening = self._pool.hardening
+        if not hardening.user:
+            return
+        needed = [p for c in table.values() for p in (c.folder, _module_place(c))]
+        exposed, unreadable = paths_to_expose(needed)
+        new = [c for f, cs in exposed.items() for c in cs if c not in hardening.exposed.get(f, [])]
+        if unreadable or new:
+            raise CandidatesError(
+                f"workers (a user of their own) cannot read {unreadable or new[0]}: make it "
+                "readable to other users, or restart the edge"
+            )
 
     def _served_models(self) -> list[str]:
         self.refresh_models()  # a center's hello sees the file as it is now

@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,3 +172,31 @@ def test_a_new_candidate_joins_a_league_when_the_organizer_reruns_it(served, tmp
     with (log_dir / "battles.csv").open(newline="") as f:
         pairs = {frozenset((r["blue"], r["red"])) for r in csv.DictReader(f)}
     assert {"third"} < set().union(*pairs) and len(pairs) == 3
+
+
+def test_an_entry_its_workers_could_not_read_is_not_reloaded(tmp_path):
+    # Under pytest's own folders (mode 0700) workers keep the edge's user: serve from /tmp.
+    folder = Path(tempfile.mkdtemp(prefix="sep-reload-"))
+    edge = None
+    try:
+        folder.chmod(0o755)
+        (folder / "plain_no_hooks").symlink_to(AGENTS / "plain_no_hooks", target_is_directory=True)
+        served = folder / "candidates.json"
+        write(served, {"first": entry("one")})
+        config = write_config(tmp_path / "sep_config.json")
+        edge = EdgeProcess("blue", config, served, tmp_path / "blue.log").start()
+        if "unprivileged user: on" not in edge.log.read_text():
+            pytest.skip("workers run as the edge's own user on this host")
+        closed = folder / "closed"
+        shutil.copytree(AGENTS / "plain_no_hooks", closed / "hidden_mod")
+        closed.chmod(0o700)  # the edge (its owner) reads it, a worker of its own user could not
+        (folder / "hidden_mod").symlink_to(closed / "hidden_mod", target_is_directory=True)
+        write(served, {"first": entry("one"), "hidden": entry("h", module="hidden_mod")})
+        with edge.client() as client:
+            assert models(client) == ["first"]
+        [line] = [x for x in edge.log.read_text().splitlines() if "not reloaded" in x]
+        assert "cannot read" in line and "readable to other users" in line
+    finally:
+        if edge is not None:
+            edge.stop()
+        shutil.rmtree(folder)
