@@ -54,9 +54,9 @@ class CandidatesWatch:
     def check(self) -> dict[str, Candidate] | None:
         """The new table when the file changed and reads well; None when nothing is new."""
         seen = _identity(self.path)
-        if seen == self._seen and not self.forced:
+        forced, self.forced = self.forced, False
+        if seen == self._seen and not forced:
             return None
-        self.forced = False
         self._seen = seen
         try:
             table = load_candidates(self.path)
@@ -66,6 +66,8 @@ class CandidatesWatch:
             logger.error("candidates.json not reloaded, still serving %s: %s", self._ids(), exc)
             return None
         if table == self.table:
+            if forced:
+                logger.warning("reread %s: nothing changed", self.path)
             return None
         added = sorted(set(table) - set(self.table))
         removed = sorted(set(self.table) - set(table))

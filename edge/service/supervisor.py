@@ -211,7 +211,7 @@ class SandboxedEdge:
         try:
             self._server.serve_forever(handle_signals=handle_signals)
         finally:
-            if handle_signals:
+            if previous is not None:
                 signal.signal(signal.SIGHUP, previous)
 
     # -- candidates.json, reread ------------------------------------------------------------------
