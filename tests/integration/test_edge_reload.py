@@ -20,8 +20,9 @@ import pytest
 from center.errors import EdgeRemoteError
 from center.isolation.delegator import EdgeSession
 from center.isolation.edge_client import EdgeClient
-from edge.wire.messages import InstanceConfig, OpenSessionRequest, ResetRequest
+from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
+from tests.integration.test_sandbox import Session, edge_deadline
 
 WAIT = 60.0
 SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
@@ -150,6 +151,27 @@ def test_a_running_session_keeps_its_entry_and_a_new_one_gets_the_new_entry(star
     write(served, {"first": entry("gone", module="no_such_module")})
     with pytest.raises(Exception, match="no_such_module"):
         open_session(client, "first")
+
+
+def test_a_session_restored_after_its_worker_was_killed_keeps_the_entry_it_opened_with(
+    start_edge, served
+):
+    (served.parent / "hostile_hang").symlink_to(AGENTS / "hostile_hang", target_is_directory=True)
+    hang_entry = {"userModuleID": "hostile_hang", "args": {"how": "python"}, "logName": "h"}
+    write(served, {"hang": hang_entry})
+    _, client = start_edge()
+    hang = Session(client, "hang", "hang-1")
+    hang.decide()
+    write(served, {"hang": entry("h", module="no_such_module")})
+    assert models(client) == ["hang"]  # reloaded: new sessions would import no_such_module
+    with edge_deadline(1.0), pytest.raises(EdgeRemoteError) as stuck:
+        hang.decide(timeout=30.0)  # its second decision never returns: the worker is killed
+    assert stuck.value.code == ErrorCode.TIMEOUT, stuck.value
+    reply, _ = hang.decide(timeout=30.0)  # restored on a fresh worker, of the entry it opened with
+    assert reply.stepped, reply
+    hang.close()
+    with pytest.raises(EdgeRemoteError, match="no_such_module"):
+        Session(client, "hang", "hang-2")
 
 
 def test_a_new_candidate_joins_a_league_when_the_organizer_reruns_it(served, tmp_path):
