@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -201,7 +202,8 @@ def sep_edge(
     Each battle and side gets its own session (its own Agent, Policy and replica battle), served
     by a sandboxed worker process of its model: the edge itself never imports user code, and
     keeps serving whatever that code does (docs/sandbox.md). SIGINT/SIGTERM stop it cleanly,
-    workers and all they started included.
+    workers and all they started included. It rereads CANDIDATES when the file changes, and on
+    SIGHUP: new sessions get the new entries, running battles keep theirs (docs/running.md).
 
     With --check MODEL_ID it serves nothing: it checks the model and exits (0 when every check
     passed, 1 when one failed, 2 for an unknown model).
@@ -273,6 +275,7 @@ def sep_edge(
             memory_budget=MemoryBudget.derive(reserve),
             endpoints=endpoints,
             endpoint_tokens=endpoint_tokens,
+            candidates_file=candidates,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:
@@ -285,6 +288,9 @@ def sep_edge(
         f"{side} edge listening on {server.endpoint} ({'CURVE' if curve else 'no encryption'}), "
         f"serving {', '.join(models)}",
         err=True,
+    )
+    click.echo(
+        f"  {candidates}: reread when it changes, or on SIGHUP (kill -HUP {os.getpid()})", err=True
     )
     for line in server.report_lines():
         click.echo(f"  {line}", err=True)

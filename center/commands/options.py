@@ -217,7 +217,8 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--allow-code-change",
             is_flag=True,
             help="Let a rerun continue although a candidate's code (the digest of its files) "
-            "differs from the code that played the run so far; the change is recorded.",
+            "differs from the code that played the run so far, and let a run go on when it "
+            "changes on an edge during the run; the change is recorded.",
         ),
         click.option(
             "--max-voids",

@@ -251,6 +251,7 @@ def run_command(
         kept = check_code(
             log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
         )
+        before = read_run_config(log_dir)
         run = open_run(
             log_dir,
             RunConfig(
@@ -273,6 +274,11 @@ def run_command(
             ),
         )
         record_run_results(log_dir, kept)
+        joining = [i for i in run.candidates if before and i not in before.candidates]
+        if joining and not opts.quiet:  # a rerun is how a new candidate joins a run (running.md)
+            click.echo(
+                f"note: {', '.join(joining)} join this {mode}: their battles are added", err=True
+            )
         run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend
@@ -580,7 +586,9 @@ def sep_main(
                             edge.endpoint(side), curve[0], curve[1].public, curve[1].secret
                         )
                     pools[side] += (address,)
-            source = EdgeSource(clients, candidates, edge_wait=edge_wait)
+            source = EdgeSource(
+                clients, candidates, edge_wait=edge_wait, allow_code_change=opts.allow_code_change
+            )
             sources.append(source)
             return source
 

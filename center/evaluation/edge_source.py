@@ -17,6 +17,7 @@ from center.errors import (
     CallTimeout,
     ConfigError,
     EdgeCallError,
+    EdgeDown,
     EdgeTimeout,
     EdgeUnavailable,
     RemoteUserError,
@@ -24,6 +25,7 @@ from center.errors import (
 )
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.in_process import failed_side
+from center.evaluation.provenance import describe_change
 from center.evaluation.records import SideStatus
 from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
@@ -43,6 +45,12 @@ from edge.wire.messages import HelloReply, InstanceConfig
 
 logger = logging.getLogger(__name__)
 
+
+class CodeChangedDuringRun(EdgeDown):
+    """A model's code on an edge changed during a run not allowed to go on with new code: the run
+    stops as for an edge down (nothing booked); a rerun needs ``--allow-code-change``."""
+
+
 #: Seconds :meth:`EdgeSource.close` spends at most closing the sessions of an interrupted run
 CLOSE_TIMEOUT = 3.0
 
@@ -56,8 +64,11 @@ class EdgeSource:
         candidates_path: str | Path,
         *,
         edge_wait: float = 60.0,
+        allow_code_change: bool = True,
     ) -> None:
         self.clients = clients
+        #: a model's code that changes on an edge during the run: recorded (True) or the run stops
+        self.allow_code_change = allow_code_change
         self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
@@ -105,8 +116,9 @@ class EdgeSource:
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
-                    f"the {side} edge at {client.address} does not serve {', '.join(missing)} "
-                    "(check its candidates.json)"
+                    f"the {side} edge at {client.address} does not serve {', '.join(missing)}: "
+                    "add it to that edge's candidates.json (a running edge rereads the file when "
+                    "it changes, or on SIGHUP; an edge older than that needs a restart)"
                 )
 
     def open_side(
@@ -187,27 +199,36 @@ class EdgeSource:
             session.close()
             guard.close()
             return failed_side(model_id, budget, SideStatus.DISCONNECT, "the run is ending")
+        refused: dict[str, Any] | None = None
         if session.code_digest:
             with self._lock:
                 seen = self._digests.setdefault(model_id, {})
                 where = f"{side} edge"
                 before = seen.get(where, session.code_digest)
-                if before != session.code_digest:
-                    logger.warning(
-                        "the code of %s on the %s changed during the run", model_id, where
-                    )
-                    self._changed.append(
-                        {
-                            "model": model_id,
-                            "where": where,
-                            "before": [before],
-                            "after": session.code_digest,
-                            "at": utc_now(),
-                            "during_run": True,
-                            "battle": battle.battle_id,
-                        }
-                    )
-                seen[where] = session.code_digest
+                change = {
+                    "model": model_id,
+                    "where": where,
+                    "before": [before],
+                    "after": session.code_digest,
+                    "at": utc_now(),
+                    "during_run": True,
+                    "battle": battle.battle_id,
+                }
+                if before != session.code_digest and not self.allow_code_change:
+                    refused = change
+                else:
+                    if before != session.code_digest:
+                        logger.warning(
+                            "the code of %s on the %s changed during the run", model_id, where
+                        )
+                        self._changed.append(change)
+                    seen[where] = session.code_digest
+        if refused is not None:
+            self.close_side(guard)
+            raise CodeChangedDuringRun(
+                f"the code of {describe_change(refused)} changed during the run; "
+                "rerun with --allow-code-change to go on with it (recorded in run.json)"
+            )
         return guard
 
     def code_changes_during_run(self) -> list[dict[str, Any]]:

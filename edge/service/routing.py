@@ -24,13 +24,14 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
 import zmq
 
 from edge.errors import ProtocolError
+from edge.service.candidates_watch import RELOAD_HINT
 from edge.service.channel import Kind, frame
 from edge.service.endpoint_forwarder import EndpointForwarder, close_fds
 from edge.service.host_locks import HostClaims
@@ -106,6 +107,8 @@ class SessionRouter:
         self._sessions: dict[str, WorkerHandle] = {}
         self._dead_sessions: OrderedDict[str, str] = OrderedDict()
         self._next_housekeeping = 0.0
+        self.refresh_models: Callable[[], None] = lambda: None  # on open and housekeeping
+        self.candidates_file = "its candidates.json"
         pool.events = self
 
     def attach(self, server: EdgeSocketServer) -> SessionRouter:
@@ -181,12 +184,14 @@ class SessionRouter:
             return
         body: OpenSessionRequest = request.body
         session = job.header.session
+        self.refresh_models()
         if body.model_id not in self._pool.models:
             self._fail(
                 job,
                 ErrorCode.UNKNOWN_MODEL,
                 "UnknownModel",
-                f"this {server.side} edge does not serve model {body.model_id!r}",
+                f"this {server.side} edge does not serve model {body.model_id!r}: it is not in "
+                f"{self.candidates_file} ({RELOAD_HINT})",
             )
             return
         self._dead_sessions.pop(session, None)
@@ -486,7 +491,7 @@ class SessionRouter:
         worker.session = None
         self.worker_gone(worker, cause)
         # ... and restore the session on another, before anything else.
-        replacement = self._pool.acquire(worker.model_id)
+        replacement = self._pool.acquire(worker.model_id, worker.candidate)
         if replacement is None:
             cause += " (no worker free to restore the session)"
             self._remember_dead(session, cause)
@@ -546,8 +551,12 @@ class SessionRouter:
         if now >= self._next_housekeeping:
             self._housekeeping(now)
 
+    def housekeep_soon(self) -> None:  # a signal handler's (the loop is woken after it)
+        self._next_housekeeping = 0.0
+
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + 5.0
+        self.refresh_models()
         self._pool.housekeeping(now)
         for worker in list(self._sessions.values()):
             gone_at = worker.center_gone_at

@@ -30,22 +30,25 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from edge.contract.candidates import Candidate
+from edge.errors import CandidatesError
+from edge.service.candidates_watch import CandidatesWatch
 from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
 from edge.service.routing import SessionRouter
-from edge.service.sandbox import Hardening, Limits
+from edge.service.sandbox import Hardening, Limits, paths_to_expose
 from edge.service.scheduling import cpu_list
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
-from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
+from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool, _module_place
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
 
@@ -69,6 +72,8 @@ class SandboxedEdge:
     them). ``limits`` apply to each worker; ``drop_privileges`` and ``isolate_network`` ask for
     that hardening, which is on only where the host permits it (:attr:`hardening` says what is).
     Served like its socket server: :meth:`serve_forever` or :meth:`start`, then :meth:`close`.
+    With ``candidates_file`` (where ``candidates`` were read) the edge rereads it when it changes
+    and on SIGHUP (``edge.service.candidates_watch``): new sessions get the new entries.
     """
 
     def __init__(
@@ -90,6 +95,7 @@ class SandboxedEdge:
         memory_budget: MemoryBudget | None = None,
         endpoints: Mapping[str, ModelEndpoint] | None = None,
         endpoint_tokens: int | None = None,
+        candidates_file: str | Path | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -125,6 +131,11 @@ class SandboxedEdge:
                 cpu_claims,
                 self._endpoints,
             )
+            self._watch: CandidatesWatch | None = None
+            if candidates_file is not None:
+                self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
+                self._router.refresh_models = self.refresh_models
+                self._router.candidates_file = str(self._watch.path)
             self._server = EdgeSocketServer(
                 side,
                 host,
@@ -133,7 +144,7 @@ class SandboxedEdge:
                 curve=curve,
                 insecure=insecure,
                 max_message_size=max_message_size,
-                models=self._pool.models,
+                models=self._served_models,
             )
         except BaseException:
             self._pool.close()
@@ -233,7 +244,46 @@ class SandboxedEdge:
         self._server.announce_load_limit(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
-        self._server.serve_forever(handle_signals=handle_signals)
+        """Serve until stopped; ``handle_signals`` (main thread only): SIGINT and SIGTERM stop
+        it, SIGHUP rereads candidates.json."""
+        previous = signal.signal(signal.SIGHUP, self._on_sighup) if handle_signals else None
+        try:
+            self._server.serve_forever(handle_signals=handle_signals)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGHUP, previous)
+
+    # -- candidates.json, reread ------------------------------------------------------------------
+
+    def refresh_models(self) -> None:
+        """Serve candidates.json's new entries if it changed (I/O thread: the router's hook)."""
+        if self._watch is not None and (table := self._watch.check()) is not None:
+            self._pool.update_models(table)
+
+    def _readable(self, table: Mapping[str, Candidate]) -> None:
+        """Refuse a table whose modules a worker (a user of its own) could not read: what to
+        expose to workers was chosen at start."""
+        hardening = self._pool.hardening
+        if not hardening.user:
+            return
+        needed = [p for c in table.values() for p in (c.folder, _module_place(c))]
+        exposed, unreadable = paths_to_expose(needed)
+        new = [c for f, cs in exposed.items() for c in cs if c not in hardening.exposed.get(f, [])]
+        if unreadable or new:
+            raise CandidatesError(
+                f"workers (a user of their own) cannot read {unreadable or new[0]}: make it "
+                "readable to other users, or restart the edge"
+            )
+
+    def _served_models(self) -> list[str]:
+        self.refresh_models()  # a center's hello sees the file as it is now
+        return list(self._pool.models)
+
+    def _on_sighup(self, signum: int, frame: FrameType | None) -> None:
+        if self._watch is not None:
+            self._watch.forced = True
+            self._router.housekeep_soon()  # the loop rereads it there, not in this handler
+            self._server.wake()
 
     def start(self) -> None:
         self._server.start()

@@ -171,13 +171,25 @@ class WorkerPool:
 
     # -- acquiring, spawning, putting back, retiring -----------------------------------------------
 
-    def acquire(self, model_id: str) -> WorkerHandle | None:
-        """An idle worker of the model, or a new one; None when the edge is full."""
+    def update_models(self, candidates: Mapping[str, Candidate]) -> None:
+        """Serve ``candidates`` from now on (candidates.json reloaded): new workers start with
+        their new entries, idle ones of a changed or removed entry retire, busy ones keep theirs."""
+        self._candidates = dict(candidates)
+        for model_id, idle in list(self._idle.items()):
+            for worker in [w for w in idle if w.candidate != self._candidates.get(model_id)]:
+                self.retire(worker, "its entry in candidates.json changed")
+
+    def acquire(self, model_id: str, candidate: Candidate | None = None) -> WorkerHandle | None:
+        """An idle worker of the model, or a new one; None when the edge is full. ``candidate``:
+        the entry to start it with (a restored session keeps its own), by default the model's."""
+        candidate = candidate or self._candidates[model_id]
         idle = self._idle.get(model_id, [])
         while idle:
             worker = idle.pop()
-            if not worker.gone:
+            if not worker.gone and worker.candidate == candidate:
                 return worker
+            if not worker.gone:
+                self.retire(worker, "its entry in candidates.json changed")
         live = sum(1 for w in self.workers.values() if not w.gone)
         if live >= self.max_workers:
             oldest = min(
@@ -190,7 +202,7 @@ class WorkerPool:
                 return None
             self.retire(oldest, "evicted: the edge needed its place for another model")
         try:
-            return self._spawn(model_id)
+            return self._spawn(model_id, candidate)
         except NoMemoryRoom as exc:
             for worker in [w for ws in self._idle.values() for w in ws]:  # their room, once gone
                 self.retire(worker, "evicted: the host's memory budget is taken")
@@ -200,7 +212,7 @@ class WorkerPool:
             logger.error("cannot start a worker for %s: %s", model_id, exc)
             return None
 
-    def _spawn(self, model_id: str) -> WorkerHandle:
+    def _spawn(self, model_id: str, candidate: Candidate) -> WorkerHandle:
         zygote = self._live_zygote()
         number = next(self._numbers)
         if self.admission is not None and not self.admission.admit(number):
@@ -229,15 +241,16 @@ class WorkerPool:
             max_message_size=self._max_size,
             limits=self.limits,
             hardening=self.hardening,
-            candidate=self._candidates[model_id],
+            candidate=candidate,
             cgroup_procs=group.join_paths() if group is not None else [],
-            keep_paths=self._keep_paths(model_id),
-            endpoints=self._endpoint_paths(model_id),
+            keep_paths=self._keep_paths(candidate),
+            endpoints=self._endpoint_paths(candidate),
         )
         worker = WorkerHandle(
             number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
         )
         worker.group = group
+        worker.candidate = candidate
         try:
             zygote.spawn(number, spec, theirs)
         except ZygoteError:
@@ -257,18 +270,17 @@ class WorkerPool:
         logger.debug("starting worker %d for %s (slot %d)", number, model_id, slot)
         return worker
 
-    def _endpoint_paths(self, model_id: str) -> dict[str, str]:
+    def _endpoint_paths(self, candidate: Candidate) -> dict[str, str]:
         if self.endpoint_paths is None:
             return {}
-        return self.endpoint_paths(self._candidates[model_id].endpoints)
+        return self.endpoint_paths(candidate.endpoints)
 
-    def _keep_paths(self, model_id: str) -> list[str]:
+    def _keep_paths(self, candidate: Candidate) -> list[str]:
         """What a worker of ``model_id`` must still see under its private folders: the module's
         folder, its team's, Python's own paths and this package's (an editable install finds it
         through an import hook, not sys.path), when they lie in /tmp, say."""
         if not self.hardening.private_tmp:
             return []
-        candidate = self._candidates[model_id]
         top = candidate.module_id.split(".")[0]
         needed = [
             candidate.folder,

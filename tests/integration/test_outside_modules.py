@@ -237,8 +237,9 @@ def test_sep_main_names_a_model_its_edge_does_not_serve(start_edges, tmp_path):
     run = _sep_main_preflight(edges["blue"].config, log_dir, "good_random", "contract_example")
     assert run.returncode == 2, run.stderr
     assert run.stderr.strip().splitlines() == [
-        f"error: the red edge at {edges['red'].endpoint} does not serve contract_example "
-        "(check its candidates.json)"
+        f"error: the red edge at {edges['red'].endpoint} does not serve contract_example: "
+        "add it to that edge's candidates.json (a running edge rereads the file when it changes, "
+        "or on SIGHUP; an edge older than that needs a restart)"
     ]
     assert not log_dir.exists()
 
