@@ -113,11 +113,9 @@ class SafeArchive:
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise SubmissionError(f"{self.path}: a damaged archive ({exc})") from None
         for name in files:
-            parent = PurePosixPath(name).parent
-            while str(parent) != ".":
+            for parent in PurePosixPath(name).parents:
                 if str(parent) in files:
                     raise SubmissionError(f"archive member {str(parent)!r} is a file and a folder")
-                parent = parent.parent
         return files, folders
 
     def read_bytes(self, name: str) -> bytes:
