@@ -1,0 +1,110 @@
+"""From a participant's folder to a league: ``sep_submit pack`` a module written from
+docs/contract.md alone, ``sep_submit admit`` it into a fresh candidates folder (the real checker),
+and the admitted entry plays through ``sep_eval`` (real CLIs, Showdown's seeded simulator)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edge.contract.candidates import load_candidates
+from edge.contract.provenance import code_digest
+from tests.integration.edges import AGENTS
+
+pytestmark = pytest.mark.showdown
+
+SEP_SUBMIT = [sys.executable, "-c", "from edge.submit.cli import sep_submit; sep_submit()"]
+SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
+OUTSIDE = Path(__file__).parents[1] / "outside_agents" / "submit_strongest"
+
+
+def sep_submit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SEP_SUBMIT, *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def participant(tmp_path: Path) -> Path:
+    folder = tmp_path / "participant"
+    shutil.copytree(OUTSIDE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.fixture
+def league(tmp_path: Path) -> Path:
+    """An organizer's candidates folder holding one opponent."""
+    folder = tmp_path / "league"
+    folder.mkdir()
+    shutil.copytree(AGENTS / "good_random", folder / "good_random")
+    entry = json.loads((AGENTS / "candidates.json").read_text())["good_random"]
+    (folder / "candidates.json").write_text(json.dumps({"good_random": entry}))
+    return folder
+
+
+def test_a_packed_module_is_admitted_and_plays(
+    participant: Path, league: Path, tmp_path: Path, showdown_install: Path
+) -> None:
+    packed = sep_submit("pack", "strongest", cwd=participant)
+    assert packed.returncode == 0, packed.stderr
+    archive = participant / "strongest.sep.tar.gz"
+    assert packed.stdout.startswith(f"packed {archive.name}\n")
+    assert "needs: gymnasium (" in packed.stdout and "numpy (" in packed.stdout
+
+    before = snapshot(league)
+    dry = sep_submit("admit", str(archive), "--dry-run", cwd=league)
+    assert dry.returncode == 0, dry.stderr
+    assert "All 17 checks passed" in dry.stdout
+    assert dry.stdout.endswith("dry run: nothing was changed\n")
+    assert snapshot(league) == before
+
+    admitted = sep_submit("admit", str(archive), cwd=league)
+    assert admitted.returncode == 0, admitted.stderr
+    assert "added 'strongest' in candidates.json" in admitted.stdout
+    models = load_candidates(league / "candidates.json")
+    assert sorted(models) == ["good_random", "strongest"]
+    mine = load_candidates(participant / "candidates.json")["strongest"]
+    assert code_digest(models["strongest"]) == code_digest(mine)  # the same code, byte for byte
+
+    again = sep_submit("admit", str(archive), cwd=league)
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"error: model 'strongest' is already in {league / 'candidates.json'}: add --replace to "
+        f"replace it\n"
+    )
+
+    log_dir = tmp_path / "run"
+    command = [*SEP_EVAL, "strongest", "good_random", "-n", "2", "--seed", "5", "--backend", "sim"]
+    command += ["--candidates", str(league / "candidates.json"), "-l", str(log_dir), "-q"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    assert all((r["blue_status"], r["red_status"]) == ("OK", "OK") for r in rows), rows
+    assert all(r["winner"] in ("blue", "red", "tie") and int(r["turns"]) > 0 for r in rows)
+
+
+def test_admit_names_a_missing_dependency_and_changes_nothing(
+    participant: Path, league: Path
+) -> None:
+    packed = sep_submit("pack", "strongest", "--requires", "sep-absent-package>=2", cwd=participant)
+    assert packed.returncode == 0, packed.stderr
+    before = snapshot(league)
+    refused = sep_submit("admit", str(participant / "strongest.sep.tar.gz"), cwd=league)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: 'strongest' needs what this Python ({sys.executable}) lacks: "
+        f"sep-absent-package>=2 is not installed: install it there (sep_submit never runs pip)\n"
+    )
+    assert snapshot(league) == before
