@@ -108,3 +108,60 @@ def test_admit_names_a_missing_dependency_and_changes_nothing(
         f"sep-absent-package>=2 is not installed: install it there (sep_submit never runs pip)\n"
     )
     assert snapshot(league) == before
+
+
+EXPORT = Path(__file__).parents[2] / "scripts" / "export_standalone_policy.py"
+WITHOUT_PROJECT = """
+import json, sys
+import numpy as np
+for name in ("edge", "center", "agents"):
+    sys.modules[name] = None  # importing this project now raises ImportError
+sys.path.insert(0, sys.argv[1])
+import learned_standalone as m
+policy = m.getUserPolicy({"userModelID": "x"})
+agent = m.getUserAgentClass({})({}, {"side": "blue", "player": "player_0",
+                                     "battle_format": "gen9bssfactory", "seed": 1})
+obs = np.random.default_rng(3).random(policy.n_observation, dtype=np.float32)
+print(json.dumps({"features": len(agent.observation_space.low),
+                  "logits": policy.weights.logits(policy.inputs(obs)).tolist()}))
+"""
+
+
+def test_the_trained_policy_exports_to_a_module_that_needs_nothing_from_this_project(
+    tmp_path: Path,
+) -> None:
+    from agents.learned_policy import getUserPolicy
+
+    out = tmp_path / "submission"
+    weights = Path(__file__).parents[2] / "agents" / "learned_policy" / "weights.npz"
+    export = subprocess.run(
+        [sys.executable, str(EXPORT), str(weights), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert export.returncode == 0, export.stderr
+    alone = subprocess.run(
+        [sys.executable, "-I", "-c", WITHOUT_PROJECT, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    result = json.loads(alone.stdout)
+    ours = getUserPolicy({"userModelID": "x"})
+    obs = __import__("numpy").random.default_rng(3).random(ours.n_observation, dtype="float32")
+    assert result["features"] == ours.n_observation
+    assert result["logits"] == ours.weights.logits(ours.inputs(obs)).tolist()
+
+    packed = sep_submit("pack", "learned_standalone", cwd=out)
+    assert packed.returncode == 0, packed.stderr
+    assert "maple-sep" not in packed.stdout
+    league = tmp_path / "league"
+    archive = out / "learned_standalone.sep.tar.gz"
+    admitted = sep_submit(
+        "admit", str(archive), "--candidates", str(league / "candidates.json"), cwd=tmp_path
+    )
+    assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr
+    assert "All 17 checks passed" in admitted.stdout
