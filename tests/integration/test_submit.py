@@ -165,3 +165,21 @@ def test_the_trained_policy_exports_to_a_module_that_needs_nothing_from_this_pro
     )
     assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr
     assert "All 17 checks passed" in admitted.stdout
+
+
+def test_a_module_that_fails_the_checker_is_not_admitted(league: Path, tmp_path: Path) -> None:
+    candidates = str(AGENTS / "candidates.json")
+    archive = tmp_path / "broken.sep.tar.gz"
+    packed = sep_submit(
+        "pack", "raises_in_step", "--candidates", candidates, "-o", str(archive), cwd=tmp_path
+    )
+    assert packed.returncode == 0, packed.stderr
+    before = snapshot(league)
+    refused = sep_submit("admit", str(archive), cwd=league)
+    assert refused.returncode == 1, refused.stdout[-3000:] + refused.stderr
+    assert "FAIL" in refused.stdout
+    assert refused.stderr == (
+        "error: 'raises_in_step' failed the conformance checker (its report is above): "
+        "not admitted\n"
+    )
+    assert snapshot(league) == before
