@@ -150,3 +150,14 @@ def test_a_missing_dependency_is_named_and_nothing_is_installed(tmp_path: Path) 
     assert "sep-surely-absent-package==1.0 is not installed" in message
     assert message.endswith("install it there (sep_submit never runs pip)")
     assert checker.checked == []
+
+
+def test_a_manifest_whose_provenance_digest_differs_is_refused(archive: Path, tmp_path: Path):
+    with tarfile.open(archive) as tar:
+        manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    claimed = "sha256:" + "0" * 64
+    manifest["code_digest"] = claimed
+    changed = _rewrite(archive, {"manifest.json": json.dumps(manifest).encode()})
+    with pytest.raises(SubmissionError) as refused:
+        admit(changed, tmp_path / "league" / "candidates.json", checker=Checker())
+    assert str(refused.value).endswith(f"the manifest says {claimed}: refused")
