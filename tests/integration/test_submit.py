@@ -21,6 +21,7 @@ pytestmark = pytest.mark.showdown
 
 SEP_SUBMIT = [sys.executable, "-c", "from edge.submit.cli import sep_submit; sep_submit()"]
 SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
+SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 OUTSIDE = Path(__file__).parents[1] / "outside_agents" / "submit_strongest"
 
 
@@ -183,3 +184,23 @@ def test_a_module_that_fails_the_checker_is_not_admitted(league: Path, tmp_path:
         "not admitted\n"
     )
     assert snapshot(league) == before
+
+
+def test_an_admitted_module_plays_through_real_edges(
+    participant: Path, league: Path, tmp_path: Path, showdown, start_edges
+) -> None:
+    packed = sep_submit("pack", "strongest", cwd=participant)
+    assert packed.returncode == 0, packed.stderr
+    admitted = sep_submit("admit", str(participant / "strongest.sep.tar.gz"), cwd=league)
+    assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr
+    edges = start_edges(league / "candidates.json")  # sandboxed workers import the admitted copy
+    log_dir = tmp_path / "run"
+    command = [*SEP_MAIN, "strongest", "good_random", "-n", "2", "--seed", "4", "-q"]
+    command += ["-l", str(log_dir), "--config", str(edges["blue"].config)]
+    command += ["--candidates", str(league / "candidates.json"), "--server", showdown.url]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    assert all((r["blue_status"], r["red_status"]) == ("OK", "OK") for r in rows), rows
