@@ -168,10 +168,18 @@ def _install(manifest: Manifest, staging: Path, folder: Path, doc: dict[str, Any
             (folder / digest.path).parent.mkdir(parents=True, exist_ok=True)
             (staging / digest.path).rename(folder / digest.path)
     doc[manifest.model_id] = manifest.candidate_entry()
-    candidates = folder / "candidates.json"
-    partial = folder / ".candidates.json.partial"
-    partial.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, candidates)
+    # A file of its own, flushed, then renamed over: an edge reloading it never reads half.
+    fd, partial = tempfile.mkstemp(prefix=".candidates.json.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(partial, 0o644)
+        os.replace(partial, folder / "candidates.json")
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def admit(
