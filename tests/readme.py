@@ -17,7 +17,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 # How a test runs the project's console scripts: the installed script of this interpreter.
-PROGRAMS = ("sep_main", "sep_eval", "sep_edge", "sep_keys", "sep_replay", "sep_report")
+PROGRAMS = (
+    "sep_main",
+    "sep_eval",
+    "sep_edge",
+    "sep_keys",
+    "sep_replay",
+    "sep_report",
+    "sep_submit",
+)
 
 
 def blocks(language: str, document: Path = README) -> list[str]:
