@@ -16,6 +16,7 @@ import pytest
 from edge.contract.candidates import load_candidates
 from edge.contract.provenance import code_digest
 from tests.integration.edges import AGENTS
+from tests.readme import argv, readme_command
 
 pytestmark = pytest.mark.showdown
 
@@ -204,3 +205,45 @@ def test_an_admitted_module_plays_through_real_edges(
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
     assert all((r["blue_status"], r["red_status"]) == ("OK", "OK") for r in rows), rows
+
+
+def test_the_readmes_hand_over_packs_a_trained_policy_and_admits_it(tmp_path: Path) -> None:
+    # The README's commands as written: the participant exports and packs, the organizer admits
+    # (a dry run first, which changes nothing) into the folder of the edges' candidates.json.
+    participant, organizer = tmp_path / "participant", tmp_path / "organizer"
+    (participant / "agents" / "learned_policy").mkdir(parents=True)
+    weights = Path(__file__).parents[2] / "agents" / "learned_policy" / "weights.npz"
+    shutil.copy(weights, participant / "agents" / "learned_policy" / "mine.npz")
+    export = readme_command(
+        "python scripts/export_standalone_policy.py agents/learned_policy/mine.npz --out "
+        "submission --package mine_policy --model-id mine"
+    )
+    pack = readme_command("sep_submit pack mine --candidates submission/candidates.json")
+    for command in (export, pack):
+        done = subprocess.run(
+            argv(command), cwd=participant, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    organizer.mkdir()
+    (organizer / "candidates.json").write_text("{}")
+    shutil.copy(participant / "mine.sep.tar.gz", organizer)
+    before = snapshot(organizer)
+    dry = subprocess.run(
+        argv(readme_command("sep_submit admit mine.sep.tar.gz --dry-run")),
+        cwd=organizer,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-2000:]
+    assert snapshot(organizer) == before
+    admitted = subprocess.run(
+        argv(readme_command("sep_submit admit mine.sep.tar.gz")),
+        cwd=organizer,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr[-2000:]
+    entry = load_candidates(organizer / "candidates.json")["mine"]
+    assert entry.module_id == "mine_policy" and (organizer / "mine_policy").is_dir()
