@@ -8,10 +8,10 @@ across the lines of the battle log (``</script><script>`` … ``pwned=1`` … ``
 prints HTML with script and terminal escapes and raises an exception that carries both. Every page
 of the run (report.html, Showdown's replay pages, the offline replay pages, built as
 ``sep_report --pages`` does) is then opened in Debian's Chromium: no injected script may run, and
-the page's own scripts must. Showdown's replay
-player lives on play.pokemonshowdown.com; here a stand-in served for that address plays its part
-(loads the client's scripts and styles, reads the log as the real one does), so that the test needs
-no network and can check what the player is given.
+the page's own scripts must. Showdown's replay player lives on play.pokemonshowdown.com; here a
+stand-in served for that address plays its part (loads the client's scripts and styles, reads the
+log as the real one does), so that the test needs no network and can check what the player is
+given.
 """
 
 from __future__ import annotations

@@ -88,7 +88,11 @@ def league(showdown: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert f"report: {log_dir / 'report.html'}" in run.stdout  # written at the end of the run
     # Replay pages are built on demand (tests/integration/test_compact_logdir.py): here, all.
     pages = subprocess.run(
-        [*SEP_REPORT, str(log_dir), "--pages"], cwd=REPO, capture_output=True, text=True, timeout=300
+        [*SEP_REPORT, str(log_dir), "--pages"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert pages.returncode == 0, pages.stderr[-3000:]
     return log_dir
