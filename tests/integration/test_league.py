@@ -70,9 +70,10 @@ def test_league_through_two_edges_writes_complete_consistent_results(
     assert all(c == 1 for c in Counter((r["blue"], r["red"]) for r in rows).values())
     for row in rows:
         assert row["winner"] in ("blue", "red", "tie", "none")
-        assert (tmp_path / "run" / row["replay"]).exists() and (
-            tmp_path / "run" / row["log"]
-        ).exists()
+        # The logs gzipped, the players file; the replay pages only when asked (sep_report).
+        assert (tmp_path / "run" / f"{row['log']}.gz").exists()
+        assert (tmp_path / "run" / row["replay"]).with_suffix(".players.json").exists()
+        assert not (tmp_path / "run" / row["replay"]).exists()
         assert row["format"] == "gen9bssfactory" and row["version_showdown"] == "0.11.11"
     standings = {s["id"]: s for s in csv.DictReader((tmp_path / "run" / "standings.csv").open())}
     for cid in ids:
