@@ -3,8 +3,8 @@
 A played battle writes, in every mode (one process, ``--workers``, ``--ray``), its protocol log
 gzipped (``logs/ID.log.gz``), on the simulator its input log gzipped (``logs/ID.input.log.gz``),
 who played each side (``replays/ID.players.json``), and for each side what the side's code
-printed (``logs/ID.SIDE.out``) and why it failed (``logs/ID.SIDE.err``), both only when there is
-something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`): runs
+printed (``logs/ID.SIDE.out.gz``) and why it failed (``logs/ID.SIDE.err``, plain), both only when
+there is something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`): runs
 recorded before the logs were compressed keep their ``logs/ID.log``. The replay pages
 (``replays/ID.html``, ``replays/ID.offline.html``) are built from these by the report, when asked
 (``sep_report --pages``); a battle writes none of them.
@@ -35,7 +35,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SIDE_SUFFIXES = tuple(f".{side}.{kind}" for side in ("blue", "red") for kind in ("out", "err"))
+_SIDE_SUFFIXES = tuple(
+    f".{side}.{kind}" for side in ("blue", "red") for kind in ("out.gz", "out", "err")
+)
 
 
 def battle_file_relpaths(battle_id: str) -> list[str]:

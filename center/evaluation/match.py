@@ -261,12 +261,14 @@ def _record(
 
 
 def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
-    """Next to the battle's log: what the side's code printed (``.out``) and why it failed (``.err``)."""
+    """Next to the battle's log: what the side's code printed (``.out.gz``, up to 64 KiB a battle,
+    gzipped) and why it failed (``.err``, a line and a traceback, kept plain for ``cat``)."""
     # User text: its control characters are written visibly, so that ``cat`` shows them instead
     # of obeying them.
     printed = guard.output()
     if printed:  # as captured (and capped) in-process or on its edge
-        log.with_suffix(f".{side}.out").write_text(visible_controls(printed), encoding="utf-8")
+        out = log.with_suffix(f".{side}.out{COMPRESSED_SUFFIX}")
+        out.write_bytes(_gzip(visible_controls(printed).encode("utf-8")))
     failure = guard.stats.failure
     if failure is not None and guard.stats.status != SideStatus.OK:
         text = f"{guard.stats.status.value}: {failure.line()}\n"

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from center.errors import EdgeRemoteError
-from center.files import read_text
+from center.files import existing, read_text
 from center.showdown.install import find_install
 from edge.wire.messages import (
     CloseSessionRequest,
@@ -138,7 +138,7 @@ def _real_team(log: Path, side: str) -> set[tuple[str, str, tuple[str, ...]]]:
 
 
 def _oracle_reports(out: Path) -> list[dict[str, Any]]:
-    lines = out.read_text().splitlines() if out.exists() else []
+    lines = read_text(out).splitlines() if existing(out) else []  # .out.gz
     return [json.loads(line[len(MARK) :]) for line in lines if line.startswith(MARK)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import re
@@ -129,8 +130,8 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
         assert status(row, "good_random") == "OK", row
         if wanted == "OK":  # megabytes of output: captured, capped and kept with the battle
             side = "blue" if row["blue"] == cid else "red"
-            out = (tmp_path / "run" / row["log"]).with_suffix(f".{side}.out")
-            assert 0 < out.stat().st_size < 200_000
+            out = (tmp_path / "run" / row["log"]).with_suffix(f".{side}.out.gz")
+            assert 0 < len(gzip.decompress(out.read_bytes())) < 200_000
         elif wanted != "INVALID":  # a fatal failure forfeits: good_random wins
             assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
             if cid == "sleeps_in_step":  # the edge names the user call that overran

@@ -255,9 +255,9 @@ def test_text_files_show_control_characters_instead_of_obeying_them(attacked_run
         if path in inputs:
             continue
         assert _raw_controls(_text(path)) == [], path.name
-    for suffix in (".err", ".out"):
+    for suffix in (".err", ".out.gz"):
         (written,) = [p for p in files if p.name.endswith(f"-0000.blue{suffix}")]
-        text = written.read_text(encoding="utf-8")
+        text = _text(written)
         # The escapes are there to read: \x1b]52 (clipboard), \x1b[2J (clear), an 8-bit CSI.
         for shown in (r"\x1b]52;c;", r"\x1b[2J", r"\x9b31m", r"\x07", r"\x00"):
             assert shown in text, (written.name, shown)
