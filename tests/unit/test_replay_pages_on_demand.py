@@ -6,7 +6,9 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from click.testing import CliRunner
 
+from center.commands.report import sep_report
 from center.errors import ConfigError
 from center.evaluation.records import log_relpath
 from center.report.build import battle_pages, write_report
@@ -49,3 +51,18 @@ def test_an_unknown_battle_is_one_clear_error(tmp_path):
     log_dir, _ = _gzipped_log_dir(tmp_path)
     with pytest.raises(ConfigError, match=r"no battle 'alpha-vs-beta-000'.*did you mean"):
         write_report(log_dir, battles=["alpha-vs-beta-000"])
+
+
+def test_sep_report_battle_prints_the_pages_and_refuses_an_unknown_battle(tmp_path):
+    log_dir, record = _gzipped_log_dir(tmp_path)
+    built = CliRunner().invoke(sep_report, [str(log_dir), "--battle", record.battle_id])
+    assert built.exit_code == 0, built.output
+    assert built.output.splitlines() == [
+        str(log_dir / "report.html"),
+        *(str(page) for page in battle_pages(log_dir, record.battle_id)),
+    ]
+    assert len(built.output.splitlines()) == 3
+    unknown = CliRunner().invoke(sep_report, [str(log_dir), "--battle", "nope"])
+    assert unknown.exit_code == 2
+    assert unknown.output.startswith("error: no battle 'nope' in ")
+    assert len(unknown.output.splitlines()) == 1
