@@ -4,8 +4,8 @@ A played battle writes, in every mode (one process, ``--workers``, ``--ray``), i
 gzipped (``logs/ID.log.gz``), on the simulator its input log gzipped (``logs/ID.input.log.gz``),
 who played each side (``replays/ID.players.json``), and for each side what the side's code
 printed (``logs/ID.SIDE.out.gz``) and why it failed (``logs/ID.SIDE.err``, plain), both only when
-there is something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`): runs
-recorded before the logs were compressed keep their ``logs/ID.log``. The replay pages
+there is something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`):
+runs recorded before the logs were compressed keep their ``logs/ID.log``. The replay pages
 (``replays/ID.html``, ``replays/ID.offline.html``) are built from these by the report, when asked
 (``sep_report --pages``); a battle writes none of them.
 

@@ -12,9 +12,9 @@ a rerun replays it; what a side does wrong is always recorded, with its status.
 
 Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
 seed fixes everything but the agents' choices and each battle's simulator input log is kept
-(``logs/ID.input.log.gz``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown server.
-The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the replay
-pages are built from them by the report, on demand.
+(``logs/ID.input.log.gz``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown
+server. The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the
+replay pages are built from them by the report, on demand.
 """
 
 from __future__ import annotations

@@ -124,9 +124,8 @@ def write_report(
     for battle_id in battles:
         if battle_id not in recorded:
             hint = did_you_mean(battle_id, sorted(recorded))
-            raise ConfigError(
-                f"no battle {battle_id!r} in {data.path / 'battles.csv'}{f'; {hint}' if hint else ''}"
-            )
+            where = data.path / "battles.csv"
+            raise ConfigError(f"no battle {battle_id!r} in {where}{f'; {hint}' if hint else ''}")
     newest = _package_mtime()
     links: dict[str, Mapping[str, str | None]] = {}
     for record in data.records:

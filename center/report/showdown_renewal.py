@@ -4,9 +4,10 @@ A battle writes no page (it would cost LOG_DIR a few KB per battle): the report 
 asked (``sep_report --pages``), from what the blue side received (``logs/ID.log.gz``): the battle
 lines, without the requests and timestamps, the Showdown usernames replaced by the players' names.
 
-Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at ``replays/ID.html``,
-with the battle log raw inside a ``<script>`` element, where nicknames can run script. The report
-links these pages, so when it is built each such page is replaced by an escaped one.
+Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at
+``replays/ID.html``, with the battle log raw inside a ``<script>`` element, where nicknames can run
+script. The report links these pages, so when it is built each such page is replaced by an escaped
+one.
 """
 
 from __future__ import annotations
