@@ -1,6 +1,6 @@
 """``sep_replay LOG_DIR BATTLE_ID``: re-simulate a recorded battle and check that it ends as recorded.
 
-A battle played on the simulator backend keeps its input log (``logs/ID.input.log``): everything
+A battle played on the simulator backend keeps its input log (``logs/ID.input.log.gz``): everything
 the center wrote to the simulator, choices included. Replaying it on a fresh simulator host, with
 no agents and no edges, must give every frame each player was sent (apart from the ``|t:|``
 timestamps), the same number of turns and the same winner as battles.csv and the protocol log say.

@@ -384,14 +384,16 @@ def run_command(
             click.echo(line)
     click.echo(
         f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
-        f"{Path(log_dir) / 'standings.csv'}; replays and raw logs in {Path(log_dir) / 'replays'} "
-        f"and {Path(log_dir) / 'logs'}"
+        f"{Path(log_dir) / 'standings.csv'}; compressed logs in {Path(log_dir) / 'logs'}"
     )
     from center.report import report_after_run  # the layer above evaluation (see pyproject.toml)
 
     report = report_after_run(log_dir, opts.candidates)
     if report is not None:
-        click.echo(f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time)")
+        click.echo(
+            f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time, "
+            f"`--battle ID` or `--pages` adds replay pages)"
+        )
     for line in failure_summary(records):
         click.echo(line, err=True)
     voids = voids_by_candidate(Path(log_dir), schedule)

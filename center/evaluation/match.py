@@ -12,12 +12,15 @@ a rerun replays it; what a side does wrong is always recorded, with its status.
 
 Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
 seed fixes everything but the agents' choices and each battle's simulator input log is kept
-(``logs/ID.input.log``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown server.
+(``logs/ID.input.log.gz``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown
+server. The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the
+replay pages are built from them by the report, on demand.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import logging
 import queue
@@ -49,10 +52,10 @@ from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.evaluation.showdown_page import player_label, showdown_replay_page
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
 from center.evaluation.side_opening import open_sides
 from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
+from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
 from edge.visible_text import visible_controls
@@ -213,10 +216,10 @@ def _record(
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the simulator did not report the end of the battle"
             )
-        path = settings.log_dir / input_log_relpath(scheduled.battle_id)
+        path = settings.log_dir / (input_log_relpath(scheduled.battle_id) + COMPRESSED_SUFFIX)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(input_log) + "\n", encoding="utf-8")
-    _write_replay(blue_battle, settings.log_dir / replay, scheduled, sides)
+        path.write_bytes(_gzip(("\n".join(input_log) + "\n").encode("utf-8")))
+    _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
     for p in PLAYERS:
         _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
@@ -267,12 +270,14 @@ def _record(
 
 
 def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
-    """Next to the battle's log: what the side's code printed (``.out``) and why it failed (``.err``)."""
+    """Next to the battle's log: what the side's code printed (``.out.gz``, up to 64 KiB a battle,
+    gzipped) and why it failed (``.err``, a line and a traceback, kept plain for ``cat``)."""
     # User text: its control characters are written visibly, so that ``cat`` shows them instead
     # of obeying them.
     printed = guard.output()
     if printed:  # as captured (and capped) in-process or on its edge
-        log.with_suffix(f".{side}.out").write_text(visible_controls(printed), encoding="utf-8")
+        out = log.with_suffix(f".{side}.out{COMPRESSED_SUFFIX}")
+        out.write_bytes(_gzip(visible_controls(printed).encode("utf-8")))
     failure = guard.stats.failure
     if failure is not None and guard.stats.status != SideStatus.OK:
         text = f"{guard.stats.status.value}: {failure.line()}\n"
@@ -296,57 +301,54 @@ def _measured_mean(values: list[float]) -> float | None:
 PLAYERS_SUFFIX = ".players.json"
 
 
-def _write_replay(
-    battle: Any, path: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard]
+def _write_players(
+    replay: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard], battle: Any
 ) -> None:
-    """Showdown's HTML replay of ``battle`` at ``path``, naming the players by their candidates.
+    """Who played each side, beside where the battle's replay page goes (:data:`PLAYERS_SUFFIX`).
 
-    Showdown knows the players by anonymous usernames (``sep0 c8178229``); the replay says
-    ``logName (side)`` instead. Beside it, :data:`PLAYERS_SUFFIX` records for each side the
-    candidate id, its logName, its Showdown username and its decision times in ms, so that pages
-    built later from the raw log can name the players too.
+    For each side: the candidate id, its logName, its Showdown username (``sep0 c8178229``) and
+    its decision times in ms, so that the pages built later from the raw log name the players.
     """
     usernames = {"blue": battle.player_username or "", "red": battle.opponent_username or ""}
     ids = {"blue": scheduled.blue, "red": scheduled.red}
     players: dict[str, dict[str, Any]] = {}
     for p in PLAYERS:
         side = SIDES[p]
-        log_name = sides[p].agent_full_name.split(":")[0] or ids[side]
         players[side] = {
             "id": ids[side],
-            "logName": log_name,
+            "logName": sides[p].agent_full_name.split(":")[0] or ids[side],
             "username": usernames[side],
             "decision_ms": [round(ms, 3) for ms in sides[p].stats.decision_ms],
         }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        replay.parent.mkdir(parents=True, exist_ok=True)
         doc = {"battle_id": scheduled.battle_id, **players}
-        path.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
-        # poke-env's own log of the battle (pinned poke-env 0.16), not its page: see showdown_page.
-        text = battle._build_replay_log()
-        names = {side: player_label(players[side]["logName"], side) for side in players}
-        # Longest first, so that no username is replaced inside another one.
-        for side in sorted(players, key=lambda s: -len(usernames[s])):
-            if usernames[side]:
-                text = text.replace(usernames[side], names[side])
-        page = showdown_replay_page(scheduled.battle_id, text, names["blue"], names["red"])
-        path.write_text(page, encoding="utf-8")
-    except Exception as exc:  # a replay is a convenience; never lose the result over it
-        logger.warning("could not write replay %s: %r", path, exc)
+        replay.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    except Exception as exc:  # a convenience for the pages; never lose the result over it
+        logger.warning("could not write the players of %s: %r", scheduled.battle_id, exc)
+
+
+def _gzip(data: bytes) -> bytes:
+    # mtime=0: the same battle gives the same bytes, whichever process wrote it.
+    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def input_log_relpath(battle_id: str) -> str:
-    """Where a battle's simulator input log goes, relative to LOG_DIR (``logs/ID.input.log``)."""
+    """A battle's simulator input log, relative to LOG_DIR (``logs/ID.input.log``; stored with
+    ``.gz`` added, read by :func:`center.files.read_text`)."""
     return str(Path(log_relpath(battle_id)).with_suffix(".input.log"))
 
 
 def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
-    """Every raw frame each side received, in order, as JSON lines {side, i, frame}."""
+    """Every raw frame each side received, in order, as JSON lines {side, i, frame}, gzipped
+    (``path`` with ``.gz`` added)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
-        for side, battle in battles.items():
-            for i, frame in enumerate(frames.frames_of(battle) or []):
-                out.write(json.dumps({"side": side, "i": i, "frame": frame}) + "\n")
+    lines = [
+        json.dumps({"side": side, "i": i, "frame": frame}) + "\n"
+        for side, battle in battles.items()
+        for i, frame in enumerate(frames.frames_of(battle) or [])
+    ]
+    path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip("".join(lines).encode("utf-8")))
 
 
 # -- many battles ---------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""Showdown replay pages written before they were escaped, rewritten from the battle's protocol log.
+"""Showdown replay pages (``replays/ID.html``), built from the battle's protocol log.
 
-Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at ``replays/ID.html``,
-with the battle log raw inside a ``<script>`` element, where nicknames can run script. The report
-links these pages, so when it is built each such page is replaced by an escaped one whose log is
-rebuilt from what the blue side received (``logs/ID.log``): the same battle lines, without the
-requests and timestamps, the Showdown usernames replaced by the players' names.
+A battle writes no page (it would cost LOG_DIR a few KB per battle): the report builds one when
+asked (``sep_report --pages``), from what the blue side received (``logs/ID.log.gz``): the battle
+lines, without the requests and timestamps, the Showdown usernames replaced by the players' names.
+
+Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at
+``replays/ID.html``, with the battle log raw inside a ``<script>`` element, where nicknames can run
+script. The report links these pages, so when it is built each such page is replaced by an escaped
+one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from center.files import write_atomically
 from center.report.protocol import read_streams
 from center.report.sources import SIDES, LogDir, Player
 
-__all__ = ["renew_showdown_page"]
+__all__ = ["renew_showdown_page", "showdown_page_wanted"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,15 +46,22 @@ def showdown_log(
     return text
 
 
-def renew_showdown_page(data: LogDir, record: BattleRecord) -> None:
-    """Rewrite ``record``'s Showdown page if poke-env's template wrote it (else leave it be)."""
+def showdown_page_wanted(data: LogDir, record: BattleRecord, build: bool) -> bool:
+    """Whether ``record``'s Showdown page must be written: it is missing and ``build`` asks for
+    it, or poke-env's template wrote it (unescaped)."""
     page = data.path / data.replay_path(record)
     try:
         with page.open(encoding="utf-8", errors="replace") as f:
-            if POLICY_MARK in f.read(4096):
-                return
+            return POLICY_MARK not in f.read(4096)
     except FileNotFoundError:
+        return build
+
+
+def renew_showdown_page(data: LogDir, record: BattleRecord, *, build: bool = False) -> None:
+    """Write ``record``'s Showdown page from its log when :func:`showdown_page_wanted`."""
+    if not showdown_page_wanted(data, record, build):
         return
+    page = data.path / data.replay_path(record)
     players = data.players.get(record.battle_id, {})
     labels = {
         side: player_label(
@@ -65,7 +75,8 @@ def renew_showdown_page(data: LogDir, record: BattleRecord) -> None:
         streams = {}
     frames = streams.get("blue") or next(iter(streams.values()), [])
     text = showdown_log(frames, players, labels)
-    logger.info("%s: rewriting its Showdown replay page, which was not escaped", record.battle_id)
+    logger.info("%s: writing its Showdown replay page", record.battle_id)
+    page.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(
         page, showdown_replay_page(record.battle_id, text, labels["blue"], labels["red"])
     )

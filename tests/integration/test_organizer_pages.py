@@ -6,16 +6,18 @@ module written from docs/contract.md alone (``tests/organizer_agents/pages_nickn
 and a harmless one. The attacker's nicknames, switched in one after the other, spell a script
 across the lines of the battle log (``</script><script>`` … ``pwned=1`` … ``alert`XSS```); it
 prints HTML with script and terminal escapes and raises an exception that carries both. Every page
-of the run (report.html, Showdown's replay pages, the offline replay pages) is then opened in
-Debian's Chromium: no injected script may run, and the page's own scripts must. Showdown's replay
-player lives on play.pokemonshowdown.com; here a stand-in served for that address plays its part
-(loads the client's scripts and styles, reads the log as the real one does), so that the test needs
-no network and can check what the player is given.
+of the run (report.html, Showdown's replay pages, the offline replay pages, built as
+``sep_report --pages`` does) is then opened in Debian's Chromium: no injected script may run, and
+the page's own scripts must. Showdown's replay player lives on play.pokemonshowdown.com; here a
+stand-in served for that address plays its part (loads the client's scripts and styles, reads the
+log as the real one does), so that the test needs no network and can check what the player is
+given.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import html
 import json
 import re
@@ -30,6 +32,8 @@ from typing import Any
 import pytest
 
 from center.commands.replay import replay_battle
+from center.files import read_text
+from center.report.build import write_report
 from tests.integration.test_report import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.showdown
@@ -114,9 +118,10 @@ def attacked_run(showdown_install: Path, tmp_path_factory: pytest.TempPathFactor
     for row in rows:
         side = "blue" if row["blue"] == "nickname_attacker" else "red"
         assert row[f"{side}_status"] == "ERROR" and "RuntimeError" in row[f"{side}_error"]
-        frames = (log_dir / row["log"]).read_text(encoding="utf-8")
+        frames = read_text(log_dir / row["log"])  # logs/ID.log.gz
         for nickname in NICKNAMES:
             assert json.dumps(f": {nickname}|")[1:-1] in frames
+    write_report(log_dir, pages=True)  # every battle's replay pages, as `sep_report --pages`
     return log_dir
 
 
@@ -236,18 +241,23 @@ def _raw_controls(text: str) -> list[str]:
     return sorted({repr(c) for c in text if unicodedata.category(c) == "Cc" and c not in "\n\t"})
 
 
+def _text(path: Path) -> str:
+    """A file's text, gzipped (``.gz``, the battles' logs) or not."""
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
+
+
 def test_text_files_show_control_characters_instead_of_obeying_them(attacked_run: Path) -> None:
     files = [p for p in sorted(attacked_run.rglob("*")) if p.is_file()]
-    inputs = [p for p in files if p.name.endswith(".input.log")]
+    inputs = [p for p in files if p.name.endswith(".input.log.gz")]
     assert len(inputs) == 2
     for path in files:
         if path in inputs:
             continue
-        text = path.read_text(encoding="utf-8")
-        assert _raw_controls(text) == [], path.name
-    for suffix in (".err", ".out"):
+        assert _raw_controls(_text(path)) == [], path.name
+    for suffix in (".err", ".out.gz"):
         (written,) = [p for p in files if p.name.endswith(f"-0000.blue{suffix}")]
-        text = written.read_text(encoding="utf-8")
+        text = _text(written)
         # The escapes are there to read: \x1b]52 (clipboard), \x1b[2J (clear), an 8-bit CSI.
         for shown in (r"\x1b]52;c;", r"\x1b[2J", r"\x9b31m", r"\x07", r"\x00"):
             assert shown in text, (written.name, shown)
@@ -262,16 +272,19 @@ def test_csv_and_json_files_stay_valid(attacked_run: Path) -> None:
         assert row["battle_id"] and row["winner"] in ("blue", "red")
     for path in sorted(attacked_run.rglob("*.json")):
         json.loads(path.read_text(encoding="utf-8"))
-    for path in sorted((attacked_run / "logs").glob("*.log")):
-        if path.name.endswith(".input.log"):
+    logs = sorted((attacked_run / "logs").glob("*.log.gz"))
+    assert len(logs) == 4  # two protocol logs, two input logs
+    for path in logs:
+        if path.name.endswith(".input.log.gz"):
             continue
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in _text(path).splitlines():
             json.loads(line)
 
 
 def test_input_logs_stay_byte_exact_and_replay(attacked_run: Path, sim_host: Any) -> None:
     for row in _rows(attacked_run / "battles.csv"):
-        log = (attacked_run / row["log"]).with_suffix(".input.log").read_bytes()
+        packed = (attacked_run / row["log"]).with_suffix(".input.log.gz")
+        log = gzip.decompress(packed.read_bytes())
         assert b"</script><script>`" in log  # the team as brought, unescaped
         report = replay_battle(attacked_run, row["battle_id"], host=sim_host)
         assert report.same, report.differences

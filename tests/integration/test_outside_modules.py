@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from center.files import read_text
 from tests.integration.edges import AGENTS, EdgeProcess, free_port, write_config
 
 pytestmark = pytest.mark.showdown
@@ -312,7 +313,7 @@ def test_make_obs_runs_once_per_decision_and_only_when_the_side_must_act(command
     counted = 0
     for row in _rows(log_dir):
         assert row["blue_status"] == "OK", row
-        out = (log_dir / "logs" / f"{row['battle_id']}.blue.out").read_text()
+        out = read_text(log_dir / "logs" / f"{row['battle_id']}.blue.out")  # .out.gz
         lines = out.splitlines()
         (line,) = [ln for ln in lines if ln.startswith("CALLS")]
         make_obs, deploy = (int(part.split("=")[1]) for part in line.split()[1:])

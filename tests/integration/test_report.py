@@ -86,6 +86,15 @@ def league(showdown: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"report: {log_dir / 'report.html'}" in run.stdout  # written at the end of the run
+    # Replay pages are built on demand (tests/integration/test_compact_logdir.py): here, all.
+    pages = subprocess.run(
+        [*SEP_REPORT, str(log_dir), "--pages"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pages.returncode == 0, pages.stderr[-3000:]
     return log_dir
 
 
@@ -552,7 +561,8 @@ def test_report_candidates_table_counts_the_statuses_and_times_of_battles_csv(le
                 assert cell("first_error_status") == b[f"{side}_status"], cid
                 assert cell("first_error_battle") == b["battle_id"], cid
                 link = row.locator('[data-col="first_error_battle"]').evaluate("a => a.href")
-                assert Path(unquote(urlparse(link).path)) == (league / b["log"]).resolve()
+                stored = (league / f"{b['log']}.gz").resolve()  # logs are kept gzipped
+                assert Path(unquote(urlparse(link).path)) == stored
                 assert b[f"{side}_error"]  # battles.csv has the reason of an ERROR
                 assert cell("first_error_line") == b[f"{side}_error"], cid
             else:

@@ -100,7 +100,7 @@ def test_report_and_replay_pages_from_a_log_dir(tmp_path):
     data = read_log_dir(log_dir)
     assert (data.scheduled, data.pending) == (2, 1)
     assert data.names == {"alpha": "Alpha <A&B>", "beta": "Beta"}
-    report = write_report(log_dir).read_text(encoding="utf-8")
+    report = write_report(log_dir, pages=True).read_text(encoding="utf-8")
     assert "in progress: 1 of 2 battles" in report
     assert "Alpha &lt;A&amp;B&gt;" in report and "<A&B>" not in report  # escaped
     assert not re.search(r'(src|href)="https?:', report)  # nothing to fetch, no outside link
