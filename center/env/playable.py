@@ -6,6 +6,7 @@ anything else is refused when the environment is built, in one line, as the CLI 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -13,7 +14,7 @@ import numpy as np
 
 from center.errors import ConfigError, ShowdownError
 
-__all__ = ["mask_size", "playable_format"]
+__all__ = ["mask_size", "playable_format", "read_team"]
 
 
 def playable_format(battle_format: str) -> str:
@@ -41,3 +42,10 @@ def mask_size(space: gymnasium.Space[Any]) -> int | None:
     if isinstance(space, gymnasium.spaces.MultiDiscrete) and space.nvec.ndim == 1:
         return int(np.sum(space.nvec))
     return None
+
+
+def read_team(team: str) -> str:
+    """A team given as Showdown text (export or packed) or as the path of a file holding one."""
+    if "\n" not in team and "|" not in team and Path(team).is_file():
+        return Path(team).read_text(encoding="utf-8")
+    return team
