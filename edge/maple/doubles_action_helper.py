@@ -18,8 +18,10 @@ forfeit) are not actions (they are outside a MultiDiscrete space anyway).
 
 The mask is the two slots' masks concatenated (length 2N), as MaskablePPO expects of a
 MultiDiscrete space. A per-slot mask cannot forbid a joint conflict (both slots switching to the
-same Pokémon, both terastallizing): such a pair is an invalid action like any other (refused,
-penalized, the request asked again), since the center refuses that order from any Agent.
+same Pokémon, both terastallizing): :meth:`DoublesActionHelper.action_to_order` refuses such a
+pair, as the center refuses that order from any Agent, and
+:meth:`DoublesActionHelper.resolve_conflict` turns it into a legal one by changing the second
+slot's part (what ``MapleDoublesAgent.deploy`` does, counting it).
 """
 
 from __future__ import annotations
@@ -188,6 +190,27 @@ class DoublesActionHelper:
         if isinstance(first.order, Pokemon) and first.order is second.order:
             raise InvalidActionError(f"both slots switch to {first.order.name}")
         return DoubleBattleOrder(first, second)
+
+    def resolve_conflict(self, battle: AbstractBattle, action: Any) -> tuple[Any, bool]:
+        """``(action, conflicted)``: a pair of legal parts whose joint order conflicts becomes
+        one that does not, by changing the second slot's part: its terastallization dropped (the
+        same move at the same target), or, for a Pokémon both slots switch in, the slot's first
+        other legal index (pass first where a pass is legal). Anything else is returned as is."""
+        pair = _as_pair(action)
+        if pair is None or battle.teampreview or not isinstance(battle, DoubleBattle):
+            return action, False
+        first, second = decode(pair[0]), decode(pair[1])
+        legal = slot_legal(battle, 1)
+        if pair[0] not in slot_legal(battle, 0) or pair[1] not in legal:
+            return action, False
+        if first.tera and second.tera:
+            untera = encode_move(second.move_slot, second.target, False)
+            return np.array([pair[0], untera], dtype=np.int64), True
+        if first.kind == second.kind == "switch" and first.team_index == second.team_index:
+            others = [i for i in sorted(legal) if i != pair[1]]
+            if others:
+                return np.array([pair[0], others[0]], dtype=np.int64), True
+        return action, False
 
     def random_legal_action(self, battle: AbstractBattle) -> np.ndarray:
         """A uniformly random legal pair without joint conflict (team preview: zeros)."""

@@ -23,10 +23,15 @@ class MapleDoublesAgent(MapleAgent):
     """Box observations from ``config/doubles_state_spec.yml`` and ``MultiDiscrete([N, N])``
     actions, one index per active slot (``edge.maple.doubles_action_helper``; N = 107 in Gen 9).
 
-    The mask (``action_mask``) is both slots' masks concatenated, as MaskablePPO expects. Team
+    The mask (``action_mask``) is both slots' masks concatenated, as MaskablePPO expects. A pair
+    whose legal parts conflict (two terastallizations, one Pokémon switched in twice) is not
+    refused: ``deploy`` changes the second slot's part (``DoublesActionHelper.resolve_conflict``)
+    and counts it in ``conflicts``. Team
     preview works as in :class:`MapleAgent`: a ``/team`` string or a list of 0-based indices
     picks the team (4 of 6 in VGC), anything else in the action space a random pick.
     """
+
+    PLAYS_DOUBLES = True
 
     def __init__(
         self,
@@ -43,6 +48,8 @@ class MapleDoublesAgent(MapleAgent):
         )
         self.helper.rng = self.doubles.rng  # one generator: the random team comes from it too
         self.action_space = gymnasium.spaces.MultiDiscrete([self.doubles.size] * 2)
+        #: actions whose two parts conflicted, resolved by ``DoublesActionHelper.resolve_conflict``
+        self.conflicts = 0
 
     def seed(self, seed: int | None) -> None:
         self.doubles.seed(seed)
@@ -56,6 +63,9 @@ class MapleDoublesAgent(MapleAgent):
             if _is_pair(action) and self.action_space.contains(np.asarray(action, dtype=np.int64)):
                 action = None  # an action of the space, not a team: the random pick
             return self.choose_team(battle, action)
+        action, conflicted = self.doubles.resolve_conflict(battle, action)
+        if conflicted:
+            self.conflicts += 1
         return self.doubles.action_to_order(battle, action)
 
 
