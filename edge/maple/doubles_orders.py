@@ -17,6 +17,7 @@ position (``/choose move 2 terastallize 1, switch 3``), so no nickname reaches S
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from poke_env.battle import DoubleBattle, Pokemon
 from poke_env.data import to_id_str
@@ -78,7 +79,7 @@ def _part(battle: DoubleBattle, slot: int, part: str) -> tuple[_Chosen, str]:
 
 
 def _switch(
-    battle: DoubleBattle, slot: int, arg: str, legal: dict[int, object], where: str
+    battle: DoubleBattle, slot: int, arg: str, legal: Mapping[int, object], where: str
 ) -> tuple[_Chosen, str]:
     request = battle.last_request or {}
     entries = request.get("side", {}).get("pokemon") or []
@@ -100,7 +101,7 @@ def _switch(
 
 
 def _move(
-    battle: DoubleBattle, slot: int, args: list[str], legal: dict[int, object], where: str
+    battle: DoubleBattle, slot: int, args: list[str], legal: Mapping[int, object], where: str
 ) -> tuple[_Chosen, str]:
     tera, target = False, 0
     while len(args) > 1:  # Showdown reads the target and the gimmick from the end, in any order
