@@ -46,9 +46,9 @@ from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
+from edge.contract.game_type import is_doubles_format
 from edge.errors import InvalidActionError
 from edge.maple.doubles_agent import MapleDoublesAgent
-from edge.maple.game_type import is_doubles_format
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.orders import canonical_order, default_order
 

@@ -37,9 +37,9 @@ from center.env.end_reason import EndReason
 from center.env.playable import mask_size, read_team
 from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv, RewardConfig
 from edge.contract.agent import Agent
+from edge.contract.game_type import is_doubles_format
 from edge.contract.policy import StandalonePolicy
 from edge.maple.doubles_agent import MapleDoublesAgent
-from edge.maple.game_type import is_doubles_format
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.orders import MAX_INVALID_RETRIES
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from center.errors import ConfigError, ShowdownError
 from center.showdown.install import find_install
-from edge.maple.game_type import is_doubles_format
+from edge.contract.game_type import is_doubles_format
 
 __all__ = ["ShowdownFormat", "check_format", "showdown_formats"]
 
@@ -81,7 +81,7 @@ def check_format(
 ) -> ShowdownFormat:
     """The format ``battle_format`` names; ConfigError (one line) if it is unknown or cannot be
     played: not singles, or, with ``doubles``, not singles or doubles (a doubles format must also
-    be one poke-env plays as doubles by its name, see ``edge.maple.game_type``)."""
+    be one poke-env plays as doubles by its name, see ``edge.contract.game_type``)."""
     formats = showdown_formats(install_dir)
     wanted = re.sub(r"[^a-z0-9]+", "", battle_format.lower())
     found = formats.get(wanted)

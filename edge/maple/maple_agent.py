@@ -10,9 +10,10 @@ import numpy as np
 from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent, Order
+from edge.contract.game_type import is_doubles_format
 from edge.errors import ContractError, InvalidActionError
 from edge.maple.action_helper import ACTION_SPACE_SIZE, ActionHelper, team_order
-from edge.maple.game_type import is_doubles_format
+from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.state_observer import StateObserver
 
 
@@ -28,11 +29,9 @@ class MapleAgent(Agent):
     # In a doubles format ``MapleAgent(...)`` builds a MapleDoublesAgent (``edge.maple.doubles_agent``),
     # so that a module returning MapleAgent plays doubles too; a subclass keeps the singles layout
     # and refuses a doubles format in one line (its policy reads the singles vector).
-    def __new__(cls, *args: Any, **kwargs: Any) -> MapleAgent:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is MapleAgent and is_doubles_format(_format_of(args, kwargs)):
-            from edge.maple.doubles_agent import MapleDoublesAgent
-
-            return super().__new__(MapleDoublesAgent)
+            return MapleDoublesAgent(*args, **kwargs)  # not a MapleAgent: __init__ is not rerun
         return super().__new__(cls)
 
     def __init__(
@@ -42,7 +41,7 @@ class MapleAgent(Agent):
     ) -> None:
         super().__init__(modelConfig or {}, instanceConfig or {})
         battle_format = str(self.instanceConfig.get("battle_format") or "")
-        if is_doubles_format(battle_format) and not getattr(self, "PLAYS_DOUBLES", False):
+        if is_doubles_format(battle_format):
             raise ContractError(
                 f"{type(self).__name__} plays singles formats only (the Discrete(11) layout); "
                 f"{battle_format} is a doubles format"

@@ -17,8 +17,8 @@ from poke_env.data import GenData
 from poke_env.player import Player
 from poke_env.teambuilder import ConstantTeambuilder
 
+from edge.contract.game_type import is_doubles_format
 from edge.errors import ReplicaError
-from edge.maple.game_type import is_doubles_format
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,75 @@
+"""The doubles parts of the contract that need no battle: one Agent per side, which Agent the
+default builds, and the doubles orders the simulator's stream accepts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from center.showdown.sim_battle import choice_of
+from edge.contract.user_module import load_user_model
+from edge.errors import ContractError
+from edge.maple.doubles_agent import MapleDoublesAgent
+from edge.maple.maple_agent import MapleAgent, SinglesMapleAgent
+
+OUTSIDE = Path(__file__).resolve().parents[1] / "outside_agents" / "doubles_random"
+
+
+def _multi_asset_model(tmp_path: Path):
+    package = tmp_path / "multi_asset_doubles"
+    shutil.copytree(OUTSIDE, package)
+    init = package / "__init__.py"
+    init.write_text(init.read_text().replace("return True  # one Agent", "return False  # one"))
+    path = tmp_path / "candidates.json"
+    path.write_text(json.dumps({"m": {"userModuleID": "multi_asset_doubles"}}))
+    return load_user_model(path, "m")
+
+
+def test_one_agent_per_active_slot_is_refused_in_doubles_in_one_line(tmp_path):
+    model = _multi_asset_model(tmp_path)
+    with pytest.raises(ContractError) as caught:
+        model.make_agent({"battle_format": "gen9vgc2025regi", "side": "blue", "seed": 1})
+    assert "isUserAgentSingleAsset(args) is False" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    model.make_agent({"battle_format": "gen9randombattle", "side": "blue", "seed": 1})
+
+
+def test_maple_agent_builds_the_doubles_agent_in_a_doubles_format():
+    agent = MapleAgent({}, {"battle_format": "gen9vgc2025regi", "seed": 1})
+    assert isinstance(agent, MapleDoublesAgent)
+    assert agent.action_space.nvec.tolist() == [107, 107]
+    assert type(MapleAgent({}, {"battle_format": "gen9randombattle"})) is MapleAgent
+
+
+def test_a_singles_only_maple_agent_refuses_a_doubles_format_in_one_line():
+    with pytest.raises(ContractError, match="plays singles formats only"):
+        SinglesMapleAgent({}, {"battle_format": "gen9doublesou"})
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        "/choose move 1 -1, pass",
+        "/choose move 2 terastallize 1, switch 3",
+        "/choose pass, switch 4",
+    ],
+)
+def test_the_simulator_stream_takes_canonical_doubles_orders(order):
+    assert choice_of(order) == order[len("/choose ") :]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        "/choose move fakeout 1, move 2",  # a doubles part names its move by slot
+        "/choose move 1, move 2\n>eval 1",
+        "/choose move 1 3, pass",
+        "/choose move 1, move 2, move 3",
+    ],
+)
+def test_the_simulator_stream_refuses_anything_else(order):
+    with pytest.raises(ValueError):
+        choice_of(order)
