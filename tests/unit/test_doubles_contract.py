@@ -73,3 +73,23 @@ def test_the_simulator_stream_takes_canonical_doubles_orders(order):
 def test_the_simulator_stream_refuses_anything_else(order):
     with pytest.raises(ValueError):
         choice_of(order)
+
+
+def test_the_docs_give_the_doubles_observation_its_dimension_and_groups():
+    import re
+
+    import yaml
+
+    from edge.maple.doubles_agent import DOUBLES_SPEC_PATH
+    from edge.maple.state_observer import StateObserver
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "observation.md").read_text()
+    doubles = text[text.index("## Doubles") :]
+    observer = StateObserver(DOUBLES_SPEC_PATH)
+    match = re.search(r"\*\*(\d+)\*\* float32", doubles)
+    assert match and int(match.group(1)) == observer.get_observation_dimension()
+    assert f"–{observer.get_observation_dimension() - 1} |" in doubles
+    spec = yaml.safe_load(DOUBLES_SPEC_PATH.read_text(encoding="utf-8"))
+    for entry in spec["features"]:
+        group = entry["name"].split(".")[0]
+        assert f"`{group}" in doubles or f"`{entry['name']}`" in doubles, entry["name"]
