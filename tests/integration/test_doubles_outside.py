@@ -95,3 +95,31 @@ def test_the_outside_doubles_module_plays_vgc_in_process(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-3000:]
     _check_rows(log_dir)
+
+
+def test_an_illegal_doubles_order_of_an_outside_module_is_refused_and_counted(tmp_path):
+    log_dir = tmp_path / "run"
+    run = subprocess.run(
+        [
+            *SEP_EVAL,
+            "doubles_illegal",
+            "doubles_a",
+            *VGC,
+            "-l",
+            str(log_dir),
+            "--candidates",
+            str(CANDIDATES),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for row in rows:
+        assert row["winner"] in ("blue", "red", "tie") and int(row["turns"]) > 0, row
+        assert row["blue_status"] == "INVALID" and row["blue_invalid"] == "1", row
+        assert "both slots switch to the same Pokémon" in row["blue_error"]
+        assert (row["red_status"], row["red_invalid"]) == ("OK", "0"), row
