@@ -12,6 +12,10 @@ simulator's seeds derive from ``seed`` with the environment's ``run_secret`` (a 
 unless given; see ``center.showdown.sim_seeds``): pass the same secret to reproduce a battle in
 another environment. The Agents' seeds come from the same secret, never from ``seed`` itself.
 
+Formats: singles and doubles formats of the pinned Showdown; anything else is refused at
+construction in one line. In a doubles format (``gen9vgc2025regi``, ``gen9doublesou``) every battle
+is a poke-env ``DoubleBattle`` and the default Agent is ``MapleDoublesAgent`` (docs/doubles.md).
+
 Episode flow: ``reset`` starts a battle and returns the first request of each player
 (the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.

@@ -4,6 +4,7 @@ Gymnasium's and SB3's checkers, seeded replays, and illegal doubles orders refus
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,36 @@ def test_maskable_ppo_trains_on_the_seeded_doubles_env():
         model.learn(total_timesteps=128)
     finally:
         env.close()
+
+
+def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_position(sim_host):
+    from poke_env.player import DoubleBattleOrder
+
+    from edge.maple.doubles_agent import MapleDoublesAgent
+    from edge.maple.orders import canonical_order
+
+    agents = {
+        p: _OrderAgent(MapleDoublesAgent({}, {"battle_format": "gen9vgc2025regi"}))
+        for p in ("player_0", "player_1")
+    }
+    teams = {"player_0": VGC_TEAM, "player_1": VGC_TEAM}
+    with PokemonEnv(
+        "gen9vgc2025regi", backend="sim", server=sim_host, agents=agents, teams=teams
+    ) as env:
+        battle = _to_the_first_move_request(env)
+        orders = DoubleBattleOrder.join_orders(*battle.valid_orders)
+        assert len(orders) > 20
+        for order in orders:
+            rebuilt = canonical_order(battle, order)
+            assert re.fullmatch(
+                r"/choose (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass), (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass)",
+                rebuilt,
+            ), rebuilt
+        mask = agents["player_0"].inner.action_mask(battle)
+        size = len(mask) // 2
+        for slot in (0, 1):
+            assert set(np.flatnonzero(mask[slot * size : (slot + 1) * size])) == set(
+                slot_legal(battle, slot)
+            )
+        _, _, _, _, infos = env.step({"player_0": orders[-1].message, "player_1": [0, 0]})
+        assert infos["player_0"]["invalid_action"] is False
