@@ -240,3 +240,26 @@ def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_posit
             )
         _, _, _, _, infos = env.step({"player_0": orders[-1].message, "player_1": [0, 0]})
         assert infos["player_0"]["invalid_action"] is False
+
+
+def test_the_doubles_observation_describes_both_slots_and_no_feature_fails(sim_host):
+    teams = {"player_0": VGC_TEAM, "player_1": VGC_TEAM}
+    with PokemonEnv("gen9vgc2025regi", backend="sim", server=sim_host, teams=teams) as env:
+        observations, infos = env.reset(seed=5)
+        names = env.agent_objects["player_0"].observer.feature_names()  # type: ignore[attr-defined]
+        slot_b = names.index("own_active_b.present")
+        opp_b = names.index("opp_active_b.hp_frac")
+        seen_b = 0
+        while env.agents:
+            for p in env.agents:
+                assert env.observation_space(p).contains(observations[p])
+                seen_b += int(observations[p][slot_b] > 0 and observations[p][opp_b] > 0)
+            actions = {
+                p: env.agent_objects[p].doubles.random_legal_action(env.battle(p))  # type: ignore[attr-defined]
+                for p in env.agents
+                if infos[p]["needs_action"]
+            }
+            observations, _, _, _, infos = env.step(actions)
+        assert seen_b > 3
+        for agent in env.agent_objects.values():
+            assert agent.observer._failed == set()  # type: ignore[attr-defined]
