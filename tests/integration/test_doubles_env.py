@@ -177,6 +177,8 @@ def test_a_pass_is_legal_only_where_a_slot_has_nothing_to_do(sim_host):
     with PokemonEnv("gen9vgc2025regi", backend="sim", server=sim_host, teams=teams) as env:
         battle = _to_the_first_move_request(env)
         assert PASS not in slot_legal(battle, 0) and PASS not in slot_legal(battle, 1)
+        text = env.render("ansi")
+        assert text is not None and "moves (a)" in text and "moves (b)" in text
 
 
 @pytest.mark.parametrize("env_id", [center.DOUBLES_ENV_ID, center.SIM_DOUBLES_ENV_ID])
