@@ -93,3 +93,31 @@ def test_the_docs_give_the_doubles_observation_its_dimension_and_groups():
     for entry in spec["features"]:
         group = entry["name"].split(".")[0]
         assert f"`{group}" in doubles or f"`{entry['name']}`" in doubles, entry["name"]
+
+
+def test_the_offline_replay_keeps_both_active_pokemon_of_a_doubles_side(tmp_path):
+    from center.report.protocol import read_battle
+
+    lines = [
+        ">battle-gen9vgc2025regi-1",
+        "|player|p1|A|",
+        "|player|p2|B|",
+        "|gametype|doubles",
+        "|start",
+        "|switch|p1a: Pikachu|Pikachu, L50|100/100",
+        "|switch|p1b: Eevee|Eevee, L50|100/100",
+        "|switch|p2a: Mew|Mew, L50|100/100",
+        "|switch|p2b: Ditto|Ditto, L50|100/100",
+        "|turn|1",
+        "|switch|p1a: Snorlax|Snorlax, L50|100/100",
+        "|turn|2",
+    ]
+    log = tmp_path / "b.log"
+    log.write_text(json.dumps({"side": "blue", "i": 0, "frame": "\n".join(lines)}) + "\n")
+    battle = read_battle(log)
+    assert battle is not None
+    active = [
+        sorted(m.name for m in step.teams["p1"].mons.values() if m.active) for step in battle.steps
+    ]
+    assert active[0] == ["Eevee", "Pikachu"]
+    assert active[-1] == ["Eevee", "Snorlax"]  # the switch replaced slot a only
