@@ -217,7 +217,7 @@ def run_command(
             f"known: {', '.join(all_ids)}"
         )
     # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
-    showdown_format = check_format(opts.battle_format)
+    showdown_format = check_format(opts.battle_format, doubles=True)
     battle_format = showdown_format.id
     validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
     unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []

@@ -44,6 +44,7 @@ class Mon:
     item: str = ""
     ability: str = ""
     moves: list[str] = field(default_factory=list)
+    position: str = ""  # the active slot it was last sent to: a (singles), a or b (doubles)
 
     @property
     def hp_percent(self) -> float:
@@ -181,11 +182,13 @@ class _Tracker:
             if found is None:
                 return
             team, name = found
+            position = args[0][2:3] if args[0][2:3].isalpha() else "a"
             if kind != "replace":
                 for other in team.mons.values():
-                    other.active = False
+                    if other.position == position:  # doubles: only the slot switched into
+                        other.active = False
             mon = team.mon(name, _species(args[1]))
-            mon.active = True
+            mon.active, mon.position = True, position
             if len(args) >= 3:
                 mon.set_condition(args[2])
         elif kind in ("-damage", "-heal", "-sethp") and len(args) >= 2:

@@ -33,6 +33,7 @@ import numpy as np
 from edge.contract.agent import Agent
 from edge.contract.binding import bind_agent
 from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.game_type import is_doubles_format
 from edge.contract.player import PLAYER_FUNCTION, PlayerPolicy, player_agent_class
 from edge.contract.policy import StandalonePolicy
 from edge.contract.suggest import did_you_mean
@@ -353,6 +354,13 @@ class UserModel:
         """A new Agent: ``AgentClass(modelConfig, instanceConfig)`` (one per session)."""
         cls = self.agent_class
         model_config = copy.deepcopy(self.model_config)
+        battle_format = str(instance_config.get("battle_format") or "")
+        if is_doubles_format(battle_format) and not self.single_asset:
+            # One Agent per active slot (ASRCAISim1's multi-asset) is not played: docs/doubles.md.
+            raise ContractError(
+                f"{self._what}: isUserAgentSingleAsset(args) is False, but in doubles one Agent "
+                "controls both active slots: return True"
+            )
         try:
             agent = cls(model_config, dict(instance_config))
         except (Exception, SystemExit) as exc:

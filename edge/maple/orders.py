@@ -8,19 +8,23 @@ built ourselves reaches Showdown. Accepted forms::
     /choose switch <Pokémon name | species id | party position 1-6>
     /choose default
     /team <digits, e.g. 213>   or   /team 2, 1, 3          (team preview only)
+
+In a doubles battle (a poke-env ``DoubleBattle``) a ``/choose`` order names one choice per active
+slot: see ``edge.maple.doubles_orders``.
 """
 
 from __future__ import annotations
 
 import re
 
-from poke_env.battle import AbstractBattle
+from poke_env.battle import AbstractBattle, DoubleBattle
 from poke_env.data import to_id_str
 from poke_env.player import BattleOrder
 
 from edge.errors import InvalidActionError
 from edge.maple.action_helper import decision_required, team_order, team_size
 from edge.maple.battle_view import active_request_moves, request_party
+from edge.maple.doubles_orders import canonical_doubles_choice
 
 MAX_ORDER_LENGTH = 200
 
@@ -50,6 +54,8 @@ def canonical_order(battle: AbstractBattle, order: BattleOrder | str) -> str:
         return _team(battle, text)
     if not text.startswith("/choose "):
         raise InvalidActionError(f"expected '/choose …' for a move request, got {text!r}")
+    if isinstance(battle, DoubleBattle):
+        return canonical_doubles_choice(battle, text)
     words = text[len("/choose ") :].split(" ")
     kind, args = words[0].lower(), words[1:]
     if kind == "default" and not args:

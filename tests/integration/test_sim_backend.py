@@ -180,7 +180,14 @@ def test_no_text_an_agent_writes_reaches_the_simulator(sim_host):
         )
         assert "bad choice" in _next(session.sim, "error").message  # type: ignore[arg-type]
         # Nor any choice the center never writes (the stream's own commands among them).
-        for choice in ("undo", "shift", "eval 1", "move 1, move 2", "team 1234567"):
+        for choice in (
+            "undo",
+            "shift",
+            "eval 1",
+            "move 1, move 2, move 3",
+            "move thunderbolt, pass",
+            "team 1234567",
+        ):
             sim_host._send(
                 sim_host._current,
                 {"op": "choose", "id": session.sim.battle_id, "side": "p1", "choice": choice},  # type: ignore[union-attr]
