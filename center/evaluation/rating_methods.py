@@ -229,12 +229,12 @@ class Elo:
     the same updates over resampled battles (pairs) in the order drawn, so it covers both the
     sampling and the order; P(best) is the primary method's alone."""
 
-    name = "Elo"
     columns = ("elo_rating", "elo_rating_lo", "elo_rating_hi")
     diff_column = "elo_rating_diff"
 
     def __init__(self, k_factor: float = ELO_K) -> None:
         self.k_factor = k_factor
+        self.name = f"Elo K={k_factor:g}"
         self.head = f"Elo(K{k_factor:g})"  # one token: the table's heads line up with cells
         self.diff_head = f"{self.head} diff"
 
