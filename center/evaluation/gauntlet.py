@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import BattleRecord
 from center.evaluation.standings import compute_standings
 
@@ -46,8 +47,9 @@ def gauntlet_section(
             "win_rate": me.win_rate,
             "win_rate_lo": me.win_rate_lo,
             "win_rate_hi": me.win_rate_hi,
-            "elo_diff": me.rating - them.rating,
         }
+        for key, method in RATING_METHODS.items():
+            line[method.diff_column] = me.ratings[key][0] - them.ratings[key][0]
         if paired:
             line["pairs"] = me.pairs
             line["pentanomial"] = list(me.pentanomial)
@@ -76,19 +78,23 @@ def format_gauntlet(section: Mapping[str, Any]) -> str:
     width = max([len("opponent"), *(len(line["opponent"]) for line in lines)])
     head = (
         f"{'opponent':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
-        f"{'win%':>6}  {'95% CI':<15}  {'Elo diff':>8}"
+        f"{'win%':>6}  {'95% CI':<15}"
     )
+    methods = list(RATING_METHODS.values())
+    head += "".join(f"  {m.diff_head:>8}" for m in methods)
     head += "  pairs 0-½-1-1½-2" if paired else ""
     head += "  SPRT" if sprt else ""
     out = [f"gauntlet: {section['candidate']} against each opponent", head, "-" * len(head)]
     for line in lines:
-        diff = line["elo_diff"]
         ci = f"[{_pct(line['win_rate_lo'])}, {_pct(line['win_rate_hi'])}]"
         row = (
             f"{line['opponent']:<{width}}  {line['battles']:>7}  {line['wins']:>4} "
-            f"{line['losses']:>4} {line['ties']:>4}  {_pct(line['win_rate']):>6}  {ci:<15}  "
-            f"{'-' if diff is None else f'{diff:+.0f}':>8}"
+            f"{line['losses']:>4} {line['ties']:>4}  {_pct(line['win_rate']):>6}  {ci:<15}"
         )
+        for m in methods:
+            diff = line.get(m.diff_column)
+            cell = "-" if diff is None else f"{diff:+.0f}"
+            row += f"  {cell:>{max(8, len(m.diff_head))}}"
         if paired:
             row += f"  {'-'.join(str(n) for n in line.get('pentanomial') or []):<16}"
         if sprt:

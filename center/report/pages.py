@@ -24,6 +24,7 @@ from center.csp import script_hash_source
 from center.env.backend import BACKENDS
 from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
@@ -321,6 +322,8 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             statuses=[s.value for s in SIDE_STATUSES],
             standings=[_StandingRow(c, data.name(c.id)) for c in standings.candidates],
             bootstrap=standings.bootstrap,
+            rating_methods=list(RATING_METHODS.items()),
+            resampled="pairs" if standings.paired else "battles",
             ratings_svg=plots.ratings(standings, data.names),
             pairwise_svg=plots.pairwise(standings, data.names),
             times_svg=plots.decision_times(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from center.evaluation.rating_methods import RATING_METHODS
 from tests.integration.test_report import CHROMIUM, CHROMIUM_ARGS, REPO, SEP_EVAL, Visit
 from tests.integration.test_sim_backend import SEP_REPLAY
 
@@ -81,7 +82,8 @@ def test_the_terminal_shows_the_gauntlet_per_opponent_and_each_sprt_with_how_to_
     start = lines.index(f"gauntlet: {HERO} against each opponent")
     head = lines[start + 1]
     assert head.split() == [
-        *("opponent", "battles", "W", "L", "T", "win%", "95%", "CI", "Elo", "diff"),
+        *("opponent", "battles", "W", "L", "T", "win%", "95%", "CI"),
+        *(word for method in RATING_METHODS.values() for word in method.diff_head.split()),
         *("pairs", "0-½-1-1½-2", "SPRT"),
     ]
     doc = json.loads((log_dir / "standings.json").read_text())

@@ -21,12 +21,14 @@ def test_a_gauntlet_prints_one_line_per_opponent():
         battle("longer_name", "hero", "red", 3),
     ]
     table = format_gauntlet(gauntlet_section(records, "hero", ["x", "longer_name"], paired=False))
+    # Elo(K16), by hand: hero beats x twice, +8 then +16(1 - 1/(1 + 10^(-16/400))) = +7.63 each
+    # way, 31.3 apart; against longer_name it loses (-8) and wins (+8.37), 0.7 apart.
     assert table.splitlines() == [
         "gauntlet: hero against each opponent",
-        "opponent     battles     W    L    T    win%  95% CI           Elo diff",
-        "-----------------------------------------------------------------------",
-        "x                  2     2    0    0   100.0  [34.2, 100.0]        +352",
-        "longer_name        2     1    1    0    50.0  [9.5, 90.5]            +0",
+        "opponent     battles     W    L    T    win%  95% CI           Elo diff  Elo(K16) diff",
+        "-" * 86,
+        "x                  2     2    0    0   100.0  [34.2, 100.0]        +352            +31",
+        "longer_name        2     1    1    0    50.0  [9.5, 90.5]            +0             +1",
     ]
 
 
@@ -39,7 +41,7 @@ def test_a_gauntlet_with_an_sprt_shows_each_test_with_its_llr_and_bounds():
     section = gauntlet_section(records, "hero", ["x"], paired=True, sprt=tests.results())
     llr = tests.tests[("hero", "x")].current.llr
     lines = format_gauntlet(section).splitlines()
-    assert lines[1].endswith("Elo diff  pairs 0-½-1-1½-2  SPRT")
+    assert lines[1].endswith("Elo diff  Elo(K16) diff  pairs 0-½-1-1½-2  SPRT")
     assert lines[3].endswith(f"  0-0-0-0-1         none yet (LLR {llr:.2f} in [-2.94, 2.94])")
 
 
