@@ -150,9 +150,7 @@ def check_user_module(
     if doubles:
         fix = DOUBLES_FIX.format(formats=", ".join(doubles))
         report.results = [
-            dataclasses.replace(r, fix=fix + r.fix)
-            if r.failed and r.name in BATTLE_CHECKS
-            else r
+            dataclasses.replace(r, fix=fix + r.fix) if r.failed and r.name in BATTLE_CHECKS else r
             for r in report.results
         ]
     if run.calls.died:
