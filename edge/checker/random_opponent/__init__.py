@@ -43,7 +43,7 @@ class RandomLegalPolicy:
     ) -> Any:
         mask = info.get("action_mask")
         if isinstance(action_space, gymnasium.spaces.MultiDiscrete):
-            return action_space.sample()  # type: ignore[no-any-return]  # the Agent picks (above)
+            return action_space.sample()  # RandomDoublesAgent plays its own random legal pair
         legal = np.flatnonzero(mask) if mask is not None else np.arange(int(action_space.n))  # type: ignore[attr-defined]
         return int(self.rng.choice(legal)) if legal.size else 0
 
