@@ -211,7 +211,7 @@ def _finish(run: _Run, played: RecordedBattles, samples: list[SampleBattle]) -> 
     if t["legal_actions"].failed:
         run.skip_all("skipped: deploy refused every action as illegal", ["deploy"])
     run.skip_all("no action mask (the Agent has no action_mask, or it gave None)", ["action_mask"])
-    run.skip_all("no Discrete action mask to compare with", ["legal_actions"])
+    run.skip_all("no Discrete or MultiDiscrete action mask to compare with", ["legal_actions"])
     if not t["time"].failed:
         parts = [
             f"slowest {kind}: {label} took {elapsed:.3f} s (limit {limit:g} s)"

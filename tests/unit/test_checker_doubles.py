@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from edge.checker.__main__ import main
+from edge.checker.report import Status
+from edge.checker.run import check_user_module
 from edge.checker.samples import SAMPLES_DIR, decision_points, shipped_sample_battles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,3 +108,67 @@ def test_the_script_records_the_shipped_vgc_sample_byte_for_byte(tmp_path: Path)
     made = tmp_path / "gen9vgc2025regi.json.gz"
     shipped = SAMPLES_DIR / "gen9vgc2025regi.json.gz"
     assert gzip.decompress(made.read_bytes()) == gzip.decompress(shipped.read_bytes())
+
+
+SLOT_INDEX_MODULE = '''
+import gymnasium as gym
+import numpy as np
+from poke_env.player import DoubleBattleOrder
+
+
+class SlotAgent:
+    """One index per active slot, MultiDiscrete([3, 3]); index 2 is never legal."""
+
+    def __init__(self, modelConfig, instanceConfig):
+        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.MultiDiscrete([3, 3])
+
+    def makeObs(self, battle):
+        return np.zeros(1, dtype=np.float32)
+
+    def action_mask(self, battle):
+        return np.array([1, 1, 0, 1, 1, 0], dtype=np.int8)
+
+    def deploy(self, battle, action):
+        if battle.teampreview:
+            return "/team 1234"
+        if 2 in list(action):
+            raise ValueError("index 2 is never legal")
+        orders = DoubleBattleOrder.join_orders(*battle.valid_orders)
+        return orders[int(action[0] + action[1]) % len(orders)].message if orders else "/choose default"
+
+
+class SecondSlotIllegal:
+    def reset(self):
+        pass
+
+    def step(self, observation, reward, done, info, agentFullName, observation_space, action_space):
+        return np.array([0, 2])
+
+
+def getUserAgentClass(args):
+    return SlotAgent
+
+
+def getUserPolicy(args):
+    return SecondSlotIllegal()
+'''
+
+
+def test_a_multidiscrete_action_illegal_by_its_slot_mask_is_reported(tmp_path: Path) -> None:
+    """A doubles mask (one part per slot, concatenated as MaskablePPO reads it) is compared with
+    the action part by part, as a Discrete mask is with the action; deploy gets a legal action."""
+    name = "slot_index_doubles"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text(SLOT_INDEX_MODULE)
+    candidates = tmp_path / "candidates.json"
+    candidates.write_text(f'{{"m": {{"userModuleID": "{name}"}}}}')
+    report = check_user_module(candidates, "m", battle_format="gen9vgc2025regi")
+    legal = report.result("legal_actions")
+    assert legal.status == Status.WARN, report.format()
+    assert (
+        "policy.step chose action [0, 2], whose part 2 action_mask marks illegal (legal there: "
+        "[0, 1]) at gen9vgc2025regi, turn 1 (move request)" in legal.message
+    )
+    assert "deploy was checked with action [0, 0]" in legal.message
+    assert report.result("deploy").status == Status.PASS, report.format()
