@@ -64,7 +64,9 @@ def _setup_logging(verbose: int) -> None:
     "--format",
     "battle_format",
     default=None,
-    help="With --check --battles: the format of the real battles (default gen9bssfactory).",
+    help="With --check: the format the model plays: the recorded battles replayed are that "
+    "format's (or its game type's, singles or doubles; default: the singles ones), the real "
+    "battles are played in it (default gen9bssfactory).",
 )
 @click.option(
     "--memory-limit",

@@ -89,9 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--format",
-        default=DEFAULT_FORMAT,
+        default=None,
         metavar="FORMAT",
-        help=f"the format of the real battles (default {DEFAULT_FORMAT})",
+        help="the format the module plays: the recorded battles of that format are replayed (of "
+        "its game type, singles or doubles, when none of the format is shipped; default: every "
+        f"singles one) and the real battles played in it (default {DEFAULT_FORMAT})",
     )
     parser.add_argument(
         "--call-limit",
@@ -182,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.candidates,
             options.model_id,
             battles=samples,
+            battle_format=options.format,
             call_limit=options.call_limit,
             load_limit=options.load_limit,
             limits=Limits(
@@ -211,7 +214,7 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         return
     print(
         f"Playing {options.battles} battles of {options.model_id!r} against a random opponent "
-        f"({options.format}) on a local Showdown…",
+        f"({options.format or DEFAULT_FORMAT}) on a local Showdown…",
         file=sys.stderr,
         flush=True,
     )
@@ -221,7 +224,7 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         options.candidates,
         options.model_id,
         options.battles,
-        battle_format=options.format,
+        battle_format=options.format or DEFAULT_FORMAT,
         edge_args=edge_args,
     )
     report.results.append(result)

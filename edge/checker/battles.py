@@ -31,6 +31,7 @@ from typing import Any
 from edge.checker.checks import CHECKS
 from edge.checker.report import BattleLine, CheckResult, Status
 from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.game_type import is_doubles_format
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ def _play(
         json.dumps(
             {
                 candidate.model_id: _model_entry(candidate, work),
-                opponent: _opponent_entry(candidate),
+                opponent: _opponent_entry(candidate, battle_format),
             },
             indent=2,
         ),
@@ -208,11 +209,11 @@ def _model_entry(candidate: Candidate, work: Path) -> dict[str, Any]:
     return entry
 
 
-def _opponent_entry(candidate: Candidate) -> dict[str, Any]:
+def _opponent_entry(candidate: Candidate, battle_format: str) -> dict[str, Any]:
     """The random opponent's entry; in formats where teams are brought it brings the model's."""
     entry: dict[str, Any] = {
         "userModuleID": OPPONENT_MODULE,
-        "args": {},
+        "args": {"doubles": True} if is_doubles_format(battle_format) else {},
         "logName": "random opponent",
     }
     team = _team(candidate)

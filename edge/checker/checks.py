@@ -251,6 +251,18 @@ def check_action_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarr
     return array.astype(np.int8)
 
 
+def multi_discrete_parts(mask: np.ndarray, space: gymnasium.Space[Any]) -> list[np.ndarray] | None:
+    """A ``MultiDiscrete([n1, n2, …])`` mask (length n1 + n2 + …, as MaskablePPO reads it) cut
+    into one mask per dimension (a doubles action: one per active slot); None for any other space
+    or shape."""
+    if not isinstance(space, spaces.MultiDiscrete) or space.nvec.ndim != 1:
+        return None
+    sizes = [int(n) for n in space.nvec]
+    if mask.shape != (sum(sizes),):
+        return None
+    return np.split(mask, np.cumsum(sizes)[:-1])
+
+
 def check_action(action: Any, action_space: gymnasium.Space[Any], *, team_preview: bool) -> None:
     """``action`` is one a battle takes (:func:`action_accepted`, the battle's own rule): in
     ``action_space``, or a team choice at a team preview."""

@@ -29,6 +29,7 @@ from edge.checker.checks import (
     check_action_mask,
     check_observation,
     check_order,
+    multi_discrete_parts,
     short_repr,
 )
 from edge.checker.loading import failed_checks, load_timeout, record_failure, record_opened
@@ -367,6 +368,25 @@ class RecordedBattles:
                     f"(legal: {legal}) at {where}; deploy was checked with action {legal[0]}"
                 )
                 action, order, deploy_error = legal[0], None, None
+        parts = None if mask is None or team_preview else multi_discrete_parts(mask, space)
+        if parts is not None:
+            chosen = [int(a) for a in np.asarray(action).ravel()]
+            wrong = [
+                i for i, (part, a) in enumerate(zip(parts, chosen, strict=True)) if not part[a]
+            ]
+            if not wrong:
+                t["legal_actions"].ok("every action the policy chose was legal by the mask")
+            else:
+                fixed = [
+                    int(np.flatnonzero(part)[0]) if i in wrong and part.any() else a
+                    for i, (part, a) in enumerate(zip(parts, chosen, strict=True))
+                ]
+                t["legal_actions"].fail(
+                    f"policy.step chose action {chosen}, whose part {wrong[0] + 1} action_mask "
+                    f"marks illegal (legal there: {[int(i) for i in np.flatnonzero(parts[wrong[0]])]}"
+                    f") at {where}; deploy was checked with action {fixed}"
+                )
+                action, order, deploy_error = np.array(fixed, dtype=np.int64), None, None
         if order is None and deploy_error is None:
             order, deploy_error = self.deploy(session, action, where)
         if deploy_error is not None:

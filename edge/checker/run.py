@@ -11,6 +11,7 @@ the ``process`` check; what user code prints is captured and counted.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from edge.checker.recorded import RecordedBattles
 from edge.checker.report import CheckReport, CheckResult, Status, Tally
 from edge.checker.samples import SampleBattle, shipped_sample_battles
 from edge.checker.sandboxed import CheckerEdge
+from edge.contract.game_type import is_doubles_format
 from edge.contract.user_module import LOAD_TIME_LIMIT, load_user_model
 from edge.errors import CandidatesError
 from edge.service.endpoint_forwarder import ModelEndpoint
@@ -33,6 +35,7 @@ __all__ = [
     "BATTLE_CHECKS",
     "DEFAULT_CALL_LIMIT",
     "DEFAULT_LOAD_LIMIT",
+    "DOUBLES_FIX",
     "IMPORT_HINT",
     "PROCESS_FIX",
     "RECORDED_CHECKS",
@@ -56,6 +59,15 @@ BATTLE_CHECKS = ("hooks", "observation", "action_mask", "policy_step", "legal_ac
 PROCESS_FIX = (
     "the module ended the worker process it runs in; on an edge that ends every battle of the "
     "model as ERROR: do not call os._exit/sys.exit, and keep C extensions and memory in check"
+)
+
+#: What to do when a battle check fails on doubles battles (a module written for singles fails
+#: there in many ways: this says why once, with the fix of the check).
+DOUBLES_FIX = (
+    "these recorded battles are doubles ({formats}): `battle` is a poke-env DoubleBattle (two "
+    "active Pokémon a side, `active_pokemon` a list) and deploy returns one order for both slots, "
+    "'/choose <slot 1's choice>, <slot 2's choice>', and at team preview the format's number of "
+    "Pokémon; a module written for singles cannot play doubles (docs/contract.md, Doubles). "
 )
 
 
@@ -86,6 +98,7 @@ def check_user_module(
     model_id: str,
     *,
     battles: Sequence[SampleBattle] | None = None,
+    battle_format: str | None = None,
     call_limit: float = DEFAULT_CALL_LIMIT,
     load_limit: float = DEFAULT_LOAD_LIMIT,
     limits: Limits | None = None,
@@ -94,13 +107,14 @@ def check_user_module(
     """Run every check on ``model_id`` of ``candidates_path``; never raises for the module's faults.
 
     ``battles`` are the recorded samples to play (default: the ones shipped in
-    :mod:`edge.checker.samples`). ``call_limit`` bounds each call of a battle, ``load_limit`` each
+    :mod:`edge.checker.samples` for ``battle_format``: see
+    :func:`~edge.checker.samples.shipped_sample_battles`; without a format, the singles ones). ``call_limit`` bounds each call of a battle, ``load_limit`` each
     open_session (seconds); ``limits`` are the workers' (default: an edge's); ``endpoints`` the
     model endpoints its workers reach through the edge, as in a battle. Raises EdgeError
     when the edge cannot start.
     """
     path = Path(candidates_path).absolute()
-    samples = list(battles) if battles is not None else shipped_sample_battles()
+    samples = list(battles) if battles is not None else shipped_sample_battles(battle_format)
     report = CheckReport(model_id=model_id, candidates_path=path)
     tallies = {name: Tally(name) for name in RECORDED_CHECKS}
     try:
@@ -132,6 +146,13 @@ def check_user_module(
     _finish(run, recorded, samples)
     report.notes = run.notes + recorded.notes
     report.results = [tallies[name].result() for name in RECORDED_CHECKS]
+    doubles = sorted({s.battle_format for s in samples if is_doubles_format(s.battle_format)})
+    if doubles:
+        fix = DOUBLES_FIX.format(formats=", ".join(doubles))
+        report.results = [
+            dataclasses.replace(r, fix=fix + r.fix) if r.failed and r.name in BATTLE_CHECKS else r
+            for r in report.results
+        ]
     if run.calls.died:
         report.results.insert(
             0,
@@ -190,7 +211,7 @@ def _finish(run: _Run, played: RecordedBattles, samples: list[SampleBattle]) -> 
     if t["legal_actions"].failed:
         run.skip_all("skipped: deploy refused every action as illegal", ["deploy"])
     run.skip_all("no action mask (the Agent has no action_mask, or it gave None)", ["action_mask"])
-    run.skip_all("no Discrete action mask to compare with", ["legal_actions"])
+    run.skip_all("no Discrete or MultiDiscrete action mask to compare with", ["legal_actions"])
     if not t["time"].failed:
         parts = [
             f"slowest {kind}: {label} took {elapsed:.3f} s (limit {limit:g} s)"

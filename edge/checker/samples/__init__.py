@@ -2,7 +2,8 @@
 
 Each ``*.json.gz`` file here is one player's side of a battle recorded on a real Showdown server
 (``{"format", "battle_tag", "frames": {username: [raw frames…]}}``, the format of the test
-recordings; ``scripts/make_checker_samples.py`` extracts them). :func:`decision_points` replays a
+recordings; ``scripts/make_checker_samples.py`` extracts the singles ones from them and records the
+doubles ones, ``gen9vgc2025regi`` and ``gen9doublesou``, on the seeded simulator). :func:`decision_points` replays a
 sample through a :class:`~edge.maple.replica.ReplicaBattle`, exactly as an edge rebuilds a battle, and
 stops at every request that asks the player for a decision: team previews, forced switches and
 ordinary move requests.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from poke_env.battle import AbstractBattle
 
+from edge.contract.game_type import is_doubles_format
 from edge.errors import ReplicaError
 from edge.maple.action_helper import decision_required
 from edge.maple.replica import ReplicaBattle
@@ -62,7 +64,10 @@ class DecisionPoint:
         """``team preview``, ``forced switch`` or ``move request``."""
         if self.battle.teampreview:
             return "team preview"
-        if self.battle.force_switch or self.battle.active_pokemon is None:
+        force_switch = self.battle.force_switch
+        if isinstance(force_switch, list):  # a DoubleBattle: one flag per active slot
+            return "forced switch" if any(force_switch) else "move request"
+        if force_switch or self.battle.active_pokemon is None:
             return "forced switch"
         return "move request"
 
@@ -92,12 +97,21 @@ def load_sample_battles(path: str | Path) -> list[SampleBattle]:
     ]
 
 
-def shipped_sample_battles() -> list[SampleBattle]:
-    """The samples shipped in this folder, sorted by file name."""
+def shipped_sample_battles(battle_format: str | None = None) -> list[SampleBattle]:
+    """The samples shipped in this folder that a module of ``battle_format`` is checked on.
+
+    Those of ``battle_format`` itself when some are shipped, else every one of its game type
+    (singles or doubles); without a format, every singles sample (the checker's default). Sorted by
+    file name.
+    """
     samples: list[SampleBattle] = []
     for path in sorted(SAMPLES_DIR.glob("*.json.gz")):
         samples.extend(load_sample_battles(path))
-    return samples
+    own = [s for s in samples if s.battle_format == battle_format]
+    if own:
+        return own
+    doubles = battle_format is not None and is_doubles_format(battle_format)
+    return [s for s in samples if is_doubles_format(s.battle_format) == doubles]
 
 
 def decision_points(sample: SampleBattle) -> Iterator[DecisionPoint]:
