@@ -133,6 +133,12 @@ def _setup_logging(verbose: int) -> None:
     help="Let a model's worker serve its next battle, keeping what the module remembers "
     "(by default every battle starts from a fresh import).",
 )
+@click.option(
+    "--fresh-imports",
+    is_flag=True,
+    help="Import each model anew in every battle's worker, instead of forking the workers from "
+    "a template of the model that imported it once (docs/sandbox.md, 'Model templates').",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -154,6 +160,7 @@ def sep_edge(
     no_drop_privileges: bool,
     cpus: str | None,
     reuse_workers: bool,
+    fresh_imports: bool,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
@@ -218,6 +225,7 @@ def sep_edge(
             insecure=insecure,
             cpus=cpu_list,
             reuse_workers=reuse_workers,
+            model_templates=not fresh_imports,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:

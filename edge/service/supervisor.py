@@ -80,6 +80,7 @@ class SandboxedEdge:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
+        model_templates: bool = True,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -97,6 +98,7 @@ class SandboxedEdge:
             isolate_network=isolate_network,
             max_message_size=max_message_size,
             polls=polls,
+            model_templates=model_templates,
         )
         cpu_claims: HostClaims | None = None
         try:
@@ -161,6 +163,7 @@ class SandboxedEdge:
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",
+            *([pool.templates.line()] if pool.templates is not None else []),
         ]
 
     # -- the socket server's surface ------------------------------------------------------------
@@ -183,6 +186,8 @@ class SandboxedEdge:
 
     def announce_load_limit(self, seconds: float) -> None:
         self._server.announce_load_limit(seconds)
+        if self._pool.templates is not None:  # a template's import counts against it, once
+            self._pool.templates.load_limit = float(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         self._server.serve_forever(handle_signals=handle_signals)

@@ -41,16 +41,17 @@ from edge.service.cgroups import (
     remove_stale_groups,
 )
 from edge.service.channel import FRAME_OVERHEAD, FrameReader
+from edge.service.hardening import EDGE_PACKAGE, choose_hardening, module_place
 from edge.service.host_locks import HostClaims
 from edge.service.processes import cpu_seconds, kill_group_members, remove_stale_work_folders
 from edge.service.sandbox import (
     PRIVATE_FOLDERS,
-    Hardening,
     Limits,
     format_size,
-    paths_to_expose,
     paths_under,
 )
+from edge.service.template_handle import ModelTemplate
+from edge.service.template_pool import TemplatePool, adopt, templates_off
 from edge.service.worker import WorkerSpec
 from edge.service.worker_handle import WorkerHandle
 from edge.service.worker_io import PollSet
@@ -66,8 +67,6 @@ __all__ = [
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
-#: The folder of this package: workers read its files (data, lazily imported modules) at run time.
-_EDGE_PACKAGE: Final = Path(__file__).resolve().parents[1]
 
 DEFAULT_MAX_SESSION_WORKERS: Final = 64
 """Worker processes at most (sessions served at once); idle ones are reused, then evicted."""
@@ -104,6 +103,7 @@ class WorkerPool:
         isolate_network: bool,
         max_message_size: int,
         polls: PollSet,
+        model_templates: bool = True,
     ) -> None:
         self._side = side
         self._candidates = dict(candidates)
@@ -130,6 +130,8 @@ class WorkerPool:
         self._groups_to_remove: list[WorkerGroup] = []
         self._numbers = itertools.count(1)
         self._zygote_registered: int | None = None
+        self._templates_registered: set[int] = set()
+        self.templates: TemplatePool | None = None
         self.startup_ms: deque[float] = deque(maxlen=10_000)
         """Milliseconds from asking for a worker to the worker sandboxed and serving."""
         try:
@@ -143,6 +145,15 @@ class WorkerPool:
             hold_v1_freezer(self.cgroups)
             if self.hardening.user:
                 self._uid_claims = HostClaims("uid")
+            self.templates = TemplatePool(
+                side,
+                hardening=self.hardening,
+                cgroups=self.cgroups,
+                limits=limits,
+                home_base=self.home_base,
+                max_message_size=max_message_size,
+                why_off=templates_off(self.hardening, model_templates),
+            )
         except BaseException:
             self.close()
             raise
@@ -180,7 +191,14 @@ class WorkerPool:
     def _spawn(self, model_id: str) -> WorkerHandle:
         zygote = self._live_zygote()
         number = next(self._numbers)
-        if self._uid_claims is not None:  # a user id no worker of any edge of the host has
+        template: ModelTemplate | None = None
+        if self.templates is not None and self.templates.on:
+            self.templates.instance = self.instance
+            template = self.templates.template_for(
+                self._candidates[model_id], zygote, self._keep_paths(model_id)
+            )
+            slot = template.claim_uid()  # a user id of the model's block
+        elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
             slot = self._uid_claims.claim_lowest()
         else:
             slot = next(i for i in itertools.count() if i not in self._slots_in_use)
@@ -195,7 +213,7 @@ class WorkerPool:
                 group = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ours.setblocking(False)
-        home = self.home_base / f"w{slot}"
+        home = self.home_base / (f"t{template.serial}-w{slot}" if template else f"w{slot}")
         spec = WorkerSpec.build(
             side=self._side,
             instance=self.instance,
@@ -213,7 +231,13 @@ class WorkerPool:
         )
         worker.group = group
         try:
-            zygote.spawn(number, spec, theirs)
+            if template is not None:
+                assert self.templates is not None
+                worker.held = True  # until the supervisor has checked it (fork_check)
+                worker.channel_inode = os.fstat(theirs.fileno()).st_ino
+                template.spawn(number, self.templates.worker_spec(spec, slot), theirs)
+            else:
+                zygote.spawn(number, spec, theirs)
         except ZygoteError:
             ours.close()
             if self._uid_claims is not None:
@@ -221,8 +245,9 @@ class WorkerPool:
             if group is not None:
                 group.remove()
             raise
-        worker.zygote = zygote
-        self._slots_in_use.add(slot)
+        worker.zygote = template or zygote
+        if template is None:
+            self._slots_in_use.add(slot)
         self.workers[number] = worker
         self.by_fd[worker.fd] = worker
         self._spawning[number] = worker
@@ -240,8 +265,8 @@ class WorkerPool:
         needed = [
             candidate.folder,
             candidate.folder / top,  # a package right in /tmp is kept by itself
-            _module_place(candidate),  # where a link there leads (the checker links the module)
-            _EDGE_PACKAGE,
+            module_place(candidate),  # where a link there leads (the checker links the module)
+            EDGE_PACKAGE,
             *(Path(p) for p in sys.path if p),
         ]
         if candidate.team_path is not None:
@@ -296,9 +321,12 @@ class WorkerPool:
     def release_slot(self, worker: WorkerHandle) -> None:
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self.workers.pop(worker.number, None)
-        self._slots_in_use.discard(worker.slot)
-        if self._uid_claims is not None:
-            self._uid_claims.release(worker.slot)
+        if isinstance(worker.zygote, ModelTemplate):
+            worker.zygote.release_uid(worker.slot)
+        else:
+            self._slots_in_use.discard(worker.slot)
+            if self._uid_claims is not None:
+                self._uid_claims.release(worker.slot)
         shutil.rmtree(worker.home, ignore_errors=True)
         if worker.group is not None and not worker.group.remove():
             self._groups_to_remove.append(worker.group)  # tried again at housekeeping
@@ -310,6 +338,8 @@ class WorkerPool:
         if worker.pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
+            if isinstance(worker.zygote, ModelTemplate):
+                worker.zygote.expect_exit(worker.pid)  # thawed until it reports the exit
         if worker.group is not None:
             worker.group.kill()
 
@@ -323,6 +353,24 @@ class WorkerPool:
         """Why a worker that :meth:`oom_killed` ended."""
         return f"killed: memory limit {format_size(self.limits.memory)} (all its processes)"
 
+    def unavailable(self, model_id: str) -> str | None:
+        """Why the model's sessions cannot be served now (its template was given up on)."""
+        return self.templates.unavailable(model_id) if self.templates is not None else None
+
+    def expect_exit(self, worker: WorkerHandle) -> None:
+        """A worker's channel closed: its template (if a model's) reports its exit."""
+        if isinstance(worker.zygote, ModelTemplate) and worker.pid is not None:
+            worker.zygote.expect_exit(worker.pid)
+
+    def next_wake(self) -> float:
+        """When a template's import passes its load limit."""
+        return self.templates.next_wake() if self.templates is not None else float("inf")
+
+    def check_imports(self, now: float) -> None:
+        """End the templates whose import passed the load limit: their model is served no more."""
+        for template in self.templates.give_up_overdue(now) if self.templates else []:
+            self._forker_gone(template)
+
     def housekeeping(self, now: float) -> None:
         """Remove control groups that were busy before; retire workers idle too long."""
         self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
@@ -333,17 +381,23 @@ class WorkerPool:
     # -- the template process ----------------------------------------------------------------
 
     def watch_template(self) -> None:
-        """Poll the template's reports (a new template is registered once)."""
+        """Poll the templates' reports (each registered once)."""
+        assert self._polls.poller is not None
         zygote = self._zygote
         if zygote is not None and self._zygote_registered != zygote.fileno():
-            assert self._polls.poller is not None
             self._polls.poller.register(zygote.fileno(), zmq.POLLIN)
             self._zygote_registered = zygote.fileno()
+        for template in self.templates.templates() if self.templates else []:
+            if template.fileno() not in self._templates_registered:
+                self._polls.poller.register(template.fileno(), zmq.POLLIN)
+                self._templates_registered.add(template.fileno())
 
     def template_reported(self, events: Mapping[object, int]) -> bool:
-        """Whether the template's reports are among a poll's ``events``."""
+        """Whether the reports of a template (the edge's or a model's) are among ``events``."""
         zygote = self._zygote
-        return zygote is not None and zygote.fileno() in events
+        if zygote is not None and zygote.fileno() in events:
+            return True
+        return any(fd in events for fd in self._templates_registered)
 
     def _live_zygote(self) -> Zygote:
         if self._zygote is not None and self._zygote.process.poll() is not None:
@@ -361,17 +415,29 @@ class WorkerPool:
         zygote = self._zygote
         if zygote is None:
             return
-        assert self.events is not None
         self._zygote = None
         self._zygote_registered = None
         self._polls.unregister(zygote.fileno())  # before it is closed: a closed fd breaks poll
         zygote.close()
-        for worker in list(self._spawning.values()):
-            self._gone(worker, "the edge's worker template process died")
-            self.release_slot(worker)
-        self._spawning.clear()
+        self._forker_gone(zygote)
+        if self.templates is not None:  # model templates are forks of it: they died with it
+            for template in self.templates.templates():
+                self.templates.end(template, "the edge's worker template process died")
+                self._forker_gone(template)
+
+    def _forker_gone(self, forker: Zygote | ModelTemplate) -> None:
+        """The edge's template or a model's is gone: so are the workers it forked."""
+        assert self.events is not None
+        if isinstance(forker, ModelTemplate) and forker.fileno() in self._templates_registered:
+            self._templates_registered.discard(forker.fileno())
+            self._polls.unregister(forker.fileno())
+        for number, worker in list(self._spawning.items()):
+            if worker.zygote is forker:
+                del self._spawning[number]
+                self._gone(worker, f"{_forker_name(forker)} died")
+                self.release_slot(worker)
         for worker in list(self.workers.values()):
-            if worker.zygote is not zygote or worker.status is not None:
+            if worker.zygote is not forker or worker.status is not None:
                 continue
             worker.orphaned = True
             if worker.pid is not None:
@@ -383,8 +449,11 @@ class WorkerPool:
             # else: its end of file comes next, then it is gone
 
     def on_template(self) -> None:
-        """Read the template's reports: workers started, failed to start, exited."""
-        assert self._zygote is not None
+        """Read the templates' reports: workers started, failed to start, exited."""
+        for template in self.templates.templates() if self.templates else []:
+            self._on_model_template(template)
+        if self._zygote is None:
+            return
         try:
             events = self._zygote.events()
         except (OSError, ValueError, ZygoteError) as exc:
@@ -394,23 +463,78 @@ class WorkerPool:
             logger.error("the worker template process is gone; a new one starts when needed")
             self._zygote_gone()
             return
+        self._on_events(events)
+
+    def _on_model_template(self, template: ModelTemplate) -> None:
+        assert self.templates is not None
+        events = template.events()
+        if events is None:
+            self.templates.end(template, template.cause or "its process ended")
+            self._forker_gone(template)
+            return
         for event in events:
+            if event["op"] == "ready":
+                logger.info(
+                    "the template of %s imported it in %.2f s%s",
+                    template.model_id,
+                    time.monotonic() - template.started,
+                    f" (and failed: {template.load_error})" if template.load_error else "",
+                )
+            elif event["op"] == "broken":
+                self.templates.end(template, event["error"])
+                self._forker_gone(template)
+                return
+        self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
+
+    def _on_events(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            if self.templates is not None and self.templates.on_zygote_event(event):
+                continue
             op = event.get("op")
             if op == "spawned":
-                spawned = self._spawning.pop(int(event["token"]), None)
+                spawned = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
                 if spawned is None:
                     continue
-                spawned.pid = int(event["pid"])
+                spawned.pid = int(event["pid"])  # type: ignore[call-overload]
                 self._by_pid[spawned.pid] = spawned  # its exit frees its slot
                 if spawned.gone:  # given up on before it started
                     self.kill(spawned)
+                elif spawned.held:
+                    self._adopt(spawned)
             elif op == "failed":
-                failed = self._spawning.pop(int(event["token"]), None)
+                failed = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
                 if failed is not None:
                     self._gone(failed, f"could not start a worker: {event.get('error')}")
                     self.release_slot(failed)
             elif op == "exit":
-                self._on_exit(int(event["pid"]), int(event["status"]))
+                self._on_exit(int(event["pid"]), int(event["status"]))  # type: ignore[call-overload]
+
+    def _adopt(self, worker: WorkerHandle) -> None:
+        """A worker forked from a model's template: into its control groups (it is in its
+        template's until then), then checked once it says it is ready."""
+        problem = adopt(worker)
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            return
+        self.check_forked(worker)
+
+    def check_forked(self, worker: WorkerHandle) -> None:
+        """Once a worker forked from a model's template is ready and its pid known: check it
+        from outside (``edge.service.fork_check``); it serves only if it passes, else its
+        template, which made it so, is ended."""
+        template = worker.zygote
+        if not worker.held or worker.state != "ready" or not isinstance(template, ModelTemplate):
+            return
+        assert self.templates is not None
+        problem = self.templates.check(worker, self.workers.values())
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            self.templates.end(template, problem)
+            self._forker_gone(template)
+            return
+        worker.held = False
 
     def _on_exit(self, pid: int, status: int) -> None:
         worker = self._by_pid.pop(pid, None)
@@ -433,6 +557,8 @@ class WorkerPool:
                 worker.sock.close()
         for worker in list(self._spawning.values()):
             self.kill(worker)
+        if self.templates is not None:
+            self.templates.close()
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
@@ -446,59 +572,8 @@ class WorkerPool:
         return [w.pid for w in self.by_fd.values() if w.pid is not None and not w.gone]
 
 
-def choose_hardening(
-    possible: Hardening,
-    candidates: Mapping[str, Candidate],
-    drop_privileges: bool,
-    isolate_network: bool,
-) -> Hardening:
-    """The hardening workers get: what the host permits, as asked, and a user id of their own
-    only where they can still read Python and the candidates' modules."""
-    why = dict(possible.why_off)
-    user = possible.user and drop_privileges
-    if possible.user and not drop_privileges:
-        why["user"] = "not asked (--no-drop-privileges)"
-    exposed: dict[str, list[str]] = {}
-    if user:
-        # A worker with its own user id must still read Python and the candidates' modules.
-        needed = [Path(p) for p in sys.path if p and Path(p).is_dir()]
-        needed += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-        needed += [c.folder for c in candidates.values()]
-        needed += [_EDGE_PACKAGE, *(_module_place(c) for c in candidates.values())]
-        exposed, unreadable = paths_to_expose(needed)
-        if unreadable is not None or (exposed and not possible.mount_namespace):
-            user = False
-            why["user"] = (
-                f"{unreadable or next(iter(exposed))} is not readable by other users, and "
-                "workers must read Python and the candidates' modules: make it readable to "
-                "turn this on"
-            )
-            exposed = {}
-    network = possible.network and isolate_network
-    if possible.network and not isolate_network:
-        why["network"] = "not asked (--allow-network)"
-    return Hardening(
-        user=user,
-        network=network,
-        pid_namespace=possible.pid_namespace,
-        mount_namespace=possible.mount_namespace,
-        ipc_namespace=possible.ipc_namespace,
-        private_tmp=possible.private_tmp,
-        private_proc=possible.private_proc,
-        exposed=exposed,
-        uid_base=possible.uid_base,
-        gid=possible.gid,
-        why_off=why,
-    )
-
-
-def _module_place(candidate: Candidate) -> Path:
-    """The folder that holds the candidate's module where it really is: the target of a link in
-    the candidates' folder (the checker links the module into a folder of its own), resolved."""
-    top = candidate.module_id.split(".")[0]
-    for place in (candidate.folder / top, candidate.folder / f"{top}.py"):
-        with contextlib.suppress(OSError):
-            if place.exists():
-                resolved = place.resolve(strict=True)
-                return resolved if resolved.is_dir() else resolved.parent
-    return candidate.folder
+def _forker_name(forker: Zygote | ModelTemplate) -> str:
+    if isinstance(forker, ModelTemplate):
+        cause = f" ({forker.cause})" if forker.cause else ""
+        return f"the template process of {forker.model_id}{cause}"
+    return "the edge's worker template process"

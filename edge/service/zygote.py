@@ -43,6 +43,7 @@ from edge.service.sandbox import (
     make_private_folders,
     own_proc,
 )
+from edge.service.userns import TEMPLATE_UID_BASE, probe_model_templates
 
 __all__ = ["Zygote", "ZygoteError", "main"]
 
@@ -122,6 +123,9 @@ class Zygote:
 
     def fileno(self) -> int:
         return self.sock.fileno()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def spawn(self, token: int, spec: dict[str, Any], channel: socket.socket) -> None:
         """Ask for a worker; its end of the channel goes along (and is closed here)."""
@@ -220,7 +224,15 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     if not root:
         reason = "the edge does not run as root"
         why = dict.fromkeys(
-            ("user", "network", "pid_namespace", "ipc_namespace", "private_tmp", "private_proc"),
+            (
+                "user",
+                "network",
+                "pid_namespace",
+                "ipc_namespace",
+                "private_tmp",
+                "private_proc",
+                "model_template",
+            ),
             reason,
         )
         return Hardening(uid_base=uid_base, gid=gid, why_off=why)
@@ -252,6 +264,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
 
     user_problem = in_child(drop_user)
+    template_problem = probe_model_templates(TEMPLATE_UID_BASE - 2, gid)
     net_problem = in_child(lambda: libc_call("unshare", CLONE_NEWNET))
     mount_problem = in_child(own_mounts)
 
@@ -282,6 +295,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         ("ipc_namespace", ipc_problem),
         ("private_tmp", tmp_problem),
         ("private_proc", proc_problem),
+        ("model_template", template_problem),
     ):
         if problem is not None:
             why[name] = problem
@@ -293,6 +307,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         ipc_namespace=ipc_problem is None,
         private_tmp=tmp_problem is None,
         private_proc=proc_problem is None,
+        model_template=template_problem is None,
         uid_base=uid_base,
         gid=gid,
         why_off=why,
@@ -450,6 +465,13 @@ class _Template:
         from edge.service.worker import WorkerSpec, run_worker
 
         spec = WorkerSpec(spec_data)
+        if "template" in spec_data:  # a model's template: it imports the module (user code)
+            from edge.service.model_template import run_model_template
+
+            pid = os.fork()  # in the host's PID namespace: it makes its own, in its user's
+            if pid == 0:
+                run_model_template(spec, channel, self.close_in_child)
+            return pid
         # The module's files are hashed here, once per change (the digest caches each file's by
         # size and mtime), so that a fresh worker only checks them: a battle's worker is new.
         with contextlib.suppress(Exception):
