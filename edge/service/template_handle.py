@@ -131,8 +131,9 @@ class ModelTemplate:
         else:
             self.group.freeze()
 
-    def _settle(self) -> None:
-        """Freeze it when nothing is asked of it."""
+    def settle(self) -> None:
+        """Freeze it when nothing is asked of it (after its reports were acted on: a worker it
+        forked is in its control group until the supervisor moves it)."""
         if self.state == "ready" and not self._asked and not self._waiting and not self._exits_due:
             self._awake(False)
 
@@ -165,7 +166,6 @@ class ModelTemplate:
                 continue
             if event is not None:
                 events.append(event)
-        self._settle()
         return events
 
     def _event(self, message: dict[str, Any], pid: int | None) -> dict[str, Any] | None:

@@ -485,6 +485,7 @@ class WorkerPool:
                 self._forker_gone(template)
                 return
         self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
+        template.settle()
 
     def _on_events(self, events: list[dict[str, object]]) -> None:
         for event in events:
