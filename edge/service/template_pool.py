@@ -92,6 +92,7 @@ class TemplatePool:
         self._by_token: dict[int, ModelTemplate] = {}  # the edge's template's spawn tokens
         self._serials = itertools.count(1)
         self._claims: HostClaims | None = None
+        self._ended: list[ModelTemplate] = []  # ended here, for the pool to let go of
         if why_off is None:
             try:
                 self._claims = HostClaims("uidblock")
@@ -123,6 +124,9 @@ class TemplatePool:
     ) -> ModelTemplate:
         """The model's template, started (through ``zygote``) when it has none alive, or when
         the files of its module changed since it imported them."""
+        failed = self.failed.get(candidate.model_id)
+        if failed is not None:
+            raise OSError(failed)
         template = self.by_model.get(candidate.model_id)
         if template is not None and template.alive() and template.state == "ready":
             with contextlib.suppress(OSError):
@@ -271,11 +275,15 @@ class TemplatePool:
         template.cause = cause
         template.close()
         self._release(template)
+        self._ended.append(template)
+
+    def drain_ended(self) -> list[ModelTemplate]:
+        """The templates ended since the last call (their workers, polls and groups to end)."""
+        ended, self._ended = self._ended, []
+        return ended
 
     def _release(self, template: ModelTemplate) -> None:
         self._by_token.pop(-template.serial, None)
-        if template.group is not None:
-            template.group.remove()  # killed: an empty group goes now, a busy one later
         if self._claims is not None:
             # Its processes are SIGKILLed (the group) or die with it (the parent-death signal and
             # its PID namespace): no process keeps a user id of the block for long.

@@ -194,9 +194,12 @@ class WorkerPool:
         template: ModelTemplate | None = None
         if self.templates is not None and self.templates.on:
             self.templates.instance = self.instance
-            template = self.templates.template_for(
-                self._candidates[model_id], zygote, self._keep_paths(model_id)
-            )
+            try:
+                template = self.templates.template_for(
+                    self._candidates[model_id], zygote, self._keep_paths(model_id)
+                )
+            finally:
+                self._templates_ended()  # (one whose module's files changed)
             slot = template.claim_uid()  # a user id of the model's block
         elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
             slot = self._uid_claims.claim_lowest()
@@ -368,12 +371,13 @@ class WorkerPool:
 
     def check_imports(self, now: float) -> None:
         """End the templates whose import passed the load limit: their model is served no more."""
-        for template in self.templates.give_up_overdue(now) if self.templates else []:
-            self._forker_gone(template)
+        if self.templates is not None and self.templates.give_up_overdue(now):
+            self._templates_ended()
 
     def housekeeping(self, now: float) -> None:
         """Remove control groups that were busy before; retire workers idle too long."""
         self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
+        self._templates_ended()
         for worker in [w for ws in self._idle.values() for w in ws]:
             if now - worker.last_used > IDLE_WORKER_TIMEOUT:
                 self.retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
@@ -423,7 +427,7 @@ class WorkerPool:
         if self.templates is not None:  # model templates are forks of it: they died with it
             for template in self.templates.templates():
                 self.templates.end(template, "the edge's worker template process died")
-                self._forker_gone(template)
+            self._templates_ended()
 
     def _forker_gone(self, forker: Zygote | ModelTemplate) -> None:
         """The edge's template or a model's is gone: so are the workers it forked."""
@@ -452,6 +456,7 @@ class WorkerPool:
         """Read the templates' reports: workers started, failed to start, exited."""
         for template in self.templates.templates() if self.templates else []:
             self._on_model_template(template)
+        self._templates_ended()
         if self._zygote is None:
             return
         try:
@@ -464,13 +469,20 @@ class WorkerPool:
             self._zygote_gone()
             return
         self._on_events(events)
+        self._templates_ended()
+
+    def _templates_ended(self) -> None:
+        """Let go of the templates ended since the last call: their workers are gone too."""
+        for template in self.templates.drain_ended() if self.templates is not None else []:
+            self._forker_gone(template)
+            if template.group is not None and not template.group.remove():
+                self._groups_to_remove.append(template.group)  # tried again at housekeeping
 
     def _on_model_template(self, template: ModelTemplate) -> None:
         assert self.templates is not None
         events = template.events()
         if events is None:
             self.templates.end(template, template.cause or "its process ended")
-            self._forker_gone(template)
             return
         for event in events:
             if event["op"] == "ready":
@@ -482,7 +494,6 @@ class WorkerPool:
                 )
             elif event["op"] == "broken":
                 self.templates.end(template, event["error"])
-                self._forker_gone(template)
                 return
         self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
         template.settle()
@@ -533,7 +544,7 @@ class WorkerPool:
             self.kill(worker)
             self._gone(worker, problem)
             self.templates.end(template, problem)
-            self._forker_gone(template)
+            self._templates_ended()
             return
         worker.held = False
 

@@ -34,6 +34,7 @@ from center.isolation import edge_client
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import load_candidates
 from edge.service.supervisor import SandboxServer
+from edge.service.userns import TEMPLATE_UID_BASE
 from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
@@ -42,7 +43,6 @@ from edge.wire.messages import (
     InstanceConfig,
     OpenSessionRequest,
 )
-from edge.service.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
