@@ -50,6 +50,7 @@ class ModelTemplate:
         self.host_uid = host_uid
         self.count = count
         self.sock = sock
+        self.fd = sock.fileno()  # kept: the poller knows it by number after it is closed
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         sock.setblocking(False)
         self.group = group
@@ -68,7 +69,7 @@ class ModelTemplate:
         self._uids_used: set[int] = set()
 
     def fileno(self) -> int:
-        return self.sock.fileno()
+        return self.fd
 
     def alive(self) -> bool:
         return self.state != "gone"

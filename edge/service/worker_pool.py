@@ -448,6 +448,9 @@ class WorkerPool:
                 self._by_pid.pop(worker.pid, None)
             if worker.gone:
                 self.release_slot(worker)
+            elif isinstance(forker, ModelTemplate):  # ended by the supervisor, saying why
+                self.kill(worker)
+                self._gone(worker, f"killed: {_forker_name(forker)} ended")
             elif worker.eof_at is not None:
                 self.events.worker_died(worker)
             # else: its end of file comes next, then it is gone
