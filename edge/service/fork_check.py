@@ -7,7 +7,7 @@ patched: the supervisor, root on the host, reads the worker's ``/proc`` entries 
 worker that does not have, each checked here, its own user id of the model's block, no
 capability, ``no_new_privs``, no dumping (so the template cannot trace it), PID, mount, IPC
 (and network) namespaces other than the template's, fresh tmpfs at the private folders, no shared
-writable memory and no open file but its own.
+memory and no open file but its own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Final
 
-from edge.service.model_template import shared_writable_mappings
+from edge.service.model_template import shared_mappings
 from edge.service.sandbox import PRIVATE_FOLDERS
 
 __all__ = ["TemplateView", "fork_problem"]
@@ -119,9 +119,9 @@ def _problem(
             return f"{folder} is not a tmpfs of its own"
         if device == template.devices.get(folder) or device in others:
             return f"{folder} is not its own (shared with its template or another worker)"
-    shared = shared_writable_mappings(pid)
+    shared = shared_mappings(pid)
     if shared:
-        return f"it shares writable memory with other processes ({shared[0][2]})"
+        return f"it shares writable memory with other processes ({shared[0][3]})"
     return _fd_problem(pid, channel_inode)
 
 

@@ -169,6 +169,7 @@ class _Template:
             os._exit(EXIT_TEMPLATE_SETUP)
         error = self.load()
         _pause_poke_loop()
+        _warm_learnsets()
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
         _send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
@@ -273,6 +274,17 @@ class _Template:
             _send(self.ctl, {"op": "exit", "local": pid, "status": status})
 
 
+def _warm_learnsets() -> None:
+    """Fill poke-env's learnset cache (what the edge's template does between its forks, see
+    ``edge.service.zygote``): this template may have been forked before that was done, and every
+    battle's worker would compute it again."""
+    from edge.service.zygote import _LearnsetWarmer
+
+    warmer = _LearnsetWarmer()
+    while warmer.left:
+        warmer.step()
+
+
 def _pause_poke_loop() -> None:
     """Stop poke-env's loop thread: a fork has only the forking thread, and the worker gives the
     loop a thread of its own (``edge.service.worker``). The template needs it no more."""
@@ -305,37 +317,27 @@ def _enter_battle_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def shared_writable_mappings(pid: int | str = "self") -> list[tuple[int, int, str]]:
-    """The mappings of a process that other processes may share and that may be written
-    (``MAP_SHARED`` of anonymous memory, a memfd, SysV shm or a file opened for writing): start,
-    end, what. Through one of those a template would hand the same memory to all its workers."""
+def shared_mappings(pid: int | str = "self") -> list[tuple[int, int, str, str, int]]:
+    """The mappings of a process that other processes may share (``MAP_SHARED``): start, end,
+    permissions, what (a path, or a name in brackets), offset. Through a writable one (anonymous
+    shared memory, a memfd, SysV shm, a file opened for writing) a template would hand the same
+    memory to all its workers."""
     found = []
-    candidates = set()
     with open(f"/proc/{pid}/maps") as maps:
         for line in maps:
             fields = line.split(maxsplit=5)
-            if len(fields) >= 2 and fields[1][3] == "s":
-                candidates.add(fields[0])
-    if not candidates:
-        return []
-    with open(f"/proc/{pid}/smaps") as smaps:
-        current: tuple[str, str] | None = None
-        for line in smaps:
-            head = line.split(maxsplit=5)
-            if head and "-" in head[0] and head[0] in candidates:
-                current = (head[0], head[5].strip() if len(head) > 5 else "")
-            elif line.startswith("VmFlags:") and current is not None:
-                flags = line.split()[1:]
-                if "sh" in flags and "mw" in flags:
-                    start, end = (int(x, 16) for x in current[0].split("-"))
-                    found.append((start, end, current[1] or "anonymous"))
-                current = None
+            if len(fields) >= 5 and fields[1][3] == "s":
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                what = fields[5].strip() if len(fields) > 5 else ""
+                found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
     return found
 
 
 def drop_shared_writable_memory() -> None:
-    """Replace each shared writable mapping by private, zeroed memory at the same place: what
-    a battle writes there stays its own (a module that kept such memory reads zeros)."""
+    """Make every shared mapping private: a file opened for reading only becomes a private
+    mapping of the same file (the same pages until written), anything else (anonymous shared
+    memory, a memfd, SysV shm, a file opened for writing) private zeroed memory at the same place.
+    What a battle writes there stays its own."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -349,14 +351,23 @@ def drop_shared_writable_memory() -> None:
         ctypes.c_long,
     ]
     fixed = 0x10
-    for start, end, _ in shared_writable_mappings():
-        result = libc.mmap(
-            start,
-            end - start,
-            mmap.PROT_READ | mmap.PROT_WRITE,
-            mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed,
-            -1,
-            0,
+    for start, end, perms, what, offset in shared_mappings():
+        prot = (mmap.PROT_READ if perms[0] == "r" else 0) | (
+            mmap.PROT_EXEC if perms[2] == "x" else 0
         )
+        fd = -1
+        if perms[1] != "w" and what.startswith("/") and not what.endswith("(deleted)"):
+            with contextlib.suppress(OSError):
+                fd = os.open(what, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if fd >= 0:
+                flags, where = mmap.MAP_PRIVATE | fixed, offset
+            else:
+                prot |= mmap.PROT_READ | mmap.PROT_WRITE
+                flags, where = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed, 0
+            result = libc.mmap(start, end - start, prot, flags, fd, where)
+        finally:
+            if fd >= 0:
+                os.close(fd)
         if result != start:
-            raise OSError(ctypes.get_errno(), "could not replace a shared mapping")
+            raise OSError(ctypes.get_errno(), f"could not make a shared mapping private ({what})")
