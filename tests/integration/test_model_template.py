@@ -13,6 +13,8 @@ the edge's own code in its template so that its workers keep memory shared betwe
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from edge.service.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import EdgeProcess, write_config
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "outside_agents" / "candidates_template.json"
@@ -174,3 +177,43 @@ def test_an_edge_that_cannot_give_templates_says_so_and_imports_per_battle(tmp_p
         rows = play(started, log_dir, "template_torch", "template_random", "-n", "2")
     tokens = import_tokens(log_dir, rows)
     assert len(set(tokens)) == 2, tokens
+
+
+def test_a_template_that_dies_ends_its_battles_with_the_cause_and_is_started_again(tmp_path):
+    """kill -9 of a model's template: its workers die with it, their sessions end saying so; the
+    model's next session is served by a new template, whose import the log announces."""
+    from center.errors import EdgeRemoteError
+    from tests.integration.test_sandbox import Session, _uid, wait_until, workers_of
+
+    with edges(tmp_path) as started:
+        blue = started["blue"]
+        if not templates_on(blue):
+            pytest.skip("this host gives no model templates (see the edge's start-up report)")
+        client = blue.client()
+        try:
+            session = Session(client, "template_torch", "before")
+            session.decide()
+            (worker,) = workers_of(blue)
+            template = _parent(worker)  # the template proper: its workers' parent
+            assert template is not None and TEMPLATE_UID_BASE <= _uid(template) < _uid(worker)
+            os.kill(template, signal.SIGKILL)
+            assert wait_until(lambda: not workers_of(blue), 10.0)
+            with pytest.raises(EdgeRemoteError) as failure:
+                session.decide()
+            assert "the template process of template_torch" in failure.value.evalue, failure.value
+            after = Session(client, "template_torch", "after")
+            reply, output = after.decide()
+            assert reply.stepped and reply.step_error is None, reply
+            assert output.startswith("IMPORT "), output  # its first observation, in a new worker
+            after.close()
+        finally:
+            client.close()
+    assert "restarting the template of template_torch" in blue.log.read_text()
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2 :].split()[1])
