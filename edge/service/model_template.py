@@ -94,6 +94,7 @@ def run_model_template(spec: WorkerSpec, ctl: socket.socket, close_zygote: Any) 
 def _enter_template_sandbox(spec: WorkerSpec) -> None:
     """Root on the host for the last time: everything a worker gets that only root can give, then
     the user namespace."""
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)  # again after each change of user
     for procs in spec.cgroup_procs:
         Path(procs).write_text(str(os.getpid()))
     for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
