@@ -39,6 +39,7 @@ import msgpack
 
 from edge.contract.provenance import code_digest
 from edge.contract.user_module import UserModel
+from edge.service.learnsets import LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -279,9 +280,7 @@ def _warm_learnsets() -> None:
     """Fill poke-env's learnset cache (what the edge's template does between its forks, see
     ``edge.service.zygote``): this template may have been forked before that was done, and every
     battle's worker would compute it again."""
-    from edge.service.zygote import _LearnsetWarmer
-
-    warmer = _LearnsetWarmer()
+    warmer = LearnsetWarmer()
     while warmer.left:
         warmer.step()
 

@@ -30,6 +30,8 @@ from typing import Any, Final
 import msgpack
 
 from edge.errors import EdgeError
+from edge.service.learnsets import WARM_GEN as _WARM_GEN
+from edge.service.learnsets import LearnsetWarmer as _LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -331,64 +333,6 @@ def _pid_namespace_for_children(new: bool) -> Any:
         yield
     finally:
         libc_call("setns", _OWN_PID_NS, CLONE_NEWPID)
-
-
-class _LearnsetWarmer:
-    """Fills poke-env's learnset cache of the current generation in the template, a few species
-    at a time between requests, so that workers forked afterwards find it filled.
-
-    Every ``Pokemon`` a replica battle meets computes its species' learnset the first time a
-    process sees that species (about 1 ms each, and the data of older generations loaded for
-    species they left): in a long-lived process that is paid once, but every battle's worker is
-    a fresh process, which paid it for each of the battle's twelve species, a third of its CPU
-    in a league of random agents. Warmed here, it costs the template about 0.3 s of CPU once,
-    in the gaps between forks (a worker forked before the end computes what is still missing, as
-    before), and each worker nothing; the result is the same frozensets (static data, the same
-    for every candidate).
-    """
-
-    CHUNK: Final = 25
-    """Species per step (about 20 ms)."""
-
-    def __init__(self) -> None:
-        self.species: list[str] = []
-        try:
-            from poke_env.data import GenData
-
-            self._gen_data = GenData
-            self.species = list(GenData.from_gen(_WARM_GEN).pokedex)
-        except Exception:  # warming is an optimisation: never a reason for the template to fail
-            logger.debug("no learnset warming", exc_info=True)
-            self.species = []
-
-    @property
-    def left(self) -> bool:
-        return bool(self.species)
-
-    def step(self) -> None:
-        chunk, self.species = self.species[: self.CHUNK], self.species[self.CHUNK :]
-        try:
-            data = self._gen_data.from_gen(_WARM_GEN)
-            for species in chunk:
-                # Only species with moves of their own in this generation: poke-env goes back to
-                # older generations for the others, whose data (60 MB) would grow the template,
-                # and so every fork's page tables; a battle of this generation rarely meets them.
-                if data._learnset_for_generation(species, _WARM_GEN):
-                    self._gen_data.obtain_learnset(species, _WARM_GEN)
-        except Exception:
-            logger.debug("learnset warming stopped", exc_info=True)
-            self.species = []
-        if not self.species:
-            self._finish()
-
-    def _finish(self) -> None:
-        # What warming made is for life too: out of the collector's way (see _preload).
-        gc.collect()
-        gc.freeze()
-
-
-_WARM_GEN: Final = 9
-"""The generation whose data the template loads and warms (_preload)."""
 
 
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
