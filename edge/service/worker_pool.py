@@ -539,7 +539,9 @@ class WorkerPool:
         from outside (``edge.service.fork_check``); it serves only if it passes, else its
         template, which made it so, is ended."""
         template = worker.zygote
-        if not worker.held or worker.state != "ready" or not isinstance(template, ModelTemplate):
+        if not worker.held or worker.state != "ready" or worker.pid is None:
+            return  # (its pid comes with its template's report, maybe after it said it is ready)
+        if not isinstance(template, ModelTemplate):
             return
         assert self.templates is not None
         problem = self.templates.check(worker, self.workers.values())
