@@ -79,7 +79,7 @@ def fork_problem(
     folders of the model's other live workers."""
     try:
         return _problem(pid, template, uid, gid, channel_inode, network, others)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         return f"it could not be inspected ({exc})"
 
 
