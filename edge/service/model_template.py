@@ -234,11 +234,13 @@ class _Template:
         try:
             pid = self.fork(spec, channel)
         except Exception as exc:
-            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
-        else:
-            _send(self.ctl, {"op": "spawned", "token": token, "local": pid}, pid)
-        finally:
             channel.close()
+            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
+            return
+        # Closed before the report: the supervisor may freeze the template as soon as it reads
+        # it, and a copy of the channel held here would keep the worker's end of file from it.
+        channel.close()
+        _send(self.ctl, {"op": "spawned", "token": token, "local": pid}, pid)
 
     def fork(self, spec: WorkerSpec, channel: socket.socket) -> int:
         libc_call("unshare", CLONE_NEWPID)
