@@ -3,7 +3,8 @@
 Showdown server management, the Maple ``PokemonEnv`` (multi-agent, PettingZoo) and ``SinglizedEnv``
 (single-agent, Gymnasium), the delegators standing in for remote agents, matches, leagues and their
 results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
-``MaplePokemonSim-v0`` (on the seeded simulator) with Gymnasium, so
+``MaplePokemonSim-v0`` (on the seeded simulator), and their doubles twins
+``MaplePokemonDoubles-v0`` and ``MaplePokemonDoublesSim-v0``, with Gymnasium, so
 ``gymnasium.make("center:MaplePokemon-v0")`` works; the heavy modules load on first use.
 """
 
@@ -44,6 +45,26 @@ if SIM_SINGLE_ENV_ID not in gymnasium.registry:
         id=SIM_SINGLE_ENV_ID,
         entry_point="center.env.single_env:SinglizedEnv",
         kwargs={"backend": "sim"},
+        nondeterministic=False,
+    )
+
+
+DOUBLES_ENV_ID = "MaplePokemonDoubles-v0"
+SIM_DOUBLES_ENV_ID = "MaplePokemonDoublesSim-v0"
+# Doubles (docs/doubles.md): the same environment with a doubles format; a random-team format by
+# default, so that no team is needed (battle_format="gen9vgc2025regi", team=PATH for VGC).
+if DOUBLES_ENV_ID not in gymnasium.registry:
+    gymnasium.register(
+        id=DOUBLES_ENV_ID,
+        entry_point="center.env.single_env:SinglizedEnv",
+        kwargs={"battle_format": "gen9randomdoublesbattle"},
+        nondeterministic=True,
+    )
+if SIM_DOUBLES_ENV_ID not in gymnasium.registry:
+    gymnasium.register(
+        id=SIM_DOUBLES_ENV_ID,
+        entry_point="center.env.single_env:SinglizedEnv",
+        kwargs={"battle_format": "gen9randomdoublesbattle", "backend": "sim"},
         nondeterministic=False,
     )
 

@@ -19,6 +19,8 @@ Exception tree::
     │   │                          died, no battle could be started, an edge process was lost): not
     │   │                          recorded, a rerun replays it
     │   └── EdgeDown               an edge process stayed unreachable past --edge-wait: the run stops
+    ├── EdgeFull                   an edge has no worker for a session now (all serve sessions, or
+    │                              the host's memory budget is taken): the battle waits, unbooked
     ├── EdgeCallError              a call to an edge gave no usable reply
     │   ├── EdgeUnavailable        no connection to the edge: nobody listening, connection lost,
     │   │   │                      client closed (also a ConnectionError)
@@ -90,6 +92,11 @@ class InfrastructureError(CenterError):
 
 class EdgeDown(InfrastructureError):
     """An edge process stayed unreachable past ``--edge-wait``: the run stops, nothing is booked."""
+
+
+class EdgeFull(CenterError):
+    """An edge cannot start a worker for a session now (its workers all serve sessions, or the
+    host's memory budget is taken): no fault of the candidate's; the battle waits and asks again."""
 
 
 class EdgeCallError(CenterError):

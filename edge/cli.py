@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from edge.errors import EdgeError
+from edge.visible_text import configure_cli_logging
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
@@ -17,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,6 +72,15 @@ def _setup_logging(verbose: int) -> None:
     show_default=True,
     metavar="SIZE",
     help="Address space of each worker process (e.g. 2GiB; 0: none).",
+)
+@click.option(
+    "--memory-reserve",
+    default="auto",
+    show_default=True,
+    metavar="SIZE",
+    help="Memory the host keeps for the infrastructure (sep_main, the simulator, Showdown, the "
+    "edges): workers start only while the memory limits of all live workers of the host, every "
+    "edge's, fit in the rest. auto: an eighth of the host's memory, at least 1GiB.",
 )
 @click.option(
     "--cpu-limit",
@@ -139,6 +150,32 @@ def _setup_logging(verbose: int) -> None:
     help="Import each model anew in every battle's worker, instead of forking the workers from "
     "a template of the model that imported it once (docs/sandbox.md, 'Model templates').",
 )
+@click.option(
+    "--endpoint",
+    "endpoint_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="A model endpoint the organizer runs (an OpenAI-compatible server, say): the models "
+    'granted NAME in the candidates file ("endpoints": ["NAME"]) reach URL, and nothing else, '
+    "through the edge, at os.environ['SEP_ENDPOINT_NAME']. Repeatable.",
+)
+@click.option(
+    "--endpoint-header",
+    "endpoint_header_specs",
+    multiple=True,
+    metavar="NAME=HEADER:VALUE",
+    help="A header the edge adds to each request to endpoint NAME (an API key); workers never "
+    "see it. Default: Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY when that is set. "
+    "Repeatable.",
+)
+@click.option(
+    "--endpoint-tokens",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Tokens a side may use per battle, over its model endpoints (as their replies report "
+    "them); further requests are refused. Default: no limit.",
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(
     side: str | None,
@@ -151,6 +188,7 @@ def sep_edge(
     battles: int | None,
     battle_format: str | None,
     memory_limit: str,
+    memory_reserve: str,
     cpu_limit: int,
     file_size_limit: str,
     open_files_limit: int,
@@ -161,6 +199,9 @@ def sep_edge(
     cpus: str | None,
     reuse_workers: bool,
     fresh_imports: bool,
+    endpoint_specs: tuple[str, ...],
+    endpoint_header_specs: tuple[str, ...],
+    endpoint_tokens: int | None,
     verbose: int,
 ) -> None:
     """Serve the user modules listed in CANDIDATES to the center, as the SIDE edge.
@@ -168,7 +209,8 @@ def sep_edge(
     Each battle and side gets its own session (its own Agent, Policy and replica battle), served
     by a sandboxed worker process of its model: the edge itself never imports user code, and
     keeps serving whatever that code does (docs/sandbox.md). SIGINT/SIGTERM stop it cleanly,
-    workers and all they started included.
+    workers and all they started included. It rereads CANDIDATES when the file changes, and on
+    SIGHUP: new sessions get the new entries, running battles keep theirs (docs/running.md).
 
     With --check MODEL_ID it serves nothing: it checks the model and exits (0 when every check
     passed, 1 when one failed, 2 for an unknown model).
@@ -178,11 +220,14 @@ def sep_edge(
         from edge.checker.__main__ import main as check_main
 
         argv = [check_model, "--candidates", str(candidates), "--memory-limit", memory_limit]
-        argv += ["--load-limit", repr(load_limit)]
+        argv += ["--load-limit", repr(load_limit), "--cpu-limit", str(cpu_limit)]
+        argv += ["--file-size-limit", file_size_limit, "--open-files-limit", str(open_files_limit)]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:
             argv += ["--format", battle_format]
+        argv += [f"--endpoint={spec}" for spec in endpoint_specs]
+        argv += [f"--endpoint-header={spec}" for spec in endpoint_header_specs]
         raise SystemExit(check_main(argv))
     if battles is not None or battle_format is not None:
         click.echo("error: --battles and --format go with --check MODEL_ID", err=True)
@@ -192,6 +237,9 @@ def sep_edge(
         raise SystemExit(2)
     try:
         from edge.contract.candidates import load_candidates
+        from edge.oom_score import shield_from_oom
+        from edge.service.endpoint_options import parse_endpoints
+        from edge.service.memory_admission import MemoryBudget
         from edge.service.sandbox import Limits, parse_cpu_list, parse_size
         from edge.service.supervisor import SandboxServer
         from edge.wire.keys import edge_curve_from_config
@@ -205,6 +253,11 @@ def sep_edge(
                 open_files=open_files_limit,
             )
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
+            try:
+                reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
+            except ValueError as exc:
+                raise ValueError(f"--memory-reserve: {exc}") from None
+            endpoints = parse_endpoints(endpoint_specs, endpoint_header_specs)
         except ValueError as exc:
             click.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
@@ -212,6 +265,7 @@ def sep_edge(
         cfg_host, cfg_port = config.address(side)
         curve = edge_curve_from_config(config.data, side, config.base_dir)
         models = load_candidates(candidates)
+        shielded = shield_from_oom()  # before the worker template starts: it is set apart
         server = SandboxServer(
             side,
             host or cfg_host,
@@ -226,6 +280,10 @@ def sep_edge(
             cpus=cpu_list,
             reuse_workers=reuse_workers,
             model_templates=not fresh_imports,
+            memory_budget=MemoryBudget.derive(reserve),
+            endpoints=endpoints,
+            endpoint_tokens=endpoint_tokens,
+            candidates_file=candidates,
         )
         server.announce_load_limit(load_limit)
     except ValueError as exc:
@@ -239,8 +297,21 @@ def sep_edge(
         f"serving {', '.join(models)}",
         err=True,
     )
+    click.echo(
+        f"  {candidates}: reread when it changes, or on SIGHUP (kill -HUP {os.getpid()})", err=True
+    )
     for line in server.report_lines():
         click.echo(f"  {line}", err=True)
+    click.echo(
+        "  out-of-memory order: "
+        + (
+            "this edge shielded (oom_score_adj -900), workers and their templates first (1000)"
+            if shielded
+            else "workers and their templates first (1000); this edge not shielded (lowering "
+            "its oom_score_adj needs CAP_SYS_RESOURCE): memory admission alone keeps it safe"
+        ),
+        err=True,
+    )
     sys.stderr.flush()
     with server:
         server.serve_forever(handle_signals=True)

@@ -22,8 +22,10 @@ Exception tree::
     │                          edge/service/sessions.py, next to its code
     ├── ZygoteError            the sandbox's worker template process could not start or went away;
     │                          in edge/service/zygote.py
-    └── Stuck                  the checker: an earlier user call never returned, so no more user
-                               code can run; in edge/checker/calls.py
+    ├── Stuck                  the checker: an earlier user call never returned or its worker
+    │                          died, so no more user code runs; in edge/checker/calls.py
+    └── WorkerDied             the checker: the edge worker serving a call died; in
+                               edge/checker/calls.py
 
 UnknownSession and UnknownModel name their wire error code (``error_code``, an ``edge.wire``
 enum), which is why they live in ``edge.service`` and not here: ``edge.wire`` imports this module.

@@ -103,7 +103,7 @@ def _steady_rate(log_dir: Path) -> float:
 
 
 def _bytes_per_battle(log_dir: Path, battles: int) -> tuple[float, float]:
-    """Bytes per battle on disk: the battle's own files (replay, players, logs), and the
+    """Bytes per battle on disk: the battle's own files (players, logs), and the
     report's offline replay pages."""
     files = [p for folder in ("logs", "replays") for p in (log_dir / folder).iterdir()]
     pages = sum(p.stat().st_size for p in files if p.name.endswith(".offline.html"))
@@ -145,8 +145,8 @@ def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: in
         print(f"{mode:<12} {whole:>26.2f} {sum(steady[mode]) / rounds:>19.2f}")
     for mode, (own, pages) in sizes.items():
         print(
-            f"{mode}: {own / 1024:.1f} KB per battle of battle files (replay, players, logs), "
-            f"{pages / 1024:.1f} KB of report replay pages"
+            f"{mode}: {own / 1024:.1f} KB per battle of battle files (players, logs), "
+            f"{pages / 1024:.1f} KB of replay pages (built on demand)"
         )
     base_whole = sum(walls["one process"]) / rounds
     base_steady = sum(steady["one process"]) / rounds

@@ -1,15 +1,16 @@
 """Train MaskablePPO on MaplePokemonSim-v0 and export its policy to a numpy-only user module.
 
-The path from training to a league (README, "Train an agent"):
+The path from training to a league (docs/training.md):
 
-    python scripts/train_maskable_ppo.py --timesteps 200000 --out my_agent/weights.npz
-    sep_edge --check learned        (with candidates.json's "learned" args {"weights": ...})
+    python scripts/train_maskable_ppo.py --timesteps 200000 --out agents/learned_policy/mine.npz
+    sep_edge --check mine        (with candidates.json's "mine" args {"weights": "mine.npz"})
 
 Training runs in Showdown's seeded simulator (no server needed) against random legal play, with
-the environment's own action masks. The trained network (the policy half of SB3's MlpPolicy) is
-written as a pickle-free ``.npz`` that ``agents.learned_policy`` runs with numpy alone, so the edge
-never imports torch; a ``.json`` beside it records the training conditions. Before writing, the
-export is checked: numpy's logits must equal torch's on observations met in training.
+the environment's own action masks, and shows a progress bar (steps/s, the mean episode reward).
+The trained network (the policy half of SB3's MlpPolicy) is written as a pickle-free ``.npz`` that
+``agents.learned_policy`` runs with numpy alone, so the edge never imports torch; a ``.json``
+beside it records the training conditions. Before writing, the export is checked: numpy's logits
+must equal torch's on observations met in training. Paths are relative to the current folder.
 Needs the ``train`` extra (``pip install -e .[train]``, after a CPU-only torch: scripts/setup.sh).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import sys
 import time
@@ -133,9 +135,46 @@ def write_module_weights(
     out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
 
 
+class TrainingProgress(BaseCallback):
+    """A progress bar of this run's steps (steps/s), with the mean reward of the last episodes."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self.start = 0
+        self.bar: Any = None
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
+        self.start = self.num_timesteps  # a continued run (--init-from) counts from where it was
+        self.bar = tqdm(
+            total=self.steps, unit=" steps", desc="training", file=sys.stderr, dynamic_ncols=True
+        )
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.num_timesteps - self.start - self.bar.n)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        episodes = list(self.model.ep_info_buffer or [])
+        if episodes:
+            mean = float(np.mean([episode["r"] for episode in episodes]))
+            self.bar.set_postfix_str(f"mean episode reward {mean:+.2f} (last {len(episodes)})")
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def export_path(out: Path, steps: int) -> Path:
+    """Where ``--export-every`` writes the export after ``steps`` steps: beside ``out``, never it."""
+    return out.with_name(f"{out.stem}-{steps}{out.suffix}")
+
+
 class PeriodicExport(BaseCallback):
     """Exports the policy (and saves the model zip, given one) every ``every`` steps, after a
-    rollout, so that a long run leaves results and can be continued (``--init-from``)."""
+    rollout, so that a long run leaves results and can be continued (``--init-from``). Each export
+    goes to its own file beside ``--out`` (:func:`export_path`); ``--out`` is written at the end."""
 
     def __init__(
         self,
@@ -160,9 +199,13 @@ class PeriodicExport(BaseCallback):
         if self.num_timesteps - self.last >= self.every:
             self.last = self.num_timesteps
             assert isinstance(self.model, MaskablePPO)
-            write_module_weights(self.model, self.out, self.conditions, self.outcomes)
+            path = export_path(self.out, self.num_timesteps)
+            write_module_weights(self.model, path, self.conditions, self.outcomes)
             if self.save_model is not None:
                 self.model.save(self.save_model)
+            from tqdm import tqdm
+
+            tqdm.write(f"exported after {self.num_timesteps} steps: {path}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,10 +218,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        default=ROOT / "agents" / "learned_policy" / "weights.npz",
-        help="the weights file (its training conditions go beside it, as .json)",
+        required=True,
+        help="the weights file to write (its training conditions go beside it, as .json)",
     )
-    parser.add_argument("--export-every", type=int, default=0, help="also export every N steps")
+    parser.add_argument(
+        "--export-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also export every N steps, each to OUT-STEPS.npz beside --out",
+    )
+    parser.add_argument(
+        "--tensorboard", type=Path, metavar="DIR", help="write SB3's TensorBoard log to DIR"
+    )
     parser.add_argument("--save-model", type=Path, help="also save SB3's own model zip here")
     parser.add_argument(
         "--init-from", type=Path, help="continue training a model zip saved with --save-model"
@@ -188,10 +240,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ID",
         help="train against this candidate of --candidates, in-process (default: random legal)",
     )
-    parser.add_argument("--candidates", type=Path, default=ROOT / "candidates.json")
+    parser.add_argument(
+        "--candidates",
+        type=Path,
+        default=Path("candidates.json"),
+        help="the candidates file of --opponent (default: ./candidates.json)",
+    )
     args = parser.parse_args(argv)
     if args.timesteps < 1:
         parser.error("--timesteps must be at least 1")
+    if args.tensorboard is not None and importlib.util.find_spec("tensorboard") is None:
+        parser.error("--tensorboard needs the tensorboard package: pip install -e '.[train]'")
 
     torch.set_num_threads(1)  # small networks: more threads only contend with the simulator
     env_kwargs: dict[str, Any] = {"battle_format": args.format, "render_mode": None}
@@ -225,15 +284,16 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     outcomes = OutcomeCounter()
-    callbacks: list[BaseCallback] = [outcomes]
+    callbacks: list[BaseCallback] = [outcomes, TrainingProgress(args.timesteps)]
     if args.export_every > 0:
         callbacks.append(
             PeriodicExport(args.export_every, args.out, conditions, outcomes, args.save_model)
         )
+    log = str(args.tensorboard) if args.tensorboard is not None else None
     started = time.perf_counter()
     try:
         if args.init_from is not None:
-            model = MaskablePPO.load(args.init_from, env=vec, seed=args.seed)
+            model = MaskablePPO.load(args.init_from, env=vec, seed=args.seed, tensorboard_log=log)
         else:
             model = MaskablePPO(
                 "MlpPolicy",
@@ -242,22 +302,28 @@ def main(argv: list[str] | None = None) -> int:
                 batch_size=conditions["batch_size"],
                 seed=args.seed,
                 verbose=0,
+                tensorboard_log=log,
             )
         conditions["n_steps"], conditions["batch_size"] = model.n_steps, model.batch_size
+        first = model.num_timesteps
         model.learn(
             total_timesteps=args.timesteps,
             callback=callbacks,
             reset_num_timesteps=args.init_from is None,
         )
-        conditions["training_seconds"] = round(time.perf_counter() - started, 1)
+        seconds = time.perf_counter() - started
+        steps = model.num_timesteps - first
+        conditions["training_seconds"] = round(seconds, 1)
+        conditions["timesteps_this_run"] = steps
         write_module_weights(model, args.out, conditions, outcomes)
     finally:
         vec.close()
     if args.save_model is not None:
         model.save(args.save_model)
+    so_far = f"; {model.num_timesteps} in all with {args.init_from}'s" if args.init_from else ""
     print(
-        f"trained {model.num_timesteps} steps in {conditions['training_seconds']:.0f} s "
-        f"({len(outcomes.outcomes)} episodes); wrote {args.out}"
+        f"trained {steps} steps in {seconds:.0f} s ({steps / max(seconds, 1e-9):.0f} steps/s, "
+        f"{len(outcomes.outcomes)} episodes){so_far}; wrote {args.out}"
     )
     return 0
 

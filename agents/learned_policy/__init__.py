@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
-from edge.maple.maple_agent import MapleAgent
+from edge.maple.maple_agent import SinglesMapleAgent
 from edge.maple.state_observer import StateObserver
 
 __all__ = [
@@ -28,8 +28,9 @@ DEFAULT_WEIGHTS = Path(__file__).parent / "weights.npz"
 
 
 def getUserAgentClass(args: dict[str, Any]) -> type:
-    """The Agent class: the project's default MapleAgent."""
-    return MapleAgent
+    """The Agent class: the project's default MapleAgent (singles only: the policy reads its
+    singles vector)."""
+    return SinglesMapleAgent
 
 
 def getUserAgentModelConfig(args: dict[str, Any]) -> dict[str, Any]:

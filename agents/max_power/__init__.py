@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.max_power.policy import MaxPowerPolicy, move_scores
-from edge.maple.maple_agent import MapleAgent
+from edge.maple.maple_agent import SinglesMapleAgent
 
 __all__ = [
     "MaxPowerPolicy",
@@ -22,8 +22,9 @@ __all__ = [
 
 
 def getUserAgentClass(args: dict[str, Any]) -> type:
-    """The Agent class: the project's default MapleAgent."""
-    return MapleAgent
+    """The Agent class: the project's default MapleAgent (singles only: the policy reads its
+    singles vector)."""
+    return SinglesMapleAgent
 
 
 def getUserAgentModelConfig(args: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,9 @@ class RandomPolicy(StandalonePolicy):
         agentFullName: str,
         observation_space: gymnasium.Space[Any],
         action_space: gymnasium.Space[Any],
-    ) -> int:
+    ) -> Any:
+        if isinstance(action_space, gymnasium.spaces.MultiDiscrete):
+            return self._per_dimension(info, action_space, done)
         if done or info.get("team_preview"):
             return 0
         mask = info.get("action_mask")
@@ -41,3 +43,19 @@ class RandomPolicy(StandalonePolicy):
         if legal.size == 0:
             return 0
         return int(legal[self.rng.integers(legal.size)])
+
+    def _per_dimension(
+        self, info: dict[str, Any], space: gymnasium.spaces.MultiDiscrete, done: bool
+    ) -> np.ndarray:
+        """Doubles (one index per active slot): each index drawn from its own part of the mask."""
+        mask = info.get("action_mask")
+        if done or info.get("team_preview") or mask is None:
+            return np.zeros(len(space.nvec), dtype=np.int64)
+        parts = np.split(np.asarray(mask), np.cumsum(space.nvec)[:-1])
+        return np.array(
+            [
+                int(legal[self.rng.integers(legal.size)]) if legal.size else 0
+                for legal in (np.flatnonzero(part) for part in parts)
+            ],
+            dtype=np.int64,
+        )

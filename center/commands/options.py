@@ -17,6 +17,7 @@ from center.env.backend import BACKENDS, Backend
 from center.errors import ConfigError
 from center.evaluation.side_guard import Budget
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
+from center.evaluation.voided import DEFAULT_MAX_VOIDS
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
@@ -38,6 +39,7 @@ class RunOptions:
     decision_time: float
     bank: float
     call_cap: float
+    battle_time: float
     max_turns: int
     backend_choice: Backend | None
     server_url: str | None
@@ -49,10 +51,16 @@ class RunOptions:
     beta: float
     gauntlet: str | None
     allow_code_change: bool
+    max_voids: int
 
     @property
     def budget(self) -> Budget:
-        return Budget(decision_time=self.decision_time, bank=self.bank, call_cap=self.call_cap)
+        return Budget(
+            decision_time=self.decision_time,
+            bank=self.bank,
+            call_cap=self.call_cap,
+            battle_time=self.battle_time,
+        )
 
     def sprt_settings(self) -> SprtSettings | None:
         """``--sprt ELO0,ELO1 --alpha A --beta B``, checked (ConfigError with one line)."""
@@ -139,6 +147,15 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Longest wait for one call beyond the free time; then a default move.",
         ),
         click.option(
+            "--battle-time",
+            type=click.FloatRange(0.01),
+            default=Budget().battle_time,
+            show_default=True,
+            help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
+            "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
+            "(an LLM's).",
+        ),
+        click.option(
             "--max-turns",
             type=click.IntRange(1),
             default=300,
@@ -200,7 +217,17 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--allow-code-change",
             is_flag=True,
             help="Let a rerun continue although a candidate's code (the digest of its files) "
-            "differs from the code that played the run so far; the change is recorded.",
+            "differs from the code that played the run so far, and let a run go on when it "
+            "changes on an edge during the run; the change is recorded.",
+        ),
+        click.option(
+            "--max-voids",
+            type=click.IntRange(1),
+            default=DEFAULT_MAX_VOIDS,
+            show_default=True,
+            help="A battle voided this many times (the center's infrastructure failed: Showdown, "
+            "an edge, the host's memory), in this run and its reruns, is not played again; the "
+            "run reports it, and the voids of each candidate's battles.",
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),

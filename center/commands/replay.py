@@ -1,6 +1,6 @@
 """``sep_replay LOG_DIR BATTLE_ID``: re-simulate a recorded battle and check that it ends as recorded.
 
-A battle played on the simulator backend keeps its input log (``logs/ID.input.log``): everything
+A battle played on the simulator backend keeps its input log (``logs/ID.input.log.gz``): everything
 the center wrote to the simulator, choices included. Replaying it on a fresh simulator host, with
 no agents and no edges, must give every frame each player was sent (apart from the ``|t:|``
 timestamps), the same number of turns and the same winner as battles.csv and the protocol log say.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from center.commands.suggest import did_you_mean, swapped_battle_id
+from center.commands.suggest import swapped_battle_id
 from center.env.backend import backend_spec
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
@@ -33,6 +33,8 @@ from center.files import read_text
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
+from edge.contract.suggest import did_you_mean
+from edge.visible_text import configure_cli_logging
 
 __all__ = ["ReplayReport", "replay_battle", "sep_replay"]
 
@@ -49,6 +51,9 @@ class ReplayReport:
     differences: list[str]
     turns: int = 0
     winner: str = ""
+    """The simulator's name of the winner (empty: a tie)."""
+    winner_label: str = ""
+    """The winner as the candidate it stands for: ``ID (side)``, or ``none (tie)``."""
     frames: int = 0
     #: how the input log's seeds derive from the battle's seed: "run secret" or "public (a run
     #: older than run secrets)"; empty when they are not the battle's
@@ -112,6 +117,18 @@ def _winner_of(record: BattleRecord, log: InputLog) -> str | None:
     return None  # no result recorded (both sides failed): the simulator's own end is not booked
 
 
+def winner_label(name: str, record: BattleRecord, log: InputLog) -> str:
+    """The simulator's winner ``name`` as the candidate it stands for: ``ID (blue)``, or
+    ``none (tie)``; a name that is neither player's is shown as it is."""
+    if not name:
+        return "none (tie)"
+    for side, slot in SIDE_SLOTS.items():
+        player = log.start.players.get(slot)
+        if player is not None and player.name == name:
+            return f"{getattr(record, side)} ({side})"
+    return repr(name)
+
+
 def compare(
     record: BattleRecord, log: InputLog, recorded: dict[str, list[str]], result: Resimulated
 ) -> list[str]:
@@ -129,8 +146,8 @@ def compare(
     expected = _winner_of(record, log)
     if result.ended and expected is not None and result.winner != expected:
         differences.append(
-            f"winner: recorded {record.winner.value} ({expected or 'tie'}), "
-            f"replayed {result.winner or 'tie'}"
+            f"winner: recorded {winner_label(expected, record, log)}, "
+            f"replayed {winner_label(result.winner, record, log)}"
         )
     differences.extend(f"the simulator refused: {message}" for message in result.errors)
     return differences
@@ -212,6 +229,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         differences + ([seed_difference] if seed_difference else []),
         turns=max(_turns(result.frames["p1"]), _turns(result.frames["p2"])),
         winner=result.winner,
+        winner_label=winner_label(result.winner, record, log),
         frames=sum(len(f) for f in result.frames.values()),
         seeds=seeds,
     )
@@ -228,7 +246,7 @@ def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
     apart from timestamps), 1 with the first difference otherwise, 2 when it cannot be replayed.
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
     try:
         report = replay_battle(log_dir, battle_id)
     except CenterError as exc:
@@ -237,7 +255,7 @@ def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
     if report.same:
         click.echo(
             f"same: {battle_id} ends as recorded ({report.turns} turns, winner "
-            f"{report.winner or 'none (tie)'}, {report.frames} frames; seeds: {report.seeds})"
+            f"{report.winner_label}, {report.frames} frames; seeds: {report.seeds})"
         )
         return
     click.echo(f"different: {battle_id}: {report.differences[0]}")

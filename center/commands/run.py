@@ -14,6 +14,7 @@ battles that could not be played (the center's own failures) exit 1.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -25,11 +26,11 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options
-from center.commands.suggest import did_you_mean
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.gauntlet import gauntlet_section
+from center.evaluation.collusion import check_collusion, collusion_lines
+from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
 from center.evaluation.match import (
     MatchSettings,
     RunSummary,
@@ -49,10 +50,14 @@ from center.evaluation.run_info import (
 )
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
+from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
+from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.spec import EdgeAddress, SourceSpec
+from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
+from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +73,27 @@ def default_log_dir(
     return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
 
 
+def _at_once(concurrency: int, scale: ScaleOptions | None) -> str:
+    """How many battles run at once, as the run's first line says it."""
+    if scale is None:
+        return f"{concurrency} at a time"
+    if scale.workers is not None:
+        runners = f"{scale.workers} runner{'s' if scale.workers > 1 else ''}"
+        return f"{scale.workers * concurrency} at a time ({runners} × {concurrency})"
+    return f"{concurrency} at a time on each runner, one runner per Ray node"
+
+
 class _Progress:
     """A tqdm progress bar with the latest result, on stderr."""
 
     def __init__(self, total: int, done: int, quiet: bool) -> None:
         from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
 
+        # While the bar is shown, log lines (Ray's included) are written above it, not into it.
+        self._logs = contextlib.ExitStack()
+        if not quiet:
+            self._logs.enter_context(logging_redirect_tqdm(tqdm_class=tqdm))
         self.bar = tqdm(
             total=total,
             initial=done,
@@ -84,6 +104,9 @@ class _Progress:
         )
         #: a live line before the bar (an SPRT's LLR and bounds), refreshed after each battle
         self.describe: Callable[[], str] | None = None
+        #: lines to print above the bar as they happen (an SPRT's decision)
+        self.announce: Callable[[], list[str]] | None = None
+        self.quiet = quiet
         # Redrawn every second, so that the elapsed time stays live while no battle ends (an
         # edge being waited for, long battles).
         self._closed = threading.Event()
@@ -102,11 +125,30 @@ class _Progress:
             )
         if self.describe is not None:
             self.bar.set_description_str(self.describe(), refresh=False)
+        for line in self.announce() if self.announce is not None else []:
+            if not self.quiet:
+                self.bar.write(line, file=sys.stderr)
         self.bar.update(1)
 
     def close(self) -> None:
         self._closed.set()
         self.bar.close()
+        self._logs.close()
+
+
+def _clock_line(budget: Budget) -> str:
+    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
+    return (
+        f"time per side and battle: {budget.decision_time:g} s free per decision, a "
+        f"{budget.bank:g} s bank, and a battle clock of {budget.battle_time:g} s for all its "
+        "calls (--battle-time; running out forfeits)"
+    )
+
+
+def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:
+    """Where the local Ray listens: a warning always, loopback only unless ``quiet``."""
+    if not quiet or line.startswith("warning"):
+        progress.bar.write(line, file=sys.stderr)  # above the bar, not inside it
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
@@ -175,7 +217,7 @@ def run_command(
             f"known: {', '.join(all_ids)}"
         )
     # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
-    showdown_format = check_format(opts.battle_format)
+    showdown_format = check_format(opts.battle_format, doubles=True)
     battle_format = showdown_format.id
     validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
     unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []
@@ -209,6 +251,7 @@ def run_command(
         kept = check_code(
             log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
         )
+        before = read_run_config(log_dir)
         run = open_run(
             log_dir,
             RunConfig(
@@ -220,6 +263,7 @@ def run_command(
                 extra={
                     "decision_time": budget.decision_time,
                     "bank": budget.bank,
+                    "battle_time": budget.battle_time,
                     "max_turns": opts.max_turns,
                     "concurrency": opts.concurrency,
                     "edge_loss": edge_loss,
@@ -230,10 +274,18 @@ def run_command(
             ),
         )
         record_run_results(log_dir, kept)
+        joining = [i for i in run.candidates if before and i not in before.candidates]
+        if joining and not opts.quiet:  # a rerun is how a new candidate joins a run (running.md)
+            click.echo(
+                f"note: {', '.join(joining)} join this {mode}: their battles are added", err=True
+            )
         run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend
         todo = pending(schedule, log_dir)
+        # Voided --max-voids times already (in an earlier run): not played again.
+        abandoned = given_up(Path(log_dir), todo, opts.max_voids)
+        todo = [b for b in todo if b not in {battle for battle, _ in abandoned}]
         tests = None
         if run.sprt is not None:  # the tests so far, from battles.csv: a rerun continues them
             tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
@@ -242,9 +294,10 @@ def run_command(
             click.echo(
                 f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done"
                 f"{' or decided' if tests else ''}), {battle_format}, seed {run.seed}, "
-                f"{opts.concurrency} at a time, results in {log_dir}",
+                f"{_at_once(opts.concurrency, scale)}, results in {log_dir}",
                 err=True,
             )
+            click.echo(_clock_line(budget), err=True)
             if run.sprt is not None:
                 click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])
@@ -252,6 +305,7 @@ def run_command(
             server = start_backend(backend, opts.server_url) if scale is None else None
             progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
             progress.describe = tests.live if tests is not None else None
+            progress.announce = tests.new_decisions if tests is not None else None
             try:
                 settings = MatchSettings(
                     battle_format,
@@ -263,6 +317,7 @@ def run_command(
                     backend=backend,
                     brought_teams=showdown_format.teams_brought,
                     run_secret=run_secret,
+                    max_voids=opts.max_voids,
                 )
                 if scale is None:
                     summary = run_battles(
@@ -287,6 +342,7 @@ def run_command(
                         concurrency=opts.concurrency,
                         on_done=progress,
                         early_stop=tests,
+                        say=lambda line: _say_ray(line, opts.quiet, progress),
                     )
             finally:
                 progress.close()
@@ -311,26 +367,56 @@ def run_command(
         sections["gauntlet"] = gauntlet_section(
             records, chosen[0], run.candidates[1:], paired=run.paired, sprt=sprt_results
         )
+    collusion = check_collusion(records)
+    if collusion.pairs:
+        sections["collusion"] = collusion.to_json()
     standings = write_standings(
         records, log_dir, candidates=chosen, paired=run.paired, sections=sections
     )
     click.echo(format_standings(standings))
+    for line in collusion_lines(collusion):
+        click.echo(line)
+    if "gauntlet" in sections:
+        click.echo(format_gauntlet(sections["gauntlet"]))
     if tests is not None:
         record_run_results(log_dir, {"sprt_results": sprt_results})
-        for line in tests.summary_lines():
+        for line in tests.summary_lines(run.n):
             click.echo(line)
     click.echo(
         f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
-        f"{Path(log_dir) / 'standings.csv'}; replays and raw logs in {Path(log_dir) / 'replays'} "
-        f"and {Path(log_dir) / 'logs'}"
+        f"{Path(log_dir) / 'standings.csv'}; compressed logs in {Path(log_dir) / 'logs'}"
     )
     from center.report import report_after_run  # the layer above evaluation (see pyproject.toml)
 
     report = report_after_run(log_dir, opts.candidates)
     if report is not None:
-        click.echo(f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time)")
+        click.echo(
+            f"report: {report} (offline; `sep_report {log_dir}` rewrites it at any time, "
+            f"`--battle ID` or `--pages` adds replay pages)"
+        )
     for line in failure_summary(records):
         click.echo(line, err=True)
+    voids = voids_by_candidate(Path(log_dir), schedule)
+    gave_up = given_up(Path(log_dir), pending(schedule, log_dir), opts.max_voids)
+    record_run_results(
+        log_dir,
+        {
+            "voids": {
+                "max_voids": opts.max_voids,
+                "by_candidate": voids,
+                "given_up": {b.battle_id: n for b, n in gave_up},
+            }
+        },
+    )
+    if voids:
+        per = ", ".join(f"{model} {n}" for model, n in voids.items())
+        click.echo(f"voidings of each candidate's battles: {per} (LOG_DIR/voided.jsonl)", err=True)
+    for battle, n in abandoned:
+        click.echo(
+            f"not played: {battle.battle_id}: voided {n} times, not replayed "
+            f"(--max-voids {opts.max_voids})",
+            err=True,
+        )
     if summary.stopped:
         missing = len(todo) - len(summary.played)
         click.echo(
@@ -341,12 +427,14 @@ def run_command(
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
         raise SystemExit(1)
+    if abandoned:
+        raise SystemExit(1)
 
 
 def setup_logging(verbose: int) -> None:
     """The CLI (not the library) decides what is printed."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_cli_logging(level)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -461,6 +549,9 @@ def sep_main(
     league, sides alternate, so both edges must serve every candidate of the league.
     """
     setup_logging(opts.verbose)
+    from edge.oom_score import shield_from_oom
+
+    shield_from_oom()  # and the simulator and Showdown it starts: workers go first
     candidates = opts.candidates
 
     def run() -> None:
@@ -497,7 +588,9 @@ def sep_main(
                             edge.endpoint(side), curve[0], curve[1].public, curve[1].secret
                         )
                     pools[side] += (address,)
-            source = EdgeSource(clients, candidates, edge_wait=edge_wait)
+            source = EdgeSource(
+                clients, candidates, edge_wait=edge_wait, allow_code_change=opts.allow_code_change
+            )
             sources.append(source)
             return source
 

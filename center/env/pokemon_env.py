@@ -12,6 +12,10 @@ simulator's seeds derive from ``seed`` with the environment's ``run_secret`` (a 
 unless given; see ``center.showdown.sim_seeds``): pass the same secret to reproduce a battle in
 another environment. The Agents' seeds come from the same secret, never from ``seed`` itself.
 
+Formats: singles and doubles formats of the pinned Showdown; anything else is refused at
+construction in one line. In a doubles format (``gen9vgc2025regi``, ``gen9doublesou``) every battle
+is a poke-env ``DoubleBattle`` and the default Agent is ``MapleDoublesAgent`` (docs/doubles.md).
+
 Episode flow: ``reset`` starts a battle and returns the first request of each player
 (the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
 team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
@@ -41,11 +45,14 @@ from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest
 from center.env.cooperation import ExpectsStep, HearsRefusals
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
+from center.env.playable import mask_size, playable_format
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
+from edge.contract.game_type import is_doubles_format
 from edge.errors import InvalidActionError
+from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.orders import canonical_order, default_order
 
@@ -107,6 +114,10 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
     ) -> None:
         if not backend_spec(backend).outside_player and opponent is not None:
             raise EnvError('an outside poke-env Player plays on a server: use backend="server"')
+        refusal = playable_format(battle_format)
+        if refusal:
+            raise EnvError(refusal)
+        self.doubles = is_doubles_format(battle_format)
         self.backend: Backend = backend
         self.battle_format = battle_format
         self.rewards = rewards or RewardConfig()
@@ -123,8 +134,9 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self.agents: list[str] = []
         if agents is not None:  # plain duck-typed Agents work: optional hooks resolved once
             agents = {p: bind_agent(a) for p, a in agents.items()}
+        default_agent = MapleDoublesAgent if self.doubles else MapleAgent
         self.agent_objects: dict[str, Agent] = agents or {
-            p: MapleAgent(
+            p: default_agent(
                 {}, {"side": SIDES[p], "player": p, "battle_format": battle_format, "seed": None}
             )
             for p in self.possible_agents
@@ -442,8 +454,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         return not self._over and self.session.seats[name].state is SeatState.NEEDS_ACTION
 
     def _mask(self, name: str) -> np.ndarray | None:
-        space = self.action_spaces[name]
-        size = int(space.n) if isinstance(space, gymnasium.spaces.Discrete) else None
+        size = mask_size(self.action_spaces[name])
         if not self._needs_action(name):
             return np.zeros(size, dtype=np.int8) if size else None
         battle = self.battle(name)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from poke_env.battle import AbstractBattle, Pokemon
+from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
-from edge.maple.battle_view import move_slots, request_party
+from edge.maple.battle_view import doubles_move_slots, move_slots, request_party
 
 
 def _mon(mon: Pokemon, own: bool) -> str:
@@ -28,11 +28,14 @@ def render_battle(battle: AbstractBattle) -> str:
     lines += [_mon(mon, True) for mon in request_party(battle)]  # the Pokémon brought
     lines.append(f" {battle.opponent_username or 'opponent'}:")
     lines += [_mon(mon, False) for mon in battle.opponent_team.values()]
-    active = battle.active_pokemon
-    if active is not None:
-        moves = []
-        for move in move_slots(battle):
-            if move is not None:
-                moves.append(f"{move.id} {move.current_pp}/{move.max_pp} PP")
-        lines.append(" moves: " + ", ".join(moves))
+    if isinstance(battle, DoubleBattle):  # one line of moves per active slot
+        for slot, mon in enumerate(battle.active_pokemon):
+            if mon is not None:
+                lines.append(f" moves ({'ab'[slot]}): " + _moves(doubles_move_slots(battle, slot)))
+    elif battle.active_pokemon is not None:
+        lines.append(" moves: " + _moves(move_slots(battle)))
     return "\n".join(lines)
+
+
+def _moves(slots: list[Move | None]) -> str:
+    return ", ".join(f"{m.id} {m.current_pp}/{m.max_pp} PP" for m in slots if m is not None)

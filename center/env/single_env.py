@@ -34,9 +34,12 @@ from poke_env.player import Player
 
 from center.env.backend import Backend
 from center.env.end_reason import EndReason
+from center.env.playable import mask_size, read_team
 from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv, RewardConfig
 from edge.contract.agent import Agent
+from edge.contract.game_type import is_doubles_format
 from edge.contract.policy import StandalonePolicy
+from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.orders import MAX_INVALID_RETRIES
 
@@ -66,9 +69,16 @@ class RandomLegalPolicy(StandalonePolicy):
         action_space: gymnasium.Space[Any],
     ) -> Any:
         mask = info.get("action_mask")
-        if mask is not None and np.any(mask):
-            return int(self.rng.choice(np.flatnonzero(mask)))
-        return action_space.sample()
+        if mask is None or not np.any(mask):
+            return action_space.sample()
+        if isinstance(action_space, gymnasium.spaces.MultiDiscrete):
+            # One index per dimension, each from its own part of the flat mask (doubles: a slot).
+            parts = np.split(np.asarray(mask), np.cumsum(action_space.nvec)[:-1])
+            return np.array(
+                [int(self.rng.choice(np.flatnonzero(part))) if part.any() else 0 for part in parts],
+                dtype=np.int64,
+            )
+        return int(self.rng.choice(np.flatnonzero(mask)))
 
 
 class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
@@ -92,8 +102,11 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         step_timeout: float | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        team: str | None = None,
     ) -> None:
         self.render_mode = render_mode
+        if team is not None and teams is None:
+            teams = dict.fromkeys(PLAYERS, read_team(team))
         outside = isinstance(opponent, Player) or (
             isinstance(opponent, type) and issubclass(opponent, Player)
         )
@@ -112,6 +125,8 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
                 "battle_format": battle_format,
                 "seed": None,
             }
+            if is_doubles_format(battle_format):
+                return MapleDoublesAgent({}, config)
             return MapleAgent({}, config)
 
         agents = {PLAYERS[0]: agent or maple(PLAYERS[0])}
@@ -132,11 +147,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         self.observation_space = self.env.observation_space(PLAYERS[0])
         self.action_space = self.env.action_space(PLAYERS[0])
         self._opp: tuple[Any, float, bool, dict[str, Any]] | None = None
-        self._mask_size = (
-            int(self.action_space.n)
-            if isinstance(self.action_space, gymnasium.spaces.Discrete)
-            else None
-        )
+        self._mask_size = mask_size(self.action_space)
         self._last_mask: np.ndarray | None = None
         self._invalid_in_a_row = 0
 
@@ -163,7 +174,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         masked distribution stays defined; the environment ignores actions then anyway.
         """
         if self._mask_size is None:
-            raise NotImplementedError("action masks need a Discrete action space")
+            raise NotImplementedError("action masks need a Discrete or MultiDiscrete action space")
         mask = self._last_mask
         if mask is None or not np.any(mask):
             return np.ones(self._mask_size, dtype=bool)

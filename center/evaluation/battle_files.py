@@ -1,19 +1,22 @@
 """The files a battle leaves in LOG_DIR, by battle id: collect them, move them, remove them.
 
-A played battle writes its replay (``replays/ID.html``), its players file
-(``replays/ID.players.json``), its protocol log (``logs/ID.log``), on the simulator its input log
-(``logs/ID.input.log``), and for each side what the side's code printed (``logs/ID.SIDE.out``)
-and why it failed (``logs/ID.SIDE.err``). A battle that is voided must leave none of them: a
-voided attempt's ``.err`` saying DISCONNECT next to the row of the replayed battle would read as
-that battle's result. A battle runner on another host (:mod:`center.scale`) plays into a folder
-of its own and ships these files to the driver, the only writer of LOG_DIR, with the two logs
-compressed (:func:`compress_logs`: ``logs/ID.log.gz``, ``logs/ID.input.log.gz``, about a
-twentieth of their size); readers take either (:func:`center.files.read_text`).
+A played battle writes, in every mode (one process, ``--workers``, ``--ray``), its protocol log
+gzipped (``logs/ID.log.gz``), on the simulator its input log gzipped (``logs/ID.input.log.gz``),
+who played each side (``replays/ID.players.json``), and for each side what the side's code
+printed (``logs/ID.SIDE.out.gz``) and why it failed (``logs/ID.SIDE.err``, plain), both only when
+there is something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`):
+runs recorded before the logs were compressed keep their ``logs/ID.log``. The replay pages
+(``replays/ID.html``, ``replays/ID.offline.html``) are built from these by the report, when asked
+(``sep_report --pages``); a battle writes none of them.
+
+A battle that is voided must leave none of its files: a voided attempt's ``.err`` saying
+DISCONNECT next to the row of the replayed battle would read as that battle's result. A battle
+runner (:mod:`center.scale`) plays into a folder of its own and ships these files, as they are,
+to the driver, the only writer of LOG_DIR.
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from collections.abc import Mapping
@@ -25,7 +28,6 @@ from center.files import COMPRESSED_SUFFIX
 
 __all__ = [
     "battle_file_relpaths",
-    "compress_logs",
     "read_battle_files",
     "remove_battle_files",
     "write_battle_files",
@@ -33,34 +35,25 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SIDE_SUFFIXES = tuple(f".{side}.{kind}" for side in ("blue", "red") for kind in ("out", "err"))
+_SIDE_SUFFIXES = tuple(
+    f".{side}.{kind}" for side in ("blue", "red") for kind in ("out.gz", "out", "err")
+)
 
 
 def battle_file_relpaths(battle_id: str) -> list[str]:
-    """Every file a battle may write, relative to LOG_DIR (most are optional)."""
+    """Every file a battle may write, relative to LOG_DIR (most are optional), with the replay
+    pages built from them and the plain logs of runs recorded before logs were compressed."""
     replay = PurePosixPath(replay_relpath(battle_id))
     log = PurePosixPath(log_relpath(battle_id))
     logs = [str(log), str(log.with_suffix(".input.log"))]
     return [
         str(replay),
+        str(replay.with_suffix(".offline.html")),
         str(replay.with_suffix(".players.json")),
         *logs,
         *(path + COMPRESSED_SUFFIX for path in logs),
         *(str(log.with_suffix(suffix)) for suffix in _SIDE_SUFFIXES),
     ]
-
-
-def compress_logs(battle_id: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
-    """``files`` with the battle's protocol log and input log gzipped (``.gz`` added to their
-    names); the rest (replay page, players file, ``.out``/``.err``) as they are."""
-    log = PurePosixPath(log_relpath(battle_id))
-    logs = {str(log), str(log.with_suffix(".input.log"))}
-    return {
-        relpath + COMPRESSED_SUFFIX if relpath in logs else relpath: (
-            gzip.compress(data, compresslevel=6, mtime=0) if relpath in logs else data
-        )
-        for relpath, data in files.items()
-    }
 
 
 def read_battle_files(log_dir: Path, battle_id: str) -> dict[str, bytes]:

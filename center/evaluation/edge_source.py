@@ -17,17 +17,20 @@ from center.errors import (
     CallTimeout,
     ConfigError,
     EdgeCallError,
+    EdgeDown,
     EdgeTimeout,
     EdgeUnavailable,
     RemoteUserError,
     SideDisconnected,
 )
+from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.in_process import failed_side
+from center.evaluation.provenance import describe_change
 from center.evaluation.records import SideStatus
 from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, SideGuard
-from center.evaluation.space_limits import check_space_size
+from center.evaluation.side_guard import SideGuard
+from center.evaluation.space_limits import check_space_size, check_value_bytes
 from center.isolation.delegator import (
     OPEN_TIMEOUT,
     AgentDelegator,
@@ -42,6 +45,12 @@ from edge.wire.messages import HelloReply, InstanceConfig
 
 logger = logging.getLogger(__name__)
 
+
+class CodeChangedDuringRun(EdgeDown):
+    """A model's code on an edge changed during a run not allowed to go on with new code: the run
+    stops as for an edge down (nothing booked); a rerun needs ``--allow-code-change``."""
+
+
 #: Seconds :meth:`EdgeSource.close` spends at most closing the sessions of an interrupted run
 CLOSE_TIMEOUT = 3.0
 
@@ -55,8 +64,11 @@ class EdgeSource:
         candidates_path: str | Path,
         *,
         edge_wait: float = 60.0,
+        allow_code_change: bool = True,
     ) -> None:
         self.clients = clients
+        #: a model's code that changes on an edge during the run: recorded (True) or the run stops
+        self.allow_code_change = allow_code_change
         self.edge_wait = edge_wait
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
@@ -104,8 +116,9 @@ class EdgeSource:
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
-                    f"the {side} edge at {client.address} does not serve {', '.join(missing)} "
-                    "(check its candidates.json)"
+                    f"the {side} edge at {client.address} does not serve {', '.join(missing)}: "
+                    "add it to that edge's candidates.json (a running edge rereads the file when "
+                    "it changes, or on SIGHUP; an edge older than that needs a restart)"
                 )
 
     def open_side(
@@ -121,27 +134,49 @@ class EdgeSource:
         player = "player_0" if side == "blue" else "player_1"
         config = InstanceConfig(side, player, battle_format, agent_seed)
         client = self.clients[side]
-        load_limit = self.load_limits.get(side, OPEN_TIMEOUT)
+        # The open counts on the side's battle clock: it never waits past the clock either.
+        load_limit = min(self.load_limits.get(side, OPEN_TIMEOUT), budget.battle_time)
+        opened: list[float] = []
+
+        def open_session() -> EdgeSession:
+            start = time.perf_counter()
+            try:
+                return EdgeSession(client, model_id, config, username, timeout=load_limit)
+            finally:
+                opened.append(time.perf_counter() - start)
+
         try:
             try:
                 if getattr(client, "lost_at", None) is not None and not self.wait_for_edge(side):
                     # Known lost and not back in time: no open that would wait out its timeout.
                     raise SideDisconnected(f"the {side} edge at {client.address} is down")
-                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
-            except (SideDisconnected, CallTimeout):
+                session = open_session()
+            except (SideDisconnected, CallTimeout) as exc:
+                if _clock_ran_out(exc, load_limit, budget, client):
+                    return _out_of_time(model_id, budget, opened[-1])
                 # An edge that is down before the battle: wait (bounded) for it to come back
                 # rather than forfeit every battle of the league in a second.
                 if not self.wait_for_edge(side):
                     raise
-                session = EdgeSession(client, model_id, config, username, timeout=load_limit)
+                session = open_session()
         except (SideDisconnected, CallTimeout) as exc:
+            if opened and _clock_ran_out(exc, load_limit, budget, client):
+                return _out_of_time(model_id, budget, opened[-1])
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
+            if exc.ename == "TimeoutError" and load_limit < self.load_limits.get(
+                side, OPEN_TIMEOUT
+            ):
+                # The edge stopped the open at the deadline it was given: the battle clock's.
+                return _out_of_time(model_id, budget, opened[-1])
             failure = UserFailure(exc.ename, exc.evalue, exc.traceback, "opening the session")
-            return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
+            guard = failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
+            guard.stats.time_s = opened[-1] if opened else 0.0  # what the side cost, still
+            return guard
         try:
             check_space_size(session.observation_space, "observation_space")
             check_space_size(session.action_space, "action_space")
+            check_value_bytes(session.observation_space, session.action_space)
         except ValueError as exc:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
@@ -151,6 +186,9 @@ class EdgeSource:
             session.agent_full_name,
             budget,
             in_process=False,
+            opened_s=opened[
+                -1
+            ],  # the open that succeeded; waiting for a lost edge is not the side's
         )
         guard.output = lambda: "".join(session.output)
         with self._lock:
@@ -161,27 +199,36 @@ class EdgeSource:
             session.close()
             guard.close()
             return failed_side(model_id, budget, SideStatus.DISCONNECT, "the run is ending")
+        refused: dict[str, Any] | None = None
         if session.code_digest:
             with self._lock:
                 seen = self._digests.setdefault(model_id, {})
                 where = f"{side} edge"
                 before = seen.get(where, session.code_digest)
-                if before != session.code_digest:
-                    logger.warning(
-                        "the code of %s on the %s changed during the run", model_id, where
-                    )
-                    self._changed.append(
-                        {
-                            "model": model_id,
-                            "where": where,
-                            "before": [before],
-                            "after": session.code_digest,
-                            "at": utc_now(),
-                            "during_run": True,
-                            "battle": battle.battle_id,
-                        }
-                    )
-                seen[where] = session.code_digest
+                change = {
+                    "model": model_id,
+                    "where": where,
+                    "before": [before],
+                    "after": session.code_digest,
+                    "at": utc_now(),
+                    "during_run": True,
+                    "battle": battle.battle_id,
+                }
+                if before != session.code_digest and not self.allow_code_change:
+                    refused = change
+                else:
+                    if before != session.code_digest:
+                        logger.warning(
+                            "the code of %s on the %s changed during the run", model_id, where
+                        )
+                        self._changed.append(change)
+                    seen[where] = session.code_digest
+        if refused is not None:
+            self.close_side(guard)
+            raise CodeChangedDuringRun(
+                f"the code of {describe_change(refused)} changed during the run; "
+                "rerun with --allow-code-change to go on with it (recorded in run.json)"
+            )
         return guard
 
     def code_changes_during_run(self) -> list[dict[str, Any]]:
@@ -271,6 +318,25 @@ class EdgeSource:
             )
         for client in self.clients.values():
             client.close()
+
+
+def _clock_ran_out(exc: Exception, waited: float, budget: Budget, client: EdgeClient) -> bool:
+    """Whether an open that timed out did so on the side's battle clock (shorter than the edge's
+    load limit) while the edge itself still answers: the side's slowness, not a lost edge."""
+    return (
+        isinstance(exc, CallTimeout)
+        and waited >= budget.battle_time
+        and client.ping(timeout=min(2.0, budget.battle_time))
+    )
+
+
+def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
+    """A side whose session did not open within its battle clock: it forfeits (TIMEOUT)."""
+    spent = f"the session took {seconds:.1f}s to open"
+    failure = clock_failure(spent, budget, "opening the session")
+    guard = failed_side(model_id, budget, SideStatus.TIMEOUT, failure.line(), failure)
+    guard.stats.time_s = seconds
+    return guard
 
 
 #: How long an edge's address may refuse connections before check_edges says so (an edge that was

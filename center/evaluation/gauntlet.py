@@ -9,13 +9,15 @@ decision.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import BattleRecord
 from center.evaluation.standings import compute_standings
 
-__all__ = ["gauntlet_section"]
+__all__ = ["format_gauntlet", "gauntlet_section"]
 
 
 def gauntlet_section(
@@ -45,8 +47,9 @@ def gauntlet_section(
             "win_rate": me.win_rate,
             "win_rate_lo": me.win_rate_lo,
             "win_rate_hi": me.win_rate_hi,
-            "elo_diff": me.rating - them.rating,
         }
+        for key, method in RATING_METHODS.items():
+            line[method.diff_column] = me.ratings[key][0] - them.ratings[key][0]
         if paired:
             line["pairs"] = me.pairs
             line["pentanomial"] = list(me.pentanomial)
@@ -54,3 +57,47 @@ def gauntlet_section(
             line["sprt"] = dict(tests[opponent])
         lines.append({k: (None if isinstance(v, float) and v != v else v) for k, v in line.items()})
     return {"candidate": candidate, "opponents": lines}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.1f}"
+
+
+def _sprt_cell(test: Mapping[str, Any] | None) -> str:
+    if not test:
+        return ""
+    decision = test.get("decision") or "none yet"
+    return f"{decision} (LLR {test['llr']:.2f} in [{test['lower']:.2f}, {test['upper']:.2f}])"
+
+
+def format_gauntlet(section: Mapping[str, Any]) -> str:
+    """The terminal's per-opponent table of :func:`gauntlet_section`'s entry: one line each."""
+    lines = section["opponents"]
+    paired = any("pentanomial" in line for line in lines)
+    sprt = any("sprt" in line for line in lines)
+    width = max([len("opponent"), *(len(line["opponent"]) for line in lines)])
+    head = (
+        f"{'opponent':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
+        f"{'win%':>6}  {'95% CI':<15}"
+    )
+    methods = list(RATING_METHODS.values())
+    head += "".join(f"  {m.diff_head:>8}" for m in methods)
+    head += "  pairs 0-½-1-1½-2" if paired else ""
+    head += "  SPRT" if sprt else ""
+    out = [f"gauntlet: {section['candidate']} against each opponent", head, "-" * len(head)]
+    for line in lines:
+        ci = f"[{_pct(line['win_rate_lo'])}, {_pct(line['win_rate_hi'])}]"
+        row = (
+            f"{line['opponent']:<{width}}  {line['battles']:>7}  {line['wins']:>4} "
+            f"{line['losses']:>4} {line['ties']:>4}  {_pct(line['win_rate']):>6}  {ci:<15}"
+        )
+        for m in methods:
+            diff = line.get(m.diff_column)
+            cell = "-" if diff is None else f"{diff:+.0f}"
+            row += f"  {cell:>{max(8, len(m.diff_head))}}"
+        if paired:
+            row += f"  {'-'.join(str(n) for n in line.get('pentanomial') or []):<16}"
+        if sprt:
+            row += f"  {_sprt_cell(line.get('sprt'))}"
+        out.append(row.rstrip())
+    return "\n".join(out)

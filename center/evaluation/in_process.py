@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ import numpy as np
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import Budget, SideGuard
-from center.evaluation.space_limits import check_space_size
+from center.evaluation.space_limits import check_space_size, check_value_bytes
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
+from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import UserFailure
 from edge.contract.user_module import UserModel
 
@@ -69,13 +71,19 @@ class InProcessSource:
             "battle_format": battle_format,
             "seed": agent_seed,
         }
+        start = time.perf_counter()
         try:
+            # One process for both sides and every battle: the generators are shared (see
+            # docs/contract.md, "Randomness"), and reproducible with one battle at a time only.
+            seed_global_generators(agent_seed)
             agent = model.make_agent(config)
             check_space_size(agent.observation_space, "observation_space")
             check_space_size(agent.action_space, "action_space")
+            check_value_bytes(agent.observation_space, agent.action_space)
             policy = model.new_policy()
             name = model.agent_full_name(policy)
-            return SideGuard(agent, policy, name, budget, in_process=True)
+            opened = time.perf_counter() - start  # on the battle clock, as an edge's open is
+            return SideGuard(agent, policy, name, budget, in_process=True, opened_s=opened)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
             failure = UserFailure.of(exc, "loading the model")
             return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)

@@ -12,12 +12,15 @@ a rerun replays it; what a side does wrong is always recorded, with its status.
 
 Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
 seed fixes everything but the agents' choices and each battle's simulator input log is kept
-(``logs/ID.input.log``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown server.
+(``logs/ID.input.log.gz``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown
+server. The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the
+replay pages are built from them by the report, on demand.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import logging
 import queue
@@ -50,9 +53,12 @@ from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
 from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
-from center.evaluation.voided import note_voided
+from center.evaluation.side_opening import open_sides
+from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
+from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
+from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +116,8 @@ class MatchSettings:
     #: the key of the simulator's seeds, battle tags and Agent seeds (None: :func:`run_battles`
     #: takes LOG_DIR's, see ``center.evaluation.run_secret``)
     run_secret: RunSecret | None = None
+    #: voidings of one battle (this run and its reruns) after which it is not played again
+    max_voids: int | None = DEFAULT_MAX_VOIDS
 
 
 def play_battle(
@@ -208,10 +216,10 @@ def _record(
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the simulator did not report the end of the battle"
             )
-        path = settings.log_dir / input_log_relpath(scheduled.battle_id)
+        path = settings.log_dir / (input_log_relpath(scheduled.battle_id) + COMPRESSED_SUFFIX)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(input_log) + "\n", encoding="utf-8")
-    _write_replay(blue_battle, settings.log_dir / replay, scheduled, sides)
+        path.write_bytes(_gzip(("\n".join(input_log) + "\n").encode("utf-8")))
+    _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
     _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
     for p in PLAYERS:
         _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
@@ -250,14 +258,26 @@ def _record(
         blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
         red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
         red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
+        blue_time_s=stats["blue"].time_s,
+        red_time_s=stats["red"].time_s,
+        blue_endpoint_requests=stats["blue"].endpoint_requests,
+        blue_endpoint_bytes=stats["blue"].endpoint_bytes,
+        blue_endpoint_tokens=stats["blue"].endpoint_tokens,
+        red_endpoint_requests=stats["red"].endpoint_requests,
+        red_endpoint_bytes=stats["red"].endpoint_bytes,
+        red_endpoint_tokens=stats["red"].endpoint_tokens,
     )
 
 
 def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
-    """Next to the battle's log: what the side's code printed (``.out``) and why it failed (``.err``)."""
+    """Next to the battle's log: what the side's code printed (``.out.gz``, up to 64 KiB a battle,
+    gzipped) and why it failed (``.err``, a line and a traceback, kept plain for ``cat``)."""
+    # User text: its control characters are written visibly, so that ``cat`` shows them instead
+    # of obeying them.
     printed = guard.output()
     if printed:  # as captured (and capped) in-process or on its edge
-        log.with_suffix(f".{side}.out").write_text(printed, encoding="utf-8")
+        out = log.with_suffix(f".{side}.out{COMPRESSED_SUFFIX}")
+        out.write_bytes(_gzip(visible_controls(printed).encode("utf-8")))
     failure = guard.stats.failure
     if failure is not None and guard.stats.status != SideStatus.OK:
         text = f"{guard.stats.status.value}: {failure.line()}\n"
@@ -265,7 +285,7 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
             text += f"{guard.stats.detail}\n"
         if failure.traceback:
             text += f"\n{failure.traceback.rstrip()}\n"
-        log.with_suffix(f".{side}.err").write_text(text, encoding="utf-8")
+        log.with_suffix(f".{side}.err").write_text(visible_controls(text), encoding="utf-8")
 
 
 def _mean(values: list[float]) -> float:
@@ -281,61 +301,54 @@ def _measured_mean(values: list[float]) -> float | None:
 PLAYERS_SUFFIX = ".players.json"
 
 
-def _write_replay(
-    battle: Any, path: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard]
+def _write_players(
+    replay: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard], battle: Any
 ) -> None:
-    """Showdown's HTML replay of ``battle`` at ``path``, naming the players by their candidates.
+    """Who played each side, beside where the battle's replay page goes (:data:`PLAYERS_SUFFIX`).
 
-    Showdown knows the players by anonymous usernames (``sep0 c8178229``); the replay says
-    ``logName (side)`` instead. Beside it, :data:`PLAYERS_SUFFIX` records for each side the
-    candidate id, its logName, its Showdown username and its decision times in ms, so that pages
-    built later from the raw log can name the players too.
+    For each side: the candidate id, its logName, its Showdown username (``sep0 c8178229``) and
+    its decision times in ms, so that the pages built later from the raw log name the players.
     """
     usernames = {"blue": battle.player_username or "", "red": battle.opponent_username or ""}
     ids = {"blue": scheduled.blue, "red": scheduled.red}
     players: dict[str, dict[str, Any]] = {}
     for p in PLAYERS:
         side = SIDES[p]
-        log_name = sides[p].agent_full_name.split(":")[0] or ids[side]
         players[side] = {
             "id": ids[side],
-            "logName": log_name,
+            "logName": sides[p].agent_full_name.split(":")[0] or ids[side],
             "username": usernames[side],
             "decision_ms": [round(ms, 3) for ms in sides[p].stats.decision_ms],
         }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        replay.parent.mkdir(parents=True, exist_ok=True)
         doc = {"battle_id": scheduled.battle_id, **players}
-        path.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
-        battle.save_replay(path)
-        text = path.read_text(encoding="utf-8")
-        # Longest first, so that no username is replaced inside another one.
-        for side in sorted(players, key=lambda s: -len(usernames[s])):
-            if usernames[side]:
-                text = text.replace(usernames[side], _replay_name(players[side]["logName"], side))
-        path.write_text(text, encoding="utf-8")
-    except Exception as exc:  # a replay is a convenience; never lose the result over it
-        logger.warning("could not write replay %s: %r", path, exc)
+        replay.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    except Exception as exc:  # a convenience for the pages; never lose the result over it
+        logger.warning("could not write the players of %s: %r", scheduled.battle_id, exc)
 
 
-def _replay_name(log_name: str, side: str) -> str:
-    # The name lands in HTML and in Showdown's protocol lines: keep it to harmless characters.
-    safe = "".join(c for c in log_name if c.isprintable() and c not in "|<>&\"'")
-    return f"{safe.strip() or side} ({side})"
+def _gzip(data: bytes) -> bytes:
+    # mtime=0: the same battle gives the same bytes, whichever process wrote it.
+    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def input_log_relpath(battle_id: str) -> str:
-    """Where a battle's simulator input log goes, relative to LOG_DIR (``logs/ID.input.log``)."""
+    """A battle's simulator input log, relative to LOG_DIR (``logs/ID.input.log``; stored with
+    ``.gz`` added, read by :func:`center.files.read_text`)."""
     return str(Path(log_relpath(battle_id)).with_suffix(".input.log"))
 
 
 def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
-    """Every raw frame each side received, in order, as JSON lines {side, i, frame}."""
+    """Every raw frame each side received, in order, as JSON lines {side, i, frame}, gzipped
+    (``path`` with ``.gz`` added)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
-        for side, battle in battles.items():
-            for i, frame in enumerate(frames.frames_of(battle) or []):
-                out.write(json.dumps({"side": side, "i": i, "frame": frame}) + "\n")
+    lines = [
+        json.dumps({"side": side, "i": i, "frame": frame}) + "\n"
+        for side, battle in battles.items()
+        for i, frame in enumerate(frames.frames_of(battle) or [])
+    ]
+    path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip("".join(lines).encode("utf-8")))
 
 
 # -- many battles ---------------------------------------------------------------------------------
@@ -440,11 +453,15 @@ def run_battles(
                 except InfrastructureError as exc:
                     logger.warning("%s; attempt %d", exc, attempt + 1)
                     note_voided(settings.log_dir, scheduled.battle_id, str(exc))
-                    if attempt < retries:
+                    again = replay_allowed(
+                        settings.log_dir, scheduled.battle_id, settings.max_voids
+                    )
+                    if attempt < retries and again:
                         jobs.put((scheduled, attempt + 1))
                         continue
+                    why = "" if again else f" (voided {settings.max_voids} times: not replayed)"
                     with lock:
-                        failed.append((scheduled, str(exc)))
+                        failed.append((scheduled, f"{exc}{why}"))
                 except Exception as exc:
                     logger.exception("battle %s failed", scheduled.battle_id)
                     with lock:
@@ -482,8 +499,10 @@ def _play_one(
     remove_battle_files(settings.log_dir, scheduled.battle_id)
     try:
         usernames = env.usernames()
-        for p in PLAYERS:
-            sides[p] = source.open_side(
+        open_sides(  # waits while an edge has no worker for a side: not booked
+            sides,
+            PLAYERS,
+            lambda p: source.open_side(
                 names[p],
                 SIDES[p],
                 scheduled,
@@ -491,7 +510,10 @@ def _play_one(
                 settings.budget,
                 usernames[p],
                 agent_seed=env.run_secret.agent_seed(scheduled.seed, p, SEED_BOUND),
-            )
+            ),
+            source.close_side,
+            scheduled.battle_id,
+        )
         env.set_agents(
             {p: sides[p].agent for p in PLAYERS},
             teams={p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS},

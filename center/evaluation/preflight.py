@@ -11,7 +11,8 @@ from center.errors import ConfigError
 from center.evaluation.match import SideSource
 from center.evaluation.records import SIDE_STATUSES, BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget
+from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_opening import open_sides
 from center.showdown.formats import ShowdownFormat
 
 __all__ = ["check_models", "failure_summary", "validate_teams"]
@@ -50,7 +51,14 @@ def check_models(
             if model_id in problems:
                 continue
             probe = ScheduledBattle(f"preflight-{model_id}", model_id, model_id, 0, ("", ""), 0)
-            guard = source.open_side(model_id, side, probe, battle_format, budget, "sep-preflight")
+            opened: dict[str, SideGuard] = {}
+
+            def open_one(s: str, m: str = model_id, b: ScheduledBattle = probe) -> SideGuard:
+                return source.open_side(m, s, b, battle_format, budget, "sep-preflight")
+
+            # waits while the edge has no worker for it
+            open_sides(opened, [side], open_one, source.close_side, f"the check of {model_id}")
+            guard = opened[side]
             try:
                 if guard.fatal is not None:
                     problems[model_id] = guard.stats.error_line or guard.stats.detail

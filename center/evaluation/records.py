@@ -164,6 +164,18 @@ class BattleRecord:
     blue_cpu_ms_max: float | None = None
     red_cpu_ms_mean: float | None = None
     red_cpu_ms_max: float | None = None
+    #: each side's battle clock (s): the wall time of its calls as the center measured them,
+    #: opening its session included (``--battle-time`` bounds it). Empty in older rows.
+    blue_time_s: float | None = None
+    red_time_s: float | None = None
+    #: what the side's decisions asked of its edge's model endpoints (``sep_edge --endpoint``):
+    #: requests, bytes both ways, and tokens as the endpoints' replies reported them
+    blue_endpoint_requests: int = 0
+    blue_endpoint_bytes: int = 0
+    blue_endpoint_tokens: int = 0
+    red_endpoint_requests: int = 0
+    red_endpoint_bytes: int = 0
+    red_endpoint_tokens: int = 0
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.
@@ -233,7 +245,8 @@ def _build_parsers() -> dict[str, Callable[[str], Any]]:
 
 
 _PARSERS = _build_parsers()
-_CONTROL = {c: " " for c in range(32)} | {127: " "}
+# C0, DEL and C1 (terminals obey the 8-bit CSI U+009B too).
+_CONTROL = {c: " " for c in (*range(32), *range(127, 160))}
 
 
 def _format_value(value: object) -> str:

@@ -54,6 +54,8 @@ class PairingTest:
     """The state when the decision was taken (frozen), None while undecided."""
     pairs_after_decision: int = 0
     """Pairs completed after the decision (battles that were in flight): not counted."""
+    history: list[float] = field(default_factory=list)
+    """The LLR after each counted pair, in the order they were recorded (the report's plot)."""
 
     @property
     def current(self) -> SprtState:
@@ -69,6 +71,7 @@ class PairingTest:
             return
         self.pentanomial[round(2 * points)] += 1
         self.state = sprt_state(self.settings, self.pentanomial)
+        self.history.append(self.state.llr)
         if self.state.decision is not None:
             self.decided = self.state
 
@@ -99,6 +102,8 @@ class SequentialTests:
         self._seen: set[str] = set()
         self._index: dict[str, ScheduledBattle] = {}
         self._lock = threading.Lock()
+        self._last: PairingTest | None = None  # the test the latest pair went to
+        self._announced: set[tuple[str, str]] = set()
 
     @classmethod
     def from_records(
@@ -112,6 +117,7 @@ class SequentialTests:
         tests.expect(schedule)
         for record in records:
             tests.observe(record)
+        tests.new_decisions()  # decided before this run: nothing new to say as it plays
         return tests
 
     def expect(self, schedule: Sequence[ScheduledBattle]) -> None:
@@ -143,6 +149,7 @@ class SequentialTests:
             total = self._waiting.pop(key) + points
             if total == total:  # not NaN: both battles have a result
                 test.add_pair(total)
+                self._last = test
 
     def skip(self, scheduled: ScheduledBattle) -> bool:
         """True when ``scheduled``'s pairing has a decision: the battle is not started."""
@@ -161,31 +168,57 @@ class SequentialTests:
             return [t.to_json() for t in self.tests.values()]
 
     def live(self) -> str:
-        """The progress bar's line: one test's LLR and bounds, or the count of decided tests."""
+        """The progress bar's line: the test's LLR and bounds; with several tests, how many have
+        decided and the LLR and bounds of the one the latest pair went to."""
         with self._lock:
             tests = list(self.tests.values())
             if len(tests) == 1:
                 return tests[0].live()
             decided = sum(t.decided is not None for t in tests)
-            return f"SPRT {decided}/{len(tests)} decided"
+            line = f"SPRT {decided}/{len(tests)} decided"
+            if self._last is not None:
+                line += f"; {self._last.opponent}: {self._last.live()}"
+            return line
 
-    def summary_lines(self) -> list[str]:
-        """One line per test for the terminal, e.g. ``SPRT a vs b: H1 (LLR 3.02 >= 2.94), 14 pairs``."""
-        lines = []
+    def histories(self) -> dict[tuple[str, str], list[float]]:
+        """Per tested pairing, the LLR after each counted pair (see :attr:`PairingTest.history`)."""
         with self._lock:
-            for t in self.tests.values():
-                state = t.current
-                lower, upper = self.settings.bounds
-                head = f"SPRT {t.candidate} vs {t.opponent}: "
-                if state.decision == "H1":
-                    verdict = f"H1 accepted (LLR {state.llr:.2f} >= {upper:.2f})"
-                elif state.decision == "H0":
-                    verdict = f"H0 accepted (LLR {state.llr:.2f} <= {lower:.2f})"
-                else:
-                    verdict = f"no decision yet (LLR {state.llr:.2f} in [{lower:.2f}, {upper:.2f}])"
-                pent = "-".join(str(n) for n in state.pentanomial)
-                lines.append(
-                    f"{head}{verdict}, {state.pairs} pairs (pentanomial {pent}); "
-                    f"{self.settings.describe()}"
-                )
-        return lines
+            return {pair: list(t.history) for pair, t in self.tests.items()}
+
+    def new_decisions(self) -> list[str]:
+        """A line for each test that decided since the last call (for the terminal, as it runs)."""
+        with self._lock:
+            fresh = [
+                t
+                for pair, t in self.tests.items()
+                if t.decided is not None and pair not in self._announced
+            ]
+            self._announced.update((t.candidate, t.opponent) for t in fresh)
+            return [self._summary_line(t, None) for t in fresh]
+
+    def summary_lines(self, n: int | None = None) -> list[str]:
+        """One line per test for the terminal, e.g. ``SPRT a vs b: H1 (LLR 3.02 >= 2.94), 14 pairs``;
+        an undecided test says how to go on (a larger ``-n`` than ``n``, the run's)."""
+        with self._lock:
+            return [self._summary_line(t, n) for t in self.tests.values()]
+
+    def _summary_line(self, t: PairingTest, n: int | None) -> str:
+        state = t.current
+        lower, upper = self.settings.bounds
+        head = f"SPRT {t.candidate} vs {t.opponent}: "
+        if state.decision == "H1":
+            verdict = f"H1 accepted (LLR {state.llr:.2f} >= {upper:.2f})"
+        elif state.decision == "H0":
+            verdict = f"H0 accepted (LLR {state.llr:.2f} <= {lower:.2f})"
+        else:
+            verdict = f"no decision yet (LLR {state.llr:.2f} in [{lower:.2f}, {upper:.2f}])"
+        pent = "-".join(str(c) for c in state.pentanomial)
+        line = (
+            f"{head}{verdict}, {state.pairs} pairs (pentanomial {pent}); {self.settings.describe()}"
+        )
+        if state.decision is None and n is not None:
+            line += (
+                f"; to go on, rerun the same command with a larger -n (e.g. -n {2 * n}): "
+                "LOG_DIR resumes"
+            )
+        return line

@@ -13,6 +13,8 @@ runs under a budget in the manner of Kaggle environments and Lux AI:
   than ``decision_time`` per call nor more than ``bank`` over a battle (see
   :mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time by claiming
   it waited.
+- a *battle clock* (``battle_time``): the wall time of all the side's calls in a battle, its open
+  included (``opened_s``). No call waits past what is left; running out forfeits (TIMEOUT).
 
 Each decision's CPU time is recorded too: on an edge, the ``usage.cpu`` of its calls (every process
 of the worker); in-process, the CPU time of the thread that runs the side's code (``thread_time``:
@@ -49,6 +51,7 @@ from poke_env.battle import AbstractBattle
 
 from center.env.cooperation import ExpectsStep
 from center.errors import CallTimeout, SideDisconnected
+from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SIDE_STATUSES, SideStatus
 from center.isolation.delegator import same_action, same_info
@@ -57,7 +60,7 @@ from edge.contract.decision import action_accepted, decide, observation_accepted
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner, UserFailure
 from edge.errors import InvalidActionError, UserCallTimeout
-from edge.maple.orders import MAX_INVALID_RETRIES, default_order
+from edge.maple.orders import default_order
 from edge.wire.messages import CallUsage, policy_mask
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -72,16 +75,6 @@ INVALID_ACTION = "__invalid__"
 
 #: What an in-process side's code may print per battle before the rest is dropped (counted).
 OUTPUT_PER_BATTLE = 65536
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Time limits of one side (seconds) and the bound on illegal-action retries."""
-
-    decision_time: float = 2.0
-    bank: float = 30.0
-    call_cap: float = 10.0
-    max_invalid_retries: int = MAX_INVALID_RETRIES
 
 
 @runtime_checkable
@@ -105,6 +98,12 @@ class SideStats:
     decision_cpu_ms: list[float] = field(default_factory=list)
     #: seconds of waiting for a CPU on the edge credited to the side (not charged)
     queued_s: float = 0.0
+    #: the side's battle clock: wall seconds of its calls, opening its session included
+    time_s: float = 0.0
+    #: what its calls asked of the edge's model endpoints (``usage.endpoint``, protocol 2.1)
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
     invalid: int = 0
     timeouts: int = 0
     fatal: SideStatus | None = None
@@ -158,6 +157,7 @@ class SideGuard:
         *,
         in_process: bool,
         classify: Callable[[BaseException], SideStatus] | None = None,
+        opened_s: float = 0.0,
     ) -> None:
         self.inner_agent = agent
         self.policy = policy
@@ -191,6 +191,7 @@ class SideGuard:
         #: the user call that last ran past its deadline ("" when none did)
         self._overran = ""
         self.agent = _GuardedAgent(self)
+        self._clock(opened_s, "opening the session")
 
     # -- calls under the budget -----------------------------------------------------------------
 
@@ -198,9 +199,21 @@ class SideGuard:
         free = max(self.budget.decision_time - self._used, 0.0)
         return free + max(min(self.bank, self.budget.call_cap), 0.0)
 
+    def _clock(self, seconds: float, what: str) -> None:
+        """Charge ``seconds`` of ``what`` to the clock; run out, the side forfeits (unless the
+        battle is over: its last step and onEpisodeEnd only lose their wait)."""
+        self.stats.time_s += seconds
+        if self.stats.time_s >= self.budget.battle_time and not self._final_asked:
+            spent = f"{self.stats.time_s:.1f}s in the side's calls"
+            failure = clock_failure(spent, self.budget, what)
+            self._fail(SideStatus.TIMEOUT, failure.line(), failure)
+
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the budget; raise CallTimeout / the user's exception after counting."""
-        timeout = self._deadline()
+        left = self.budget.battle_time - self.stats.time_s
+        if left <= 0:  # only the calls after the battle's end get here (else the side forfeited)
+            raise CallTimeout(f"{what}: the battle clock is used up", what)
+        timeout = min(self._deadline(), left)
         credit = 0.0
         if self._deadline_targets:  # only an edge queues calls
             credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
@@ -245,6 +258,12 @@ class SideGuard:
             cpu = usage.cpu if usage is not None else sum(thread_cpu) if thread_cpu else None
             if cpu is not None:
                 self._cpu = (self._cpu or 0.0) + cpu
+            if usage is not None:
+                self.stats.endpoint_requests += usage.endpoint_requests
+                self.stats.endpoint_bytes += usage.endpoint_bytes
+                self.stats.endpoint_tokens += usage.endpoint_tokens
+            # The whole wait, queueing included: the organizer's time is spent all the same.
+            self._clock(elapsed, self._overran or what)
 
     def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
         """Mark the side as failed (the battle is forfeited for it)."""
@@ -325,6 +344,12 @@ class SideGuard:
                 if decided.step_error is not None:
                     raise decided.step_error
                 action = decided.action
+                failed = decided.deploy_error
+                if failed is not None and not isinstance(failed, (ValueError, CallTimeout)):
+                    # deploy failed in the decision: the side forfeits before any order is sent
+                    # (a default move sent now could end the battle in the failed side's favour)
+                    self._handle("deploy", failed)
+                    return DEFAULT_ACTION
                 self._deployed = decided
             else:
                 action = self._call(

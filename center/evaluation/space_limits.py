@@ -8,7 +8,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-__all__ = ["MAX_DISCRETE_N", "MAX_SPACE_ELEMENTS", "check_space_size"]
+from edge.wire.msgpack_values import MAX_ACTION_BYTES, MAX_OBSERVATION_BYTES
+from edge.wire.spaces import value_bytes
+
+__all__ = ["MAX_DISCRETE_N", "MAX_SPACE_ELEMENTS", "check_space_size", "check_value_bytes"]
 
 
 MAX_SPACE_ELEMENTS = 1 << 20
@@ -35,3 +38,21 @@ def check_space_size(space: gymnasium.Space[Any], what: str) -> None:
     elif isinstance(space, gymnasium.spaces.Tuple):
         for i, sub in enumerate(space.spaces):
             check_space_size(sub, f"{what}[{i}]")
+
+
+def check_value_bytes(
+    observation_space: gymnasium.Space[Any], action_space: gymnasium.Space[Any]
+) -> None:
+    """Refuse spaces whose values would not fit a decide reply: an observation of more than
+    MAX_OBSERVATION_BYTES, an action of more than MAX_ACTION_BYTES (as the wire carries them,
+    in-process too: a module plays the same everywhere)."""
+    for space, what, limit in (
+        (observation_space, "observation_space", MAX_OBSERVATION_BYTES),
+        (action_space, "action_space", MAX_ACTION_BYTES),
+    ):
+        size = value_bytes(space)
+        if size > limit:
+            raise ValueError(
+                f"{what}: a value takes {size:,} bytes on the wire, more than {limit:,} "
+                "(docs/contract.md)"
+            )

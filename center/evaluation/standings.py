@@ -15,6 +15,8 @@ How battles count:
   ``prior_games`` virtual tied games against a fixed virtual opponent of strength 1, so an
   undefeated (or winless, or unconnected) candidate gets a finite rating. Reported on an Elo-like
   scale, ``1500 + 400·log10(p_i)``, shifted so that the candidates' mean is 1500.
+- Each method of :data:`~center.evaluation.rating_methods.RATING_METHODS` rates the candidates
+  (Elo among them); the first, Bradley–Terry, ranks them and gives ``rating`` and ``p_best``.
 - The rating's 95% interval is the 2.5–97.5 percentile of the same fit on ``bootstrap``
   resamples of the decided battles (with replacement), with a fixed RNG seed, widened where
   needed to the normal (Laplace) interval of the regularised fit: ±1.96 standard errors from the
@@ -55,19 +57,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.rating_model import (
-    Z_95,
-    bradley_terry,
-    elo_ratings,
-    fit_covariance,
-    laplace_half_width,
-)
-from center.evaluation.rating_model import (
-    less_sure as _less_sure,
-)
-from center.evaluation.rating_model import (
-    p_best as _p_best,
-)
+from center.evaluation.rating_methods import RATING_METHODS, RatingData, primary
+from center.evaluation.rating_model import Z_95, bradley_terry, elo_ratings, laplace_half_width
 from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
 
 __all__ = [
@@ -118,6 +109,10 @@ class CandidateStanding:
     """Paired runs: pairs in which this candidate scored 0, ½, 1, 1½, 2 points."""
     p_best: float = math.nan
     """The share of bootstrap resamples in which this candidate rates highest."""
+    ratings: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    """Per rating method (:data:`~center.evaluation.rating_methods.RATING_METHODS`' keys): rating,
+    interval low, interval high; the primary method's are also ``rating``, ``rating_lo`` and
+    ``rating_hi``."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +152,7 @@ class Standings:
 
     def to_json(self) -> dict[str, Any]:
         """The standings.json document (NaN becomes null); pair fields only for paired runs."""
-        candidates = [asdict(c) for c in self.candidates]
+        candidates = [_flat(c) for c in self.candidates]
         pairwise = [asdict(p) for p in self.pairwise]
         if self.paired:
             for row in candidates + pairwise:
@@ -182,9 +177,11 @@ class Standings:
             doc["pairs"] = self.pairs
         doc["method"] = {
             "win_rate": win_rate,
-            "rating": "Bradley-Terry (MM), ties half a win, 1500 + 400*log10(strength), "
-            f"mean-centred; 95% percentile bootstrap over {resampled}, widened to at least "
-            "the normal interval of the regularised fit (Fisher information, prior included)",
+            "rating": RATING_METHODS[primary()].describe(resampled),
+            "ratings": {
+                key: {"name": m.name, "columns": list(m.columns), "how": m.describe(resampled)}
+                for key, m in RATING_METHODS.items()
+            },
             "p_best": f"share of the bootstrap resamples (over {resampled}) in which the "
             "candidate has the highest rating, or of as many draws from the regularised fit's "
             "normal approximation where those are less sure of the leader",
@@ -196,6 +193,15 @@ class Standings:
             doc["method"]["paired"] = True
             doc["method"]["pentanomial_points"] = list(PENTANOMIAL_POINTS)
         return _nan_to_none(doc)
+
+
+def _flat(c: CandidateStanding) -> dict[str, Any]:
+    """A candidate's row of standings.json: its fields, each rating method's as its columns."""
+    row = asdict(c)
+    del row["ratings"]
+    for key, method in RATING_METHODS.items():
+        row.update(zip(method.columns, c.ratings.get(key, (math.nan,) * 3), strict=True))
+    return row
 
 
 def _nan_to_none(value: Any) -> Any:
@@ -258,15 +264,6 @@ def effective_battles(totals: Sequence[float], sizes: Sequence[int]) -> float:
         return n
     spread = sum((t - m * p) ** 2 for t, m in zip(totals, sizes, strict=True)) + 2 * binomial
     return binomial * n * n / spread
-
-
-def _pair_matrices(
-    i: NDArray[np.intp], j: NDArray[np.intp], score_i: NDArray[np.float64], k: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    scores = np.bincount(i * k + j, weights=score_i, minlength=k * k)
-    scores += np.bincount(j * k + i, weights=1.0 - score_i, minlength=k * k)
-    games = np.bincount(i * k + j, minlength=k * k) + np.bincount(j * k + i, minlength=k * k)
-    return scores.reshape(k, k).astype(np.float64), games.reshape(k, k).astype(np.float64)
 
 
 @dataclass
@@ -369,78 +366,6 @@ def _renumber(cluster: list[int]) -> NDArray[np.intp]:
     return np.asarray(dense, dtype=np.intp).reshape(-1)
 
 
-def _members(cluster: NDArray[np.intp]) -> NDArray[np.intp] | None:
-    """The battles of each cluster as rows of 2 (-1 pads a lone battle); None when all are alone."""
-    count = int(cluster.max()) + 1
-    if count == len(cluster):
-        return None
-    members = np.full((count, 2), -1, dtype=np.intp)
-    for i, c in enumerate(cluster):
-        members[c, 0 if members[c, 0] < 0 else 1] = i
-    return members
-
-
-def _resample(
-    m: int, members: NDArray[np.intp] | None, rng: np.random.Generator
-) -> NDArray[np.intp]:
-    """Indices of the battles of as many clusters as there are, drawn with replacement."""
-    if members is None:  # one battle per cluster: draw battles, as an unpaired run always did
-        return rng.integers(0, m, size=m)
-    picked = members[rng.integers(0, len(members), size=len(members))].reshape(-1)
-    return picked[picked >= 0]
-
-
-def _ratings(
-    t: _Tally,
-    k: int,
-    rated: NDArray[np.bool_],
-    bootstrap: int,
-    seed: int,
-    prior_games: float,
-    design_effect: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Point ratings, their 95% intervals and P(best); NaN when unrated or not computed."""
-    rating, lo, hi, p_best = (np.full(k, np.nan) for _ in range(4))
-    m = len(t.blue_score)
-    if not m:
-        return rating, lo, hi, p_best
-    scores, games = _pair_matrices(t.blue, t.red, t.blue_score, k)
-    log_strength = bradley_terry(scores, games, prior_games)
-    rating = elo_ratings(log_strength, rated)
-    if bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        stack_s = np.empty((bootstrap, k, k))
-        stack_g = np.empty((bootstrap, k, k))
-        members = _members(t.cluster)
-        for rep in range(bootstrap):
-            pick = _resample(m, members, rng)
-            stack_s[rep], stack_g[rep] = _pair_matrices(
-                t.blue[pick], t.red[pick], t.blue_score[pick], k
-            )
-        boot = elo_ratings(bradley_terry(stack_s, stack_g, prior_games), rated)
-        lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-        half = laplace_half_width(log_strength, games, prior_games, rated)
-        half = half * np.sqrt(design_effect)
-        lo, hi = np.minimum(lo, rating - half), np.maximum(hi, rating + half)
-        # The same for P(best): draws from the fit's normal approximation (design effect
-        # included), so that a bootstrap of a few identical battles cannot read 100%.
-        # Only the rated block is drawn (an unrated candidate changes nothing), by Cholesky (the
-        # prior makes it positive definite; the draws do not hang on a LAPACK's eigenvector signs).
-        scale = np.sqrt(design_effect)
-        covariance = fit_covariance(log_strength, games, prior_games) * np.outer(scale, scale)
-        block = np.ix_(rated, rated)
-        draws = np.full((bootstrap, k), -np.inf)
-        draws[:, rated] = rng.multivariate_normal(
-            log_strength[rated], covariance[block], size=bootstrap, method="cholesky"
-        )
-        p_fit = _p_best(draws, rated)
-        p_best = _less_sure(_p_best(boot, rated), p_fit, rated)
-    # Unrated candidates sit at the prior; a number there would look like a measurement.
-    for values in (rating, lo, hi, p_best):
-        values[~rated] = np.nan
-    return rating, lo, hi, p_best
-
-
 @dataclass
 class _Clusters:
     """Per candidate: what it scored in each of its clusters, their sizes, its pentanomial."""
@@ -518,9 +443,20 @@ def compute_standings(
             n_eff = effective_battles(clusters.totals[n], clusters.sizes[n])
             if n_eff > 0:
                 design_effect[n] = float(sum(clusters.sizes[n])) / n_eff
-    rating, rating_lo, rating_hi, p_best = _ratings(
-        t, len(ids), decided > 0, bootstrap, seed, prior_games, design_effect
+    data = RatingData(
+        len(ids),
+        t.blue,
+        t.red,
+        t.blue_score,
+        t.cluster,
+        decided > 0,
+        bootstrap,
+        seed,
+        prior_games,
+        design_effect,
     )
+    fits = {key: method.fit(data) for key, method in RATING_METHODS.items()}
+    first = fits[primary()]
 
     rows = []
     for n, cid in enumerate(ids):
@@ -545,14 +481,18 @@ def compute_standings(
                 win_rate=score / battles if battles else math.nan,
                 win_rate_lo=lo,
                 win_rate_hi=hi,
-                rating=float(rating[n]),
-                rating_lo=float(rating_lo[n]),
-                rating_hi=float(rating_hi[n]),
+                rating=float(first.rating[n]),
+                rating_lo=float(first.lo[n]),
+                rating_hi=float(first.hi[n]),
                 no_result=int(t.no_result[n]),
                 statuses=t.statuses[cid],
                 pairs=pairs,
                 pentanomial=pentanomial,
-                p_best=float(p_best[n]),
+                p_best=float(first.p_best[n]),
+                ratings={
+                    key: (float(f.rating[n]), float(f.lo[n]), float(f.hi[n]))
+                    for key, f in fits.items()
+                },
             )
         )
     ranked = [replace(c, rank=n) for n, c in enumerate(sorted(rows, key=_rank_key), start=1)]

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import SIDE_STATUSES, BattleRecord
 from center.evaluation.standings import (
     FAILURE_STATUSES,
@@ -28,13 +29,14 @@ __all__ = [
     "STANDINGS_CSV",
     "STANDINGS_JSON",
     "format_standings",
+    "standings_columns",
     "write_standings",
 ]
 
 STANDINGS_CSV = "standings.csv"
 STANDINGS_JSON = "standings.json"
 
-STANDINGS_COLUMNS: tuple[str, ...] = (
+_HEAD = (
     "rank",
     "id",
     "battles",
@@ -44,21 +46,23 @@ STANDINGS_COLUMNS: tuple[str, ...] = (
     "win_rate",
     "win_rate_lo",
     "win_rate_hi",
-    "rating",
-    "rating_lo",
-    "rating_hi",
-    "no_result",
-    *(f"status_{s.value.lower()}" for s in FAILURE_STATUSES),
-    "p_best",
 )
-"""The columns of standings.csv, in order (``p_best``: the share of bootstrap resamples in which
-the candidate rates highest)."""
+_TAIL = ("no_result", *(f"status_{s.value.lower()}" for s in FAILURE_STATUSES), "p_best")
 
-PAIRED_COLUMNS: tuple[str, ...] = (
-    *STANDINGS_COLUMNS,
-    "pairs",
-    *(f"pairs_{points:g}" for points in PENTANOMIAL_POINTS),
-)
+
+def standings_columns(paired: bool) -> tuple[str, ...]:
+    """standings.csv's columns for the rating methods of now (:data:`RATING_METHODS`): the
+    primary method's keep the place ``rating`` always had, the others' follow ``p_best``."""
+    first, *rest = RATING_METHODS.values()
+    pairs = ("pairs", *(f"pairs_{points:g}" for points in PENTANOMIAL_POINTS)) if paired else ()
+    return (*_HEAD, *first.columns, *_TAIL, *(col for m in rest for col in m.columns), *pairs)
+
+
+STANDINGS_COLUMNS: tuple[str, ...] = standings_columns(paired=False)
+"""The columns of standings.csv, in order, as the rating methods were when imported (``p_best``:
+the share of bootstrap resamples in which the candidate rates highest)."""
+
+PAIRED_COLUMNS: tuple[str, ...] = standings_columns(paired=True)
 """The columns of standings.csv for a paired run: ``pairs_X`` counts the pairs scored X of 2."""
 
 
@@ -69,7 +73,8 @@ def _fmt(value: float, digits: int) -> str:
 def _csv_text(standings: Standings) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(PAIRED_COLUMNS if standings.paired else STANDINGS_COLUMNS)
+    writer.writerow(standings_columns(standings.paired))
+    first, *rest = RATING_METHODS
     for c in standings.candidates:
         paired = [c.pairs, *c.pentanomial] if standings.paired else []
         writer.writerow(
@@ -83,12 +88,11 @@ def _csv_text(standings: Standings) -> str:
                 _fmt(c.win_rate, 4),
                 _fmt(c.win_rate_lo, 4),
                 _fmt(c.win_rate_hi, 4),
-                _fmt(c.rating, 1),
-                _fmt(c.rating_lo, 1),
-                _fmt(c.rating_hi, 1),
+                *(_fmt(x, 1) for x in c.ratings[first]),
                 c.no_result,
                 *(c.statuses[s.value] for s in FAILURE_STATUSES),
                 _fmt(c.p_best, 3),
+                *(_fmt(x, 1) for key in rest for x in c.ratings[key]),
                 *paired,
             ]
         )
@@ -143,8 +147,9 @@ def format_standings(standings: Standings) -> str:
     ptnml = {c.id: " ".join(str(n) for n in c.pentanomial) for c in standings.candidates}
     head = (
         f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
-        f"{'win%':>6}  {'95% CI':<15}  {'rating':>6}  {'95% CI':<15}  "
-        f"{'none':>4} {_status_cells(SIDE_STATUSES[s].short for s in FAILURE_STATUSES)}  "
+        f"{'win%':>6}  {'95% CI':<15}  "
+        + "".join(f"{m.head:>6}  {'95% CI':<15}  " for m in RATING_METHODS.values())
+        + f"{'none':>4} {_status_cells(SIDE_STATUSES[s].short for s in FAILURE_STATUSES)}  "
         f"{'P(best)':>7}"
     )
     if standings.paired:
@@ -159,16 +164,22 @@ def format_standings(standings: Standings) -> str:
 
     for c in standings.candidates:
         rate_ci = f"[{pct(c.win_rate_lo)}, {pct(c.win_rate_hi)}]"
-        rating_ci = f"[{elo(c.rating_lo)}, {elo(c.rating_hi)}]"
+        ratings = "".join(
+            f"{elo(point):>{max(6, len(m.head))}}  {f'[{elo(lo)}, {elo(hi)}]':<15}  "
+            for key, m in RATING_METHODS.items()
+            for point, lo, hi in [c.ratings[key]]
+        )
         lines.append(
             f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
-            f"{pct(c.win_rate):>6}  {rate_ci:<15}  {elo(c.rating):>6}  {rating_ci:<15}  "
+            f"{pct(c.win_rate):>6}  {rate_ci:<15}  {ratings}"
             f"{c.no_result:>4} {_status_cells(c.statuses[s.value] for s in FAILURE_STATUSES)}  "
             f"{pct(c.p_best):>7}" + (f"  {ptnml[c.id]}" if standings.paired else "")
         )
     lines.append(
         f"{standings.battles} battles, {standings.no_result} without result; ties count half; "
-        f"rating: Bradley-Terry on an Elo scale, {standings.bootstrap} bootstrap resamples; "
+        + "ratings on an Elo scale ("
+        + ", ".join(f"{m.head}: {m.name}" for m in RATING_METHODS.values())
+        + f"), {standings.bootstrap} bootstrap resamples; "
         "P(best): % of resamples in which the candidate rates highest"
     )
     if standings.paired:

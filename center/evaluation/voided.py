@@ -4,6 +4,11 @@
 A voided battle is not recorded in battles.csv and is played again (at once, or on resume), so
 without this file nothing would say it happened. One JSON line per voiding, appended:
 ``{"battle_id": ..., "at": ISO time, "cause": one line}``. Reading tolerates a torn last line.
+
+A battle that keeps being voided is not played again once voided ``--max-voids`` times, in this run
+and its reruns (a module able to void its own losses, say by starving the host, would otherwise
+have them replayed until one goes its way, or until the run dies); the run reports it, and the
+voids of each candidate's battles.
 """
 
 from __future__ import annotations
@@ -16,18 +21,28 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from center.evaluation.schedule import ScheduledBattle
+
 __all__ = [
+    "DEFAULT_MAX_VOIDS",
     "VOIDED_JSONL",
     "VoidedBattle",
     "cause_kind",
     "count_causes",
+    "given_up",
     "note_voided",
     "read_voided",
+    "replay_allowed",
+    "times_voided",
+    "voids_by_candidate",
 ]
 
 logger = logging.getLogger(__name__)
 
 VOIDED_JSONL = "voided.jsonl"
+DEFAULT_MAX_VOIDS = 3
+"""Voidings of one battle after which it is not played again (``--max-voids``)."""
+_NOT_PLAYED = "not played: "  # an edge stayed down before the battle: not a voiding of it
 _lock = threading.Lock()
 
 
@@ -77,3 +92,42 @@ def cause_kind(cause: str) -> str:
 def count_causes(voided: list[VoidedBattle]) -> Counter[str]:
     """How many voidings each cause (:func:`cause_kind`) had."""
     return Counter(cause_kind(v.cause) for v in voided)
+
+
+def _voidings(log_dir: Path) -> Counter[str]:
+    return Counter(v.battle_id for v in read_voided(log_dir) if not v.cause.startswith(_NOT_PLAYED))
+
+
+def times_voided(log_dir: Path, battle_id: str) -> int:
+    """How often ``battle_id`` was voided in LOG_DIR (its runs and reruns)."""
+    return _voidings(log_dir)[battle_id]
+
+
+def replay_allowed(log_dir: Path, battle_id: str, max_voids: int | None) -> bool:
+    """Whether a voided battle is played again: voided fewer than ``max_voids`` times (None:
+    no bound)."""
+    return max_voids is None or times_voided(log_dir, battle_id) < max_voids
+
+
+def given_up(
+    log_dir: Path, battles: list[ScheduledBattle], max_voids: int | None
+) -> list[tuple[ScheduledBattle, int]]:
+    """The battles of ``battles`` voided ``max_voids`` times or more, with their count."""
+    if max_voids is None:
+        return []
+    counts = _voidings(log_dir)
+    return [(b, counts[b.battle_id]) for b in battles if counts[b.battle_id] >= max_voids]
+
+
+def voids_by_candidate(log_dir: Path, schedule: list[ScheduledBattle]) -> dict[str, int]:
+    """Per candidate, the voidings of the battles it played in (a candidate whose battles keep
+    being voided is one to look at), largest first; candidates with none are left out."""
+    counts = _voidings(log_dir)
+    per: Counter[str] = Counter()
+    for battle in schedule:
+        n = counts[battle.battle_id]
+        if n:
+            per[battle.blue] += n
+            if battle.red != battle.blue:
+                per[battle.red] += n
+    return dict(per.most_common())

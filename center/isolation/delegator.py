@@ -39,6 +39,7 @@ from center.errors import (
     CallTimeout,
     CenterError,
     EdgeCallError,
+    EdgeFull,
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
@@ -169,6 +170,8 @@ class EdgeSession:
                 raise SideDisconnected(
                     f"the edge at {self.client.address} lost the session"
                 ) from exc
+            if exc.code == ErrorCode.BUSY and isinstance(body, OpenSessionRequest):
+                raise EdgeFull(exc.evalue) from exc  # no worker for it now: the battle waits
             if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
                 raise CallTimeout(exc.evalue, exc.call) from exc
             error = ErrorBody(exc.ename, exc.evalue, exc.traceback, exc.code)

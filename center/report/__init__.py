@@ -1,5 +1,5 @@
 """The report of a LOG_DIR: ``report.html`` (standings, ratings, head to head, statuses, decision
-times, battles, the run) and an offline replay page per battle, all self-contained HTML.
+times, battles, the run) and, when asked, the battles' replay pages, all self-contained HTML.
 
 It sits above :mod:`center.evaluation`: it reads what a run writes and never changes it.
 """

@@ -1,25 +1,31 @@
-"""Writing a LOG_DIR's report: ``report.html`` and an offline replay page per recorded battle.
+"""Writing a LOG_DIR's report: ``report.html``, and the replay pages of the battles asked for.
 
-Replay pages (``replays/ID.offline.html``, beside Showdown's ``replays/ID.html``) are rebuilt only
-when missing or older than what they are made of, so that writing the report of a long run stays
-quick. Every file is written to a temporary name and renamed, so a browser (or a second writer)
-never sees half a page.
+A battle's replay pages (the offline one, ``replays/ID.offline.html``, and Showdown's,
+``replays/ID.html``) are built from its compressed log when asked (``pages``: every battle,
+``battles``: these), not for every battle: at about 80 KB a battle they would be most of a
+LOG_DIR (docs/results.md). Pages that exist are kept: an offline page older than what it is made
+of is rebuilt, so that writing the report of a long run stays quick. Every file is written to a
+temporary name and renamed, so a browser (or a second writer) never sees half a page.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from importlib import resources
 from pathlib import Path
 
+from center.errors import ConfigError
 from center.evaluation.match import PLAYERS_SUFFIX
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, replay_relpath
 from center.files import existing, write_atomically
 from center.report.pages import render_replay, render_report
 from center.report.protocol import read_battle
+from center.report.showdown_renewal import renew_showdown_page
 from center.report.sources import SIDES, LogDir, read_log_dir
+from edge.contract.suggest import did_you_mean
+from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +35,8 @@ OFFLINE_SUFFIX = ".offline.html"
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, text)
+    # A page holds user text (names, errors, nicknames): no raw control character for ``cat``.
+    write_atomically(path, visible_controls(text))
 
 
 def _mtime(path: Path) -> float:
@@ -55,14 +62,15 @@ def _relative(path: Path, start: Path) -> str:
 
 
 def _replay_page(
-    data: LogDir, record: BattleRecord, page: Path, force: bool, newest: float
+    data: LogDir, record: BattleRecord, page: Path, force: bool, newest: float, build: bool
 ) -> None:
     log_dir = data.path
     log = log_dir / data.log_path(record)
-    log = existing(log) or log  # logs/ID.log, or logs/ID.log.gz as battle runners keep it
+    log = existing(log) or log  # logs/ID.log.gz, or logs/ID.log as older runs keep it
     showdown = log_dir / data.replay_path(record)
     sources = [log, showdown.with_suffix(PLAYERS_SUFFIX)]
-    if not force and _mtime(page) > max(newest, *(_mtime(p) for p in sources)):
+    made = _mtime(page)
+    if not (build or made) or (not force and made > max(newest, *(_mtime(p) for p in sources))):
         return
     players = data.players.get(record.battle_id, {})
     who = {
@@ -89,23 +97,48 @@ def offline_replay_path(data: LogDir, record: BattleRecord) -> Path:
     return (data.path / data.replay_path(record)).with_suffix(OFFLINE_SUFFIX)
 
 
-def write_report(
-    log_dir: str | Path, *, candidates: Path | None = None, force: bool = False
-) -> Path:
-    """Write ``LOG_DIR/report.html`` and the battles' offline replay pages; return the report.
+def battle_pages(log_dir: Path, battle_id: str) -> list[Path]:
+    """The replay pages of ``battle_id`` that exist under ``log_dir``: offline, then Showdown's."""
+    showdown = log_dir / replay_relpath(battle_id)
+    return [p for p in (showdown.with_suffix(OFFLINE_SUFFIX), showdown) if p.exists()]
 
-    ``candidates`` (a candidates.json) gives logNames to battles recorded before replays named
-    their players; ``force`` rebuilds every replay page. Works while a run is writing LOG_DIR.
+
+def write_report(
+    log_dir: str | Path,
+    *,
+    candidates: Path | None = None,
+    force: bool = False,
+    pages: bool = False,
+    battles: Collection[str] = (),
+) -> Path:
+    """Write ``LOG_DIR/report.html`` and the replay pages asked for; return the report.
+
+    ``pages`` builds every battle's replay pages (offline and Showdown's), ``battles`` those of
+    these battle ids (ConfigError for one LOG_DIR does not hold); pages that exist are kept up to
+    date either way. ``candidates`` (a candidates.json) gives logNames to battles recorded before
+    replays named their players; ``force`` rebuilds every existing or asked-for offline page.
+    Works while a run is writing LOG_DIR.
     """
     data = read_log_dir(log_dir, candidates=candidates)
+    recorded = {record.battle_id for record in data.records}
+    for battle_id in battles:
+        if battle_id not in recorded:
+            hint = did_you_mean(battle_id, sorted(recorded))
+            where = data.path / "battles.csv"
+            raise ConfigError(f"no battle {battle_id!r} in {where}{f'; {hint}' if hint else ''}")
     newest = _package_mtime()
     links: dict[str, Mapping[str, str | None]] = {}
     for record in data.records:
         page = offline_replay_path(data, record)
+        build = pages or record.battle_id in battles
         try:
-            _replay_page(data, record, page, force, newest)
+            _replay_page(data, record, page, force, newest, build)
         except Exception:  # one odd log must not cost the whole report
             logger.exception("%s: could not write the replay page", record.battle_id)
+        try:
+            renew_showdown_page(data, record, build=build)
+        except Exception:
+            logger.exception("%s: could not rewrite its Showdown replay page", record.battle_id)
         showdown = data.replay_path(record)
         stored = existing(data.path / data.log_path(record))
         links[record.battle_id] = {

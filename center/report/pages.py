@@ -2,7 +2,7 @@
 
 Every page is self-contained: its CSS and JavaScript are inlined from ``static/``, its plots are
 inline SVG, and a Content-Security-Policy forbids fetching anything, so it works the same with or
-without a network. Text from the run (candidate names, errors, protocol lines) is escaped by the
+without a network, and running any script but the page's own (allowed by its hash). Text from the run (candidate names, errors, protocol lines) is escaped by the
 template engine.
 """
 
@@ -20,9 +20,13 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
+from center.csp import script_hash_source
 from center.env.backend import BACKENDS
+from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
+from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.voided import count_causes
 from center.report import plots
@@ -79,6 +83,7 @@ def environment() -> jinja2.Environment:
     )
     env.globals["inline"] = lambda name: Markup(_static(name))
     env.filters.update(percent=_percent, rating=_rating, ms=_ms, href=_href, short_time=_short_time)
+    env.filters["csp_hash"] = lambda script: Markup(script_hash_source(str(script)))
     return env
 
 
@@ -175,6 +180,27 @@ def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
     return info
 
 
+def _endpoint_info(data: LogDir) -> list[tuple[str, str]]:
+    """A ``model endpoints`` line per candidate whose decisions asked its edge's model endpoints
+    (``sep_edge --endpoint``): requests, tokens and bytes over its battles, from battles.csv."""
+    totals: dict[str, list[int]] = {}
+    for r in data.records:
+        for side in ("blue", "red"):
+            counts = [getattr(r, f"{side}_endpoint_{k}") for k in ("requests", "tokens", "bytes")]
+            if any(counts):
+                total = totals.setdefault(getattr(r, side), [0, 0, 0, 0])
+                total[:3] = [a + b for a, b in zip(total[:3], counts, strict=False)]
+                total[3] += 1
+    return [
+        (
+            "model endpoints",
+            f"{data.name(model)} ({model}): {requests} requests, {tokens} tokens, "
+            f"{size} bytes over {battles} battles",
+        )
+        for model, (requests, tokens, size, battles) in sorted(totals.items())
+    ]
+
+
 def _run_info(data: LogDir) -> list[tuple[str, str]]:
     """The run section: (label, text) pairs; the dates' texts are markup (<time> elements)."""
     info: list[tuple[str, str]] = [("folder", str(data.path.resolve()))]
@@ -223,6 +249,7 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
                 info.append((key.replace("_", " "), str(value)))
     info.append(("voided battles", _voided_text(data)))
     info += _provenance_info(data)
+    info += _endpoint_info(data)
     recs = data.records
     versions = sorted(
         {(r.version_sep, r.version_poke_env, r.version_showdown) for r in recs if r.version_sep}
@@ -239,6 +266,15 @@ def _run_info(data: LogDir) -> list[tuple[str, str]]:
     info.append(("battles so far", done))
     info.append(("report written", Markup("{} UTC").format(_time(data.read_at))))
     return info
+
+
+def _sprt_plot(data: LogDir) -> Markup | None:
+    """The SPRT's LLR after each pair, replayed from battles.csv as the run counted them."""
+    run = data.run
+    if run is None or run.sprt is None or run.seed is None:
+        return None
+    tests = SequentialTests.from_records(run.sprt, run.schedule(), data.records)
+    return plots.sprt_llr(tests.histories(), run.sprt.bounds, data.names)
 
 
 def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -> str:
@@ -286,6 +322,8 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             statuses=[s.value for s in SIDE_STATUSES],
             standings=[_StandingRow(c, data.name(c.id)) for c in standings.candidates],
             bootstrap=standings.bootstrap,
+            rating_methods=list(RATING_METHODS.items()),
+            resampled="pairs" if standings.paired else "battles",
             ratings_svg=plots.ratings(standings, data.names),
             pairwise_svg=plots.pairwise(standings, data.names),
             times_svg=plots.decision_times(
@@ -304,6 +342,9 @@ def render_report(data: LogDir, links: Mapping[str, Mapping[str, str | None]]) -
             sprt=data.sprt,
             gauntlet=data.gauntlet,
             sprt_settings=data.run.sprt.describe() if data.run and data.run.sprt else "",
+            collusion=check_collusion(data.records),
+            sprt_svg=_sprt_plot(data),
+            names=data.names,
         )
     )
 

@@ -18,6 +18,7 @@ import matplotlib as mpl
 import numpy as np
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from center.evaluation.standings import Standings
 
@@ -256,3 +257,57 @@ def decision_times(
         ax.grid(axis="x", color="#f3f4f6")
         fig.tight_layout()
     return _svg(fig, "decision-times")
+
+
+def sprt_llr(
+    histories: Mapping[tuple[str, str], Sequence[float]],
+    bounds: tuple[float, float],
+    names: Mapping[str, str],
+) -> Markup | None:
+    """Each SPRT's log-likelihood ratio after each counted pair, with Wald's bounds."""
+    drawn = {pair: list(llr) for pair, llr in histories.items() if llr}
+    if not drawn:
+        return None
+    lower, upper = bounds
+    marks: dict[str, _Mark] = {}
+    with _style("sprt-llr"):
+        fig = Figure(figsize=(6.6, 3.2))
+        ax = fig.add_subplot()
+        longest = max(len(llr) for llr in drawn.values())
+        for value, label in ((upper, "H1 accepted"), (lower, "H0 accepted")):
+            ax.axhline(value, color="#dc2626", linewidth=1, linestyle="--")
+            ax.annotate(
+                f"{label} ({value:.2f})",
+                (0, value),
+                xycoords=("axes fraction", "data"),
+                xytext=(3, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color="#dc2626",
+            )
+        ax.axhline(0, color="#d1d5db", linewidth=1, zorder=0)
+        colours = mpl.colormaps["tab10"]
+        for n, ((candidate, opponent), llr) in enumerate(drawn.items()):
+            x = np.arange(1, len(llr) + 1)
+            label = f"{names.get(candidate, candidate)} vs {names.get(opponent, opponent)}"
+            (line,) = ax.plot(
+                x, llr, marker="o", markersize=3, linewidth=1.5, color=colours(n % 10), label=label
+            )
+            line.set_gid(f"sprt-llr-{n}")
+            marks[f"sprt-llr-{n}"] = _Mark(
+                "sprt-llr",
+                {"candidate": candidate, "opponent": opponent, "pairs": str(len(llr))},
+                f"{label}: LLR {llr[-1]:.2f} after {len(llr)} pairs, bounds [{lower:.2f}, "
+                f"{upper:.2f}]",
+            )
+        span = max(upper, -lower, *(abs(v) for llr in drawn.values() for v in llr))
+        ax.set_ylim(-1.1 * span, 1.1 * span)
+        ax.set_xlim(0.5, max(longest, 2) + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("complete pairs")
+        ax.set_ylabel("log-likelihood ratio")
+        if len(drawn) > 1:
+            ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.grid(axis="y", color="#f3f4f6")
+        fig.tight_layout()
+    return _svg(fig, "sprt-llr", marks)

@@ -44,6 +44,7 @@ class Mon:
     item: str = ""
     ability: str = ""
     moves: list[str] = field(default_factory=list)
+    position: str = ""  # the active slot it was last sent to: a (singles), a or b (doubles)
 
     @property
     def hp_percent(self) -> float:
@@ -181,11 +182,13 @@ class _Tracker:
             if found is None:
                 return
             team, name = found
+            position = args[0][2:3] if args[0][2:3].isalpha() else "a"
             if kind != "replace":
                 for other in team.mons.values():
-                    other.active = False
+                    if other.position == position:  # doubles: only the slot switched into
+                        other.active = False
             mon = team.mon(name, _species(args[1]))
-            mon.active = True
+            mon.active, mon.position = True, position
             if len(args) >= 3:
                 mon.set_condition(args[2])
         elif kind in ("-damage", "-heal", "-sethp") and len(args) >= 2:
@@ -250,7 +253,7 @@ class _Tracker:
             team.brought = names[: team.size] if team.size else names
 
 
-def _read_streams(path: Path) -> dict[str, list[str]]:
+def read_streams(path: Path) -> dict[str, list[str]]:
     """Each side's frames, in order, from a ``logs/ID.log`` file, or its compressed twin
     ``logs/ID.log.gz`` (bad lines are skipped)."""
     frames: dict[str, list[tuple[int, str]]] = {}
@@ -306,7 +309,7 @@ class Battle:
 def read_battle(path: Path) -> Battle | None:
     """The battle recorded in ``path``; None when the file is missing or holds no frame."""
     try:
-        streams = _read_streams(path)
+        streams = read_streams(path)
     except FileNotFoundError:
         return None
     tracked = {side: _track(frames) for side, frames in streams.items() if frames}

@@ -31,6 +31,7 @@ from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import Standings, compute_standings
 from center.evaluation.voided import VoidedBattle, read_voided
+from center.files import existing
 
 logger = logging.getLogger(__name__)
 
@@ -209,9 +210,11 @@ def _summaries(
                 timed.add(cid)
             if SIDE_STATUSES[status].failure and summary.first_error is None:
                 line = _error_line(log_dir, r, side)
-                summary.first_error = FirstError(
-                    r.battle_id, status.value, line, r.log or log_relpath(r.battle_id)
-                )
+                log = r.log or log_relpath(r.battle_id)
+                stored = existing(log_dir / log)  # logs/ID.log.gz, or an older run's ID.log
+                if stored is not None:
+                    log = stored.relative_to(log_dir).as_posix()
+                summary.first_error = FirstError(r.battle_id, status.value, line, log)
     for cid, summary in summaries.items():
         if cid not in timed and means[cid]:
             summary.decision_ms, summary.per_decision = means[cid], False

@@ -36,7 +36,7 @@ from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.match import RunSummary
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.voided import note_voided
+from center.evaluation.voided import note_voided, replay_allowed
 from center.scale.outcome import BattleOutcome, OutcomeKind
 
 __all__ = ["RunnerLost", "RunnerPool", "drive_battles"]
@@ -99,12 +99,14 @@ def drive_battles(
     on_done: Callable[[BattleRecord | None], None] | None = None,
     stop: Callable[[], bool] | None = None,
     retries: int = 1,
+    max_voids: int | None = None,
     poll_s: float = 0.5,
     restart_timeout: float = 300.0,
 ) -> RunSummary:
     """Play ``schedule`` on ``pool``'s runners, ``concurrency`` battles in flight per runner.
 
-    Battles are taken from ``schedule`` lazily and in order (a voided battle goes first again).
+    Battles are taken from ``schedule`` lazily and in order (a voided battle goes first again,
+    unless voided ``max_voids`` times in LOG_DIR).
     Returns what :func:`center.evaluation.match.run_battles` returns; ``stopped`` says why the run
     stopped before its end (no runner left), and stays empty when ``stop()`` ended it.
     """
@@ -230,7 +232,13 @@ def drive_battles(
             elif outcome.kind == OutcomeKind.VOID and flight.attempt < retries:
                 note_voided(log_dir, flight.battle.battle_id, outcome.message)
                 logger.warning("%s; attempt %d", outcome.message, flight.attempt + 1)
-                again.appendleft((flight.battle, flight.attempt + 1))
+                if replay_allowed(log_dir, flight.battle.battle_id, max_voids):
+                    again.appendleft((flight.battle, flight.attempt + 1))
+                    continue
+                why = f"{outcome.message} (voided {max_voids} times: not replayed)"
+                failed.append((flight.battle, why))
+                if on_done is not None:
+                    on_done(None)
             else:
                 failed.append((flight.battle, outcome.message))
                 if on_done is not None:

@@ -11,6 +11,7 @@ from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
 from center.scale.driver import drive_battles
+from center.scale.loopback import describe, keep_local_ray_on_loopback, ray_listeners
 from center.scale.spec import RunnerSpec, SourceSpec
 
 __all__ = ["ScaleOptions", "run_on_runners"]
@@ -38,11 +39,14 @@ def run_on_runners(
     on_done: Callable[[BattleRecord | None], None] | None = None,
     stop: Callable[[], bool] | None = None,
     early_stop: EarlyStop | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Play ``todo`` on Ray runners, this process being the driver and LOG_DIR's only writer.
 
     ``early_stop`` (an SPRT) is consulted as :func:`center.evaluation.match.run_battles` does:
-    before a battle is handed out (``skip``), and told of each record in the order written."""
+    before a battle is handed out (``skip``), and told of each record in the order written.
+    ``say`` is told, once the runners of a local Ray have started, where that Ray listens
+    (:func:`center.scale.loopback.describe`)."""
     schedule: Iterable[ScheduledBattle] = todo
     if early_stop is not None:
         schedule = (battle for battle in todo if not early_stop.skip(battle))
@@ -53,6 +57,8 @@ def run_on_runners(
         if on_done is not None:
             on_done(record)
 
+    if scale.address is None:  # a local Ray: before Ray is imported, which reads it
+        keep_local_ray_on_loopback()
     from center.scale.ray_pool import RayRunnerPool  # Ray, only now
 
     spec = RunnerSpec(settings, source, server_url)
@@ -63,6 +69,8 @@ def run_on_runners(
         concurrency=concurrency,
         max_restarts=scale.max_restarts,
     ) as pool:
+        if scale.address is None and say is not None:
+            say(describe(ray_listeners()))
         return drive_battles(
             schedule,
             pool,
@@ -71,4 +79,5 @@ def run_on_runners(
             concurrency=concurrency,
             on_done=done,
             stop=stop,
+            max_voids=settings.max_voids,
         )

@@ -27,6 +27,13 @@ try:
     import ray.exceptions
 except ImportError:  # pragma: no cover - the extra is missing
     ray = None  # type: ignore[assignment]
+else:
+    # Ray's log lines go through the center's logging, at its level (sep_main -v), as every other
+    # library's: Ray's own stderr handler would write them into sep_main's progress bar.
+    _ray_logger = logging.getLogger("ray")
+    _ray_logger.handlers.clear()
+    _ray_logger.propagate = True
+    _ray_logger.setLevel(logging.NOTSET)
 
 __all__ = ["RayRunnerPool"]
 

@@ -3,7 +3,8 @@
 A runner is a plain class; :mod:`center.scale.ray_pool` makes it a Ray actor whose ``play`` runs
 in up to ``--concurrency`` threads at once. Each thread keeps its own PokemonEnv from battle to
 battle, as :func:`center.evaluation.match.run_battles` does. Files are played into a private
-folder and shipped back with the record: the driver alone writes LOG_DIR.
+folder and shipped back with the record, as written (gzipped logs): the driver alone writes
+LOG_DIR, in the same layout as a run in one process.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
-from center.evaluation.battle_files import compress_logs, read_battle_files, remove_battle_files
+from center.evaluation.battle_files import read_battle_files, remove_battle_files
 from center.evaluation.match import play_one, start_backend
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
@@ -87,7 +88,7 @@ class BattleRunner:
                 OutcomeKind.FAILED, battle_id, message=f"{type(exc).__name__}: {exc}"
             )
         else:
-            files = compress_logs(battle_id, read_battle_files(self.work_dir, battle_id))
+            files = read_battle_files(self.work_dir, battle_id)  # compressed as written
             outcome = BattleOutcome.recorded(record, files)
         remove_battle_files(self.work_dir, battle_id)
         return outcome

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from center.errors import ConfigError, ShowdownError
 from center.showdown.install import find_install
+from edge.contract.game_type import is_doubles_format
 
 __all__ = ["ShowdownFormat", "check_format", "showdown_formats"]
 
@@ -75,8 +76,12 @@ def showdown_formats(install_dir: Path | None = None) -> dict[str, ShowdownForma
     return _formats(find_install(install_dir))
 
 
-def check_format(battle_format: str, install_dir: Path | None = None) -> ShowdownFormat:
-    """The format ``battle_format`` names; ConfigError (one line) if it is unknown or not singles."""
+def check_format(
+    battle_format: str, install_dir: Path | None = None, *, doubles: bool = False
+) -> ShowdownFormat:
+    """The format ``battle_format`` names; ConfigError (one line) if it is unknown or cannot be
+    played: not singles, or, with ``doubles``, not singles or doubles (a doubles format must also
+    be one poke-env plays as doubles by its name, see ``edge.contract.game_type``)."""
     formats = showdown_formats(install_dir)
     wanted = re.sub(r"[^a-z0-9]+", "", battle_format.lower())
     found = formats.get(wanted)
@@ -84,9 +89,20 @@ def check_format(battle_format: str, install_dir: Path | None = None) -> Showdow
         close = difflib.get_close_matches(wanted, list(formats), n=3, cutoff=0.75)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise ConfigError(f"unknown format {battle_format!r} in Showdown{hint}")
-    if found.game_type != "singles":
+    if "bo3" in found.id:
         raise ConfigError(
-            f"format {battle_format!r} is a {found.game_type} format; only singles formats "
-            "can be played"
+            f"format {battle_format!r} is a best-of-3 series; play {found.id[:-3]!r}: each "
+            "battle counts alone"
+        )
+    playable = ("singles", "doubles") if doubles else ("singles",)
+    if found.game_type not in playable:
+        raise ConfigError(
+            f"format {battle_format!r} is a {found.game_type} format; only "
+            f"{' and '.join(playable)} formats can be played"
+        )
+    if (found.game_type == "doubles") != is_doubles_format(found.id):
+        raise ConfigError(
+            f"format {battle_format!r} is a {found.game_type} format that poke-env would play "
+            "as the other kind (it goes by the name); it cannot be played"
         )
     return found

@@ -33,6 +33,9 @@ SLOTS = ("p1", "p2")
 # line starting with '>' as a command, ``>eval`` included), no '|'.
 _SAFE_NAME = r"[^\x00-\x1f\x7f>|]{1,60}"
 _SIM_CHOICE = rf"move [a-z0-9]{{1,40}}(?: terastallize)?|switch {_SAFE_NAME}|default"
+# A doubles order: one choice per active slot, by position (``move 2 terastallize -1, switch 3``).
+_SLOT_CHOICE = r"move [1-4](?: terastallize)?(?: -?[12])?|switch [1-6]|pass"
+_SIM_CHOICE = rf"{_SIM_CHOICE}|(?:{_SLOT_CHOICE}), (?:{_SLOT_CHOICE})"
 _CHOICE = re.compile(rf"/choose ({_SIM_CHOICE})|/team ([1-9]{{1,6}})")
 _RAW_CHOICE = re.compile(rf"{_SIM_CHOICE}|team [1-9]{{1,6}}")
 

@@ -46,8 +46,12 @@ const SEED = /^sodium,[0-9a-f]{1,64}$/;
 const BATTLE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 // The choices the center writes (center/showdown/sim_battle.py's allow-list), and nothing else:
 // never a newline, a '>' or a '|'.
-const CHOICE =
-  /^(?:move [a-z0-9]{1,40}(?: terastallize)?|switch [^\x00-\x1f\x7f>|]{1,60}|default|team [1-9]{1,6})$/;
+// A doubles choice names one slot's choice, then the other's, by position.
+const SLOT = '(?:move [1-4](?: terastallize)?(?: -?[12])?|switch [1-6]|pass)';
+const CHOICE = new RegExp(
+  '^(?:move [a-z0-9]{1,40}(?: terastallize)?|switch [^\\x00-\\x1f\\x7f>|]{1,60}|default|' +
+    `team [1-9]{1,6}|${SLOT}, ${SLOT})$`,
+);
 const NAME = /^[^\x00-\x1f\x7f>|,]{1,18}$/;
 
 const battles = new Map();

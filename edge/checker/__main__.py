@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
-from edge.checker.guarded import check_in_child
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT
+from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
-from edge.errors import CandidatesError
+from edge.errors import CandidatesError, EdgeError
+from edge.service.endpoint_options import parse_endpoints
 from edge.service.sandbox import Limits, parse_size
 
 __all__ = ["main"]
@@ -59,8 +59,8 @@ def _size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edge.checker",
-        description="Check that a user module follows the contract, on recorded battles through "
-        "the edge's own session code, and optionally in real battles.",
+        description="Check that a user module follows the contract, on recorded battles played "
+        "in the edge's own sandboxed workers, and optionally in real battles.",
     )
     parser.add_argument("model_id", metavar="MODEL_ID", help="the model's id in candidates.json")
     parser.add_argument(
@@ -105,14 +105,52 @@ def _parser() -> argparse.ArgumentParser:
         type=_size,
         default=Limits.memory,
         metavar="SIZE",
-        help="address space of the checked code, as on an edge (default 4GiB; 0: none)",
+        help="memory limit of the edge worker running the checked code, as on an edge "
+        "(default 4GiB; 0: none)",
+    )
+    parser.add_argument(
+        "--cpu-limit",
+        type=_count,
+        default=Limits.cpu_seconds,
+        metavar="SECONDS",
+        help="CPU time of each worker over its life, as on an edge (default 600; 0: none)",
+    )
+    parser.add_argument(
+        "--file-size-limit",
+        type=_size,
+        default=Limits.file_size,
+        metavar="SIZE",
+        help="largest file a worker may write, as on an edge (default 64MiB; 0: none)",
+    )
+    parser.add_argument(
+        "--open-files-limit",
+        type=_count,
+        default=Limits.open_files,
+        metavar="N",
+        help="open files of each worker, as on an edge (default 256; 0: the system's)",
     )
     parser.add_argument(
         "--load-limit",
         type=_positive,
         default=DEFAULT_LOAD_LIMIT,
         metavar="SECONDS",
-        help=f"time limit of the import and each loading call (default {DEFAULT_LOAD_LIMIT:g})",
+        help=f"time limit of each open_session: the import, the contract functions, the Agent "
+        f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
+    )
+    parser.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a model endpoint the model is granted (as sep_edge --endpoint), reached through the "
+        "checker's edge as in a battle; repeatable",
+    )
+    parser.add_argument(
+        "--endpoint-header",
+        action="append",
+        default=[],
+        metavar="NAME=HEADER:VALUE",
+        help="a header the edge adds to endpoint NAME's requests (as sep_edge); repeatable",
     )
     return parser
 
@@ -125,6 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CandidatesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        endpoints = parse_endpoints(options.endpoint, options.endpoint_header)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     samples: list[SampleBattle] | None = None
     if options.samples:
         samples = []
@@ -134,14 +177,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"error: cannot read recorded battle {path}: {exc}", file=sys.stderr)
                 return 2
-    report = check_in_child(
-        options.candidates,
-        options.model_id,
-        battles=samples,
-        call_limit=options.call_limit,
-        load_limit=options.load_limit,
-        memory=options.memory_limit,
-    )
+    try:
+        report = check_user_module(
+            options.candidates,
+            options.model_id,
+            battles=samples,
+            call_limit=options.call_limit,
+            load_limit=options.load_limit,
+            limits=Limits(
+                memory=options.memory_limit,
+                cpu_seconds=options.cpu_limit,
+                file_size=options.file_size_limit,
+                open_files=options.open_files_limit,
+            ),
+            endpoints=endpoints,
+        )
+    except EdgeError as exc:  # the sandbox itself could not start
+        print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)
+        return 2
     if options.battles:
         _add_battles(report, options)
     print(report.format())
@@ -162,8 +215,14 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         file=sys.stderr,
         flush=True,
     )
+    edge_args = [f"--endpoint={spec}" for spec in options.endpoint]
+    edge_args += [f"--endpoint-header={spec}" for spec in options.endpoint_header]
     result, lines = play_battles(
-        options.candidates, options.model_id, options.battles, battle_format=options.format
+        options.candidates,
+        options.model_id,
+        options.battles,
+        battle_format=options.format,
+        edge_args=edge_args,
     )
     report.results.append(result)
     report.battles = lines

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ def play_battles(
     *,
     battle_format: str = DEFAULT_FORMAT,
     timeout: float | None = None,
+    edge_args: Sequence[str] = (),
 ) -> tuple[CheckResult, list[BattleLine]]:
     """Play ``count`` battles of ``model_id`` (blue) against the random opponent (red).
 
@@ -66,7 +68,7 @@ def play_battles(
     candidate = load_candidates(candidates_path)[model_id]
     work = Path(tempfile.mkdtemp(prefix="sep-check-"))
     try:
-        lines, problem = _play(candidate, count, battle_format, timeout, work)
+        lines, problem = _play(candidate, count, battle_format, timeout, work, edge_args)
     except OSError as exc:  # a folder, a link or a process that could not be made
         lines, problem = [], f"{type(exc).__name__}: {exc}"
     result = _result(lines, problem, count, battle_format, work)
@@ -100,7 +102,12 @@ def _result(
 
 
 def _play(
-    candidate: Candidate, count: int, battle_format: str, timeout: float | None, work: Path
+    candidate: Candidate,
+    count: int,
+    battle_format: str,
+    timeout: float | None,
+    work: Path,
+    edge_args: Sequence[str] = (),
 ) -> tuple[list[BattleLine], str]:
     """The battles recorded, and what went wrong ('' when nothing did)."""
     opponent = "random_opponent" if candidate.model_id != "random_opponent" else "random_opponent_2"
@@ -138,6 +145,7 @@ def _play(
     try:
         for side in ("blue", "red"):
             command = [*sep_edge, side, "--config", str(config), "--candidates", str(candidates)]
+            command += edge_args  # model endpoints (sep_edge --check --endpoint)
             edges[side] = _start(command, work / f"{side}_edge.log")
         deadline = time.monotonic() + READY_TIMEOUT
         for side, proc in edges.items():
@@ -195,6 +203,8 @@ def _model_entry(candidate: Candidate, work: Path) -> dict[str, Any]:
     team = _team(candidate)
     if team is not None:
         entry["team"] = team
+    if candidate.endpoints:
+        entry["endpoints"] = list(candidate.endpoints)
     return entry
 
 

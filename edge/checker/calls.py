@@ -1,78 +1,106 @@
-"""User calls of a checker run: one at a time under a time limit, their failures described.
+"""The checker's requests to its sandboxed edge, one at a time under a time limit, and their
+failures described.
 
-:class:`Worker` runs every call of a run on one :class:`~edge.contract.runner.UserCodeRunner`: a
-call past its limit raises :class:`~edge.errors.UserCallTimeout` and leaves the run stuck (its
-thread cannot be stopped, so no more user code runs). :func:`describe` says what an exception was
-and where in the participant's code it arose.
+:class:`EdgeCalls` sends every request of a run to the :class:`~edge.checker.sandboxed.CheckerEdge`:
+a call past its limit raises :class:`~edge.errors.UserCallTimeout` and leaves the run stuck (the
+edge killed the worker, and no more user code runs); a worker that dies raises
+:class:`WorkerDied`. Times are the checker's own clock (less the wait for a CPU the supervisor
+measured), and what user code printed is counted from each reply. :func:`describe_body` says what an
+exception was and where in the participant's code it arose.
 """
 
 from __future__ import annotations
 
 import re
-import resource
 import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edge.contract.runner import UserCodeRunner
-from edge.errors import ContractError, EdgeError, UserCallTimeout
-from edge.service.sandbox import format_size
-from edge.wire.messages import ErrorBody
+from edge.checker.sandboxed import CheckerEdge
+from edge.errors import EdgeError, ProtocolError, UserCallTimeout
+from edge.wire.messages import ErrorBody, ErrorCode, Reply, RequestType
 
 __all__ = [
-    "OUTPUT_KEPT_CHARS",
+    "EdgeCalls",
     "Stuck",
-    "Worker",
-    "describe",
+    "WorkerDied",
     "describe_body",
     "printed_chars",
 ]
 
-#: Characters of printed output the run's own capture keeps (the rest is counted).
-OUTPUT_KEPT_CHARS = 2_000
-
-# CappedText.text() of edge.contract.runner ends a cut capture with this line.
-_DROPPED = re.compile(r"\n\[\.\.\. (\d+) more characters dropped\]\Z")
+# A capture cut short ends with this line (bytes: a worker's; characters: CappedText's).
+_DROPPED = re.compile(r"\n\[\.\.\. (\d+) more (?:characters|bytes) dropped\]\Z")
 _TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
 class Stuck(EdgeError):
-    """An earlier user call never returned: no more user code can run."""
+    """An earlier call never returned, or its worker died: no more user code runs."""
 
 
-class Worker:
-    """The run's user calls, one at a time under a limit; after a call that never returns, none."""
+class WorkerDied(EdgeError):
+    """The worker serving a call died (an exit, a signal, a limit): the message says how."""
 
-    def __init__(self) -> None:
-        self.runner = UserCodeRunner(OUTPUT_KEPT_CHARS, "edge-checker-user")
+
+class EdgeCalls:
+    """The run's requests, one at a time under a limit; after one that never returns, or whose
+    worker died, none."""
+
+    def __init__(self, edge: CheckerEdge) -> None:
+        self.edge = edge
         self.stuck = ""
+        #: how the worker died, and in which call ("" while none did)
+        self.died = ""
         self.slowest: dict[str, tuple[float, str]] = {}
+        #: characters user code printed in all, and the first of it
+        self.printed = 0
+        self.first_printed = ""
 
     def call(
-        self, label: str, fn: Callable[..., Any], *args: Any, limit: float, kind: str = "call"
-    ) -> Any:
-        """``fn(*args)``; raises what it raised, or UserCallTimeout after ``limit``.
+        self,
+        label: str,
+        request_type: RequestType,
+        body: Any,
+        session: str,
+        *,
+        limit: float,
+        kind: str = "call",
+    ) -> Reply:
+        """The reply to one request (ok or error). Raises UserCallTimeout when the call ran
+        past ``limit`` seconds, WorkerDied when its worker died, Stuck after either.
 
         The slowest call of each ``kind`` is kept in ``slowest``.
         """
-        if self.stuck:
-            raise Stuck(self.stuck)
+        if self.stuck or self.died:
+            raise Stuck(self.stuck or self.died)
         start = time.perf_counter()
         try:
-            result = self.runner.call(lambda: fn(*args), limit)
-        except UserCallTimeout:
+            reply = self.edge.call(request_type, body, session, limit)
+        except ProtocolError as exc:  # a worker may write anything into its channel
+            undecodable = ErrorBody("ProtocolError", f"its reply could not be decoded: {exc}")
+            reply = Reply("error_reply", "?", "?", "error", undecodable, session=session)
+        elapsed = time.perf_counter() - start
+        if reply is not None and reply.usage is not None:
+            elapsed -= reply.usage.queued  # the supervisor's measure, not the worker's
+        if elapsed > self.slowest.get(kind, (-1.0, ""))[0]:
+            self.slowest[kind] = (elapsed, label)
+        if reply is None:
             self.stuck = f"{label} did not return within {limit:g} s"
-            raise UserCallTimeout(self.stuck) from None
-        finally:
-            elapsed = time.perf_counter() - start
-            if elapsed > self.slowest.get(kind, (-1.0, ""))[0]:
-                self.slowest[kind] = (elapsed, label)
-        return result
-
-    def close(self) -> None:
-        self.runner.close()
+            raise UserCallTimeout(self.stuck)
+        if reply.output:
+            self.printed += printed_chars(reply.output)
+            self.first_printed = self.first_printed or reply.output.strip()
+        if not reply.ok:
+            error: ErrorBody = reply.body
+            # (An open_session past its deadline is answered worker_died: nothing is restored.)
+            if error.code == ErrorCode.TIMEOUT or (
+                error.code == ErrorCode.WORKER_DIED and error.ename == "TimeoutError"
+            ):
+                self.stuck = f"{label} did not return within {limit:g} s"
+                raise UserCallTimeout(self.stuck)
+            if error.code == ErrorCode.WORKER_DIED:
+                self.died = f"{error.evalue} ({label})"
+                raise WorkerDied(self.died)
+        return reply
 
 
 def _in_folder(filename: str, folder: Path) -> bool:
@@ -91,38 +119,16 @@ def _at(frames: list[tuple[str, int, str]], user_folder: Path | None) -> str:
     return f" (at {filename}:{line} in {name})"
 
 
-def describe(exc: BaseException, user_folder: Path | None = None) -> str:
-    """``Type: message (at file:line in function)``: where in the user's code the error arose.
-
-    The location is the innermost frame inside ``user_folder`` (the folder of candidates.json),
-    else the innermost frame. A ContractError of the loader says the rest itself; its cause, if
-    any, gives the location.
-    """
-    origin = exc.__cause__ if isinstance(exc, ContractError) else exc
-    where = ""
-    if origin is not None:
-        frames = [
-            (f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(origin.__traceback__)
-        ]
-        where = _at(frames, user_folder)
-    if isinstance(exc, ContractError):
-        return f"{exc}{where}"
-    return f"{type(exc).__name__}: {exc}{where}{_memory_note(type(exc).__name__)}"
-
-
 def describe_body(body: ErrorBody, user_folder: Path | None) -> str:
-    """:func:`describe` of an exception that arrived as data (an error body and its traceback)."""
+    """``Type: message (at file:line in function)``: what a worker's error reply says was raised,
+    and where in the user's code (the innermost frame of its traceback inside ``user_folder``, the
+    folder of candidates.json, else the innermost). A ContractError of the loader says the rest
+    itself, and is located only inside the user's code."""
     frames = [(f, int(n), name) for f, n, name in _TRACEBACK_FRAME.findall(body.traceback)]
-    where = _at(frames, user_folder)
-    return f"{body.ename}: {body.evalue}{where}{_memory_note(body.ename)}"
-
-
-def _memory_note(ename: str) -> str:
-    """For a MemoryError under an address-space limit: which limit (an edge's worker has it too)."""
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if ename != "MemoryError" or limit == resource.RLIM_INFINITY:
-        return ""
-    return f" (past the memory limit of {format_size(limit)}, which an edge's worker has too)"
+    if body.ename == "ContractError":
+        inside = [f for f in frames if user_folder is not None and _in_folder(f[0], user_folder)]
+        return f"{body.evalue}{_at(inside, user_folder)}"
+    return f"{body.ename}: {body.evalue}{_at(frames, user_folder)}"
 
 
 def printed_chars(output: str) -> int:

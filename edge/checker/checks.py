@@ -7,7 +7,6 @@ report, in report order, with what to do when it fails.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,45 +16,26 @@ from gymnasium import spaces
 from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
-from edge.contract.agent import Agent
-from edge.contract.binding import BoundAgent
 from edge.contract.decision import action_accepted, observation_accepted
-from edge.contract.policy import StandalonePolicy
-from edge.contract.user_module import OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS, UserModel
-from edge.errors import ContractError, InvalidActionError, ProtocolError
+from edge.errors import ContractError, InvalidActionError
 from edge.maple.orders import canonical_order
-from edge.wire.codec import decode_reply, encode_reply
-from edge.wire.messages import Reply
+from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
+from edge.wire.spaces import value_bytes
 
 __all__ = [
     "CHECKS",
-    "SUPPORTED_SPACES",
+    "FIXES_WHEN_RAISED",
     "WARNING_ONLY",
     "check_action",
     "check_action_mask",
-    "check_agent_class",
-    "check_agent_constructs",
-    "check_agent_methods",
-    "check_functions",
     "check_observation",
-    "check_optional_functions",
     "check_order",
-    "check_policy",
-    "check_spaces",
-    "check_wire",
     "clip",
     "describe_space",
+    "fix_for",
+    "observation_size_warning",
     "short_repr",
 ]
-
-SUPPORTED_SPACES: tuple[type[gymnasium.Space[Any]], ...] = (
-    spaces.Box,
-    spaces.Discrete,
-    spaces.MultiDiscrete,
-    spaces.MultiBinary,
-    spaces.Dict,
-    spaces.Tuple,
-)
 
 #: Every check, in report order, with what to do when it fails (see docs/contract.md).
 CHECKS: dict[str, str] = {
@@ -64,8 +44,8 @@ CHECKS: dict[str, str] = {
     "import": "make `import <userModuleID>` work from the folder of candidates.json, "
     "with the module's dependencies installed",
     "functions": "define getUserAgentClass(args) and getUserPolicy(args) (and, optionally, "
-    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)) at the top level of the "
-    "module's __init__.py",
+    "getUserAgentModelConfig(args), isUserAgentSingleAsset(args)), or getUserPlayerClass(args) "
+    "for a poke-env Player, at the top level of the module's __init__.py",
     "agent_class": "getUserAgentClass(args) must return the Agent class itself (not an instance): "
     "any class with observation_space, action_space, makeObs and deploy",
     "optional_functions": "getUserAgentModelConfig(args) must return a dict and "
@@ -78,7 +58,7 @@ CHECKS: dict[str, str] = {
     "reset(), seed(seed) and onEpisodeEnd(battle) are optional",
     "spaces": "set self.observation_space and self.action_space in the Agent's __init__ to "
     "gymnasium spaces: Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple (at most 2^20 "
-    "elements)",
+    "elements; an observation at most 4 MiB on the wire)",
     "hooks": "the session's reset (agent.seed(seed), agent.reset(), policy.reset()) and episode "
     "end (agent.onEpisodeEnd(battle)) must not raise",
     "observation": "makeObs(battle) must return a value inside observation_space: the same type, "
@@ -100,150 +80,42 @@ CHECKS: dict[str, str] = {
     "status OK (run `sep_edge blue` and `sep_main` yourself with -v to see more)",
 }
 
+#: What to do when user code raised one of these, in place of its check's own fix: the error
+#: says what is wrong, not the return value the check is about.
+FIXES_WHEN_RAISED: dict[str, str] = {
+    "FileNotFoundError": "ship the file the error names with the module (inside its folder) or fix "
+    "the path in the candidate's args in candidates.json",
+}
+
+
+def fix_for(name: str, message: str) -> str:
+    """The fix to show under check ``name`` that failed with ``message``."""
+    for error, fix in FIXES_WHEN_RAISED.items():
+        if f" raised {error}:" in message:
+            return fix
+    return CHECKS[name]
+
+
 #: Checks whose failure is only a warning (the module still passes).
 WARNING_ONLY = frozenset({"legal_actions", "output"})
 
 
-def check_functions(model: UserModel) -> str:
-    """The required contract functions exist; every contract function present is callable."""
-    problems: list[str] = []
-    present: list[str] = []
-    for name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
-        try:
-            if model.function(name) is not None:
-                present.append(name)
-        except ContractError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise ContractError("; ".join(problems))
-    return "defined: " + ", ".join(present)
+#: Observations from this size on (bytes on the wire) get a warning: every decision carries one
+#: from the edge to the center, where it is decoded and checked.
+OBSERVATION_WARN_BYTES = MAX_OBSERVATION_BYTES // 4
 
 
-def check_agent_class(model: UserModel) -> type:
-    """``getUserAgentClass`` returns a class that implements ``makeObs`` and ``deploy``."""
-    cls = model.agent_class
-    for name in ("makeObs", "deploy"):
-        method = getattr(cls, name, None)
-        if not callable(method):
-            raise ContractError(f"the Agent class {cls.__qualname__} has no method {name}")
-        if method is getattr(Agent, name):
-            raise ContractError(
-                f"the Agent class {cls.__qualname__} does not override Agent.{name}"
-            )
-    return cls
-
-
-def check_optional_functions(model: UserModel) -> str:
-    """``getUserAgentModelConfig`` gives a dict, ``isUserAgentSingleAsset`` a bool, if defined."""
-    config = model.model_config
-    single = model.single_asset
-    parts = [
-        f"getUserAgentModelConfig: {len(config)} key(s)"
-        if model.function("getUserAgentModelConfig")
-        else "getUserAgentModelConfig: not defined, {} used",
-        f"isUserAgentSingleAsset: {single}"
-        if model.function("isUserAgentSingleAsset")
-        else "isUserAgentSingleAsset: not defined, True used",
-    ]
-    if not single:
-        parts.append("(in singles one Agent always controls the whole side)")
-    return "; ".join(parts)
-
-
-def check_policy(model: UserModel) -> StandalonePolicy:
-    """``getUserPolicy`` returns a policy whose ``step`` takes the seven StandalonePolicy args."""
-    policy = model.policy
-    try:
-        signature = inspect.signature(policy.step)
-    except (TypeError, ValueError):
-        return policy
-    try:
-        signature.bind(*([None] * 7))
-    except TypeError as exc:
-        raise ContractError(
-            f"{type(policy).__name__}.step{signature} cannot take (observation, reward, done, "
-            f"info, agentFullName, observation_space, action_space): {exc}"
-        ) from None
-    return policy
-
-
-def check_agent_constructs(model: UserModel, instance_config: Mapping[str, Any]) -> Agent:
-    """``AgentClass(modelConfig, instanceConfig)`` constructs."""
-    return model.make_agent(instance_config)
-
-
-def check_agent_methods(agent: Any) -> str:
-    """``makeObs``/``deploy`` are callable with their arguments, and so are the optional hooks."""
-    agent = agent.user if isinstance(agent, BoundAgent) else agent  # the participant's own object
-    name = type(agent).__name__
-    methods = {
-        "makeObs": 1,
-        "action_mask": 1,
-        "deploy": 2,
-        "reset": 0,
-        "seed": 1,
-        "onEpisodeEnd": 1,
-    }
-    present: list[str] = []
-    for method, n_args in methods.items():
-        fn = getattr(agent, method, None)
-        if not callable(fn) and method not in ("makeObs", "deploy"):
-            continue  # an optional hook left out (a plain attribute of that name is no hook)
-        present.append(method)
-        if not callable(fn):
-            raise ContractError(f"{name}.{method} is not a method")
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError):
-            continue
-        try:
-            signature.bind(*([None] * n_args))
-        except TypeError:
-            expected = {
-                0: "()",
-                1: "(seed)" if method == "seed" else "(battle)",
-                2: "(battle, action)",
-            }[n_args]
-            raise ContractError(
-                f"{name}.{method}{signature} cannot be called as {method}{expected}"
-            ) from None
-    return "methods: " + ", ".join(present)
-
-
-def _space_problem(space: Any, path: str) -> str:
-    if not isinstance(space, gymnasium.Space):
-        module = type(space).__module__
-        if module.startswith("gym.") or module == "gym":
-            kind = f"{module}.{type(space).__name__}"
-            return f"{path} is a {kind} of the old `gym` package, not gymnasium"
-        return f"{path} is a {type(space).__name__}, not a gymnasium space"
-    if not isinstance(space, SUPPORTED_SPACES):
-        return f"{path} is a {type(space).__name__} space, which is not supported"
-    if isinstance(space, spaces.Dict):
-        for key, sub in space.spaces.items():
-            problem = _space_problem(sub, f"{path}[{key!r}]")
-            if problem:
-                return problem
-    if isinstance(space, spaces.Tuple):
-        for i, sub in enumerate(space.spaces):
-            problem = _space_problem(sub, f"{path}[{i}]")
-            if problem:
-                return problem
-    return ""
-
-
-def check_spaces(agent: Any) -> str:
-    """The Agent has ``observation_space`` and ``action_space`` of a supported kind."""
-    described = []
-    for attribute in ("observation_space", "action_space"):
-        if not hasattr(agent, attribute):
-            raise ContractError(f"{type(agent).__name__} has no {attribute}")
-        space = getattr(agent, attribute)
-        problem = _space_problem(space, attribute)
-        if problem:
-            raise ContractError(problem)
-        described.append(f"{attribute} {describe_space(space)}")
-    return ", ".join(described)
+def observation_size_warning(space: gymnasium.Space[Any]) -> str:
+    """A warning when a value of ``space`` is large enough to slow every battle, else ''."""
+    size = value_bytes(space)
+    if size < OBSERVATION_WARN_BYTES:
+        return ""
+    over = " (over the limit: a battle refuses it)" if size > MAX_OBSERVATION_BYTES else ""
+    return (
+        f"warning: an observation takes {size / 2**20:.1f} MiB on the wire{over}, limit "
+        f"{MAX_OBSERVATION_BYTES / 2**20:g} MiB; every decision carries it to the center, which "
+        "slows every battle: observe the features the policy needs, in float32 or smaller"
+    )
 
 
 def describe_space(space: gymnasium.Space[Any]) -> str:
@@ -400,17 +272,3 @@ def check_order(battle: AbstractBattle, order: Any) -> str:
         raise ContractError(
             f"deploy returned {short_repr(shown)}, which is not legal now: {exc}"
         ) from None
-
-
-def check_wire(reply_type: str, body: Any) -> Any:
-    """``body`` sent as an ok reply of ``reply_type`` through the wire codec; the decoded body.
-
-    What the decoded body holds is what the center receives (tuples become lists, for instance).
-    Raises ContractError when the codec refuses it: a value of a type the wire does not carry,
-    nesting too deep, a message too large.
-    """
-    reply = Reply(reply_type, "checker", "checker", "ok", body, session="checker")
-    try:
-        return decode_reply(encode_reply(reply)).body
-    except ProtocolError as exc:
-        raise ContractError(f"cannot be sent to the center: {exc}") from None

@@ -1,23 +1,20 @@
-"""The recorded battles through the edge's own session handlers, as a battle drives them.
+"""The recorded battles through the checker's sandboxed edge, as a battle drives them.
 
-For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` drives the handlers
-of :class:`~edge.service.sessions.SessionHandlers`: ``open_session`` → ``reset`` (the Agent, with a
-seed from the top of a battle's range; the policy) → at every recorded decision point one
-``decide`` with the frames since the last call and the info a battle gives (makeObs, action_mask,
-policy.step and deploy, as an isolated battle asks for them; a ``decide`` with the checker's own
+For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` sends the edge the
+requests a center sends: ``open_session`` (the loading checks, :mod:`edge.checker.loading`) →
+``reset`` (the Agent, with a seed from the top of a battle's range; the policy) → at every recorded
+decision point one ``decide`` with the frames since the last call and the info a battle gives
+(makeObs, action_mask, policy.step and deploy on the worker; a ``decide`` with the checker's own
 action when the action had to change) → at the end one ``decide`` with ``done`` on the finished
-battle (makeObs and the policy's last step) and ``episode_end`` → ``close_session``. Requests and replies cross the wire codec,
-so a reply that could not reach the center fails here, not in a battle. A failure is attributed to
-the user call that raised (``makeObs``, ``action_mask``, ``policy.step``, ``deploy``, the hooks)
-and to the check of what it returned; orders are judged on the session's own replica battle.
+battle and ``episode_end`` → ``close_session``. Every verdict is computed here from the decoded
+reply (the observation, the mask, the action, the order), with the edge's own rules and the
+checker's own replica of the battle; an error reply fails the check of the user call it names.
 """
 
 from __future__ import annotations
 
-import itertools
-import linecache
 import logging
-import traceback
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,28 +23,22 @@ import numpy as np
 from gymnasium import spaces
 from poke_env.battle import AbstractBattle
 
-from edge.checker.calls import Stuck, Worker, describe, describe_body, printed_chars
+from edge.checker.calls import EdgeCalls, Stuck, WorkerDied, describe_body
 from edge.checker.checks import (
     check_action,
     check_action_mask,
     check_observation,
     check_order,
-    check_wire,
     short_repr,
 )
+from edge.checker.loading import failed_checks, load_timeout, record_failure, record_opened
 from edge.checker.report import Tally
 from edge.checker.samples import DecisionPoint, SampleBattle, decision_points
 from edge.contract.agent import SEED_BOUND
-from edge.contract.binding import OPTIONAL_AGENT_HOOKS, BoundAgent
-from edge.contract.decision import decide
-from edge.contract.user_module import UserModel
+from edge.contract.candidates import Candidate
 from edge.errors import ContractError, ReplicaError, UserCallTimeout
-from edge.service.dispatch import CallContext, Handler
-from edge.service.sessions import SessionHandlers
-from edge.wire.codec import decode_request, encode_request
+from edge.maple.replica import ReplicaBattle
 from edge.wire.messages import (
-    DEPLOY_CALL,
-    MESSAGES,
     CloseSessionRequest,
     DecideReply,
     DecideRequest,
@@ -55,28 +46,15 @@ from edge.wire.messages import (
     ErrorBody,
     ErrorCode,
     InstanceConfig,
+    OpenSessionReply,
     OpenSessionRequest,
-    Request,
     RequestType,
     ResetRequest,
-    error_body,
 )
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RecordedBattles", "sample_seed"]
-
-#: The user call a handler made when it raised (the frame under the handler's) -> its label.
-USER_CALLS = {
-    "makeObs": "makeObs",
-    "action_mask": "action_mask",
-    "step": "policy.step",
-    "deploy": "deploy",
-    "seed": "agent.seed",
-    "onEpisodeEnd": "agent.onEpisodeEnd",
-    "make_agent": "AgentClass(modelConfig, instanceConfig)",
-    "new_policy": "getUserPolicy(args)",
-}
 
 
 def sample_seed(index: int) -> int:
@@ -91,38 +69,10 @@ class _SampleProblem(Exception):
 
 @dataclass
 class _HandlerFailure(Exception):
-    """A session handler raised: ``exc``, from the user call ``called`` (a function name)."""
+    """The edge answered a request with an error: ``error``, raised by the user call it names
+    (``error.call``: makeObs, action_mask, policy.step or deploy; "" when it names none)."""
 
-    exc: BaseException
-    called: str
-
-
-def _user_call(exc: BaseException, handler: Any) -> str:
-    """The name of the function ``handler`` called when ``exc`` arose ('' if raised by itself).
-
-    A call of something that is no Python function (``None``, a builtin) leaves no frame of its
-    own: the handler's own source line then says which user call it was.
-    """
-    code = getattr(handler, "__func__", handler).__code__
-    entries = list(traceback.walk_tb(exc.__traceback__))
-    for i, (frame, line) in enumerate(entries):
-        if frame.f_code is not code:
-            continue
-        # The decision function the handler runs is the edge's, not the user's: look below it.
-        while i + 1 < len(entries) and entries[i + 1][0].f_code is decide.__code__:
-            i += 1
-            frame, line = entries[i]
-        if i + 1 < len(entries):
-            return entries[i + 1][0].f_code.co_name
-        text = linecache.getline(frame.f_code.co_filename, line)
-        return next((name for name in USER_CALLS if f".{name}(" in text), "")
-    return ""
-
-
-def _through_codec(request_type: RequestType, body: Any, session: str) -> Any:
-    """``body`` as the edge's handler receives it: encoded and decoded as a request."""
-    request = Request(str(request_type), "checker", body, session=session)
-    return decode_request(encode_request(request)).body
+    error: ErrorBody
 
 
 def _plain(value: Any) -> Any:
@@ -130,65 +80,58 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _reply_type(request_type: RequestType) -> str:
-    return MESSAGES[request_type].reply_type
-
-
 @dataclass
 class _Session:
-    """One recorded battle played in one session of the service."""
+    """One recorded battle played in one session of the checker's edge."""
 
-    service: SessionHandlers
     session_id: str
     sample: SampleBattle
+    #: the checker's own replica of the battle, fed the frames sent: orders are judged on it
+    replica: ReplicaBattle
     #: the spaces as the center receives them (decoded from open_session's reply)
     observation_space: Any = None
     action_space: Any = None
-    #: whether the user's Agent defines action_mask (a missing one is no failure)
-    defines_mask: bool = True
 
-    def battle(self) -> AbstractBattle:
-        """The session's own replica battle: orders are judged on the battle deploy saw."""
-        context = CallContext(RequestType.DECIDE, "checker", self.session_id)
-        battle = self.service._session(context).replica.battle
+    def battle(self, frames: list[str]) -> AbstractBattle:
+        """The battle after ``frames``, as the worker's replica sees it."""
+        battle = self.replica.feed(frames)
         if battle is None:
             raise _SampleProblem("no battle frames were applied")
         return battle
 
 
 class RecordedBattles:
-    """Plays recorded battles through the service's handlers; records each check's trials.
+    """Plays recorded battles through the checker's edge; records each check's trials.
 
-    ``tallies`` are the run's, keyed by check name; ``worker`` runs every handler call under
+    ``tallies`` are the run's, keyed by check name; ``calls`` sends every request under
     ``call_limit`` seconds (``load_limit`` for ``open_session``). What was played is counted in
     :attr:`decisions` (per kind of request) and :attr:`sessions`; what was seen in :attr:`notes`.
     """
 
     def __init__(
         self,
-        worker: Worker,
+        calls: EdgeCalls,
         tallies: dict[str, Tally],
         *,
         call_limit: float,
         load_limit: float,
-        user_folder: Path | None,
+        candidate: Candidate,
     ) -> None:
-        self.worker = worker
+        self.calls = calls
         self.tallies = tallies
         self.call_limit = call_limit
         self.load_limit = load_limit
-        self.user_folder = user_folder
+        self.candidate = candidate
+        self.user_folder: Path = candidate.folder
         self.notes: list[str] = []
         self.decisions: dict[str, int] = {}
         self.sessions = 0
-        #: the optional Agent hooks the user's Agent lacks (no failure: a battle skips them)
-        self.missing_hooks: set[str] = set()
         #: what the last policy.step (done=True) raised, per battle end (a battle only logs it)
         self.final_step_failures: list[str] = []
-        #: characters user code printed inside the handlers, and the first of it
-        self.printed = 0
-        self.first_printed = ""
-        self._ids = itertools.count(1)
+        #: seconds the slowest open_session took (a battle gives load_limit for all of it)
+        self.load_seconds = 0.0
+        #: a loading check of the model (not of one Agent) failed: no more sessions are opened
+        self.unloadable = False
 
     def handle(
         self,
@@ -200,76 +143,69 @@ class RecordedBattles:
         where: str,
         load: bool = False,
     ) -> Any:
-        """One request served by the session's handler, as the edge serves it; the reply body.
+        """One request served by the edge, as a battle's; the reply body.
 
-        Raises _HandlerFailure when the handler raised, UserCallTimeout (the run is then stuck)
-        or Stuck.
+        Raises _HandlerFailure for an error reply, UserCallTimeout (the run is then stuck),
+        WorkerDied or Stuck.
         """
-        handler: Handler = session.service.handlers()[request_type]
-        body = _through_codec(request_type, body, session.session_id)
-        context = CallContext(str(request_type), f"c{next(self._ids)}", session.session_id)
         limit, kind = (self.load_limit, "load") if load else (self.call_limit, "decision")
+        if request_type == RequestType.CLOSE_SESSION:
+            kind = "close"  # the edge's, no user call
         try:
-            return self.worker.call(
-                f"{label} at {where}", handler, context, body, limit=limit, kind=kind
+            reply = self.calls.call(
+                f"{label} at {where}",
+                request_type,
+                body,
+                session.session_id,
+                limit=limit,
+                kind=kind,
             )
         except UserCallTimeout as exc:
-            self.tallies["time"].fail(str(exc))
+            self.tallies["time"].fail(load_timeout(limit) if load else str(exc))
             raise
-        except (Stuck, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            called = _user_call(exc, handler)
-            if isinstance(exc, ReplicaError) or called == "battle":
-                raise _SampleProblem(str(exc)) from exc
-            raise _HandlerFailure(exc, called) from exc
-        finally:
-            if context.output:
-                self.printed += printed_chars(context.output)
-                self.first_printed = self.first_printed or context.output.strip()
+        if not reply.ok:
+            raise _HandlerFailure(reply.body)
+        return reply.body
 
     def failure_message(self, failure: _HandlerFailure, where: str, label: str = "") -> str:
         """What user call raised what, where in the user's code, at which decision point.
 
-        ``label`` names the call when the frame under the handler's does not say it.
+        ``label`` names the call when the error does not.
         """
-        described = describe(failure.exc, self.user_folder)
-        if isinstance(failure.exc, ContractError):
+        error = failure.error
+        described = describe_body(error, self.user_folder)
+        if error.ename == "ContractError":
             return f"{described} at {where}"
-        label = label or USER_CALLS.get(failure.called, failure.called or "the handler")
+        if error.ename == "ProtocolError":
+            return f"the reply cannot be sent to the center: {error.evalue} at {where}"
+        label = label or error.call or "the handler"
         return f"{label} raised {described} at {where}"
 
     def hook(self, session: _Session, body: ResetRequest | EpisodeEndRequest, where: str) -> None:
         """A reset or an episode end: its failure fails the ``hooks`` check."""
         if isinstance(body, ResetRequest):
             request_type, label = RequestType.RESET, f"{body.target} reset"
+            name = "policy.reset" if body.target == "policy" else "agent.seed / agent.reset"
         else:
             request_type, label = RequestType.EPISODE_END, "episode end"
+            name = "agent.onEpisodeEnd"
         try:
             self.handle(session, request_type, body, label=label, where=where)
             self.tallies["hooks"].ok()
         except _HandlerFailure as failure:
-            name = ""
-            if failure.called == "reset":  # the Agent's reset or the policy's: the body says
-                name = (
-                    "policy.reset"
-                    if isinstance(body, ResetRequest) and body.target == "policy"
-                    else "agent.reset"
-                )
             self.tallies["hooks"].fail(self.failure_message(failure, where, name))
 
     # -- the recorded battles ---------------------------------------------------------------------
 
-    def play_all(self, model: UserModel, agents: list[tuple[SampleBattle, Any]]) -> None:
+    def play_all(self, samples: list[SampleBattle]) -> None:
         """Every recorded sample, each in a session of its own, as a battle plays it."""
-        service = SessionHandlers("blue", model.candidate.source)
-        for i, (sample, agent) in enumerate(agents):
-            session = _Session(service, f"checker-{i}", sample)
-            if isinstance(agent, BoundAgent):
-                session.defines_mask = "action_mask" in agent.hooks
-                self.missing_hooks |= set(OPTIONAL_AGENT_HOOKS) - set(agent.hooks)
+        for i, sample in enumerate(samples):
+            if self.unloadable:
+                return
+            replica = ReplicaBattle(sample.username, sample.battle_format, self.candidate.team)
+            session = _Session(f"checker-{i}", sample, replica)
             try:
-                if not self.open(model, session, seed=sample_seed(i)):
+                if not self.open(session, seed=sample_seed(i)):
                     continue
                 self.sessions += 1
                 try:
@@ -278,16 +214,17 @@ class RecordedBattles:
                     self.close(session)
             except _SampleProblem as exc:
                 self.notes.append(f"sample {sample.name} could not be replayed: {exc}")
-            except (UserCallTimeout, Stuck):
+            except (UserCallTimeout, Stuck, WorkerDied):
                 return
 
-    def open(self, model: UserModel, session: _Session, seed: int) -> bool:
-        """open_session; whether it succeeded (its failure fails agent_init, policy or spaces)."""
+    def open(self, session: _Session, seed: int) -> bool:
+        """open_session: the loading checks (:mod:`edge.checker.loading`); whether it opened."""
         sample, where = session.sample, f"{session.sample.name}, open"
         config = InstanceConfig("blue", "player_0", sample.battle_format, seed)
-        request = OpenSessionRequest(model.model_id, config, sample.username)
+        request = OpenSessionRequest(self.candidate.model_id, config, sample.username)
+        start = time.monotonic()
         try:
-            reply = self.handle(
+            reply: OpenSessionReply = self.handle(
                 session,
                 RequestType.OPEN_SESSION,
                 request,
@@ -296,20 +233,20 @@ class RecordedBattles:
                 load=True,
             )
         except _HandlerFailure as failure:
-            name = "policy" if failure.called == "new_policy" else "agent_init"
-            self.tallies[name].fail(self.failure_message(failure, where))
+            failed = failed_checks(failure.error)
+            record_failure(self.tallies, failed, self.failure_message(failure, where))
+            self.unloadable = not {"agent_init", "agent_methods", "spaces"} & set(failed)
+            self.close(session)  # as a center does: the edge frees the session's worker
             return False
-        try:
-            reply = check_wire(_reply_type(RequestType.OPEN_SESSION), reply)
-        except ContractError as exc:
-            self.tallies["spaces"].fail(f"the Agent's spaces {exc} at {where}")
-            return False
+        finally:
+            self.load_seconds = max(self.load_seconds, time.monotonic() - start)
+        record_opened(self.tallies, self.candidate.module_id, reply)
         session.observation_space = reply.observation_space
         session.action_space = reply.action_space
         return True
 
     def close(self, session: _Session) -> None:
-        if self.worker.stuck:
+        if self.calls.stuck or self.calls.died:
             return
         try:
             self.handle(
@@ -319,7 +256,7 @@ class RecordedBattles:
                 label="close_session",
                 where=session.sample.name,
             )
-        except (_HandlerFailure, _SampleProblem) as exc:
+        except _HandlerFailure as exc:
             logger.debug("closing session %s: %r", session.session_id, exc)
 
     def play(self, session: _Session, seed: int) -> None:
@@ -345,40 +282,25 @@ class RecordedBattles:
         self.end(session, list(sample.frames[last + 1 :]), point.battle)
 
     def observation_failed(self, failure: _HandlerFailure, where: str) -> None:
-        name = "action_mask" if failure.called == "action_mask" else "observation"
+        name = "action_mask" if failure.error.call == "action_mask" else "observation"
         self.tallies[name].fail(self.failure_message(failure, where))
 
-    def check_observation(
-        self, session: _Session, observation: Any, action_mask: Any, where: str
-    ) -> DecideReply | None:
-        """The observation and mask as the center decodes and checks them; None if they fail."""
-        t = self.tallies
-        reply_type = _reply_type(RequestType.DECIDE)
+    def check_observation(self, session: _Session, reply: DecideReply, where: str) -> bool:
+        """The observation as the center decoded it, checked against the session's space;
+        whether it is accepted."""
         try:
-            check_wire(reply_type, DecideReply(observation))
+            check_observation(reply.observation, session.observation_space)
         except ContractError as exc:
-            t["observation"].fail(
-                f"makeObs returned {short_repr(observation)}, which {exc} at {where}"
-            )
-            return None
-        try:
-            decoded: DecideReply = check_wire(reply_type, DecideReply(observation, action_mask))
-        except ContractError as exc:
-            t["action_mask"].fail(
-                f"action_mask returned {short_repr(action_mask)}, which {exc} at {where}"
-            )
-            return None
-        try:
-            check_observation(decoded.observation, session.observation_space)
-            t["observation"].ok()
-        except ContractError as exc:
-            t["observation"].fail(f"{exc} at {where}")
-        return decoded
+            self.tallies["observation"].fail(f"{exc} at {where}")
+            return False
+        self.tallies["observation"].ok()
+        return True
 
     def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
         """One decision, as a battle makes it: one ``decide`` request (makeObs, action_mask,
         policy.step and deploy on the edge), with the info the center gives the step; a
-        ``decide`` request with the center's own action when the action had to change."""
+        ``decide`` request with the center's own action when the action had to change. Every
+        verdict is the checker's, from the observation, mask, action and order replied."""
         t = self.tallies
         where = point.where
         # What the center knows of the request from its own battle (here the sample's replay).
@@ -393,7 +315,11 @@ class RecordedBattles:
             "end_reason": None,
         }
         try:
-            reply = self.handle(
+            battle = session.battle(frames)
+        except ReplicaError as exc:
+            raise _SampleProblem(str(exc)) from exc
+        try:
+            reply: DecideReply = self.handle(
                 session,
                 RequestType.DECIDE,
                 DecideRequest(frames, 0.0, info),
@@ -403,34 +329,27 @@ class RecordedBattles:
         except _HandlerFailure as failure:
             self.observation_failed(failure, where)
             return
-        decoded = self.check_observation(session, reply.observation, reply.action_mask, where)
-        if decoded is None or not reply.stepped:
+        accepted = self.check_observation(session, reply, where)
+        if accepted and not reply.stepped:  # an honest worker steps on every valid observation
+            t["policy_step"].fail(
+                f"the reply has no policy step, for a valid observation, at {where}"
+            )
+            return
+        if not reply.stepped:
             return  # no step: a battle penalizes the observation and asks again
         space = session.action_space
         mask: np.ndarray | None = None
         try:
-            mask = check_action_mask(decoded.action_mask, space)
-            if session.defines_mask:
-                t["action_mask"].ok(
-                    "a legal action at every decision point"
-                    if mask is not None
-                    else "None (no mask)"
-                )
+            mask = check_action_mask(reply.action_mask, space)
+            if mask is not None:
+                t["action_mask"].ok("a legal action at every decision point")
         except ContractError as exc:
             t["action_mask"].fail(f"{exc} at {where}")
-        battle = session.battle()
         if reply.step_error is not None:
             described = describe_body(reply.step_error, self.user_folder)
             t["policy_step"].fail(f"policy.step raised {described} at {where}")
             return
-        try:
-            step = check_wire(_reply_type(RequestType.DECIDE), reply)
-        except ContractError as exc:
-            t["policy_step"].fail(
-                f"policy.step returned {short_repr(reply.action)}, which {exc} at {where}"
-            )
-            return
-        action, order, deploy_error = step.action, step.order, step.deploy_error
+        action, order, deploy_error = reply.action, reply.order, reply.deploy_error
         try:
             check_action(action, space, team_preview=team_preview)
             t["policy_step"].ok()
@@ -477,13 +396,14 @@ class RecordedBattles:
         ``(None, what deploy raised)``."""
         request = DecideRequest([], given_action=True, action=_plain(action))
         try:
-            reply = self.handle(session, RequestType.DECIDE, request, label="deploy", where=where)
+            reply: DecideReply = self.handle(
+                session, RequestType.DECIDE, request, label="deploy", where=where
+            )
         except _HandlerFailure as failure:
-            return None, error_body(failure.exc, DEPLOY_CALL)
-        decoded: DecideReply = check_wire(_reply_type(RequestType.DECIDE), reply)
-        if decoded.deploy_error is not None:
-            return None, decoded.deploy_error
-        return decoded.order, None
+            return None, failure.error
+        if reply.deploy_error is not None:
+            return None, reply.deploy_error
+        return reply.order, None
 
     def end(self, session: _Session, frames: list[str], battle: AbstractBattle) -> None:
         """The battle's end, as a battle ends: one ``decide`` with ``done`` (the last
@@ -503,7 +423,11 @@ class RecordedBattles:
             "end_reason": "win" if battle.won or battle.lost else "tie",
         }
         try:
-            reply = self.handle(
+            session.battle(frames)
+        except ReplicaError as exc:
+            raise _SampleProblem(str(exc)) from exc
+        try:
+            reply: DecideReply = self.handle(
                 session,
                 RequestType.DECIDE,
                 DecideRequest(frames, reward, info, done=True),
@@ -512,18 +436,10 @@ class RecordedBattles:
             )
         except _HandlerFailure as failure:
             self.observation_failed(failure, where)
-            reply = None
-        if reply is not None:
-            decoded = self.check_observation(session, reply.observation, reply.action_mask, where)
+        else:
+            self.check_observation(session, reply, where)
             # A battle ignores what this last step returns, and only logs what it raises.
-            if decoded is not None and reply.step_error is not None:
+            if reply.step_error is not None:
                 described = describe_body(reply.step_error, self.user_folder)
                 self.final_step_failures.append(f"policy.step raised {described} at {where}")
-            elif decoded is not None and reply.stepped:
-                try:
-                    check_wire(_reply_type(RequestType.DECIDE), reply)
-                except ContractError as exc:
-                    self.final_step_failures.append(
-                        f"policy.step returned a value which {exc} at {where}"
-                    )
         self.hook(session, EpisodeEndRequest([]), where)

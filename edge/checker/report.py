@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from edge.checker.checks import CHECKS, WARNING_ONLY
+from edge.checker.checks import CHECKS, WARNING_ONLY, fix_for
 
 __all__ = ["BattleLine", "CheckReport", "CheckResult", "Status", "Tally"]
 
@@ -155,10 +155,10 @@ class Tally:
         return self.ran > 0 and not self.failed
 
     def result(self) -> CheckResult:
-        fix = CHECKS[self.name]
         if self.failed:
             status = Status.WARN if self.name in WARNING_ONLY else Status.FAIL
             message = self.first_failure
+            fix = fix_for(self.name, message)
             if self.ran > 1:
                 message += f" [{self.failed} of {self.ran} failed]"
             return CheckResult(self.name, status, message, fix)

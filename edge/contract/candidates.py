@@ -6,7 +6,8 @@
                      "team": "teams/example.txt"}}
 
 ``userModuleID`` is required; ``args`` (default ``{}``), ``logName`` (default: the model id) and
-``team`` are optional. ``team`` is inline Showdown team text when it contains a newline or a ``|``
+``team`` are optional, and so is ``endpoints`` (the organizer's to grant): the names of the model
+endpoints (``sep_edge --endpoint NAME=URL``) the model's workers may reach, for LLM agents. ``team`` is inline Showdown team text when it contains a newline or a ``|``
 (export or packed format), otherwise the path of a team file relative to the folder of
 ``candidates.json``; either way :attr:`Candidate.team` holds the text. Reading the file imports
 nothing: the center reads it for ids and teams only.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,9 @@ from edge.errors import CandidatesError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENTRY_KEYS", "Candidate", "load_candidates"]
+__all__ = ["ENDPOINT_NAME", "ENTRY_KEYS", "Candidate", "load_candidates"]
 
-ENTRY_KEYS = ("userModuleID", "args", "logName", "team")
+ENTRY_KEYS = ("userModuleID", "args", "logName", "team", "endpoints")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Candidate:
     team: str | None
     team_path: Path | None
     source: Path
+    endpoints: tuple[str, ...] = ()
+    """The model endpoints its workers may reach (``sep_edge --endpoint NAME=URL``), by name."""
 
     @property
     def folder(self) -> Path:
@@ -149,6 +153,7 @@ def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
         )
 
     team, team_path = _read_team(where, source.parent, entry.get("team"))
+    endpoints = _read_endpoints(where, entry.get("endpoints", []))
     return Candidate(
         model_id=model_id,
         module_id=module_id,
@@ -157,7 +162,23 @@ def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
         team=team,
         team_path=team_path,
         source=source,
+        endpoints=endpoints,
     )
+
+
+ENDPOINT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
+"""A model endpoint's name: it becomes part of an environment variable (``SEP_ENDPOINT_LLM``)."""
+
+
+def _read_endpoints(where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and ENDPOINT_NAME.fullmatch(v) for v in value
+    ):
+        raise CandidatesError(
+            f'{where}: "endpoints" must be a list of endpoint names such as ["LLM"] (letters, '
+            f"digits and _, as given to sep_edge --endpoint NAME=URL), got {value!r}"
+        )
+    return tuple(sorted({v.upper() for v in value}))
 
 
 def _read_team(where: str, folder: Path, value: Any) -> tuple[str | None, Path | None]:

@@ -9,6 +9,10 @@ as in ASRCAISim1, where one policy serves every agent naming it and tells them a
 wants a private policy per session. Anything user code raises becomes a
 :class:`~edge.errors.ContractError` naming the model, the module and what failed, chained to the
 original exception.
+
+A module may instead provide ``getUserPlayerClass(args)``, a poke-env ``Player`` subclass: the
+model's Agent class and policy are then the adapters of :mod:`edge.contract.player`, and the rest of
+the service cannot tell the difference.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ import numpy as np
 from edge.contract.agent import Agent
 from edge.contract.binding import bind_agent
 from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.game_type import is_doubles_format
+from edge.contract.player import PLAYER_FUNCTION, PlayerPolicy, player_agent_class
 from edge.contract.policy import StandalonePolicy
+from edge.contract.suggest import did_you_mean
 from edge.errors import CandidatesError, ContractError
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
@@ -38,6 +45,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "LOAD_TIME_LIMIT",
     "OPTIONAL_FUNCTIONS",
+    "PLAYER_FUNCTION",
     "REQUIRED_FUNCTIONS",
     "UserModel",
     "import_user_module",
@@ -61,8 +69,10 @@ def load_user_model(candidates_path: str | Path, model_id: str) -> UserModel:
     candidates = load_candidates(candidates_path)
     if model_id not in candidates:
         known = ", ".join(sorted(candidates)) or "none"
+        hint = did_you_mean(model_id, candidates)
         raise CandidatesError(
-            f"{Path(candidates_path).absolute()}: no model {model_id!r} (models: {known})"
+            f"{Path(candidates_path).absolute()}: no model {model_id!r} "
+            f"({f'{hint} ' if hint else ''}models: {known})"
         )
     return UserModel(candidates[model_id])
 
@@ -200,6 +210,25 @@ class UserModel:
                 )
             return self._module
 
+    @property
+    def plays_player(self) -> bool:
+        """Whether the module provides ``getUserPlayerClass`` (a poke-env Player) instead of
+        ``getUserAgentClass`` and ``getUserPolicy``. ContractError when it provides both."""
+        module = self.module
+        if getattr(module, PLAYER_FUNCTION, None) is None:
+            return False
+        if getattr(module, "getUserAgentClass", None) is not None:
+            raise ContractError(
+                f"{self._what}: defines both getUserAgentClass and {PLAYER_FUNCTION}; keep one "
+                f"(an Agent and a policy, or a poke-env Player)"
+            )
+        return True
+
+    def contract_functions(self) -> tuple[str, ...]:
+        """The contract functions this module is expected to define, required ones first."""
+        required = (PLAYER_FUNCTION,) if self.plays_player else REQUIRED_FUNCTIONS
+        return (*required, *OPTIONAL_FUNCTIONS)
+
     def function(self, name: str) -> Callable[..., Any] | None:
         """The module's contract function ``name``; None if an optional one is absent.
 
@@ -215,6 +244,8 @@ class UserModel:
                 hint = f"; {self.module_id!r} has no __init__.py, add one that defines it"
             else:
                 hint = f"; define `def {name}(args: dict)` in {where}"
+                if name in REQUIRED_FUNCTIONS:
+                    hint += f" (or `def {PLAYER_FUNCTION}(args)` for a poke-env Player)"
             raise ContractError(f"{self._what}: has no function {name}{hint}")
         if not callable(fn):
             raise ContractError(
@@ -240,6 +271,9 @@ class UserModel:
     def agent_class(self) -> type:
         """``getUserAgentClass(args)``: the Agent class (must be a class, not an instance)."""
         with self._lock:
+            if self._agent_class is None and self.plays_player:
+                _, player_class = self._call(PLAYER_FUNCTION)
+                self._agent_class = player_agent_class(player_class, self._what)
             if self._agent_class is None:
                 _, cls = self._call("getUserAgentClass")
                 if not isinstance(cls, type):
@@ -299,7 +333,10 @@ class UserModel:
             return self._policy
 
     def new_policy(self) -> StandalonePolicy:
-        """Call ``getUserPolicy(args)`` again: a policy of this model nobody else holds."""
+        """Call ``getUserPolicy(args)`` again: a policy of this model nobody else holds (a Player
+        module's: the :class:`~edge.contract.player.PlayerPolicy`, no user code)."""
+        if self.plays_player:
+            return PlayerPolicy()
         _, policy = self._call("getUserPolicy")
         problem = _policy_problem(policy)
         if problem:
@@ -317,12 +354,22 @@ class UserModel:
         """A new Agent: ``AgentClass(modelConfig, instanceConfig)`` (one per session)."""
         cls = self.agent_class
         model_config = copy.deepcopy(self.model_config)
+        battle_format = str(instance_config.get("battle_format") or "")
+        if is_doubles_format(battle_format) and not self.single_asset:
+            # One Agent per active slot (ASRCAISim1's multi-asset) is not played: docs/doubles.md.
+            raise ContractError(
+                f"{self._what}: isUserAgentSingleAsset(args) is False, but in doubles one Agent "
+                "controls both active slots: return True"
+            )
         try:
             agent = cls(model_config, dict(instance_config))
         except (Exception, SystemExit) as exc:
+            built = "modelConfig, instanceConfig"
+            if self.plays_player:
+                built = f"battle_format={instance_config.get('battle_format')!r}, "
+                built += "start_listening=False"
             raise ContractError(
-                f"{self._what}: {cls.__name__}(modelConfig, instanceConfig) raised "
-                f"{type(exc).__name__}: {exc}"
+                f"{self._what}: {cls.__name__}({built}) raised {type(exc).__name__}: {exc}"
             ) from exc
         try:
             return bind_agent(agent)
@@ -335,10 +382,14 @@ class UserModel:
         """``agentName:modelName:policyName`` (ASRCAISim1's naming) for ``StandalonePolicy.step``.
 
         agentName is ``agent_name`` (default: logName), modelName the model id, and policyName the
-        class name of ``policy`` (default: the shared policy's).
+        class name of ``policy`` (default: the shared policy's; a Player module's: its Player
+        class).
         """
         used = policy if policy is not None else self.policy
-        return f"{agent_name or self.log_name}:{self.model_id}:{type(used).__name__}"
+        name = type(used).__name__
+        if isinstance(used, PlayerPolicy) and self.plays_player:
+            name = self.agent_class.__name__
+        return f"{agent_name or self.log_name}:{self.model_id}:{name}"
 
 
 def _policy_problem(policy: Any) -> str:

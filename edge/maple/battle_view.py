@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from poke_env.battle import AbstractBattle, Move, Pokemon
+from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
 MAX_MOVES = 4
 MAX_BENCH = 2
@@ -78,6 +78,34 @@ def move_slots(battle: AbstractBattle) -> list[Move | None]:
                 ordered.append(move)
     if len(ordered) < len(entries) or not ordered:
         ordered = known
+    for i, move in enumerate(ordered[:MAX_MOVES]):
+        slots[i] = move
+    return slots
+
+
+def slot_request_moves(battle: AbstractBattle, slot: int) -> list[dict[str, Any]]:
+    """Doubles: the request's move entries of the active Pokémon in ``slot`` (0 or 1; may be
+    empty)."""
+    request: dict[str, Any] | None = battle.last_request or None
+    if not request or request.get("wait") or request.get("teamPreview"):
+        return []
+    active = request.get("active") or []
+    if slot >= len(active) or not isinstance(active[slot], dict):
+        return []
+    moves: list[dict[str, Any]] = active[slot].get("moves") or []
+    return moves
+
+
+def doubles_move_slots(battle: DoubleBattle, slot: int) -> list[Move | None]:
+    """Doubles: the moves of the active Pokémon in ``slot`` by move slot, as :func:`move_slots`."""
+    slots: list[Move | None] = [None] * MAX_MOVES
+    mon = battle.active_pokemon[slot]
+    if mon is None:
+        return slots
+    entries = slot_request_moves(battle, slot)
+    ordered = [mon.moves[e["id"]] for e in entries if e.get("id") in mon.moves]
+    if len(entries) <= 1 or len(ordered) < len(entries):
+        ordered = list(mon.moves.values())
     for i, move in enumerate(ordered[:MAX_MOVES]):
         slots[i] = move
     return slots

@@ -20,7 +20,7 @@ from poke_env.battle.status import Status
 from poke_env.battle.weather import Weather
 
 from edge.errors import StateSpecError
-from edge.maple.battle_context import OWN_TARGETS, POKEMON_TARGETS, BattleContext
+from edge.maple.battle_context import POKEMON_TARGETS, USERS, BattleContext
 from edge.maple.battle_view import MAX_MOVES
 from edge.maple.type_chart import (
     STANDARD_TYPES,
@@ -86,6 +86,13 @@ class FeatureParams:
         if value not in choices:
             raise self.error(f"{key}={value!r} is not one of {', '.join(choices)}")
         return str(value)
+
+    def option(self, key: str, choices: Sequence[str]) -> str | None:
+        """An optional string parameter among ``choices`` (None when absent)."""
+        if self._raw.get(key) is None:
+            self._used.add(key)
+            return None
+        return self.choice(key, choices)
 
     def slot(self, key: str, count: int) -> int:
         """A required 1-based slot number up to ``count``."""
@@ -182,9 +189,23 @@ def _teampreview(params: FeatureParams) -> BoundExtractor:
     return _scalar(lambda ctx: float(ctx.teampreview), at_preview=True)
 
 
+def _user(params: FeatureParams) -> int | None:
+    """The optional ``user`` parameter: the active slot (a or b) of a doubles battle."""
+    user = params.option("user", USERS)
+    return None if user is None else USERS.index(user)
+
+
+def _per_slot(value: Any, user: int | None) -> float:
+    """A singles flag as is; a doubles per-slot list at ``user`` (any slot when None)."""
+    if isinstance(value, list):
+        return float(bool(value[user]) if user is not None else any(value))
+    return float(bool(value))
+
+
 @register_extractor("force_switch")
 def _force_switch(params: FeatureParams) -> BoundExtractor:
-    return _scalar(lambda ctx: float(bool(ctx.battle.force_switch)))
+    user = _user(params)
+    return _scalar(lambda ctx: _per_slot(ctx.battle.force_switch, user))
 
 
 @register_extractor("turn")
@@ -195,7 +216,8 @@ def _turn(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("can_tera")
 def _can_tera(params: FeatureParams) -> BoundExtractor:
-    return _scalar(lambda ctx: float(bool(ctx.battle.can_tera)))
+    user = _user(params)
+    return _scalar(lambda ctx: _per_slot(ctx.battle.can_tera, user))
 
 
 @register_extractor("used_tera")
@@ -315,7 +337,7 @@ def _request_tera_type(battle: AbstractBattle, mon: Pokemon) -> PokemonType | No
 def _tera_type(params: FeatureParams) -> BoundExtractor:
     target = _target(params)
     members = params.categories("categories", PokemonType, [*STANDARD_TYPES, "STELLAR"])
-    own = target in OWN_TARGETS
+    own = target.startswith("own_")
 
     def active(ctx: BattleContext) -> list[PokemonType]:
         mon = ctx.pokemon[target]
@@ -395,23 +417,24 @@ def _level(params: FeatureParams) -> BoundExtractor:
 # --- one move slot of the own active Pokémon (slot: 1-4) -----------------------------------
 
 
-def _slot(params: FeatureParams) -> int:
-    return params.slot("slot", MAX_MOVES) - 1
+def _slot(params: FeatureParams) -> tuple[int, int]:
+    """(user, slot): the active slot whose moves (0 = a, the only one in singles), the move slot."""
+    return _user(params) or 0, params.slot("slot", MAX_MOVES) - 1
 
 
 @register_extractor("move_present")
 def _move_present(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
-    return _scalar(lambda ctx: float(ctx.moves[i] is not None))
+    user, i = _slot(params)
+    return _scalar(lambda ctx: float(ctx.user_moves[user][i] is not None))
 
 
 @register_extractor("move_base_power")
 def _move_base_power(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
     divide_by = params.positive("divide_by", 250.0)
 
     def compute(ctx: BattleContext) -> float:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         return move.base_power / divide_by if move is not None else 0.0
 
     return _scalar(compute)
@@ -419,11 +442,11 @@ def _move_base_power(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("move_type")
 def _move_type(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
     members = params.categories("categories", PokemonType, STANDARD_TYPES)
 
     def active(ctx: BattleContext) -> list[PokemonType]:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         return [move.type] if move is not None else []
 
     return _one_hot(members, active)
@@ -431,11 +454,11 @@ def _move_type(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("move_category")
 def _move_category(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
     members = params.categories("categories", MoveCategory, [c.name for c in MoveCategory])
 
     def active(ctx: BattleContext) -> list[MoveCategory]:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         return [move.category] if move is not None else []
 
     return _one_hot(members, active)
@@ -443,10 +466,10 @@ def _move_category(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("move_accuracy")
 def _move_accuracy(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
 
     def compute(ctx: BattleContext) -> float:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         return float(move.accuracy) if move is not None else 0.0
 
     return _scalar(compute)
@@ -454,19 +477,19 @@ def _move_accuracy(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("move_priority")
 def _move_priority(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
     divide_by = params.positive("divide_by", 7.0)
 
     def compute(ctx: BattleContext) -> float:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         return move.priority / divide_by if move is not None else 0.0
 
     return _scalar(compute)
 
 
-def _pp(ctx: BattleContext, move: Move) -> tuple[int, int]:
+def _pp(ctx: BattleContext, user: int, move: Move) -> tuple[int, int]:
     """(current, max) PP: the request's numbers when it lists the move, else poke-env's tracking."""
-    entry = ctx.request_moves.get(move.id)
+    entry = ctx.user_request_moves[user].get(move.id)
     if entry is not None and "pp" in entry and entry.get("maxpp"):
         return int(entry["pp"]), int(entry["maxpp"])
     return move.current_pp, move.max_pp
@@ -474,13 +497,13 @@ def _pp(ctx: BattleContext, move: Move) -> tuple[int, int]:
 
 @register_extractor("move_pp_fraction")
 def _move_pp_fraction(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
 
     def compute(ctx: BattleContext) -> float:
-        move = ctx.moves[i]
+        move = ctx.user_moves[user][i]
         if move is None:
             return 0.0
-        current, maximum = _pp(ctx, move)
+        current, maximum = _pp(ctx, user, move)
         return current / maximum if maximum > 0 else 0.0
 
     return _scalar(compute)
@@ -488,11 +511,11 @@ def _move_pp_fraction(params: FeatureParams) -> BoundExtractor:
 
 @register_extractor("move_has_pp")
 def _move_has_pp(params: FeatureParams) -> BoundExtractor:
-    i = _slot(params)
+    user, i = _slot(params)
 
     def compute(ctx: BattleContext) -> float:
-        move = ctx.moves[i]
-        return float(move is not None and _pp(ctx, move)[0] > 0)
+        move = ctx.user_moves[user][i]
+        return float(move is not None and _pp(ctx, user, move)[0] > 0)
 
     return _scalar(compute)
 

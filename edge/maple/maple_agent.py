@@ -10,8 +10,10 @@ import numpy as np
 from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent, Order
-from edge.errors import InvalidActionError
+from edge.contract.game_type import is_doubles_format
+from edge.errors import ContractError, InvalidActionError
 from edge.maple.action_helper import ACTION_SPACE_SIZE, ActionHelper, team_order
+from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.state_observer import StateObserver
 
 
@@ -24,12 +26,26 @@ class MapleAgent(Agent):
     agent's seeded generator; anything else is invalid.
     """
 
+    # In a doubles format ``MapleAgent(...)`` builds a MapleDoublesAgent (``edge.maple.doubles_agent``),
+    # so that a module returning MapleAgent plays doubles too; a subclass keeps the singles layout
+    # and refuses a doubles format in one line (its policy reads the singles vector).
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is MapleAgent and is_doubles_format(_format_of(args, kwargs)):
+            return MapleDoublesAgent(*args, **kwargs)  # not a MapleAgent: __init__ is not rerun
+        return super().__new__(cls)
+
     def __init__(
         self,
         modelConfig: dict[str, Any] | None = None,
         instanceConfig: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(modelConfig or {}, instanceConfig or {})
+        battle_format = str(self.instanceConfig.get("battle_format") or "")
+        if is_doubles_format(battle_format):
+            raise ContractError(
+                f"{type(self).__name__} plays singles formats only (the Discrete(11) layout); "
+                f"{battle_format} is a doubles format"
+            )
         self.observer = StateObserver(self.modelConfig.get("state_spec"))
         self.helper = ActionHelper(np.random.default_rng(self.instanceConfig.get("seed")))
         self.observation_space: gymnasium.Space[Any] = self.observer.observation_space
@@ -65,3 +81,13 @@ class MapleAgent(Agent):
         raise InvalidActionError(
             f"{action!r} is neither a team choice nor an action of {self.action_space}"
         )
+
+
+class SinglesMapleAgent(MapleAgent):
+    """MapleAgent that never turns into the doubles one: for policies that read the singles vector
+    and Discrete(11) actions (it refuses a doubles format in one line)."""
+
+
+def _format_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    config = kwargs.get("instanceConfig", args[1] if len(args) > 1 else None)
+    return str((config or {}).get("battle_format") or "") if isinstance(config, dict) else ""

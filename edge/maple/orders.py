@@ -5,22 +5,26 @@ string) is parsed here and rebuilt from the battle's own legal options, so that 
 built ourselves reaches Showdown. Accepted forms::
 
     /choose move <move id | name | slot 1-4> [terastallize]
-    /choose switch <Pokémon name | party position 1-6>
+    /choose switch <Pokémon name | species id | party position 1-6>
     /choose default
     /team <digits, e.g. 213>   or   /team 2, 1, 3          (team preview only)
+
+In a doubles battle (a poke-env ``DoubleBattle``) a ``/choose`` order names one choice per active
+slot: see ``edge.maple.doubles_orders``.
 """
 
 from __future__ import annotations
 
 import re
 
-from poke_env.battle import AbstractBattle
+from poke_env.battle import AbstractBattle, DoubleBattle
 from poke_env.data import to_id_str
 from poke_env.player import BattleOrder
 
 from edge.errors import InvalidActionError
 from edge.maple.action_helper import decision_required, team_order, team_size
 from edge.maple.battle_view import active_request_moves, request_party
+from edge.maple.doubles_orders import canonical_doubles_choice
 
 MAX_ORDER_LENGTH = 200
 
@@ -50,6 +54,8 @@ def canonical_order(battle: AbstractBattle, order: BattleOrder | str) -> str:
         return _team(battle, text)
     if not text.startswith("/choose "):
         raise InvalidActionError(f"expected '/choose …' for a move request, got {text!r}")
+    if isinstance(battle, DoubleBattle):
+        return canonical_doubles_choice(battle, text)
     words = text[len("/choose ") :].split(" ")
     kind, args = words[0].lower(), words[1:]
     if kind == "default" and not args:
@@ -102,9 +108,15 @@ def _switch(battle: AbstractBattle, arg: str) -> str:
     if arg.isdigit() and 1 <= int(arg) <= len(party):
         target = party[int(arg) - 1]
     else:
-        for mon in battle.available_switches:
-            if to_id_str(mon.name) == to_id_str(arg):
-                target = mon
+        # By name (poke-env's own orders) or by species id (``rotomwash`` for a Rotom-Wash named
+        # "Rotom"), when that names exactly one Pokémon of the party.
+        wanted = to_id_str(arg)
+        named = [mon for mon in party if wanted in (to_id_str(mon.name), mon.species)]
+        if len(named) > 1:
+            raise InvalidActionError(
+                f"{arg!r} names {len(named)} Pokémon of the team: switch by party position"
+            )
+        target = named[0] if named else None
     if target is None or all(target is not mon for mon in battle.available_switches):
         raise InvalidActionError(f"cannot switch to {arg!r} now")
     return f"/choose switch {target.name}"

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 
 import orjson
-from poke_env.battle import Battle, Pokemon
+from poke_env.battle import AbstractBattle, Battle, DoubleBattle, Pokemon
 from poke_env.data import GenData
 from poke_env.player import Player
 from poke_env.teambuilder import ConstantTeambuilder
 
+from edge.contract.game_type import is_doubles_format
 from edge.errors import ReplicaError
 
 logger = logging.getLogger(__name__)
@@ -25,17 +26,18 @@ MAX_FRAMES_PER_FEED = 10_000
 
 
 class ReplicaBattle:
-    """Builds and updates one player's ``Battle`` from raw protocol frames."""
+    """Builds and updates one player's ``Battle`` from raw protocol frames (a ``DoubleBattle`` in
+    a doubles format, as a poke-env Player would)."""
 
     def __init__(self, username: str, battle_format: str, team: str | None = None) -> None:
         self.username = username
         self.battle_format = battle_format
         self.gen = GenData.from_format(battle_format).gen
         self._team = ConstantTeambuilder(team) if team else None
-        self.battle: Battle | None = None
+        self.battle: AbstractBattle | None = None
         self.frames_applied = 0
 
-    def feed(self, frames: list[str]) -> Battle | None:
+    def feed(self, frames: list[str]) -> AbstractBattle | None:
         """Apply ``frames`` (the next raw messages, in order) and return the battle."""
         if len(frames) > MAX_FRAMES_PER_FEED:
             raise ReplicaError(f"too many frames in one call ({len(frames)})")
@@ -63,8 +65,9 @@ class ReplicaBattle:
         except Exception as exc:
             raise ReplicaError(f"cannot apply frame {self.frames_applied}: {exc!r}") from exc
 
-    def _create(self, battle_tag: str) -> Battle:
-        battle = Battle(battle_tag=battle_tag, username=self.username, logger=logger, gen=self.gen)
+    def _create(self, battle_tag: str) -> AbstractBattle:
+        kind = DoubleBattle if is_doubles_format(self.battle_format) else Battle
+        battle = kind(battle_tag=battle_tag, username=self.username, logger=logger, gen=self.gen)
         if self._team is not None:
             # As Player._create_battle does for a player with a constant team.
             battle.teampreview_team = [
@@ -73,7 +76,7 @@ class ReplicaBattle:
         return battle
 
 
-def apply_line(battle: Battle, split_message: list[str]) -> None:
+def apply_line(battle: AbstractBattle, split_message: list[str]) -> None:
     """One protocol line, handled as in ``poke_env.player.Player._handle_battle_message``."""
     if len(split_message) <= 1:
         return

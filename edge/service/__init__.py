@@ -25,5 +25,6 @@ code in sandboxed worker processes. One module per idea:
   replica battles) inside a worker; ``replies``: encoded replies.
 
 May import ``edge.maple``, ``edge.contract``, ``edge.wire`` and ``edge.errors``. Imported only by
-``edge.checker`` (which runs recorded decisions through its sessions) and ``edge.cli``; never by
+``edge.checker`` (which serves the module it checks with a sandboxed edge of its own) and
+``edge.cli``; never by
 the center."""

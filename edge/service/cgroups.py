@@ -132,6 +132,17 @@ def _own_v2_group(unified: Path) -> Path:
     return unified
 
 
+def _own_v1_group(mount: Path, hierarchy: str) -> Path:
+    """This process's group in the v1 ``hierarchy`` mounted at ``mount``."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if hierarchy in controllers.split(","):
+                group = mount / path.lstrip("/")
+                return group if group.is_dir() else mount
+    return mount
+
+
 def _v2_groups_parent(unified: Path) -> Path:
     """The v2 group under which this process's groups go: its own group, or, when that holds
     processes, its parent (a group with processes cannot have children with controllers, "no
@@ -192,12 +203,14 @@ def probe_cgroups(edge_name: str, *, root: Path = CGROUP_ROOT) -> CgroupSupport:
         if not (mount / filename).exists() and not (mount / "cgroup.procs").exists():
             why.setdefault(name, f"no cgroup v2 {name} and no v1 {hierarchy} hierarchy mounted")
             continue
-        folder = mount / f"{GROUP_PREFIX}{edge_name}"
+        # Under the edge's own group: a limit around the edge (a container, a systemd slice, the
+        # small host a test emulates) bounds its workers too.
+        folder = _own_v1_group(mount, hierarchy) / f"{GROUP_PREFIX}{edge_name}"
         try:
             folder.mkdir(exist_ok=True)
             if hierarchy == "cpuset":
                 for setting in ("cpuset.cpus", "cpuset.mems"):
-                    (folder / setting).write_text((mount / setting).read_text())
+                    (folder / setting).write_text((folder.parent / setting).read_text())
                 (folder / "cgroup.clone_children").write_text("1")
             test = folder / "probe"
             test.mkdir(exist_ok=True)
@@ -284,9 +297,9 @@ def remove_stale_groups(root: Path = CGROUP_ROOT) -> list[str]:
     folders: list[Path] = []
     unified = _unified_root(root)
     if unified is not None:
-        folders += list(unified.glob(f"**/{GROUP_PREFIX}*"))
-    for hierarchy, _ in _V1.values():
-        folders += list((root / hierarchy).glob(f"{GROUP_PREFIX}*"))
+        folders += _edge_folders(unified)
+    for hierarchy, _ in _V1.values():  # under the group of the edge that made them
+        folders += _edge_folders(root / hierarchy)
     for folder in folders:
         match = _STALE_RE.fullmatch(folder.name)
         if match is None or _alive(int(match.group(1))):
@@ -294,6 +307,18 @@ def remove_stale_groups(root: Path = CGROUP_ROOT) -> list[str]:
         _remove_tree(folder)
         removed.append(str(folder))
     return removed
+
+
+def _edge_folders(base: Path) -> list[Path]:
+    """The edges' folders under ``base``, at any depth (an edge's own are not searched: groups
+    come and go there as workers do, and hold no edge's)."""
+    found = []
+    for parent, children, _ in os.walk(base):  # a folder removed meanwhile is skipped
+        for child in list(children):
+            if child.startswith(GROUP_PREFIX):
+                found.append(Path(parent) / child)
+                children.remove(child)
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -304,6 +329,27 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_PEAK_SLACK: Final = 1024 * 1024
+"""How far below its limit a v1 group's peak may be and still have reached it (charges come in
+batches of pages)."""
+
+
+def _counter(group: WorkerGroup, path: Path, key: str) -> int:
+    """The ``key`` line of a flat-keyed file (``memory.events``), 0 when unreadable."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in group._read(path).splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    return 0
+
+
+def _number(group: WorkerGroup, path: Path) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        return int(group._read(path))
+    return 0
 
 
 class WorkerGroup:
@@ -401,16 +447,42 @@ class WorkerGroup:
             return None
 
     def oom_kills(self) -> int:
-        """How many processes of the group the kernel killed for its memory limit."""
+        """How many processes of the group an OOM killer killed: its own limit's, or the host's
+        (a kill the host did counts here too; :meth:`hit_own_limit` tells them apart)."""
         folder = self.folders.get("memory")
         if folder is None:
             return 0
         name = "memory.events" if self.support.v2.get("memory") else "memory.oom_control"
-        with contextlib.suppress(OSError, ValueError):
-            for line in self._read(folder / name).splitlines():
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-        return 0
+        return _counter(self, folder / name, "oom_kill")
+
+    def hit_own_limit(self) -> bool:
+        """Whether the group ran out of its own memory limit: its own events (v2
+        ``memory.events.local`` ``oom``, or ``max`` with a kill; v1 an OOM kill with
+        ``memory.failcnt``, or its peak at its limit), never a kill the host's (or a parent
+        group's) shortage did."""
+        folder = self.folders.get("memory")
+        if folder is None:
+            return False
+        if self.support.v2.get("memory"):
+            local = folder / "memory.events.local"
+            own = _counter(self, local, "oom")
+            return bool(own or (_counter(self, local, "max") and _counter(self, local, "oom_kill")))
+        if not self.oom_kills():
+            return False
+        # v1 counts a failure on the counter whose limit failed (a parent's shortage is the
+        # parent's), but some kernels keep no failcnt (6.18 here: 0 after its own OOM kill);
+        # the group's peak then tells: it reached its own limit, which a kill for a parent's
+        # shortage, below it, does not.
+        if _number(self, folder / "memory.failcnt") or _number(
+            self, folder / "memory.memsw.failcnt"
+        ):
+            return True
+        limit = _number(self, folder / "memory.limit_in_bytes")
+        peak = max(
+            _number(self, folder / "memory.max_usage_in_bytes"),
+            _number(self, folder / "memory.memsw.max_usage_in_bytes"),
+        )
+        return 0 < limit <= peak + _PEAK_SLACK
 
     def pin(self, cpus: Iterable[int]) -> None:
         """Keep the group's processes on ``cpus``."""

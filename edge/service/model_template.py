@@ -39,6 +39,7 @@ import msgpack
 
 from edge.contract.provenance import code_digest
 from edge.contract.user_module import UserModel
+from edge.service.endpoints import open_endpoints
 from edge.service.learnsets import LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
@@ -304,6 +305,9 @@ def _enter_battle_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     os.setsid()
     flags = CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if spec.hardening.network else 0)
     libc_call("unshare", flags)
+    # Still root (of the template's user namespace), in its fresh network namespace, before any
+    # of the battle's code: its model endpoints.
+    open_endpoints(spec.endpoints, channel_fd, own_network=spec.hardening.network)
     libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
     make_private_folders(keep=spec.keep_paths, remount=False)  # binds of read-only mounts stay so
     own_proc()

@@ -24,14 +24,16 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
 import zmq
 
 from edge.errors import ProtocolError
+from edge.service.candidates_watch import RELOAD_HINT
 from edge.service.channel import Kind, frame
+from edge.service.endpoint_forwarder import EndpointForwarder, close_fds
 from edge.service.host_locks import HostClaims
 from edge.service.sandbox import describe_exit
 from edge.service.scheduling import CallScheduler
@@ -81,7 +83,7 @@ MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
 
 DEAD_SESSIONS_KEPT: Final = 4096
 
-_USAGE_ROOM: Final = 64
+_USAGE_ROOM: Final = 160
 """Bytes the supervisor's ``usage`` adds to a reply at most."""
 
 
@@ -94,15 +96,19 @@ class SessionRouter:
         polls: PollSet,
         cpus: Sequence[int],
         cpu_claims: HostClaims | None,
+        endpoints: EndpointForwarder | None = None,
     ) -> None:
         self._pool = pool
+        self._endpoints = endpoints
         self._polls = polls
         self._channels = WorkerChannels(polls, self._on_frame, self._on_eof, self._violation)
-        self._scheduler = CallScheduler(cpus, cpu_claims, self._channels.write)
+        self._scheduler = CallScheduler(cpus, cpu_claims, self._channels.write, endpoints)
         self._server: EdgeSocketServer | None = None
         self._sessions: dict[str, WorkerHandle] = {}
         self._dead_sessions: OrderedDict[str, str] = OrderedDict()
         self._next_housekeeping = 0.0
+        self.refresh_models: Callable[[], None] = lambda: None  # on open and housekeeping
+        self.candidates_file = "its candidates.json"
         pool.events = self
 
     def attach(self, server: EdgeSocketServer) -> SessionRouter:
@@ -178,12 +184,14 @@ class SessionRouter:
             return
         body: OpenSessionRequest = request.body
         session = job.header.session
+        self.refresh_models()
         if body.model_id not in self._pool.models:
             self._fail(
                 job,
                 ErrorCode.UNKNOWN_MODEL,
                 "UnknownModel",
-                f"this {server.side} edge does not serve model {body.model_id!r}",
+                f"this {server.side} edge does not serve model {body.model_id!r}: it is not in "
+                f"{self.candidates_file} ({RELOAD_HINT})",
             )
             return
         unavailable = self._pool.unavailable(body.model_id)
@@ -197,13 +205,8 @@ class SessionRouter:
             worker = None
         if worker is None:
             worker = self._pool.acquire(body.model_id)
-            if worker is None:
-                self._fail(
-                    job,
-                    ErrorCode.BUSY,
-                    "EdgeBusy",
-                    f"all {self._pool.max_workers} workers of this edge are serving sessions",
-                )
+            if worker is None:  # the center waits and asks again: the battle is not booked
+                self._fail(job, ErrorCode.BUSY, "EdgeBusy", self._pool.why_full)
                 return
             self._bind(worker, session)
         worker.history.clear()
@@ -303,6 +306,8 @@ class SessionRouter:
             if job is None and worker.group is not None:
                 worker.group.freeze()
             self._pool.check_forked(worker)  # (one forked from a model's template)
+        elif kind is Kind.ENDPOINTS and worker.state == "starting" and self._endpoints is not None:
+            self._attach_endpoints(worker)
         elif kind is Kind.REPLY and job is not None and job.header is not None:
             self._on_reply(worker, job, payload)
         elif kind is Kind.RESTORED and job is not None and job.header is None:
@@ -316,6 +321,15 @@ class SessionRouter:
             self.worker_gone(worker, cause)
         else:
             self._violation(worker, f"sent a {kind.name} frame out of turn")
+
+    def _attach_endpoints(self, worker: WorkerHandle) -> None:
+        """The worker's model-endpoint sockets (``edge.service.endpoints``) go to the forwarder."""
+        assert self._endpoints is not None
+        names = sorted(self._endpoints.paths_for(self._pool.models[worker.model_id].endpoints))
+        fds, worker.endpoint_fds = worker.endpoint_fds, []
+        problem = self._endpoints.attach(worker.number, names, fds)
+        if problem is not None:
+            self._violation(worker, problem)
 
     def _on_reply(self, worker: WorkerHandle, job: Job, raw: bytes) -> None:
         assert job.header is not None
@@ -343,6 +357,10 @@ class SessionRouter:
             # The center is done with the session, whatever the worker says: one that fails to
             # close must not keep it, and its place on the edge, until it expires.
             worker.tainted = worker.tainted or header.status != "ok"
+            self._end_session(worker, keep=True)
+        elif job.header.type == RequestType.OPEN_SESSION and header.status == "error":
+            # The center neither uses nor closes a session that failed to open: its worker, and
+            # the host memory it claims, must not wait for it to expire.
             self._end_session(worker, keep=True)
         else:
             self._next_job(worker)
@@ -384,8 +402,13 @@ class SessionRouter:
         """A worker ended by itself: its session ends with the cause."""
         if worker.gone:
             return
+        code = ErrorCode.WORKER_DIED
         if self._pool.oom_killed(worker):
             cause = self._pool.memory_cause()
+        elif self._pool.host_oom_killed(worker):
+            # Not the worker's doing: the center is told the edge lost the session (a void).
+            code = ErrorCode.UNKNOWN_SESSION
+            cause = "killed by the kernel's OOM killer: the host ran out of memory, not the worker"
         elif worker.status is not None:
             cause = describe_exit(worker.status, self._pool.limits)
         elif worker.orphaned:
@@ -404,15 +427,21 @@ class SessionRouter:
             cause,
         )
         self._pool.kill(worker)  # what it started goes with it
-        self.worker_gone(worker, cause)
+        self.worker_gone(worker, cause, code)
 
-    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
-        """Bookkeeping of a worker that is no more: its session and calls end with ``cause``."""
+    def worker_gone(
+        self, worker: WorkerHandle, cause: str, code: ErrorCode = ErrorCode.WORKER_DIED
+    ) -> None:
+        """Bookkeeping of a worker that is no more: its session and calls end with ``cause``
+        (their error ``code``: UNKNOWN_SESSION when the edge, not the worker, lost it)."""
         if worker.gone:
             return
         worker.state = "gone"
         worker.cause = cause
         self._channels.unregister(worker)
+        if self._endpoints is not None:
+            self._endpoints.detach(worker.number)
+        worker.endpoint_fds = close_fds(worker.endpoint_fds)  # (sent, never attached)
         self._scheduler.free(worker)
         self._pool.forget(worker)
         jobs = ([worker.job] if worker.job is not None else []) + list(worker.queue)
@@ -421,10 +450,12 @@ class SessionRouter:
         if worker.session is not None:
             if self._sessions.get(worker.session) is worker:
                 del self._sessions[worker.session]
-                self._remember_dead(worker.session, cause)
+                if code == ErrorCode.WORKER_DIED:
+                    self._remember_dead(worker.session, cause)
             worker.session = None
+        ename = "WorkerDied" if code == ErrorCode.WORKER_DIED else "SessionLost"
         for job in jobs:
-            self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", cause)
+            self._fail(job, code, ename, cause)
         if worker.status is not None or worker.orphaned:  # else its exit, reported later, frees it
             self._pool.release_slot(worker)
 
@@ -466,7 +497,7 @@ class SessionRouter:
         worker.session = None
         self.worker_gone(worker, cause)
         # ... and restore the session on another, before anything else.
-        replacement = self._pool.acquire(worker.model_id)
+        replacement = self._pool.acquire(worker.model_id, worker.candidate)
         if replacement is None:
             cause += " (no worker free to restore the session)"
             self._remember_dead(session, cause)
@@ -527,8 +558,12 @@ class SessionRouter:
         if now >= self._next_housekeeping:
             self._housekeeping(now)
 
+    def housekeep_soon(self) -> None:  # a signal handler's (the loop is woken after it)
+        self._next_housekeeping = 0.0
+
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + 5.0
+        self.refresh_models()
         self._pool.housekeeping(now)
         for worker in list(self._sessions.values()):
             gone_at = worker.center_gone_at

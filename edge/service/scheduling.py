@@ -17,17 +17,21 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from edge.service.endpoint_forwarder import EndpointForwarder
 from edge.service.host_locks import HostClaims
 from edge.service.processes import cpu_seconds
 from edge.service.worker_handle import Job, WorkerHandle
 from edge.wire.messages import CallUsage
 
-__all__ = ["CPU_RETRY", "CallScheduler", "cpu_list"]
+__all__ = ["CPU_RETRY", "WAIT_WORTH_SAYING", "CallScheduler", "cpu_list"]
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
 CPU_RETRY: Final = 0.005
 """Seconds between tries for a CPU that another edge of the host holds."""
+
+WAIT_WORTH_SAYING: Final = 0.1
+"""The share of a call's time limit past which its wait for a CPU is worth a warning."""
 
 
 class CallScheduler:
@@ -38,13 +42,17 @@ class CallScheduler:
         cpus: Sequence[int],
         claims: HostClaims | None,
         write: Callable[[WorkerHandle, bytes], None],
+        endpoints: EndpointForwarder | None = None,
     ) -> None:
         self.cpus = list(cpus)
+        self._endpoints = endpoints
+        """Model endpoints: a worker's requests pass while its call runs (None: the edge has none)."""
         self.claims = claims
         """Host-wide CPU claims (None: the CPUs are this edge's alone)."""
         self._write = write
         self._held: set[int] = set()  # CPUs this edge's running calls hold
         self._queue: deque[WorkerHandle] = deque()  # workers whose job waits for a CPU
+        self._said_wait = False  # the warning of a long wait for a CPU was given
 
     @property
     def waiting(self) -> bool:
@@ -100,6 +108,8 @@ class CallScheduler:
             group.pin([worker.cpu] if worker.cpu is not None else self.cpus)
             group.thaw()
         worker.cpu_at_start = self.cpu_time(worker)
+        if self._endpoints is not None:
+            self._endpoints.open(worker.number, worker.session)
         data, worker.pending = worker.pending, b""
         self._write(worker, data)
 
@@ -127,7 +137,10 @@ class CallScheduler:
             worker.group.freeze()
         worker.cpu_at_start = None
         self.free(worker)
-        return CallUsage(cpu=cpu, queued=queued)
+        if self._endpoints is None:
+            return CallUsage(cpu=cpu, queued=queued)
+        asked = self._endpoints.close(worker.number)
+        return CallUsage(cpu, queued, asked.requests, asked.bytes, asked.tokens)
 
     def free(self, worker: WorkerHandle) -> None:
         """``worker`` holds no CPU and waits for none any more; waiting calls may start."""
@@ -158,15 +171,28 @@ class CallScheduler:
         for worker in list(self._queue):
             job = worker.job
             if job is not None and job.started is None and now - job.arrived >= job.queue_limit:
-                logger.warning(
-                    "%s of session %s waited %.3g s for a CPU: started without one of its own "
-                    "(more calls at once than CPUs: see --cpus and sep_main --concurrency)",
-                    job.what,
-                    worker.session,
-                    now - job.arrived,
-                )
+                self._say_wait(job, worker.session, now - job.arrived)
                 self._queue.remove(worker)
                 self._run(worker)
+
+    def _say_wait(self, job: Job, session: str | None, waited: float) -> None:
+        """Warn once, with advice, of a call that started on shared CPUs after a wait worth
+        noticing (a tenth of its time limit); every other such start goes to the debug log."""
+        if waited < job.timeout * WAIT_WORTH_SAYING or self._said_wait:
+            logger.debug(
+                "%s of session %s started on shared CPUs after %.3g s", job.what, session, waited
+            )
+            return
+        self._said_wait = True
+        logger.warning(
+            "%s of session %s waited %.2f s for a CPU, more than a tenth of its %.3g s: more calls "
+            "run at once than this edge has CPUs; give it more (--cpus) or run fewer battles at "
+            "once (sep_main --concurrency); said once, later waits go to the debug log",
+            job.what,
+            session,
+            waited,
+            job.timeout,
+        )
 
     def release_claims(self) -> None:
         """Give back every CPU claimed host-wide (the edge is closing)."""

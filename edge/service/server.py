@@ -82,7 +82,8 @@ class EdgeSocketServer:
     """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
 
     ``hello_request`` is answered by the server itself with ``side``, the protocol version and
-    ``models``; other requests go to the dispatcher ``dispatch_with(server)`` makes. The socket is
+    ``models`` (called at each hello when it is a function); other requests go to the dispatcher
+    ``dispatch_with(server)`` makes. The socket is
     bound at construction (``port=0`` picks a free port, see :attr:`port`); :meth:`serve_forever`
     or :meth:`start` serve it.
 
@@ -101,7 +102,7 @@ class EdgeSocketServer:
         curve: CurveConfig | None = None,
         insecure: bool = False,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        models: Iterable[str] = (),
+        models: Iterable[str] | Callable[[], Iterable[str]] = (),
     ) -> None:
         if not isinstance(side, str) or not side:
             raise ValueError("side must be a non-empty str (blue or red)")
@@ -115,7 +116,7 @@ class EdgeSocketServer:
                 "sep_config.json, or pass --insecure (insecure=True) on a trusted network."
             )
         self._side = side
-        self._models = [str(m) for m in models]
+        self._models = models if callable(models) else [str(m) for m in models]
         self._max_size = max_message_size
         self._curve = curve
         self._instance = uuid.uuid4().hex
@@ -309,8 +310,9 @@ class EdgeSocketServer:
         except ProtocolError as exc:
             self.refuse_undecodable(routing_id, raw, exc)
             return
+        models = self._models() if callable(self._models) else self._models
         body = HelloReply(
-            self._side, PROTOCOL_VERSION, list(self._models), self._instance, self._load_limit
+            self._side, PROTOCOL_VERSION, [str(m) for m in models], self._instance, self._load_limit
         )
         self.send(routing_id, self.ok_reply(request, body, ""))
 
@@ -408,6 +410,10 @@ class EdgeSocketServer:
             except queue.Empty:
                 return
             self.send(routing_id, raw)
+
+    def wake(self) -> None:
+        """Make the serving loop go round once (safe from a signal handler)."""
+        self._wake()
 
     def _wake(self) -> None:
         # OSError: the buffer is full (a wake-up is pending anyway) or the server is closed.

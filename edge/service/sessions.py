@@ -6,12 +6,13 @@ own Policy (``getUserPolicy(args)`` per session, so that concurrent battles of o
 a stateful policy; modules that want to load weights once keep them at module level, which the
 loader imports once per process), and a :class:`ReplicaBattle` fed with the frames the center
 forwards. The service only loads models listed in its own candidates.json: the center names the
-model, the edge resolves it.
+model, the edge resolves it. Opening a session seeds the global random generators with the Agent's
+seed (:mod:`edge.contract.randomness`), so that a battle replays from its seed.
 
 Whatever user code raises becomes an error reply (the transport turns the exception into an error
 code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
-capped. The session logic's own refusals name their code (``error_code``). In-process (the
-checker) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
+capped. The session logic's own refusals name their code (``error_code``). In-process (tests
+that call the handlers directly) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
 serves one session at a time, captures its file descriptors instead (``capture=False`` here).
 """
 
@@ -33,6 +34,7 @@ from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.decision import decide, deploy_given
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
+from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import CappedText, capturing, install_capture
 from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
@@ -204,7 +206,13 @@ class SessionHandlers:
                 else ""
             )
         model = self.model(body.model_id)
+        seed = body.instance_config.seed
         with self.captured(context):
+            # Seeded before the import (a fresh worker's module may draw at import) and again
+            # after it (torch may be imported now): every battle then starts from the same state.
+            seed_global_generators(seed)
+            _ = model.module
+            seed_global_generators(seed)
             agent = model.make_agent(body.instance_config.to_dict())
             if template is model:
                 # The policy the template built (getUserPolicy once per edge): this worker's own

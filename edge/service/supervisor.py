@@ -30,22 +30,33 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from edge.contract.candidates import Candidate
+from edge.errors import CandidatesError
+from edge.service.candidates_watch import CandidatesWatch
+from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
+from edge.service.hardening import module_place
 from edge.service.host_locks import HostClaims
+from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
 from edge.service.routing import SessionRouter
-from edge.service.sandbox import Hardening, Limits
+from edge.service.sandbox import Hardening, Limits, paths_to_expose
 from edge.service.scheduling import cpu_list
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
 from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
+
+_NO_ADMISSION = (
+    "memory admission: off (no host memory budget, or no --memory-limit): workers' limits may "
+    "add up to more than the host has"
+)
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -62,6 +73,8 @@ class SandboxedEdge:
     them). ``limits`` apply to each worker; ``drop_privileges`` and ``isolate_network`` ask for
     that hardening, which is on only where the host permits it (:attr:`hardening` says what is).
     Served like its socket server: :meth:`serve_forever` or :meth:`start`, then :meth:`close`.
+    With ``candidates_file`` (where ``candidates`` were read) the edge rereads it when it changes
+    and on SIGHUP (``edge.service.candidates_watch``): new sessions get the new entries.
     """
 
     def __init__(
@@ -81,9 +94,14 @@ class SandboxedEdge:
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
         model_templates: bool = True,
+        memory_budget: MemoryBudget | None = None,
+        endpoints: Mapping[str, ModelEndpoint] | None = None,
+        endpoint_tokens: int | None = None,
+        candidates_file: str | Path | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
+        _check_endpoints(candidates, endpoints or {})
         host_cpus = sorted(os.sched_getaffinity(0))
         if cpus is not None and (not cpus or not set(cpus) <= set(host_cpus)):
             raise ValueError(f"--cpus must be CPUs of this host ({cpu_list(host_cpus)})")
@@ -99,14 +117,28 @@ class SandboxedEdge:
             max_message_size=max_message_size,
             polls=polls,
             model_templates=model_templates,
+            memory_budget=memory_budget,
         )
         cpu_claims: HostClaims | None = None
+        self._endpoints: EndpointForwarder | None = None
         try:
+            if endpoints:
+                self._endpoints = EndpointForwarder(endpoints, endpoint_tokens)
+                self._pool.endpoint_paths = self._endpoints.paths_for
             with contextlib.suppress(OSError):  # without it, CPUs are this edge's alone
                 cpu_claims = HostClaims("cpu")
             self._router = SessionRouter(
-                self._pool, polls, sorted(set(cpus)) if cpus else host_cpus, cpu_claims
+                self._pool,
+                polls,
+                sorted(set(cpus)) if cpus else host_cpus,
+                cpu_claims,
+                self._endpoints,
             )
+            self._watch: CandidatesWatch | None = None
+            if candidates_file is not None:
+                self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
+                self._router.refresh_models = self.refresh_models
+                self._router.candidates_file = str(self._watch.path)
             self._server = EdgeSocketServer(
                 side,
                 host,
@@ -115,10 +147,12 @@ class SandboxedEdge:
                 curve=curve,
                 insecure=insecure,
                 max_message_size=max_message_size,
-                models=self._pool.models,
+                models=self._served_models,
             )
         except BaseException:
             self._pool.close()
+            if self._endpoints is not None:
+                self._endpoints.stop()
             if cpu_claims is not None:
                 cpu_claims.release_all()
             raise
@@ -160,11 +194,37 @@ class SandboxedEdge:
             *(f"worker limit, {line}" for line in pool.limits.lines()),
             *(f"worker sandbox, {line}" for line in pool.hardening.lines()),
             *(f"worker sandbox, {line}" for line in pool.cgroups.lines()),
+            *(pool.admission.lines() if pool.admission is not None else [_NO_ADMISSION]),
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",
             *([pool.templates.line()] if pool.templates is not None else []),
+            *self._endpoint_lines(),
         ]
+
+    def _endpoint_lines(self) -> list[str]:
+        if self._endpoints is None:
+            return []
+        forwarder = self._endpoints
+        if self._pool.hardening.network:
+            reach = "workers granted it reach it, and nothing else, through the edge"
+        else:
+            reach = (
+                "WARNING: workers have the host's network (no network namespace: "
+                f"{self._pool.hardening.why_off.get('network', 'off')}), so a module can also "
+                "reach the endpoint's URL directly, unmetered"
+            )
+        limit = forwarder.tokens_per_battle
+        tokens = f"{limit} tokens per battle and side" if limit is not None else "no token limit"
+        lines = []
+        for name, endpoint in sorted(forwarder.endpoints.items()):
+            users = [m for m, c in self._pool.models.items() if name in c.endpoints]
+            headers = ", ".join(n for n, _ in endpoint.headers) or "no headers added"
+            lines.append(
+                f"model endpoint {name}: {endpoint.origin}{endpoint.path} ({headers}; {tokens}), "
+                f"for {', '.join(users) or 'no model'}; {reach}"
+            )
+        return lines
 
     # -- the socket server's surface ------------------------------------------------------------
 
@@ -190,7 +250,46 @@ class SandboxedEdge:
             self._pool.templates.load_limit = float(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
-        self._server.serve_forever(handle_signals=handle_signals)
+        """Serve until stopped; ``handle_signals`` (main thread only): SIGINT and SIGTERM stop
+        it, SIGHUP rereads candidates.json."""
+        previous = signal.signal(signal.SIGHUP, self._on_sighup) if handle_signals else None
+        try:
+            self._server.serve_forever(handle_signals=handle_signals)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGHUP, previous)
+
+    # -- candidates.json, reread ------------------------------------------------------------------
+
+    def refresh_models(self) -> None:
+        """Serve candidates.json's new entries if it changed (I/O thread: the router's hook)."""
+        if self._watch is not None and (table := self._watch.check()) is not None:
+            self._pool.update_models(table)
+
+    def _readable(self, table: Mapping[str, Candidate]) -> None:
+        """Refuse a table whose modules a worker (a user of its own) could not read: what to
+        expose to workers was chosen at start."""
+        hardening = self._pool.hardening
+        if not hardening.user:
+            return
+        needed = [p for c in table.values() for p in (c.folder, module_place(c))]
+        exposed, unreadable = paths_to_expose(needed)
+        new = [c for f, cs in exposed.items() for c in cs if c not in hardening.exposed.get(f, [])]
+        if unreadable or new:
+            raise CandidatesError(
+                f"workers (a user of their own) cannot read {unreadable or new[0]}: make it "
+                "readable to other users, or restart the edge"
+            )
+
+    def _served_models(self) -> list[str]:
+        self.refresh_models()  # a center's hello sees the file as it is now
+        return list(self._pool.models)
+
+    def _on_sighup(self, signum: int, frame: FrameType | None) -> None:
+        if self._watch is not None:
+            self._watch.forced = True
+            self._router.housekeep_soon()  # the loop rereads it there, not in this handler
+            self._server.wake()
 
     def start(self) -> None:
         self._server.start()
@@ -200,6 +299,8 @@ class SandboxedEdge:
 
     def close(self, timeout: float = 5.0) -> None:
         self._server.close(timeout)
+        if self._endpoints is not None:
+            self._endpoints.stop()
 
     def __enter__(self) -> SandboxedEdge:
         return self
@@ -222,6 +323,19 @@ class SandboxedEdge:
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
         return self._pool.worker_pids()
+
+
+def _check_endpoints(
+    candidates: Mapping[str, Candidate], endpoints: Mapping[str, ModelEndpoint]
+) -> None:
+    """ValueError when a candidate is granted an endpoint this edge does not have."""
+    for model_id, candidate in candidates.items():
+        missing = [name for name in candidate.endpoints if name not in endpoints]
+        if missing:
+            raise ValueError(
+                f"model {model_id!r} is granted the model endpoint {missing[0]} in its candidates "
+                f"file, which this edge does not have: give sep_edge --endpoint {missing[0]}=URL"
+            )
 
 
 SandboxServer = SandboxedEdge

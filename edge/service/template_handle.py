@@ -87,6 +87,10 @@ class ModelTemplate:
     def release_uid(self, uid: int) -> None:
         self._uids_used.discard(uid)
 
+    def uids_used(self) -> int:
+        """How many live workers of the template hold a user id of its block."""
+        return len(self._uids_used)
+
     # -- requests -------------------------------------------------------------------------------
 
     def spawn(self, token: int, spec: dict[str, Any], channel: socket.socket) -> None:

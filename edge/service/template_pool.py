@@ -88,6 +88,8 @@ class TemplatePool:
         self.load_limit = DEFAULT_LOAD_LIMIT
         self.instance = ""
         self.by_model: dict[str, ModelTemplate] = {}
+        self._entries: dict[str, Candidate] = {}  # the entry each template imported
+        self._superseded: list[ModelTemplate] = []  # of an older entry, ending with its workers
         self.failed: dict[str, str] = {}  # model -> why its template is not tried again
         self._by_token: dict[int, ModelTemplate] = {}  # the edge's template's spawn tokens
         self._serials = itertools.count(1)
@@ -128,6 +130,15 @@ class TemplatePool:
         if failed is not None:
             raise OSError(failed)
         template = self.by_model.get(candidate.model_id)
+        if template is not None and self._entries.get(candidate.model_id) != candidate:
+            # candidates.json changed the entry (args, team, …): the template's functions ran with
+            # the old one. Its running battles keep it; it ends with the last of them.
+            del self.by_model[candidate.model_id]
+            if template.uids_used():
+                self._superseded.append(template)
+            else:
+                self.end(template, "its candidates.json entry changed")
+            template = None
         if template is not None and template.alive() and template.state == "ready":
             with contextlib.suppress(OSError):
                 if template.digest and code_digest(candidate) != template.digest:
@@ -191,6 +202,7 @@ class TemplatePool:
             self._release(template)
             raise
         self.by_model[candidate.model_id] = template
+        self._entries[candidate.model_id] = candidate
         self._by_token[-serial] = template
         logger.info(
             "the template of %s starts: it imports the module (within the load limit of %g s)",
@@ -267,6 +279,14 @@ class TemplatePool:
         logger.error("model %s: %s", template.model_id, cause)
         self.end(template, cause)
 
+    def release_worker(self, template: ModelTemplate, uid: int) -> None:
+        """A worker of ``template`` is gone: its user id is free, and a template superseded by a
+        new entry ends with its last worker."""
+        template.release_uid(uid)
+        if template in self._superseded and not template.uids_used():
+            self._superseded.remove(template)
+            self.end(template, "its candidates.json entry changed")
+
     def end(self, template: ModelTemplate, cause: str) -> None:
         """Kill a template (its workers die with it); its block of user ids is freed once its
         control group is empty."""
@@ -290,13 +310,14 @@ class TemplatePool:
             self._claims.release(template.block)
 
     def templates(self) -> list[ModelTemplate]:
-        return [t for t in self.by_model.values() if t.alive()]
+        return [t for t in [*self.by_model.values(), *self._superseded] if t.alive()]
 
     def close(self, on_each: Callable[[ModelTemplate], None] | None = None) -> None:
-        for template in list(self.by_model.values()):
+        for template in [*self.by_model.values(), *self._superseded]:
             if on_each is not None:
                 on_each(template)
             self.end(template, "the edge stops")
         if self._claims is not None:
             self._claims.release_all()
         self.by_model.clear()
+        self._superseded.clear()

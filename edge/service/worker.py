@@ -37,6 +37,7 @@ from edge.contract.user_module import UserModel
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, recv_frame, send_frame
 from edge.service.dispatch import CallContext
+from edge.service.endpoints import open_endpoints
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
@@ -90,6 +91,10 @@ class WorkerSpec:
         self.cgroup_procs: list[str] = [str(p) for p in data.get("cgroup_procs", [])]
         #: folders under the private ones (a module in /tmp) that stay visible, read-only
         self.keep_paths: list[str] = [str(p) for p in data.get("keep_paths", [])]
+        #: the model endpoints granted to its model: {NAME: base path of the organizer's URL}
+        self.endpoints: dict[str, str] = {
+            str(k): str(v) for k, v in data.get("endpoints", {}).items()
+        }
         self.limits = Limits(**data["limits"])
         self.hardening = Hardening.from_dict(data["hardening"])
         entry = data["candidate"]
@@ -116,9 +121,11 @@ class WorkerSpec:
         candidate: Candidate,
         cgroup_procs: list[str] | None = None,
         keep_paths: list[str] | None = None,
+        endpoints: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """The plain data of a spec (what travels to the template)."""
         return {
+            "endpoints": dict(endpoints or {}),
             "cgroup_procs": list(cgroup_procs or []),
             "keep_paths": list(keep_paths or []),
             "side": side,
@@ -186,6 +193,8 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     hardening = spec.hardening
     if hardening.network:
         libc_call("unshare", CLONE_NEWNET)
+    # Still root, in its fresh network namespace, before any user code: its model endpoints.
+    open_endpoints(spec.endpoints, channel_fd, own_network=hardening.network)
     if hardening.ipc_namespace:
         libc_call("unshare", CLONE_NEWIPC)
     exposing = hardening.user and bool(hardening.exposed)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from edge.contract.candidates import Candidate
 from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
 from edge.service.template_handle import ModelTemplate
@@ -79,6 +80,8 @@ class WorkerHandle:
     channel_inode: int = 0  # the inode of the worker's end of its channel (for the check)
     routing_id: bytes | None = None  # the center connection its session's requests come from
     center_gone_at: float | None = None  # when that connection closed (None: it is up)
+    endpoint_fds: list[int] = field(default_factory=list)  # its endpoint sockets, not yet taken
+    candidate: Candidate | None = None  # the entry it started with (a reload leaves it as is)
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()

@@ -11,7 +11,9 @@ supervisor may say is a ``violation`` (the worker is then killed by whoever hand
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Iterable
+from typing import Final
 
 import zmq
 
@@ -21,6 +23,9 @@ from edge.wire.codec import ReplyHeader, RequestHeader
 from edge.wire.messages import error_code_spec
 
 __all__ = ["PollSet", "WorkerChannels", "reply_violation"]
+
+_MAX_ENDPOINT_FDS: Final = 16
+"""File descriptors a starting worker may pass at once (its model endpoints' sockets)."""
 
 
 class PollSet:
@@ -98,7 +103,11 @@ class WorkerChannels:
             if worker.gone or worker.eof_at is not None:
                 return
             try:
-                data = worker.sock.recv(1 << 20)
+                if worker.state == "starting":  # no user code ran: its endpoint sockets come now
+                    data, fds, _, _ = socket.recv_fds(worker.sock, 1 << 20, _MAX_ENDPOINT_FDS)
+                    worker.endpoint_fds += fds
+                else:  # file descriptors sent later are dropped by the kernel
+                    data = worker.sock.recv(1 << 20)
             except BlockingIOError:
                 return
             except OSError:

@@ -25,13 +25,14 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
 import zmq
 
 from edge.contract.candidates import Candidate
+from edge.oom_score import prefer_as_oom_victim
 from edge.service.cgroups import (
     CgroupSupport,
     WorkerGroup,
@@ -43,6 +44,7 @@ from edge.service.cgroups import (
 from edge.service.channel import FRAME_OVERHEAD, FrameReader
 from edge.service.hardening import EDGE_PACKAGE, choose_hardening, module_place
 from edge.service.host_locks import HostClaims
+from edge.service.memory_admission import MemoryAdmission, MemoryBudget
 from edge.service.processes import cpu_seconds, kill_group_members, remove_stale_work_folders
 from edge.service.sandbox import (
     PRIVATE_FOLDERS,
@@ -75,6 +77,10 @@ IDLE_WORKER_TIMEOUT: Final = 300.0
 """An idle worker unused this long is retired."""
 
 
+class NoMemoryRoom(Exception):
+    """No worker may start now: the host's memory budget is taken (it waits; it is not an error)."""
+
+
 class WorkerEvents(Protocol):
     """What the pool reports of its workers' ends (the router decides what they mean)."""
 
@@ -104,6 +110,7 @@ class WorkerPool:
         max_message_size: int,
         polls: PollSet,
         model_templates: bool = True,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self._side = side
         self._candidates = dict(candidates)
@@ -115,9 +122,17 @@ class WorkerPool:
         self.instance = ""
         """The edge's instance id (set once its server is bound), told to each worker."""
         self.events: WorkerEvents | None = None
+        self.endpoint_paths: Callable[[Sequence[str]], dict[str, str]] | None = None
+        """The model endpoints a worker opens, ``{NAME: base path}`` of its model's granted names
+        (``EndpointForwarder.paths_for``; None: the edge has none)."""
         for stale in remove_stale_work_folders():
             logger.info("removed the work folder of an edge that is gone: %s", stale)
         self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
+        prefer_as_oom_victim(self._zygote.process.pid)  # its workers inherit it
+        self.admission: MemoryAdmission | None = None
+        """Host-wide memory admission (``memory_budget`` given and a memory limit set)."""
+        self.why_full = ""
+        """Why :meth:`acquire` last gave no worker."""
         self.home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
         self.cgroups = CgroupSupport()
         self._uid_claims: HostClaims | None = None
@@ -154,6 +169,8 @@ class WorkerPool:
                 max_message_size=max_message_size,
                 why_off=templates_off(self.hardening, model_templates),
             )
+            if memory_budget is not None and limits.memory:
+                self.admission = MemoryAdmission(limits.memory, memory_budget)
         except BaseException:
             self.close()
             raise
@@ -165,13 +182,25 @@ class WorkerPool:
 
     # -- acquiring, spawning, putting back, retiring -----------------------------------------------
 
-    def acquire(self, model_id: str) -> WorkerHandle | None:
-        """An idle worker of the model, or a new one; None when the edge is full."""
+    def update_models(self, candidates: Mapping[str, Candidate]) -> None:
+        """Serve ``candidates`` from now on (candidates.json reloaded): new workers start with
+        their new entries, idle ones of a changed or removed entry retire, busy ones keep theirs."""
+        self._candidates = dict(candidates)
+        for model_id, idle in list(self._idle.items()):
+            for worker in [w for w in idle if w.candidate != self._candidates.get(model_id)]:
+                self.retire(worker, "its entry in candidates.json changed")
+
+    def acquire(self, model_id: str, candidate: Candidate | None = None) -> WorkerHandle | None:
+        """An idle worker of the model, or a new one; None when the edge is full. ``candidate``:
+        the entry to start it with (a restored session keeps its own), by default the model's."""
+        candidate = candidate or self._candidates[model_id]
         idle = self._idle.get(model_id, [])
         while idle:
             worker = idle.pop()
-            if not worker.gone:
+            if not worker.gone and worker.candidate == candidate:
                 return worker
+            if not worker.gone:
+                self.retire(worker, "its entry in candidates.json changed")
         live = sum(1 for w in self.workers.values() if not w.gone)
         if live >= self.max_workers:
             oldest = min(
@@ -180,26 +209,40 @@ class WorkerPool:
                 default=None,
             )
             if oldest is None:
+                self.why_full = f"all {self.max_workers} workers of this edge are serving sessions"
                 return None
             self.retire(oldest, "evicted: the edge needed its place for another model")
         try:
-            return self._spawn(model_id)
+            return self._spawn(model_id, candidate)
+        except NoMemoryRoom as exc:
+            for worker in [w for ws in self._idle.values() for w in ws]:  # their room, once gone
+                self.retire(worker, "evicted: the host's memory budget is taken")
+            self.why_full = str(exc)
+            return None
         except (OSError, ZygoteError) as exc:
             logger.error("cannot start a worker for %s: %s", model_id, exc)
             return None
 
-    def _spawn(self, model_id: str) -> WorkerHandle:
+    def _spawn(self, model_id: str, candidate: Candidate) -> WorkerHandle:
         zygote = self._live_zygote()
         number = next(self._numbers)
+        if self.admission is not None and not self.admission.admit(number):
+            raise NoMemoryRoom(self.admission.why_refused())
         template: ModelTemplate | None = None
-        if self.templates is not None and self.templates.on:
-            self.templates.instance = self.instance
-            try:
-                template = self.templates.template_for(
-                    self._candidates[model_id], zygote, self._keep_paths(model_id)
-                )
-            finally:
-                self._templates_ended()  # (one whose module's files changed)
+        try:
+            if self.templates is not None and self.templates.on:
+                self.templates.instance = self.instance
+                try:
+                    template = self.templates.template_for(
+                        candidate, zygote, self._keep_paths(candidate)
+                    )
+                finally:
+                    self._templates_ended()  # (one whose module's files changed)
+        except BaseException:
+            if self.admission is not None:
+                self.admission.release(number)
+            raise
+        if template is not None:
             slot = template.claim_uid()  # a user id of the model's block
         elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
             slot = self._uid_claims.claim_lowest()
@@ -225,14 +268,16 @@ class WorkerPool:
             max_message_size=self._max_size,
             limits=self.limits,
             hardening=self.hardening,
-            candidate=self._candidates[model_id],
+            candidate=candidate,
             cgroup_procs=group.join_paths() if group is not None else [],
-            keep_paths=self._keep_paths(model_id),
+            keep_paths=self._keep_paths(candidate),
+            endpoints=self._endpoint_paths(candidate),
         )
         worker = WorkerHandle(
             number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
         )
         worker.group = group
+        worker.candidate = candidate
         try:
             if template is not None:
                 assert self.templates is not None
@@ -243,8 +288,12 @@ class WorkerPool:
                 zygote.spawn(number, spec, theirs)
         except ZygoteError:
             ours.close()
-            if self._uid_claims is not None:
+            if template is not None:
+                template.release_uid(slot)
+            elif self._uid_claims is not None:
                 self._uid_claims.release(slot)
+            if self.admission is not None:
+                self.admission.release(number)
             if group is not None:
                 group.remove()
             raise
@@ -257,13 +306,17 @@ class WorkerPool:
         logger.debug("starting worker %d for %s (slot %d)", number, model_id, slot)
         return worker
 
-    def _keep_paths(self, model_id: str) -> list[str]:
+    def _endpoint_paths(self, candidate: Candidate) -> dict[str, str]:
+        if self.endpoint_paths is None:
+            return {}
+        return self.endpoint_paths(candidate.endpoints)
+
+    def _keep_paths(self, candidate: Candidate) -> list[str]:
         """What a worker of ``model_id`` must still see under its private folders: the module's
         folder, its team's, Python's own paths and this package's (an editable install finds it
         through an import hook, not sys.path), when they lie in /tmp, say."""
         if not self.hardening.private_tmp:
             return []
-        candidate = self._candidates[model_id]
         top = candidate.module_id.split(".")[0]
         needed = [
             candidate.folder,
@@ -325,11 +378,14 @@ class WorkerPool:
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self.workers.pop(worker.number, None)
         if isinstance(worker.zygote, ModelTemplate):
-            worker.zygote.release_uid(worker.slot)
+            assert self.templates is not None
+            self.templates.release_worker(worker.zygote, worker.slot)
         else:
             self._slots_in_use.discard(worker.slot)
             if self._uid_claims is not None:
                 self._uid_claims.release(worker.slot)
+        if self.admission is not None:
+            self.admission.release(worker.number)
         shutil.rmtree(worker.home, ignore_errors=True)
         if worker.group is not None and not worker.group.remove():
             self._groups_to_remove.append(worker.group)  # tried again at housekeeping
@@ -348,9 +404,16 @@ class WorkerPool:
 
     @staticmethod
     def oom_killed(worker: WorkerHandle) -> bool:
-        """Whether the kernel killed a process of the worker for the memory limit over all its
-        processes."""
-        return worker.group is not None and bool(worker.group.oom_kills())
+        """Whether the worker ran out of its own memory limit over all its processes (its
+        group's own events: never a kill the host's shortage did)."""
+        return worker.group is not None and worker.group.hit_own_limit()
+
+    @staticmethod
+    def host_oom_killed(worker: WorkerHandle) -> bool:
+        """Whether an OOM killer not of the worker's own limit killed a process of it: the host
+        (or a group around the edge) ran out of memory, which is no fault of the worker's."""
+        group = worker.group
+        return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
 
     def memory_cause(self) -> str:
         """Why a worker that :meth:`oom_killed` ended."""
@@ -378,8 +441,12 @@ class WorkerPool:
         """Remove control groups that were busy before; retire workers idle too long."""
         self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
         self._templates_ended()
+        # Another edge's worker waits for the host's memory: idle workers give their room back.
+        squeezed = self.admission is not None and self.admission.others_waiting()
         for worker in [w for ws in self._idle.values() for w in ws]:
-            if now - worker.last_used > IDLE_WORKER_TIMEOUT:
+            if squeezed:
+                self.retire(worker, "evicted: another edge waits for the host's memory")
+            elif now - worker.last_used > IDLE_WORKER_TIMEOUT:
                 self.retire(worker, f"idle for {IDLE_WORKER_TIMEOUT:.0f} s")
 
     # -- the template process ----------------------------------------------------------------
@@ -410,6 +477,7 @@ class WorkerPool:
         if self._zygote is None:
             self._zygote_registered = None
             self._zygote = Zygote()
+            prefer_as_oom_victim(self._zygote.process.pid)
         return self._zygote
 
     def _zygote_gone(self) -> None:
@@ -583,6 +651,8 @@ class WorkerPool:
         remove_edge_groups(self.cgroups)
         if self._uid_claims is not None:
             self._uid_claims.release_all()
+        if self.admission is not None:
+            self.admission.close()
 
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""

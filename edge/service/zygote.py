@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import msgpack
 
+from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.learnsets import WARM_GEN as _WARM_GEN
 from edge.service.learnsets import LearnsetWarmer as _LearnsetWarmer
@@ -46,6 +47,7 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.userns import TEMPLATE_UID_BASE, probe_model_templates
+from edge.visible_text import configure_cli_logging
 
 __all__ = ["Zygote", "ZygoteError", "main"]
 
@@ -75,6 +77,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
+        env["PYTHONHASHSEED"] = WORKER_HASH_SEED  # the same set orders in every run (contract.md)
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         )
@@ -450,7 +453,5 @@ class _Template:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    configure_cli_logging(logging.WARNING)
     main(sys.argv[1:])

@@ -72,8 +72,18 @@ def check_version(version: str) -> None:
         )
 
 
-def usage_to_wire(usage: CallUsage) -> dict[str, float]:
-    return {"cpu": float(usage.cpu), "queued": float(usage.queued)}
+ENDPOINT_USAGE_KEYS: Final = ("requests", "bytes", "tokens")
+"""The fields of ``usage.endpoint`` (2.1), in :class:`CallUsage`'s order."""
+
+MAX_ENDPOINT_COUNT: Final = 1 << 62
+
+
+def usage_to_wire(usage: CallUsage) -> dict[str, Any]:
+    wire: dict[str, Any] = {"cpu": float(usage.cpu), "queued": float(usage.queued)}
+    counts = (usage.endpoint_requests, usage.endpoint_bytes, usage.endpoint_tokens)
+    if any(counts):  # only a call that used a model endpoint says so
+        wire["endpoint"] = dict(zip(ENDPOINT_USAGE_KEYS, map(int, counts), strict=True))
+    return wire
 
 
 def usage_from_wire(data: Any) -> CallUsage:
@@ -92,4 +102,20 @@ def usage_from_wire(data: Any) -> CallUsage:
                 f"usage.{key} must be a number of seconds in [0, {MAX_CALL_TIMEOUT:g}]"
             )
         values.append(float(value))
-    return CallUsage(cpu=values[0], queued=values[1])
+    return CallUsage(values[0], values[1], *_endpoint_usage_from_wire(data.get("endpoint")))
+
+
+def _endpoint_usage_from_wire(data: Any) -> tuple[int, int, int]:
+    if data is None:
+        return 0, 0, 0
+    if not isinstance(data, dict):
+        raise ProtocolError("usage.endpoint must be a map")
+    counts = []
+    for key in ENDPOINT_USAGE_KEYS:
+        value = data.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProtocolError(f"usage.endpoint.{key} must be an integer")
+        if not 0 <= value <= MAX_ENDPOINT_COUNT:
+            raise ProtocolError(f"usage.endpoint.{key} must be in [0, 2**62]")
+        counts.append(value)
+    return counts[0], counts[1], counts[2]

@@ -66,9 +66,10 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "2.0"
+PROTOCOL_VERSION: Final = "2.1"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
-optional fields, message types or error codes (unknown body fields are ignored)."""
+optional fields, message types or error codes (unknown body fields are ignored). 2.1 sends a
+uniform Box bound as one scalar, which a 2.0 center cannot read (docs/protocol.md)."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
@@ -242,7 +243,8 @@ class ErrorCode(StrEnum):
     UNSUPPORTED = "unsupported"
     """This edge has no handler for the request's type."""
     BUSY = "busy"
-    """The session already has too many requests waiting."""
+    """The session already has too many requests waiting; to open_session: the edge cannot start
+    a worker now (full, or the host's memory budget taken): the center waits, books nothing."""
     UNKNOWN_SESSION = "unknown_session"
     """The edge has no such session (never opened, closed, expired, or the edge restarted)."""
     UNKNOWN_MODEL = "unknown_model"
@@ -457,10 +459,15 @@ class Request:
 class CallUsage:
     """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
     ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
-    request waited for a free CPU before it started."""
+    request waited for a free CPU before it started. (2.1) What the call's worker asked of the
+    organizer's model endpoints (``sep_edge --endpoint``) while it ran: requests, bytes (both
+    ways) and the tokens their replies reported (OpenAI-style ``usage``)."""
 
     cpu: float
     queued: float
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

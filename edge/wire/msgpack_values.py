@@ -23,7 +23,9 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "EXT_NDARRAY",
     "EXT_NUMPY_SCALAR",
+    "MAX_ACTION_BYTES",
     "MAX_NESTING_DEPTH",
+    "MAX_OBSERVATION_BYTES",
     "check_structure",
     "decode_value",
     "encode_value",
@@ -35,6 +37,15 @@ __all__ = [
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 8 * 1024 * 1024
 """Largest encoded message, in bytes, accepted or produced by default (socket and codec)."""
+
+MAX_OBSERVATION_BYTES: Final = DEFAULT_MAX_MESSAGE_SIZE // 2
+"""Largest observation a side may declare, in bytes as the wire carries it
+(:func:`edge.wire.spaces.value_bytes`: a float32 Box of 2^20 elements). Half a message: a decide
+reply also carries the action, the mask, the order and the call's output."""
+
+MAX_ACTION_BYTES: Final = DEFAULT_MAX_MESSAGE_SIZE // 8
+"""Largest action a side may declare, likewise (1 MiB): with the largest observation, the mask of
+the largest ``Discrete`` and the output a reply may carry, a decide reply stays within a message."""
 
 MAX_NESTING_DEPTH: Final = 32
 """Deepest nesting of msgpack maps and arrays, the envelope counting as depth 1."""

@@ -77,7 +77,10 @@ def load_sep_config(path: str | Path) -> SepConfig:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SepConfigError(f"{path}: no such file") from None
+        raise SepConfigError(
+            f"{path.absolute()}: no such file (the edges' addresses: run in the folder of "
+            "sep_config.json, or give its path with --config)"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SepConfigError(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(data, dict):

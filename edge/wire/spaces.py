@@ -28,6 +28,7 @@ __all__ = [
     "scalar_to_wire",
     "space_from_wire",
     "space_to_wire",
+    "value_bytes",
 ]
 
 MAX_NDIM: Final = 32
@@ -137,8 +138,8 @@ def space_to_wire(space: gymnasium.Space[Any]) -> dict[str, Any]:
             "space": "Box",
             "dtype": _space_dtype(space),
             "shape": list(space.shape),
-            "low": np.asarray(space.low),
-            "high": np.asarray(space.high),
+            "low": _bound(space.low),
+            "high": _bound(space.high),
         }
     if isinstance(space, spaces.Discrete):
         return {
@@ -170,6 +171,34 @@ def space_to_wire(space: gymnasium.Space[Any]) -> dict[str, Any]:
     )
 
 
+def _bound(bound: Any) -> np.ndarray:
+    """A Box bound as it travels: one scalar (a 0-d array, which the Box broadcasts) when every
+    element is the same, so that the bounds of a large Box do not take two observations' worth
+    of a message; else the whole array."""
+    array = np.asarray(bound)
+    if array.size and bool(np.all(array == array.flat[0])):
+        return np.asarray(array.flat[0], dtype=array.dtype)
+    return array
+
+
+def value_bytes(space: gymnasium.Space[Any]) -> int:
+    """The bytes of a value of ``space`` as the wire carries it: the data of its arrays and
+    scalars (elements × item size), without the few bytes of framing each one has."""
+    if isinstance(space, spaces.Box):
+        return int(np.prod(space.shape, dtype=object)) * np.dtype(space.dtype).itemsize
+    if isinstance(space, spaces.Discrete):
+        return np.dtype(space.dtype).itemsize
+    if isinstance(space, spaces.MultiDiscrete):
+        return int(space.nvec.size) * np.dtype(space.dtype).itemsize
+    if isinstance(space, spaces.MultiBinary):
+        return int(np.prod(space.shape, dtype=object)) * np.dtype(space.dtype).itemsize
+    if isinstance(space, spaces.Dict):
+        return sum(value_bytes(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return sum(value_bytes(s) for s in space.spaces)
+    raise ProtocolError(f"unsupported space {type(space).__name__}")
+
+
 def space_from_wire(data: Any, where: str = "space") -> gymnasium.Space[Any]:
     """The space described by ``data``; ProtocolError when it is not a valid description."""
     if not isinstance(data, dict):
@@ -183,6 +212,8 @@ def space_from_wire(data: Any, where: str = "space") -> gymnasium.Space[Any]:
             high = required_field(data, "high", np.ndarray, where)
             if low.dtype != dtype or high.dtype != dtype:
                 raise ProtocolError(f"{where}: Box low and high must have the Box's dtype")
+            # (2.1) a 0-d bound is one value for every element; gymnasium broadcasts a scalar
+            low, high = (b[()] if b.ndim == 0 else b for b in (low, high))
             return spaces.Box(low=low, high=high, shape=tuple(shape), dtype=dtype)  # type: ignore[arg-type]
         if kind == "Discrete":
             n = required_field(data, "n", int, where)

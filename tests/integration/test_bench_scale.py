@@ -46,8 +46,9 @@ def test_bench_scale_runs_every_part_and_prints_the_ratios(tmp_path):
     assert "ratio --workers 1 / one process:" in out
     assert re.search(r"^together\s+300 battles\s+\d+ battles/s", out, re.MULTILINE), out
     assert re.search(r"^one at a time\s+300 battles\s+\d+ battles/s", out, re.MULTILINE), out
-    # The workers' LOG_DIRs are complete, with compressed logs; one process's are plain.
+    # The workers' LOG_DIRs are complete, with compressed logs, as one process's.
     rows = (tmp_path / "workers-0---workers_2" / "battles.csv").read_text().splitlines()
     assert len(rows) == 3
-    assert list((tmp_path / "workers-0---workers_2" / "logs").glob("*.log.gz"))
-    assert not list((tmp_path / "workers-0-one_process" / "logs").glob("*.gz"))
+    for run in ("workers-0---workers_2", "workers-0-one_process"):
+        assert list((tmp_path / run / "logs").glob("*.log.gz"))
+        assert not list((tmp_path / run / "logs").glob("*.log"))

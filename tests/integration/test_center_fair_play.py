@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from center.errors import EdgeRemoteError
+from center.files import existing, read_text
 from center.showdown.install import find_install
 from edge.wire.messages import (
     CloseSessionRequest,
@@ -124,7 +125,7 @@ def _set(species: str, item: str, moves: list[str]) -> tuple[str, str, tuple[str
 
 def _real_team(log: Path, side: str) -> set[tuple[str, str, tuple[str, ...]]]:
     """The team ``side`` really had: its first request in the battle's protocol log."""
-    for line in log.read_text().splitlines():
+    for line in read_text(log).splitlines():  # logs/ID.log.gz
         entry = json.loads(line)
         if entry["side"] != side or "|request|" not in entry["frame"]:
             continue
@@ -137,7 +138,7 @@ def _real_team(log: Path, side: str) -> set[tuple[str, str, tuple[str, ...]]]:
 
 
 def _oracle_reports(out: Path) -> list[dict[str, Any]]:
-    lines = out.read_text().splitlines() if out.exists() else []
+    lines = read_text(out).splitlines() if existing(out) else []  # .out.gz
     return [json.loads(line[len(MARK) :]) for line in lines if line.startswith(MARK)]
 
 

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.readme import argv, readme_command
+
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "scripts" / "demo.sh"
+# The README's first command; the tests add "-n 1" (and "-q") to keep it small.
+DEMO = argv(readme_command("./scripts/demo.sh"))
 
 pytestmark = pytest.mark.showdown
 
@@ -56,7 +59,7 @@ def test_the_demo_plays_a_league_through_two_edges_and_leaves_nothing_running(tm
     before = set(_sep_edges())
     log_dir = tmp_path / "demo"
     run = subprocess.run(
-        [str(DEMO), "-n", "1", "-q"],
+        [*DEMO, "-n", "1", "-q"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -87,7 +90,7 @@ def test_the_demo_stops_with_one_line_when_an_edge_port_is_taken(tmp_path):
         taken.listen()
         log_dir = tmp_path / "demo"
         run = subprocess.run(
-            [str(DEMO), "-n", "1"],
+            [*DEMO, "-n", "1"],
             capture_output=True,
             text=True,
             timeout=300,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from center.files import existing, read_text
 from tests.integration.edges import EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parents[1] / "fairplay_agents" / "candidates.json"
@@ -79,9 +80,9 @@ def play(edges: dict[str, EdgeProcess], log_dir: Path, *args: str) -> list[dict[
 
 
 def printed(log_dir: Path, battle_id: str, side: str) -> str:
-    """What a side's user code printed during a battle (logs/ID.SIDE.out)."""
+    """What a side's user code printed during a battle (logs/ID.SIDE.out.gz)."""
     path = log_dir / "logs" / f"{battle_id}.{side}.out"
-    return path.read_text() if path.exists() else ""
+    return read_text(path) if existing(path) else ""
 
 
 def test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time(edges, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import re
@@ -70,9 +71,10 @@ def test_league_through_two_edges_writes_complete_consistent_results(
     assert all(c == 1 for c in Counter((r["blue"], r["red"]) for r in rows).values())
     for row in rows:
         assert row["winner"] in ("blue", "red", "tie", "none")
-        assert (tmp_path / "run" / row["replay"]).exists() and (
-            tmp_path / "run" / row["log"]
-        ).exists()
+        # The logs gzipped, the players file; the replay pages only when asked (sep_report).
+        assert (tmp_path / "run" / f"{row['log']}.gz").exists()
+        assert (tmp_path / "run" / row["replay"]).with_suffix(".players.json").exists()
+        assert not (tmp_path / "run" / row["replay"]).exists()
         assert row["format"] == "gen9bssfactory" and row["version_showdown"] == "0.11.11"
     standings = {s["id"]: s for s in csv.DictReader((tmp_path / "run" / "standings.csv").open())}
     for cid in ids:
@@ -128,8 +130,8 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
         assert status(row, "good_random") == "OK", row
         if wanted == "OK":  # megabytes of output: captured, capped and kept with the battle
             side = "blue" if row["blue"] == cid else "red"
-            out = (tmp_path / "run" / row["log"]).with_suffix(f".{side}.out")
-            assert 0 < out.stat().st_size < 200_000
+            out = (tmp_path / "run" / row["log"]).with_suffix(f".{side}.out.gz")
+            assert 0 < len(gzip.decompress(out.read_bytes())) < 200_000
         elif wanted != "INVALID":  # a fatal failure forfeits: good_random wins
             assert row["winner"] == ("blue" if row["blue"] == "good_random" else "red"), row
             if cid == "sleeps_in_step":  # the edge names the user call that overran

@@ -66,3 +66,27 @@ def test_an_edge_address_where_nothing_listens_names_the_config_file(tmp_path):
     line = _one_line(run)
     assert "cannot reach the blue edge" in line and "connection refused" in line, line
     assert str(config) in line and "sep_edge blue" in line, line
+
+
+SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+
+
+def test_a_mistyped_model_in_sep_edge_check_gets_a_suggestion(tmp_path):
+    candidates = tmp_path / "candidates.json"
+    candidates.write_text(json.dumps({"mine": {"userModuleID": "agents.learned_policy"}}))
+    line = _one_line(_run([*SEP_EDGE, "--check", "mien"], tmp_path))
+    assert line == f"error: {candidates}: no model 'mien' (did you mean mine? models: mine)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[*SEP_EDGE, "blue"], [*SEP_MAIN, "random", "maxpower"]],
+    ids=["sep_edge", "sep_main"],
+)
+def test_a_missing_sep_config_names_its_path_and_config(tmp_path, command):
+    (tmp_path / "candidates.json").write_text((ROOT / "candidates.json").read_text())
+    line = _one_line(_run([*command], tmp_path))
+    assert line == (
+        f"error: {tmp_path / 'sep_config.json'}: no such file (the edges' addresses: run in the "
+        "folder of sep_config.json, or give its path with --config)"
+    )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from center.files import read_text
 from tests.integration.edges import AGENTS, EdgeProcess, free_port, write_config
 
 pytestmark = pytest.mark.showdown
@@ -237,8 +238,9 @@ def test_sep_main_names_a_model_its_edge_does_not_serve(start_edges, tmp_path):
     run = _sep_main_preflight(edges["blue"].config, log_dir, "good_random", "contract_example")
     assert run.returncode == 2, run.stderr
     assert run.stderr.strip().splitlines() == [
-        f"error: the red edge at {edges['red'].endpoint} does not serve contract_example "
-        "(check its candidates.json)"
+        f"error: the red edge at {edges['red'].endpoint} does not serve contract_example: "
+        "add it to that edge's candidates.json (a running edge rereads the file when it changes, "
+        "or on SIGHUP; an edge older than that needs a restart)"
     ]
     assert not log_dir.exists()
 
@@ -311,7 +313,7 @@ def test_make_obs_runs_once_per_decision_and_only_when_the_side_must_act(command
     counted = 0
     for row in _rows(log_dir):
         assert row["blue_status"] == "OK", row
-        out = (log_dir / "logs" / f"{row['battle_id']}.blue.out").read_text()
+        out = read_text(log_dir / "logs" / f"{row['battle_id']}.blue.out")  # .out.gz
         lines = out.splitlines()
         (line,) = [ln for ln in lines if ln.startswith("CALLS")]
         make_obs, deploy = (int(part.split("=")[1]) for part in line.split()[1:])

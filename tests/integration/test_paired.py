@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from center.files import read_text
 from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
@@ -46,7 +47,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def _blue_team(log_dir: Path, row: dict[str, str]) -> list[str]:
     """The blue side's six Pokémon, from its first request in the battle's protocol log."""
-    for line in (log_dir / row["log"]).read_text(encoding="utf-8").splitlines():
+    for line in read_text(log_dir / row["log"]).splitlines():  # logs/ID.log.gz
         entry = json.loads(line)
         if entry["side"] != "blue":
             continue

@@ -102,17 +102,8 @@ def test_sep_main_records_the_digest_each_edge_computed_of_its_own_files(start_e
     assert "good_team_choice (red edge)" in rerun.stderr
 
 
-def test_code_that_changes_on_an_edge_during_a_run_is_recorded_in_run_json(start_edges, tmp_path):
-    """The red participant edits their module while the run plays: the battles after the edit
-    are played by other code, and run.json says so (code_changes, during_run) instead of keeping
-    the digest of the start alone."""
-    candidates = copy_agents(tmp_path / "agents")
-    edges: dict[str, EdgeProcess] = start_edges(candidates)
-    log_dir = tmp_path / "run"
-    command = [*SEP_MAIN, *MODELS, "-n", "8", "--seed", "6", "--backend", "sim", "--config"]
-    command += [str(edges["blue"].config), "--candidates", str(candidates), "-l", str(log_dir)]
-    command += ["-q", "--concurrency", "1"]
-    before = digests(candidates)["good_team_choice"]
+def edit_during_run(command: list[str], log_dir: Path, module: Path) -> tuple[int, str]:
+    """Run ``command`` and edit ``module`` once its first battle is recorded: (exit, stderr)."""
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         rows = log_dir / "battles.csv"
@@ -122,14 +113,30 @@ def test_code_that_changes_on_an_edge_during_a_run_is_recorded_in_run_json(start
                 break
             time.sleep(0.1)
         assert run.poll() is None, "the run ended before the edit: nothing to test"
-        with (candidates.parent / "good_team_choice" / "__init__.py").open("a") as f:
+        with module.open("a") as f:
             f.write("\n# changed on the red host during the run\n")
         _, stderr = run.communicate(timeout=600)
     finally:
         if run.poll() is None:
             run.kill()
             run.communicate(timeout=30)
-    assert run.returncode == 0, stderr[-3000:]
+    return run.returncode, stderr
+
+
+def test_code_that_changes_on_an_edge_during_a_run_is_recorded_in_run_json(start_edges, tmp_path):
+    """The red participant edits their module while a run allowed to go on with new code plays:
+    the battles after the edit are played by other code, and run.json says so (code_changes,
+    during_run) instead of keeping the digest of the start alone."""
+    candidates = copy_agents(tmp_path / "agents")
+    edges: dict[str, EdgeProcess] = start_edges(candidates)
+    log_dir = tmp_path / "run"
+    command = [*SEP_MAIN, *MODELS, "-n", "8", "--seed", "6", "--backend", "sim", "--config"]
+    command += [str(edges["blue"].config), "--candidates", str(candidates), "-l", str(log_dir)]
+    command += ["-q", "--concurrency", "1", "--allow-code-change"]
+    before = digests(candidates)["good_team_choice"]
+    module = candidates.parent / "good_team_choice" / "__init__.py"
+    returncode, stderr = edit_during_run(command, log_dir, module)
+    assert returncode == 0, stderr[-3000:]
     after = digests(candidates)["good_team_choice"]
     assert "code changed during the run: good_team_choice (red edge)" in stderr
     doc = run_json(log_dir)
@@ -139,3 +146,35 @@ def test_code_that_changes_on_an_edge_during_a_run_is_recorded_in_run_json(start
     assert doc["provenance"]["good_team_choice"] == {"red edge": after}
     report = (log_dir / "report.html").read_text(encoding="utf-8")
     assert after in report and "during the run at" in report
+
+
+def test_code_that_changes_on_an_edge_during_a_run_stops_it_unless_allowed(start_edges, tmp_path):
+    """Without --allow-code-change a run plays one code per candidate: an edit on the red host
+    (or a candidates.json entry the edge reloads) stops it, nothing is booked with the new code,
+    and going on with it takes the flag, as for a rerun."""
+    candidates = copy_agents(tmp_path / "agents")
+    edges: dict[str, EdgeProcess] = start_edges(candidates)
+    log_dir = tmp_path / "run"
+    command = [*SEP_MAIN, *MODELS, "-n", "8", "--seed", "6", "--backend", "sim", "--config"]
+    command += [str(edges["blue"].config), "--candidates", str(candidates), "-l", str(log_dir)]
+    command += ["-q", "--concurrency", "1"]
+    before = digests(candidates)["good_team_choice"]
+    module = candidates.parent / "good_team_choice" / "__init__.py"
+    returncode, stderr = edit_during_run(command, log_dir, module)
+    assert returncode == 1, stderr[-3000:]
+    [line] = [x for x in stderr.splitlines() if x.startswith("error: ")]
+    assert "the code of good_team_choice (red edge)" in line and "changed during the run" in line
+    assert "--allow-code-change" in line
+    played = len((log_dir / "battles.csv").read_text().splitlines()) - 1
+    assert 1 <= played < 8
+    assert run_json(log_dir)["provenance"]["good_team_choice"] == {"red edge": before}
+
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "--allow-code-change" in refused.stderr
+    allowed = subprocess.run(
+        [*command, "--allow-code-change"], capture_output=True, text=True, timeout=600
+    )
+    assert allowed.returncode == 0, allowed.stderr[-3000:]
+    assert len((log_dir / "battles.csv").read_text().splitlines()) == 1 + 8
+    [change] = run_json(log_dir)["code_changes"]
+    assert change["model"] == "good_team_choice" and change["before"] == [before]

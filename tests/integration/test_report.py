@@ -27,6 +27,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from center.evaluation.rating_methods import RATING_METHODS
+
 pytestmark = pytest.mark.showdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,6 +88,15 @@ def league(showdown: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"report: {log_dir / 'report.html'}" in run.stdout  # written at the end of the run
+    # Replay pages are built on demand (tests/integration/test_compact_logdir.py): here, all.
+    pages = subprocess.run(
+        [*SEP_REPORT, str(log_dir), "--pages"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pages.returncode == 0, pages.stderr[-3000:]
     return log_dir
 
 
@@ -173,7 +184,7 @@ def test_report_shows_the_standings_and_links_existing_files_offline(league, bro
                 assert cell(col) == s[col], (s["id"], col)
             for col in ("win_rate", "win_rate_lo", "win_rate_hi"):
                 assert cell(col) == _percent(s[col]), (s["id"], col)
-            for col in ("rating", "rating_lo", "rating_hi"):
+            for col in (col for m in RATING_METHODS.values() for col in m.columns):
                 assert cell(col) == _rating(s[col]), (s["id"], col)
         assert page.locator("#ratings svg").count() == 1
         assert page.locator("#pairwise svg").count() == 1
@@ -552,7 +563,8 @@ def test_report_candidates_table_counts_the_statuses_and_times_of_battles_csv(le
                 assert cell("first_error_status") == b[f"{side}_status"], cid
                 assert cell("first_error_battle") == b["battle_id"], cid
                 link = row.locator('[data-col="first_error_battle"]').evaluate("a => a.href")
-                assert Path(unquote(urlparse(link).path)) == (league / b["log"]).resolve()
+                stored = (league / f"{b['log']}.gz").resolve()  # logs are kept gzipped
+                assert Path(unquote(urlparse(link).path)) == stored
                 assert b[f"{side}_error"]  # battles.csv has the reason of an ERROR
                 assert cell("first_error_line") == b[f"{side}_error"], cid
             else:
@@ -831,7 +843,9 @@ def test_report_of_a_gauntlet_shows_the_candidate_against_each_opponent(browser,
             for col in ("battles", "wins", "losses", "ties"):
                 assert cell(col) == str(line[col]), (line["opponent"], col)
             assert cell("win_rate") == f"{100 * line['win_rate']:.2f}%"
-            assert cell("elo_diff") == f"{line['elo_diff']:.1f}"
+            for method in RATING_METHODS.values():  # Bradley–Terry's elo_diff, Elo's, ...
+                diff = method.diff_column
+                assert cell(diff) == f"{line[diff]:.1f}", (line["opponent"], diff)
             assert cell("pentanomial") == "–".join(str(n) for n in line["pentanomial"])
         assert page.locator("#gauntlet-table [data-col='sprt']").count() == 0  # no --sprt
         assert page.locator("h1").inner_text().startswith("Gauntlet")

@@ -1,23 +1,27 @@
 """The sample user modules play real battles in-process, and the stronger ones win.
 
 ``play_match`` is the in-process loop of the user-module contract, as ``sep_eval`` runs it: load
-each module, build its Agent with ``instanceConfig`` {side, player, battle_format, seed}, ask its
-policy with ``info`` (``team_preview``, ``action_mask``) and step ``PokemonEnv``.
+each module (with the project's loader, which runs a poke-env Player module such as
+``agents.heuristic`` as an Agent and a policy), build its Agent with ``instanceConfig`` {side,
+player, battle_format, seed}, ask its policy with ``info`` (``team_preview``, ``action_mask``) and
+step ``PokemonEnv``.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from center.env.pokemon_env import PokemonEnv
+from edge.contract.candidates import Candidate
 from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import UserModel
 
 pytestmark = pytest.mark.showdown
 
@@ -25,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "gen9bssfactory"
 SIDES = {"player_0": "blue", "player_1": "red"}
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -40,16 +45,13 @@ class LoadedModule:
 def load_user_module(
     module_id: str, args: dict[str, Any] | None = None, model_id: str | None = None
 ) -> LoadedModule:
-    """Import ``module_id`` and call its contract functions with ``args`` + ``userModelID``."""
-    module = importlib.import_module(module_id)
-    full_args = {**(args or {}), "userModelID": model_id or module_id}
-    model_config_of = getattr(module, "getUserAgentModelConfig", None)
-    return LoadedModule(
-        model_id=full_args["userModelID"],
-        agent_class=module.getUserAgentClass(full_args),
-        model_config=dict(model_config_of(full_args)) if model_config_of else {},
-        policy=module.getUserPolicy(full_args),
+    """Load ``module_id`` as a candidate of the repository's candidates.json folder would be."""
+    model_id = model_id or module_id
+    candidate = Candidate(
+        model_id, module_id, dict(args or {}), model_id, None, None, ROOT / "candidates.json"
     )
+    model = UserModel(candidate)
+    return LoadedModule(model_id, model.agent_class, model.model_config, model.new_policy())
 
 
 @dataclass

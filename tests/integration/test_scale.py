@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from center.commands.replay import replay_battle
+from center.report.build import write_report
 from tests.integration.edges import AGENTS, EdgeProcess, free_port, write_config
 
 pytestmark = pytest.mark.showdown
@@ -148,6 +149,15 @@ def _complete(log_dir: Path, battles: int) -> list[dict[str, str]]:
     return rows
 
 
+def _layout(log_dir: Path) -> list[str]:
+    """The battles' files of a LOG_DIR, by relative path."""
+    return sorted(
+        p.relative_to(log_dir).as_posix()
+        for folder in ("logs", "replays")
+        for p in (log_dir / folder).iterdir()
+    )
+
+
 def test_workers_2_play_the_same_battles_as_one_process_and_a_plain_run_imports_no_ray(
     start_edges, tmp_path
 ):
@@ -176,17 +186,24 @@ def test_workers_2_play_the_same_battles_as_one_process_and_a_plain_run_imports_
     assert run.returncode == 0, run.stderr[-3000:]
     _complete(tmp_path / "two", 6)
     assert _outcomes(tmp_path / "one") == _outcomes(tmp_path / "two")
-    # Every recorded battle has its files, its logs compressed (the row names them as always),
-    # and they replay the same battle; the report's replay pages read them.
+    # Every recorded battle has the same files as in one process (one layout in every mode: the
+    # logs compressed, the row naming them as always, no page), and they replay the same battle;
+    # the replay pages built from them on demand read them.
+    assert _layout(tmp_path / "two") == _layout(tmp_path / "one")
     for row in _rows(tmp_path / "two"):
         log, inputs = row["log"], row["log"].replace(".log", ".input.log")
-        assert (tmp_path / "two" / row["replay"]).is_file()
+        assert not (tmp_path / "two" / row["replay"]).exists()  # built on demand
         for relpath in (log, inputs):  # the same battle, but for the protocol's timestamps
             assert not (tmp_path / "two" / relpath).exists(), relpath
-            packed = gzip.decompress((tmp_path / "two" / f"{relpath}.gz").read_bytes()).decode()
-            plain = (tmp_path / "one" / relpath).read_text()
-            assert re.sub(r"\|t:\|\d+", "", packed) == re.sub(r"\|t:\|\d+", "", plain)
+            texts = [
+                gzip.decompress((tmp_path / run / f"{relpath}.gz").read_bytes()).decode()
+                for run in RUNS
+            ]
+            assert re.sub(r"\|t:\|\d+", "", texts[0]) == re.sub(r"\|t:\|\d+", "", texts[1])
         assert replay_battle(tmp_path / "two", row["battle_id"]).same
+    for run in RUNS:
+        write_report(tmp_path / run, pages=True)
+    for row in _rows(tmp_path / "two"):
         pages = [(tmp_path / run / row["replay"]).with_suffix(".offline.html") for run in RUNS]
         assert pages[1].read_text().count("Turn ") == pages[0].read_text().count("Turn ") > 0
     standings = json.loads((tmp_path / "two" / "standings.json").read_text())

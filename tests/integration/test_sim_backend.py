@@ -9,6 +9,7 @@ restarts, and the run completes; the statuses come out the same as on the server
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import Budget
+from center.files import read_text
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_seeds import public_seeds
@@ -72,7 +74,7 @@ def _rows(log_dir: Path) -> list[dict[str, str]]:
 
 def _protocol(path: Path) -> list[str]:
     """A protocol log without its timestamps."""
-    return [re.sub(r"\|t:\|\d+", "|t:|", line) for line in path.read_text().splitlines()]
+    return [re.sub(r"\|t:\|\d+", "|t:|", line) for line in read_text(path).splitlines()]
 
 
 def _same_battles(one: Path, two: Path) -> None:
@@ -84,7 +86,7 @@ def _same_battles(one: Path, two: Path) -> None:
         log = Path(row["log"])
         assert _protocol(one / log) == _protocol(two / log), row["battle_id"]
         inputs = log.with_suffix(".input.log")
-        assert (one / inputs).read_text() == (two / inputs).read_text(), row["battle_id"]
+        assert read_text(one / inputs) == read_text(two / inputs), row["battle_id"]
     assert json.loads((one / "run.json").read_text())["backend"] == "sim"
 
 
@@ -178,7 +180,14 @@ def test_no_text_an_agent_writes_reaches_the_simulator(sim_host):
         )
         assert "bad choice" in _next(session.sim, "error").message  # type: ignore[arg-type]
         # Nor any choice the center never writes (the stream's own commands among them).
-        for choice in ("undo", "shift", "eval 1", "move 1, move 2", "team 1234567"):
+        for choice in (
+            "undo",
+            "shift",
+            "eval 1",
+            "move 1, move 2, move 3",
+            "move thunderbolt, pass",
+            "team 1234567",
+        ):
             sim_host._send(
                 sim_host._current,
                 {"op": "choose", "id": session.sim.battle_id, "side": "p1", "choice": choice},  # type: ignore[union-attr]
@@ -248,13 +257,13 @@ def test_sep_eval_twice_with_a_seed_gives_identical_battles_that_sep_replay_conf
 
     # Another lead in an input log: the replay says where the battle went another way.
     row = _rows(tmp_path / "one")[0]
-    inputs = tmp_path / "one" / Path(row["log"]).with_suffix(".input.log")
-    lines = inputs.read_text().splitlines()
+    inputs = tmp_path / "one" / Path(row["log"]).with_suffix(".input.log.gz")
+    lines = gzip.decompress(inputs.read_bytes()).decode().splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith(">p1 team "))
     picks = lines[index].removeprefix(">p1 team ")
     assert len(picks) > 1
     lines[index] = f">p1 team {picks[::-1]}"
-    inputs.write_text("\n".join(lines) + "\n")
+    inputs.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     tampered = subprocess.run(
         [*SEP_REPLAY, str(tmp_path / "one"), row["battle_id"]],
         capture_output=True,
@@ -263,7 +272,9 @@ def test_sep_eval_twice_with_a_seed_gives_identical_battles_that_sep_replay_conf
     )
     assert tampered.returncode == 1 and tampered.stdout.startswith("different:"), tampered.stdout
     # A command of its own in the input log never reaches the simulator.
-    inputs.write_text("\n".join([*lines, ">eval process.exit(3)"]) + "\n")
+    inputs.write_bytes(
+        gzip.compress(("\n".join([*lines, ">eval process.exit(3)"]) + "\n").encode())
+    )
     report = replay_battle(tmp_path / "one", row["battle_id"])
     assert not report.same and "not a line the center writes" in report.differences[0]
 

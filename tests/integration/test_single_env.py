@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -18,8 +17,11 @@ from center.env.env_player import player_connected, unique_username
 from center.env.single_env import SinglizedEnv
 from center.errors import EnvError
 from center.showdown.server import ShowdownServer
+from tests.readme import ROOT, python_block
 
 pytestmark = pytest.mark.showdown
+
+ENVIRONMENT_DOC = ROOT / "docs" / "environment.md"
 
 
 def _play(env, seed):
@@ -78,7 +80,7 @@ def test_episode_against_a_poke_env_random_player(showdown):
 
 
 def test_a_poke_env_player_class_is_built_on_the_envs_server_and_losses_are_decided(showdown):
-    # The README's example: the class is enough, the environment builds it on its own server.
+    # docs/environment.md's example: the class is enough, the environment builds it on its own server.
     env = SinglizedEnv("gen9randombattle", server=showdown, opponent=RandomPlayer)
     try:
         outcomes = []
@@ -105,30 +107,21 @@ def test_a_player_on_another_server_is_refused_at_once(showdown):
         env.close()
 
 
-def _readme_block(marker: str) -> str:
-    """The README's python code block that contains ``marker``, as a reader copies it."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    found = [block for block in blocks if marker in block]
-    assert len(found) == 1, f"{len(found)} README blocks contain {marker!r}"
-    return found[0]
-
-
-def test_the_readmes_single_agent_example_runs_as_written(showdown, monkeypatch, capsys):
+def test_the_docs_single_agent_example_runs_as_written(showdown, monkeypatch, capsys):
     # As written: no server= given, the environment finds the running server ($SEP_SHOWDOWN_URL
     # here, as for a user who runs one), and builds the RandomPlayer class on it.
     monkeypatch.setenv("SEP_SHOWDOWN_URL", showdown.url)
     scope: dict[str, object] = {}
-    block = _readme_block("opponent=RandomPlayer")
+    block = python_block("opponent=RandomPlayer", ENVIRONMENT_DOC)
     try:
-        exec(compile(block, "README.md", "exec"), scope)
+        exec(compile(block, "environment.md", "exec"), scope)
     finally:
         env = scope.get("env")
         if isinstance(env, gymnasium.Env):
             env.close()
     printed = capsys.readouterr().out.strip().splitlines()
     assert len(printed) == 1, printed
-    # The line the README shows, "False loss -1.0", has this shape whoever won.
+    # The line the page shows, "False loss -1.0", has this shape whoever won.
     assert re.fullmatch(r"(True win 1\.0|False loss -1\.0|None tie 0\.0)", printed[0]), printed
     shown = re.search(r"# e\.g\. (.*)", block.split("print(")[1]).group(1)
     assert re.fullmatch(r"(True win 1\.0|False loss -1\.0|None tie 0\.0)", shown), shown

@@ -1,12 +1,13 @@
-"""The README's path from training to a league, with a tiny budget: MaskablePPO on the simulator,
-the export to a numpy-only user module, ``sep_edge --check`` on it, and a league through real edges
-against the samples."""
+"""The README's participant path from training to a league, with a tiny budget: its commands as
+written (MaskablePPO on the simulator, the export to a numpy-only user module, ``sep_edge --check``
+on it, a league in-process) in a copy of the checkout's agents, then a league through real edges."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from agents.learned_policy.policy import MLPWeights
-from tests.integration.edges import SEP_EDGE
+from tests.readme import argv, blocks, readme_command
 
 pytestmark = pytest.mark.showdown
 
@@ -25,38 +26,37 @@ SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep
 
 
 def _submission(tmp_path: Path) -> Path:
-    """A participant's folder: the sample modules and a candidates file, as the README sets up."""
+    """A participant's folder: the sample modules and the checkout's candidates.json with the
+    README's entry for the trained model added."""
     folder = tmp_path / "submission"
     shutil.copytree(
         ROOT / "agents", folder / "agents", ignore=shutil.ignore_patterns("__pycache__")
     )
-    candidates = {
-        "mine": {"userModuleID": "agents.learned_policy", "args": {"weights": "mine.npz"}},
-        "random": {"userModuleID": "agents.random_agent", "args": {"seed": 0}},
-        "maxpower": {"userModuleID": "agents.max_power", "args": {}},
-    }
+    candidates = json.loads((ROOT / "candidates.json").read_text())
+    (entry,) = [b for b in blocks("json") if '"mine"' in b]
+    candidates.update(json.loads("{" + entry + "}"))
     (folder / "candidates.json").write_text(json.dumps(candidates))
     return folder
+
+
+def _run(command: list[str], folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
 
 
 @pytest.mark.timeout(1200)  # training, the checker and a league: each step bounded below
 def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_path):
     folder = _submission(tmp_path)
     weights_file = folder / "agents" / "learned_policy" / "mine.npz"
-    train = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "train_maskable_ppo.py"),
-            "--timesteps",
-            "256",
-            "--n-steps",
-            "128",
-            "--out",
-            str(weights_file),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    train_command = "python scripts/train_maskable_ppo.py --timesteps 200000 --out agents/learned_policy/mine.npz"
+    train = _run(
+        [*argv(readme_command(train_command), timesteps="256"), "--n-steps", "128"], folder
     )
     assert train.returncode == 0, train.stderr[-3000:]
     conditions = json.loads(weights_file.with_suffix(".json").read_text())
@@ -80,14 +80,17 @@ def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_pat
     )
     assert probe.returncode == 0 and probe.stdout.strip() == "False", probe.stdout + probe.stderr
 
-    check = subprocess.run(
-        [*SEP_EDGE, "--check", "mine", "--candidates", str(folder / "candidates.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
+    check = _run(argv(readme_command("sep_edge --check mine")), folder, TMPDIR=str(tmp_path))
     assert check.returncode == 0, check.stdout + check.stderr
+
+    in_process = _run(
+        argv(readme_command("sep_eval --league mine random maxpower heuristic -n 20"), n="1"),
+        folder,
+    )
+    assert in_process.returncode == 0, in_process.stderr[-3000:]
+    (battles,) = (folder / "runs").glob("*/battles.csv")  # the LOG_DIR sep_eval names itself
+    with battles.open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == 6
 
     edges = start_edges(folder / "candidates.json")
     blue = edges["blue"]
@@ -123,3 +126,47 @@ def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_pat
         side = "blue" if row["blue"] == "mine" else "red"
         assert row[f"{side}_status"] == "OK", row[f"{side}_error"]
         assert row["winner"] in ("blue", "red", "tie")
+
+
+TRAIN = [sys.executable, str(ROOT / "scripts" / "train_maskable_ppo.py")]
+
+
+def test_the_training_script_needs_an_out_file_and_writes_nothing_in_the_checkout(tmp_path):
+    committed = (ROOT / "agents" / "learned_policy" / "weights.npz").read_bytes()
+    run = _run([*TRAIN, "--timesteps", "64"], tmp_path)
+    assert run.returncode == 2 and "the following arguments are required: --out" in run.stderr
+    assert (ROOT / "agents" / "learned_policy" / "weights.npz").read_bytes() == committed
+
+
+@pytest.mark.timeout(1200)  # two tiny training runs
+def test_training_shows_progress_logs_tensorboard_and_counts_a_continued_runs_own_steps(tmp_path):
+    small = ["--timesteps", "128", "--n-steps", "64", "--batch-size", "32"]
+    first = _run(
+        [*TRAIN, *small, "--out", "a.npz", "--save-model", "m.zip", "--tensorboard", "tb"],
+        tmp_path,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    # The bar: this run's steps, steps/s, and the mean episode reward once an episode ended.
+    assert re.search(r"training: 100%\|.*\| 128/128 \[.* steps/s", first.stderr), first.stderr
+    assert re.fullmatch(
+        r"trained 128 steps in \d+ s \(\d+ steps/s, \d+ episodes\); wrote a\.npz",
+        first.stdout.strip(),
+    ), first.stdout
+    assert list((tmp_path / "tb").rglob("events.out.tfevents.*")), "no TensorBoard log"
+
+    second = _run(
+        [*TRAIN, *small, "--out", "b.npz", "--init-from", "m.zip", "--export-every", "64"],
+        tmp_path,
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert re.fullmatch(
+        r"trained 128 steps in \d+ s \(\d+ steps/s, \d+ episodes\); 256 in all with m\.zip's; "
+        r"wrote b\.npz",
+        second.stdout.strip(),
+    ), second.stdout
+    # --export-every writes beside --out, each export its own file, and says so.
+    for steps in (192, 256):
+        assert (tmp_path / f"b-{steps}.npz").is_file()
+        assert f"exported after {steps} steps: b-{steps}.npz" in second.stderr
+    conditions = json.loads((tmp_path / "b.json").read_text())
+    assert conditions["timesteps"] == 256 and conditions["timesteps_this_run"] == 128

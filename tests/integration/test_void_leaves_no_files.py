@@ -50,6 +50,9 @@ def test_a_battle_voided_twice_is_not_played_and_leaves_no_file(tmp_path, sim_ho
     assert load_records(tmp_path) == []
     left = [p for p in battle_file_relpaths(battle.battle_id) if (tmp_path / p).exists()]
     assert left == []
+    # ... nor any file it is named in, whatever battle_file_relpaths lists (gzipped logs too).
+    anywhere = [p.name for p in tmp_path.rglob(f"{battle.battle_id}.*")]
+    assert anywhere == []
 
 
 def test_files_of_an_attempt_that_was_never_booked_are_gone_when_the_battle_is_played(

@@ -137,3 +137,46 @@ def test_canonical_order_at_team_preview_accepts_only_team_choices():
     for bad in ("/choose move 1", "/team 1", "/team 117", "/team 789"):
         with pytest.raises(InvalidActionError):
             canonical_order(battle, bad)
+
+
+def test_a_switch_by_species_id_names_the_one_pokemon_of_that_species():
+    # Rotom-Wash plays as "Rotom" (its name); poke-env users write its species id, rotomwash.
+    battle = next(  # (the replay goes on changing the battle: take it while it is there)
+        b
+        for _, b in decision_points()
+        if not b.teampreview
+        and any(m.species == "rotomwash" and m.name == "Rotom" for m in b.available_switches)
+    )
+    assert canonical_order(battle, "/choose switch rotomwash") == "/choose switch Rotom"
+    assert canonical_order(battle, "/choose switch Rotom") == "/choose switch Rotom"
+    with pytest.raises(InvalidActionError, match="cannot switch to 'rotomheat' now"):
+        canonical_order(battle, "/choose switch rotomheat")
+
+
+def test_a_switch_that_names_two_pokemon_is_refused(monkeypatch):
+    battle, other = next(
+        (b, b.available_switches[1])
+        for _, b in decision_points()
+        if not b.teampreview and len(b.available_switches) > 1
+    )
+    mon = battle.available_switches[0]
+    monkeypatch.setattr(other, "_name", mon.species)  # a nickname that is the other's species
+    with pytest.raises(InvalidActionError, match=f"'{mon.species}' names 2 Pokémon of the team"):
+        canonical_order(battle, f"/choose switch {mon.species}")
+
+
+def test_team_positions_are_battle_teams_order_and_the_opponent_shows_species_only():
+    # docs/contract.md, "Team preview": /team k is list(battle.team.values())[k - 1], and
+    # battle.teampreview_opponent_team holds the opponent's Pokémon with nothing revealed.
+    previews = 0
+    for _, battle in decision_points():
+        if not battle.teampreview:
+            continue
+        previews += 1
+        request = [entry["ident"] for entry in battle.last_request["side"]["pokemon"]]
+        assert [f"{battle.player_role}: {mon.name}" for mon in battle.team.values()] == request
+        assert team_order(battle, [1, 0, 2]) == canonical_order(battle, "/team 213") == "/team 213"
+        shown = battle.teampreview_opponent_team
+        assert len(shown) == len(request) and all(mon.species for mon in shown)
+        assert all(not mon.moves and mon.item in (None, "unknown_item") for mon in shown)
+    assert previews >= 4

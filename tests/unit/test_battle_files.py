@@ -1,5 +1,5 @@
-"""A battle's files: collected, compressed, written back under their own names only, and read
-the same whether a LOG_DIR keeps its logs plain (one process, older runs) or gzipped (runners)."""
+"""A battle's files: collected, written back under their own names only, and read the same
+whether a LOG_DIR keeps its logs gzipped (every run now) or plain (runs recorded before)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from center.errors import ResultsError
 from center.evaluation.battle_files import (
     battle_file_relpaths,
-    compress_logs,
     read_battle_files,
     remove_battle_files,
     write_battle_files,
@@ -42,10 +41,19 @@ def _files() -> dict[str, bytes]:
     }
 
 
+def _packed() -> dict[str, bytes]:
+    """The files as a battle writes them now: the two logs gzipped."""
+    logs = {f"logs/{BATTLE}.log", f"logs/{BATTLE}.input.log"}
+    return {
+        name + ".gz" if name in logs else name: gzip.compress(data) if name in logs else data
+        for name, data in _files().items()
+    }
+
+
 def test_compressed_logs_read_as_the_plain_ones(tmp_path):
     plain, packed = tmp_path / "plain", tmp_path / "packed"
     write_battle_files(plain, BATTLE, _files())
-    write_battle_files(packed, BATTLE, compress_logs(BATTLE, _files()))
+    write_battle_files(packed, BATTLE, _packed())
     assert not (packed / f"logs/{BATTLE}.log").exists()
     assert gzip.decompress((packed / f"logs/{BATTLE}.log.gz").read_bytes()) == _protocol_log()
     assert (packed / f"replays/{BATTLE}.html").read_bytes() == b"<html>replay</html>"
@@ -68,7 +76,7 @@ def test_a_truncated_compressed_log_is_an_os_error(tmp_path):
 
 
 def test_files_are_collected_removed_and_only_the_battles_own_are_written(tmp_path):
-    write_battle_files(tmp_path, BATTLE, compress_logs(BATTLE, _files()))
+    write_battle_files(tmp_path, BATTLE, _packed())
     collected = read_battle_files(tmp_path, BATTLE)
     assert set(collected) <= set(battle_file_relpaths(BATTLE))
     assert f"logs/{BATTLE}.log.gz" in collected and f"logs/{BATTLE}.red.err" in collected

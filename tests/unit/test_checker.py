@@ -21,13 +21,11 @@ from edge.checker.checks import (
     check_action_mask,
     check_observation,
     check_order,
-    check_spaces,
 )
 from edge.checker.report import CheckReport, Status
 from edge.checker.run import RECORDED_CHECKS, check_user_module
 from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.errors import ContractError
-from edge.maple.maple_agent import MapleAgent
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents" / "candidates.json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,9 +158,9 @@ def test_a_plain_module_without_optional_hooks_passes_and_says_so(
 ) -> None:
     report = report_of(reports, "plain_no_hooks")
     assert report.result("hooks").status is Status.PASS
-    assert "has no onEpisodeEnd, reset, seed" in report.result("hooks").message
-    assert report.result("action_mask").message == "the Agent has no action_mask"
-    assert report.result("agent_methods").message == "methods: makeObs, deploy"
+    assert report.result("action_mask").status is Status.SKIP
+    assert report.result("action_mask").message.startswith("no action mask")
+    assert report.result("agent_methods").status is Status.PASS
 
 
 def test_a_policy_raising_on_its_third_decision_is_caught_at_each_sample(
@@ -213,8 +211,7 @@ def test_an_observation_that_cannot_cross_the_wire_fails_the_observation_check(
     report = check_user_module(path, "m")
     assert failed(report) == {"observation"}, report.format()
     message = report.result("observation").message
-    assert "makeObs returned <object object" in message
-    assert "cannot be sent to the center" in message
+    assert "cannot be sent to the center" in message and "object" in message
 
 
 # -- broken modules -----------------------------------------------------------------------------
@@ -385,7 +382,8 @@ def test_an_agent_without_gymnasium_spaces(tmp_module: tuple[Path, str]) -> None
     )
     report = check_user_module(path, "m")
     assert failed(report) == {"spaces"}
-    assert "action_space is a list, not a gymnasium space" in report.result("spaces").message
+    assert "ProtocolError" not in report.result("spaces").message
+    assert "cannot be sent to the center" in report.result("spaces").message
 
 
 def test_illegal_actions_without_a_mask_are_only_a_warning(tmp_module: tuple[Path, str]) -> None:
@@ -543,13 +541,6 @@ def test_check_action_accepts_team_choices_only_at_team_preview() -> None:
         check_action("/choose move 1", space, team_preview=True)
 
 
-def test_check_spaces_refuses_unsupported_kinds() -> None:
-    agent = MapleAgent({}, {})
-    agent.observation_space = gymnasium.spaces.Dict({"name": gymnasium.spaces.Text(5)})  # type: ignore[assignment]
-    with pytest.raises(ContractError, match=r"observation_space\['name'\] is a Text space"):
-        check_spaces(agent)
-
-
 def test_check_order_accepts_legal_orders_and_explains_illegal_ones() -> None:
     sample = next(s for s in shipped_sample_battles() if s.battle_format == "gen9bssfactory")
     point = next(p for p in decision_points(sample) if p.kind == "team preview")
@@ -684,7 +675,7 @@ def test_when_the_import_takes_the_loading_time_the_checker_says_so(
     report = check_user_module(path, "m", load_limit=0.55)
     assert failed(report) == {"time"}, report.format()
     message = report.result("time").message
-    assert message.startswith("loading took ") and "the import alone took 0." in message
+    assert message.startswith("loading took ") and "the import is what is slow" in message
     assert "keep heavy frameworks" in message and "export the network to numpy" in message
 
 
@@ -694,5 +685,16 @@ def test_an_import_past_the_load_limit_fails_with_the_advice(
     path, name = tmp_module
     write_module(path, name, _SLOW_IMPORT_MODULE.format(import_sleep=2.0))
     report = check_user_module(path, "m", load_limit=0.5)
-    assert "import" in failed(report), report.format()
+    assert failed(report) == {"time"}, report.format()
+    assert report.result("import").status is Status.SKIP
     assert "keep heavy frameworks" in report.result("time").message
+
+
+def test_the_checker_never_imports_the_module_it_checks(tmp_module: tuple[Path, str]) -> None:
+    # User code runs only in the edge's sandboxed workers, never in the checker's own process.
+    path, name = tmp_module
+    write_module(path, name, _SLOW_IMPORT_MODULE.format(import_sleep=0))
+    report = check_user_module(path, "m")
+    assert report.ok, report.format()
+    assert name not in sys.modules
+    assert "sandboxed edge worker" in report.notes[0]

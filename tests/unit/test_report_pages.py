@@ -33,7 +33,7 @@ def _write_log(path: Path) -> tuple[list[str], str]:
     return usernames, winner.group(1)
 
 
-def _log_dir(tmp_path: Path) -> tuple[Path, BattleRecord]:
+def _log_dir(tmp_path: Path, **measured: int) -> tuple[Path, BattleRecord]:
     log_dir = tmp_path / "run"
     with ResultsWriter(log_dir) as writer:
         run = open_run(log_dir, RunConfig("match", ("alpha", "beta"), 2, "gen9bssfactory", 7))
@@ -56,6 +56,7 @@ def _log_dir(tmp_path: Path) -> tuple[Path, BattleRecord]:
             replay=replay_relpath(first.battle_id),
             log=log_relpath(first.battle_id),
             finished_at="2025-01-01T00:00:00.000Z",
+            **measured,  # type: ignore[arg-type]
         )
         writer.write(record)
     players = {
@@ -99,7 +100,7 @@ def test_report_and_replay_pages_from_a_log_dir(tmp_path):
     data = read_log_dir(log_dir)
     assert (data.scheduled, data.pending) == (2, 1)
     assert data.names == {"alpha": "Alpha <A&B>", "beta": "Beta"}
-    report = write_report(log_dir).read_text(encoding="utf-8")
+    report = write_report(log_dir, pages=True).read_text(encoding="utf-8")
     assert "in progress: 1 of 2 battles" in report
     assert "Alpha &lt;A&amp;B&gt;" in report and "<A&B>" not in report  # escaped
     assert not re.search(r'(src|href)="https?:', report)  # nothing to fetch, no outside link
@@ -108,3 +109,13 @@ def test_report_and_replay_pages_from_a_log_dir(tmp_path):
     winner = "Alpha &lt;A&amp;B&gt; (blue)" if record.winner == "blue" else "Beta (red)"
     assert f"Winner: {winner}" in page
     assert 'href="../report.html"' in page and 'href="../logs/' in page
+
+
+def test_the_report_adds_up_a_candidates_model_endpoint_use(tmp_path):
+    log_dir, _ = _log_dir(
+        tmp_path, blue_endpoint_requests=12, blue_endpoint_tokens=3400, blue_endpoint_bytes=56000
+    )
+    report = write_report(log_dir).read_text(encoding="utf-8")
+    assert "model endpoints" in report
+    assert "(alpha): 12 requests, 3400 tokens, 56000 bytes over 1 battles" in report
+    assert report.count("model endpoints") == 1  # beta asked nothing: no line of its own

@@ -80,6 +80,9 @@ def test_columns_start_with_the_pinned_minimum_in_order() -> None:
         "started_at", "finished_at", "log",
         "version_sep", "version_poke_env", "version_showdown",
         "blue_cpu_ms_mean", "blue_cpu_ms_max", "red_cpu_ms_mean", "red_cpu_ms_max",
+        "blue_time_s", "red_time_s",
+        "blue_endpoint_requests", "blue_endpoint_bytes", "blue_endpoint_tokens",
+        "red_endpoint_requests", "red_endpoint_bytes", "red_endpoint_tokens",
     )  # fmt: skip
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import gymnasium
@@ -16,12 +14,13 @@ import pytest
 from poke_env.battle import Battle
 from poke_env.player import SimpleHeuristicsPlayer
 
-from agents.heuristic.agent import HeuristicAgent, order_index
+from agents.heuristic import HeuristicPlayer
 from agents.learned_policy import DEFAULT_WEIGHTS
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
 from agents.random_agent import RandomPolicy
 from edge.contract.agent import Agent
 from edge.contract.policy import StandalonePolicy
+from edge.contract.user_module import UserModel, load_user_model
 from edge.maple.action_helper import ACTION_SPACE_SIZE, decision_required, team_size
 from edge.maple.orders import canonical_order
 from edge.maple.state_observer import StateObserver
@@ -59,26 +58,19 @@ def replayed_decisions() -> Iterator[tuple[str, str, Battle]]:
                 yield f"{name}:{username}:{i}", recording.battle_format, battle
 
 
-def load(model_id: str) -> tuple[ModuleType, dict[str, Any]]:
-    """The candidate's module and its args (with userModelID), as the loader passes them."""
-    candidate = CANDIDATES[model_id]
-    args = {**candidate.get("args", {}), "userModelID": model_id}
-    return importlib.import_module(candidate["userModuleID"]), args
+def load(model_id: str) -> UserModel:
+    """The candidate's model, loaded as an edge loads it (a Player module included)."""
+    return load_user_model(ROOT / "candidates.json", model_id)
 
 
-def build_agent(module: ModuleType, args: dict[str, Any], battle_format: str, seed: int) -> Agent:
-    model_config_of: Callable[[dict[str, Any]], dict[str, Any]] = getattr(
-        module, "getUserAgentModelConfig", lambda _: {}
-    )
-    agent_class = module.getUserAgentClass(args)
+def build_agent(model: UserModel, battle_format: str, seed: int) -> Agent:
     instance_config = {
         "side": "blue",
         "player": "player_0",
         "battle_format": battle_format,
         "seed": seed,
     }
-    agent: Agent = agent_class(model_config_of(args), instance_config)
-    return agent
+    return model.make_agent(instance_config)
 
 
 def ask(policy: StandalonePolicy, agent: Agent, battle: Battle) -> Any:
@@ -120,24 +112,24 @@ def test_candidates_list_the_four_samples():
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)
 def test_module_provides_an_agent_class_and_a_policy(model_id):
-    module, args = load(model_id)
-    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    model = load(model_id)
+    agent = build_agent(model, "gen9bssfactory", seed=0)
     assert isinstance(agent, Agent)
     assert isinstance(agent.observation_space, gymnasium.Space)
     assert isinstance(agent.action_space, gymnasium.spaces.Discrete)
-    assert isinstance(module.getUserPolicy(args), StandalonePolicy)
-    assert getattr(module, "isUserAgentSingleAsset", lambda _: True)(args) is True
+    assert isinstance(model.new_policy(), StandalonePolicy)
+    assert model.single_asset is True
 
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)
 def test_policy_answers_every_recorded_decision_with_a_legal_action(model_id):
-    module, args = load(model_id)
-    policy = module.getUserPolicy(args)
+    model = load(model_id)
+    policy = model.new_policy()
     agents: dict[str, Agent] = {}
     decisions = previews = 0
     for label, battle_format, battle in replayed_decisions():
         if battle_format not in agents:
-            agents[battle_format] = build_agent(module, args, battle_format, seed=0)
+            agents[battle_format] = build_agent(model, battle_format, seed=0)
         agent = agents[battle_format]
         observation = agent.makeObs(battle)
         assert agent.observation_space.contains(observation), label
@@ -150,7 +142,8 @@ def test_policy_answers_every_recorded_decision_with_a_legal_action(model_id):
             continue
         assert agent.action_space.contains(action), label
         mask = agent.action_mask(battle)
-        assert mask is not None and mask[action] == 1, label
+        assert mask is not None or model.plays_player, label  # a Player's one action: no mask
+        assert mask is None or mask[action] == 1, label
         assert order.startswith("/choose "), label
         decisions += 1
     assert decisions > 100 and previews > 0
@@ -158,11 +151,11 @@ def test_policy_answers_every_recorded_decision_with_a_legal_action(model_id):
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)
 def test_policy_gives_an_action_of_the_space_when_the_episode_is_over(model_id):
-    module, args = load(model_id)
-    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    model = load(model_id)
+    agent = build_agent(model, "gen9bssfactory", seed=0)
     info = {"team_preview": False, "action_mask": np.zeros(ACTION_SPACE_SIZE, dtype=np.int8)}
     observation = agent.observation_space.sample()
-    action = module.getUserPolicy(args).step(
+    action = model.new_policy().step(
         observation,
         1.0,
         True,
@@ -194,13 +187,13 @@ def test_random_policy_is_reproducible_from_its_seed():
 
 
 def max_power_choice(battle: Battle, disabled: tuple[int, ...] = ()) -> int:
-    module, args = load("maxpower")
-    agent = build_agent(module, args, "gen9bssfactory", seed=0)
+    model = load("maxpower")
+    agent = build_agent(model, "gen9bssfactory", seed=0)
     mask = agent.action_mask(battle)
     assert mask is not None
     mask[list(disabled)] = 0
     info = {"team_preview": False, "action_mask": mask}
-    choice: int = module.getUserPolicy(args).step(
+    choice: int = model.new_policy().step(
         agent.makeObs(battle),
         0.0,
         False,
@@ -232,8 +225,8 @@ def test_max_power_counts_stab():
 
 
 def test_max_power_sends_the_bench_pokemon_least_hit_by_the_opponent_when_forced():
-    module, args = load("maxpower")
-    policy = module.getUserPolicy(args)
+    model = load("maxpower")
+    policy = model.new_policy()
     obs = named(
         {
             "battle.force_switch": 1.0,
@@ -254,36 +247,50 @@ def test_max_power_sends_the_bench_pokemon_least_hit_by_the_opponent_when_forced
 # -- heuristic ------------------------------------------------------------------------------------
 
 
-def test_heuristic_plays_simple_heuristics_players_order_whenever_the_layout_can_express_it():
-    agent = HeuristicAgent({}, {"seed": 0})
+def heuristic_order(battle: Battle) -> str:
+    agent = build_agent(load("heuristic"), "gen9bssfactory", seed=0)
+    return canonical_order(battle, agent.deploy(battle, 0))
+
+
+def test_heuristic_plays_simple_heuristics_players_order_when_both_sides_have_an_active_pokemon():
     compared = 0
     for label, _, battle in replayed_decisions():
         if battle.teampreview or battle.active_pokemon is None:
             continue
-        _, mapping = agent.helper.get_available_actions(battle)
+        if battle.opponent_active_pokemon is None:
+            continue
         expected, _ = SimpleHeuristicsPlayer.choose_singles_move(battle)
-        if order_index(expected, mapping) is None:
-            continue  # e.g. a switch to bench 3+ in a random battle
-        suggested = int(agent.makeObs(battle)["suggested"])
-        assert canonical_order(battle, agent.deploy(battle, suggested)) == canonical_order(
-            battle, expected
-        ), label
+        assert heuristic_order(battle) == canonical_order(battle, expected), label
         compared += 1
     assert compared > 100
 
 
+def test_heuristic_switches_to_its_best_matchup_instead_of_at_random():
+    battle = build_battle([Mon("Charizard"), Mon("Pikachu"), Mon("Blastoise")], [Mon("Gyarados")])
+    battle._available_moves = []  # a forced switch: only switches are legal
+    expected = max(
+        battle.available_switches,
+        key=lambda mon: SimpleHeuristicsPlayer._estimate_matchup(
+            mon, battle.opponent_active_pokemon
+        ),
+    )
+    assert HeuristicPlayer.fallback(battle).order is expected
+
+
 def test_heuristic_brings_a_full_team_led_by_its_best_matchup():
-    module, args = load("heuristic")
-    agent = build_agent(module, args, "gen9bssfactory", seed=0)
-    policy = module.getUserPolicy(args)
     previews = 0
     for label, _, battle in replayed_decisions():
         if not battle.teampreview:
             continue
-        picks = ask(policy, agent, battle)
-        assert isinstance(picks, list) and len(set(picks)) == len(picks) == team_size(battle), label
-        plan = agent.makeObs(battle)["team"]
-        assert plan[picks[0]] == 1.0, label
+        order = heuristic_order(battle)
+        picks = [int(c) - 1 for c in order.split()[1]]
+        assert len(set(picks)) == len(picks) == team_size(battle), label
+        means = [
+            np.mean([SimpleHeuristicsPlayer._estimate_matchup(mon, o) for o in opponents])
+            for mon in battle.team.values()
+            for opponents in [list(battle.opponent_team.values())]
+        ]
+        assert means[picks[0]] == max(means), label
         previews += 1
     assert previews > 0
 
@@ -305,8 +312,8 @@ def test_learned_weights_are_a_small_pickle_free_npz_with_their_training_conditi
 
 
 def test_learned_policy_only_chooses_legal_actions():
-    module, args = load("learned")
-    policy = module.getUserPolicy(args)
+    model = load("learned")
+    policy = model.new_policy()
     space = StateObserver().observation_space
     space.seed(0)
     actions: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(ACTION_SPACE_SIZE)

@@ -207,6 +207,22 @@ def test_what_deploy_raised_in_the_decision_call_is_an_invalid_action(battle):
     assert guard.fatal is None and guard.stats.status is SideStatus.INVALID
 
 
+def test_what_deploy_raised_in_the_decision_call_forfeits_before_an_order_is_sent(battle):
+    # A default move sent for a side whose deploy failed could end the battle in its favour: the
+    # match loop must see the forfeit when the action is asked for, before the orders go out.
+    agent = PlainAgent(deploy_error=RuntimeError("deploy broke"))
+    guard = _guard(agent, PlainPolicy(agent))
+    try:
+        guard.agent.expect_step(0.0, _info(battle))
+        observation = guard.agent.makeObs(battle)
+        mask = guard.agent.action_mask(battle)
+        assert guard.act(observation, 0.0, False, _info(battle, mask)) == DEFAULT_ACTION
+    finally:
+        guard.close()
+    assert guard.fatal is SideStatus.ERROR
+    assert guard.stats.error_line == "RuntimeError: deploy broke (in deploy)"
+
+
 def test_the_calls_of_a_decision_share_one_deadline(battle):
     # Each call alone answers within the deadline; makeObs, step and deploy together do not.
     agent = PlainAgent(sleep=0.4)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from poke_env.battle import Battle
+from poke_env.battle import AbstractBattle
 
 from edge.errors import ReplicaError
 from edge.maple.action_helper import decision_required
@@ -55,7 +55,7 @@ class DecisionPoint:
 
     sample: SampleBattle
     index: int
-    battle: Battle
+    battle: AbstractBattle
 
     @property
     def kind(self) -> str:

@@ -13,6 +13,7 @@ shows at team preview. It then plays the first legal option, as any module may.
 """
 
 import glob
+import gzip
 import hashlib
 import itertools
 import json
@@ -89,11 +90,12 @@ def _numbers_in_log_dirs():
             numbers += [int(line.split(",")[column]) for line in lines[1:][-8:]]
         except (OSError, ValueError, IndexError):
             pass
-        for path in glob.glob(os.path.join(log_dir, "logs", "*.input.log")):
+        # Plain, or gzipped as LOG_DIRs keep them now.
+        for path in glob.glob(os.path.join(log_dir, "logs", "*.input.log*")):
             try:
-                with open(path) as f:
+                with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
                     sim_seeds += re.findall(r'"seed":"(sodium,[0-9a-f]+)"', f.read())
-            except OSError:
+            except (OSError, EOFError):
                 pass
     return numbers, sim_seeds
 

@@ -1,0 +1,61 @@
+"""Opening a battle's sides while an edge has no worker for them yet: the battle waits.
+
+An edge answers ``busy`` to a session's opening when it cannot start a worker now: all its workers
+serve sessions, or the host's memory budget is taken by the limits of live workers (the edge's
+memory admission, docs/sandbox.md). That is no fault of the candidate's, so the battle is not
+booked: it waits and asks again. While it waits it holds no session (a side already opened is
+closed first), so that two battles each holding one side never wait for each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from center.errors import EdgeFull
+from center.evaluation.side_guard import SideGuard
+
+__all__ = ["open_sides"]
+
+logger = logging.getLogger(__name__)
+
+FIRST_WAIT: Final = 0.25
+LONGEST_WAIT: Final = 5.0
+WARN_EVERY: Final = 60.0
+
+
+def open_sides(
+    sides: dict[str, SideGuard],
+    players: Iterable[str],
+    open_one: Callable[[str], SideGuard],
+    close: Callable[[SideGuard], None],
+    what: str,
+) -> None:
+    """Fill ``sides`` with ``open_one(player)`` for each player, waiting (unbounded, with backoff)
+    while an edge has no worker; ``what`` names the battle in the log. What is opened stays in
+    ``sides`` when something else goes wrong, for the caller to close."""
+    players = list(players)
+    delay, since, warned = FIRST_WAIT, time.monotonic(), 0.0
+    while True:
+        try:
+            for player in players:
+                sides[player] = open_one(player)
+            return
+        except EdgeFull as exc:
+            for guard in sides.values():
+                try:
+                    close(guard)
+                except Exception as close_exc:
+                    logger.warning("closing a side of %s: %r", what, close_exc)
+            sides.clear()
+            waited = time.monotonic() - since
+            if waited - warned >= WARN_EVERY:
+                warned = waited
+                logger.warning("%s waits for a worker (%.0f s so far): %s", what, waited, exc)
+            else:
+                logger.info("%s waits for a worker: %s", what, exc)
+        time.sleep(delay * random.uniform(0.5, 1.5))
+        delay = min(delay * 2, LONGEST_WAIT)

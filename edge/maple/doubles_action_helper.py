@@ -1,0 +1,252 @@
+"""DoublesActionHelper: the Maple doubles action layout, per-slot legality masks and orders.
+
+One action is a pair, one index per active slot (``MultiDiscrete([N, N])``), numbered as poke-env's
+``DoublesEnv`` numbers them, so that an action means the same thing in both:
+
+| index          | meaning |
+| -------------- | ------- |
+| 0              | pass (the slot has nothing to do: its Pokémon fainted, or only the other slot switches) |
+| 1–6            | switch to the i-th Pokémon of ``battle.team`` (poke-env's team order) |
+| 7 + 5k + (t+2) | move slot k (0–3, the request's move order) at target t (-2, -1, 0, 1, 2) |
+| +20 · g        | with gimmick g: 1 mega, 2 z-move, 3 dynamax, 4 terastallize (Gen 9: only 4) |
+
+N is ``DoublesEnv.get_action_space_size(gen)`` (107 in Gen 9). Targets are Showdown's: 1 and 2 the
+opponent's slots, -1 and -2 the player's own (the ally, or the user itself), 0 no target (spread
+moves, self moves, Struggle, Recharge). Where poke-env differs: moves are indexed in the request's
+move order (poke-env: the order it learned them, the same for one's own team), and -2/-1 (default,
+forfeit) are not actions (they are outside a MultiDiscrete space anyway).
+
+The mask is the two slots' masks concatenated (length 2N), as MaskablePPO expects of a
+MultiDiscrete space. A per-slot mask cannot forbid a joint conflict (both slots switching to the
+same Pokémon, both terastallizing): :meth:`DoublesActionHelper.action_to_order` refuses such a
+pair, as the center refuses that order from any Agent, and
+:meth:`DoublesActionHelper.resolve_conflict` turns it into a legal one by changing the second
+slot's part (what ``MapleDoublesAgent.deploy`` does, counting it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
+from poke_env.player import BattleOrder, DoubleBattleOrder, PassBattleOrder, SingleBattleOrder
+
+from edge.errors import InvalidActionError
+from edge.maple.action_helper import decision_required, team_order, team_size
+from edge.maple.battle_view import slot_request_moves
+
+__all__ = [
+    "MOVE_BASE",
+    "PASS",
+    "DoublesActionHelper",
+    "SlotAction",
+    "action_size",
+    "decode",
+    "encode_move",
+    "slot_request_moves",
+]
+
+PASS = 0
+MOVE_BASE = 7
+TARGETS = (-2, -1, 0, 1, 2)
+TERA_GIMMICK = 4
+
+
+_GIMMICKS_BY_GEN = {6: 1, 7: 2, 8: 3, 9: 4}
+
+
+def action_size(gen: int) -> int:
+    """Indices per slot, as ``DoublesEnv.get_action_space_size(gen)`` (not imported: it loads
+    poke-env's whole environment machinery into every worker)."""
+    return MOVE_BASE + 4 * 5 * (_GIMMICKS_BY_GEN.get(gen, 0) + 1)
+
+
+def encode_move(slot: int, target: int, tera: bool) -> int:
+    """The index of move slot ``slot`` (0-based) at ``target``, terastallized or not."""
+    return MOVE_BASE + 5 * slot + (target + 2) + 20 * (TERA_GIMMICK if tera else 0)
+
+
+class SlotAction:
+    """One slot's part of an action, decoded: ``kind`` is pass, switch or move."""
+
+    __slots__ = ("kind", "move_slot", "target", "team_index", "tera")
+
+    def __init__(
+        self,
+        kind: str,
+        team_index: int = -1,
+        move_slot: int = -1,
+        target: int = 0,
+        tera: bool = False,
+    ) -> None:
+        self.kind, self.team_index, self.move_slot = kind, team_index, move_slot
+        self.target, self.tera = target, tera
+
+
+def decode(index: int) -> SlotAction:
+    """What one slot's index means (not whether it is legal)."""
+    if index == PASS:
+        return SlotAction("pass")
+    if 1 <= index < MOVE_BASE:
+        return SlotAction("switch", team_index=index - 1)
+    rest = index - MOVE_BASE
+    gimmick, within = divmod(rest, 20)
+    return SlotAction(
+        "move", move_slot=within // 5, target=within % 5 - 2, tera=gimmick == TERA_GIMMICK
+    )
+
+
+def _slot_move(battle: DoubleBattle, slot: int, move_id: str) -> Move | None:
+    for move in battle.available_moves[slot]:
+        if move.id == move_id:
+            return move
+    return None
+
+
+def slot_legal(battle: DoubleBattle, slot: int) -> dict[int, SingleBattleOrder]:
+    """The legal indices of one slot and their poke-env orders (switches by Pokémon)."""
+    legal: dict[int, SingleBattleOrder] = {}
+    forced = battle.force_switch
+    if any(forced) and not forced[slot]:
+        return {PASS: PassBattleOrder()}
+    if not battle.trapped[slot] or forced[slot]:
+        switchable = {id(mon) for mon in battle.available_switches[slot]}
+        for i, mon in enumerate(list(battle.team.values())[:6]):
+            if id(mon) in switchable:
+                legal[1 + i] = SingleBattleOrder(mon)
+    if all(forced) and len(battle.available_switches[0]) == 1:
+        legal[PASS] = PassBattleOrder()  # one replacement for two slots: one of them passes
+    active = battle.active_pokemon[slot]
+    if active is not None and not forced[slot]:
+        for k, entry in enumerate(slot_request_moves(battle, slot)[:4]):
+            if entry.get("disabled", False):
+                continue
+            move = _slot_move(battle, slot, entry.get("id", ""))
+            if move is None:
+                continue
+            for target in battle.get_possible_showdown_targets(move, active):
+                legal[encode_move(k, target, False)] = SingleBattleOrder(move, move_target=target)
+                if battle.can_tera[slot] and move.id not in ("struggle", "recharge"):
+                    legal[encode_move(k, target, True)] = SingleBattleOrder(
+                        move, move_target=target, terastallize=True
+                    )
+    if not legal:
+        legal[PASS] = PassBattleOrder()  # e.g. a fainted Pokémon with no replacement, Commander
+    return legal
+
+
+class DoublesActionHelper:
+    """Legal actions of a doubles request as masks, and action pairs as poke-env orders."""
+
+    def __init__(self, gen: int = 9, rng: np.random.Generator | None = None) -> None:
+        self.size = action_size(gen)
+        self.rng = rng if rng is not None else np.random.default_rng()
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the helper's generator (random team, random legal action)."""
+        self.rng = np.random.default_rng(seed)
+
+    def get_action_mask(self, battle: AbstractBattle) -> np.ndarray:
+        """int8 mask of length ``2 * size``: slot 1's indices, then slot 2's.
+
+        All zeros when no decision is required; all ones at team preview (any action there means
+        the default team, as in singles).
+        """
+        mask = np.zeros(2 * self.size, dtype=np.int8)
+        if not decision_required(battle):
+            return mask
+        if battle.teampreview:
+            mask[:] = 1
+            return mask
+        assert isinstance(battle, DoubleBattle)
+        for slot in (0, 1):
+            for index in slot_legal(battle, slot):
+                if index < self.size:
+                    mask[slot * self.size + index] = 1
+        return mask
+
+    def action_to_order(self, battle: AbstractBattle, action: Any) -> BattleOrder:
+        """The order of the pair ``action``; InvalidActionError when a part is illegal or the two
+        parts conflict (the same Pokémon switched in twice, two terastallizations)."""
+        if not isinstance(battle, DoubleBattle):
+            raise InvalidActionError("a doubles action needs a DoubleBattle")
+        pair = _as_pair(action)
+        if pair is None:
+            raise InvalidActionError(f"a doubles action is two indices, got {action!r}")
+        if not decision_required(battle):
+            raise InvalidActionError("no decision is required now")
+        orders = []
+        for slot, index in enumerate(pair):
+            legal = slot_legal(battle, slot)
+            if index not in legal:
+                raise InvalidActionError(
+                    f"slot {slot + 1}: action {index} is not legal now (legal: {sorted(legal)})"
+                )
+            orders.append(legal[index])
+        first, second = orders
+        if first.terastallize and second.terastallize:
+            raise InvalidActionError("both slots terastallize; only one Pokémon may")
+        if isinstance(first.order, Pokemon) and first.order is second.order:
+            raise InvalidActionError(f"both slots switch to {first.order.name}")
+        return DoubleBattleOrder(first, second)
+
+    def resolve_conflict(self, battle: AbstractBattle, action: Any) -> tuple[Any, bool]:
+        """``(action, conflicted)``: a pair of legal parts whose joint order conflicts becomes
+        one that does not, by changing the second slot's part: its terastallization dropped (the
+        same move at the same target), or, for a Pokémon both slots switch in, the slot's first
+        other legal index (pass first where a pass is legal). Anything else is returned as is."""
+        pair = _as_pair(action)
+        if pair is None or battle.teampreview or not isinstance(battle, DoubleBattle):
+            return action, False
+        first, second = decode(pair[0]), decode(pair[1])
+        legal = slot_legal(battle, 1)
+        if pair[0] not in slot_legal(battle, 0) or pair[1] not in legal:
+            return action, False
+        if first.tera and second.tera:
+            untera = encode_move(second.move_slot, second.target, False)
+            return np.array([pair[0], untera], dtype=np.int64), True
+        if first.kind == second.kind == "switch" and first.team_index == second.team_index:
+            others = [i for i in sorted(legal) if i != pair[1]]
+            if others:
+                return np.array([pair[0], others[0]], dtype=np.int64), True
+        return action, False
+
+    def random_legal_action(self, battle: AbstractBattle) -> np.ndarray:
+        """A uniformly random legal pair without joint conflict (team preview: zeros)."""
+        if battle.teampreview or not isinstance(battle, DoubleBattle):
+            return np.zeros(2, dtype=np.int64)
+        firsts = sorted(slot_legal(battle, 0))
+        seconds = sorted(slot_legal(battle, 1))
+        for _ in range(64):
+            pair = np.array(
+                [firsts[self.rng.integers(len(firsts))], seconds[self.rng.integers(len(seconds))]],
+                dtype=np.int64,
+            )
+            try:
+                self.action_to_order(battle, pair)
+            except InvalidActionError:
+                continue
+            return pair
+        return np.array([firsts[0], PASS if PASS in seconds else seconds[0]], dtype=np.int64)
+
+    def random_team(self, battle: AbstractBattle) -> str:
+        """A random team-preview choice of the required size, e.g. ``"/team 2631"``."""
+        request = battle.last_request or {}
+        n_team = len(request.get("side", {}).get("pokemon", [])) or len(battle.team)
+        picks = self.rng.permutation(n_team)[: team_size(battle)]
+        return team_order(battle, [int(p) for p in picks])
+
+
+def _as_pair(action: Any) -> tuple[int, int] | None:
+    if isinstance(action, np.ndarray):
+        if action.shape != (2,) or action.dtype.kind not in "iu":
+            return None
+        return int(action[0]), int(action[1])
+    if (
+        isinstance(action, (list, tuple))
+        and len(action) == 2
+        and all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in action)
+    ):
+        return int(action[0]), int(action[1])
+    return None

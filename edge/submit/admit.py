@@ -1,0 +1,224 @@
+"""``sep_submit admit ARCHIVE``: verify a submission, check it in the sandbox, add it to a
+candidates folder.
+
+In order, each step refusing with one line before anything is changed: the archive's members
+(:mod:`edge.submit.archive`); the manifest and that the archive holds exactly its files; the
+packages it needs against this interpreter's environment (never installed here); the candidates
+entry and folders it would take (another model's are refused, its own only with ``replace``);
+then, unpacked into a fresh temporary folder, every file's SHA-256 and the provenance digest;
+then the conformance checker. Only then is the module moved into the candidates folder and
+candidates.json rewritten (atomically: a running edge reads either the old file or the new).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edge.contract.candidates import load_candidates
+from edge.contract.provenance import code_digest
+from edge.submit.archive import DEFAULT_LIMITS, ArchiveLimits, SafeArchive
+from edge.submit.errors import CheckerFailed, SubmissionError
+from edge.submit.manifest import FILES_DIR, MANIFEST_NAME, Manifest
+from edge.submit.requirements import unmet
+
+__all__ = ["AdmitResult", "Checker", "admit", "run_checker"]
+
+#: Runs the conformance checker on a model of a candidates.json; its exit code (0: all passed).
+Checker = Callable[[Path, str], int]
+
+_MANIFEST_BYTES = 1 << 20
+
+
+def run_checker(candidates: Path, model_id: str) -> int:
+    """The checker ``sep_edge --check`` runs, on ``model_id``; it prints its report."""
+    from edge.checker.__main__ import main as check_main
+
+    return check_main([model_id, "--candidates", str(candidates)])
+
+
+@dataclass
+class AdmitResult:
+    """What admission did (or, with ``dry_run``, would do)."""
+
+    manifest: Manifest
+    entry: dict[str, Any]
+    replaced: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_manifest(archive: SafeArchive) -> Manifest:
+    if MANIFEST_NAME not in archive.files:
+        raise SubmissionError(f"{archive.path}: no {MANIFEST_NAME} (pack it with sep_submit pack)")
+    if archive.files[MANIFEST_NAME].size > _MANIFEST_BYTES:
+        raise SubmissionError(f"{archive.path}: {MANIFEST_NAME} is over {_MANIFEST_BYTES} bytes")
+    try:
+        text = archive.read_bytes(MANIFEST_NAME).decode()
+    except UnicodeDecodeError:
+        raise SubmissionError(f"{MANIFEST_NAME} is not UTF-8 text") from None
+    manifest = Manifest.from_json(text)
+    listed = {f"{FILES_DIR}/{f.path}" for f in manifest.files}
+    present = set(archive.files) - {MANIFEST_NAME}
+    if present - listed:
+        extra = sorted(present - listed)[0]
+        raise SubmissionError(f"archive member {extra!r} is not in the manifest: refused")
+    if listed - present:
+        lost = sorted(listed - present)[0]
+        raise SubmissionError(f"the manifest lists {lost!r}, which the archive lacks")
+    if not manifest.files:
+        raise SubmissionError(f"{MANIFEST_NAME} lists no files")
+    return manifest
+
+
+def _module_root(manifest: Manifest) -> str:
+    """The module's own path in the candidates folder: its package folder or its ``.py``."""
+    path = manifest.module_id.replace(".", "/")
+    if any(f.path.startswith(path + "/") for f in manifest.files):
+        return path
+    return path + ".py"
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _check_place(manifest: Manifest, folder: Path, doc: dict[str, Any], replace: bool) -> bool:
+    """Refuse taking another model's id or module folder; True when the entry is replaced."""
+    model = manifest.model_id
+    old = doc.get(model)
+    if old is not None and not replace:
+        raise SubmissionError(
+            f"model {model!r} is already in {folder / 'candidates.json'}: add --replace to "
+            f"replace it"
+        )
+    sharing = sorted(
+        other
+        for other, entry in doc.items()
+        if other != model
+        and isinstance(entry, dict)
+        and _overlaps(str(entry.get("userModuleID", "")), manifest.module_id)
+    )
+    if sharing:
+        raise SubmissionError(
+            f"module {manifest.module_id!r} is also used by {', '.join(map(repr, sharing))} "
+            f"in candidates.json: rename the package before packing"
+        )
+    root = _module_root(manifest)
+    ours = isinstance(old, dict) and old.get("userModuleID") == manifest.module_id
+    if (folder / root).exists() and not ours:
+        raise SubmissionError(
+            f"{folder / root} already exists and is no module of model {model!r}: rename the "
+            f"package before packing"
+        )
+    for digest in manifest.files:
+        if digest.path == root or digest.path.startswith(root + "/"):
+            continue
+        existing = folder / digest.path  # a parent package's __init__.py: must be the same
+        if existing.exists() and hashlib.sha256(existing.read_bytes()).hexdigest() != digest.sha256:
+            raise SubmissionError(
+                f"{existing} exists with other content than the submission's: rename the package"
+            )
+    return old is not None
+
+
+def _read_doc(candidates: Path) -> dict[str, Any]:
+    if not candidates.exists():
+        return {}
+    load_candidates(candidates)  # refuses a malformed file with its own line
+    doc: dict[str, Any] = json.loads(candidates.read_text(encoding="utf-8"))
+    return doc
+
+
+def _verify_unpacked(manifest: Manifest, staging: Path) -> None:
+    for digest in manifest.files:
+        data = (staging / digest.path).read_bytes()
+        if len(data) != digest.size or hashlib.sha256(data).hexdigest() != digest.sha256:
+            raise SubmissionError(
+                f"{digest.path}: its content does not match the manifest's SHA-256: the archive "
+                f"was changed after packing"
+            )
+    staged = staging / "candidates.json"
+    staged.write_text(json.dumps({manifest.model_id: manifest.candidate_entry()}), "utf-8")
+    candidate = load_candidates(staged)[manifest.model_id]
+    if code_digest(candidate) != manifest.code_digest:
+        raise SubmissionError(
+            f"the module's provenance digest is {code_digest(candidate)}, the manifest says "
+            f"{manifest.code_digest}: refused"
+        )
+
+
+def _install(manifest: Manifest, staging: Path, folder: Path, doc: dict[str, Any]) -> None:
+    """Move the module in (the old one of this model out) and rewrite candidates.json."""
+    root = _module_root(manifest)
+    target = folder / root
+    if target.exists():
+        target.rename(staging / ".replaced")
+    (folder / root).parent.mkdir(parents=True, exist_ok=True)
+    (staging / root).rename(target)
+    for digest in manifest.files:  # parent packages' __init__.py, checked equal or absent
+        if not (folder / digest.path).exists():
+            (folder / digest.path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / digest.path).rename(folder / digest.path)
+    doc[manifest.model_id] = manifest.candidate_entry()
+    # A file of its own, flushed, then renamed over: an edge reloading it never reads half.
+    fd, partial = tempfile.mkstemp(prefix=".candidates.json.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(partial, 0o644)
+        os.replace(partial, folder / "candidates.json")
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+def admit(
+    archive_path: Path,
+    candidates: Path,
+    *,
+    replace: bool = False,
+    dry_run: bool = False,
+    limits: ArchiveLimits = DEFAULT_LIMITS,
+    checker: Checker = run_checker,
+) -> AdmitResult:
+    """Admit the archive into the folder of ``candidates`` (see the module docstring)."""
+    folder = candidates.absolute().parent
+    with SafeArchive(archive_path, limits) as archive:
+        manifest = _read_manifest(archive)
+        missing, notes = unmet(manifest.requires)
+        if missing:
+            raise SubmissionError(
+                f"{manifest.model_id!r} needs what this Python ({sys.executable}) lacks: "
+                f"{'; '.join(missing)}: install it there (sep_submit never runs pip)"
+            )
+        doc = _read_doc(candidates)
+        replaced = _check_place(manifest, folder, doc, replace)
+        if not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".sep_submit-", dir=None if dry_run else folder))
+        try:
+            staging.chmod(0o755)  # sandboxed workers may run as another user
+            archive.extract(
+                [f"{FILES_DIR}/{f.path}" for f in manifest.files], staging, strip=f"{FILES_DIR}/"
+            )
+            _verify_unpacked(manifest, staging)
+            if checker(staging / "candidates.json", manifest.model_id) != 0:
+                raise CheckerFailed(
+                    f"{manifest.model_id!r} failed the conformance checker (its report is "
+                    f"above): not admitted"
+                )
+            if not dry_run:
+                _install(manifest, staging, folder, doc)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return AdmitResult(manifest, manifest.candidate_entry(), replaced, notes)

@@ -1,0 +1,125 @@
+"""``sep_submit pack MODEL_ID`` (participant) and ``sep_submit admit ARCHIVE`` (organizer)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from edge.errors import EdgeError
+from edge.submit.archive import ArchiveLimits
+
+__all__ = ["sep_submit"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def sep_submit(verbose: int) -> None:
+    """Hand a model over: a participant packs it into one archive, an organizer admits it
+    (docs/submission.md)."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def _fail(exc: EdgeError) -> None:
+    click.echo(f"error: {exc}", err=True)
+    raise SystemExit(2)
+
+
+@sep_submit.command()
+@click.argument("model_id")
+@click.option(
+    "--candidates",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("candidates.json"),
+    show_default=True,
+    help="The candidates.json listing the model (its module lies next to it).",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The archive to write (default: ./MODEL_ID.sep.tar.gz).",
+)
+@click.option(
+    "--requires",
+    multiple=True,
+    metavar="REQUIREMENT",
+    help="A Python package the module needs beyond its detected imports, or a version range, "
+    "e.g. 'numpy>=1.26' (repeatable).",
+)
+def pack(model_id: str, candidates: Path, out: Path | None, requires: tuple[str, ...]) -> None:
+    """Pack MODEL_ID's module, its data and a manifest into one archive to hand over."""
+    from edge.submit.pack import describe
+    from edge.submit.pack import pack as pack_model
+
+    try:
+        target, manifest = pack_model(candidates, model_id, out, requires)
+    except EdgeError as exc:
+        _fail(exc)
+        return
+    click.echo(f"packed {target}")
+    for line in describe(manifest):
+        click.echo(f"  {line}")
+    click.echo(f"hand over {target.name}; the organizer runs: sep_submit admit {target.name}")
+
+
+@sep_submit.command()
+@click.argument("archive", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--candidates",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("candidates.json"),
+    show_default=True,
+    help="The candidates.json to add the model to; its module goes into the same folder.",
+)
+@click.option("--replace", is_flag=True, help="Replace the model's entry if it exists already.")
+@click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
+@click.option(
+    "--max-size",
+    default="1GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse an archive that unpacks past SIZE.",
+)
+def admit(archive: Path, candidates: Path, replace: bool, dry_run: bool, max_size: str) -> None:
+    """Verify ARCHIVE, check it in the sandbox, unpack it next to CANDIDATES and list it there.
+
+    Run it with the edge's own Python: the packages the submission needs are compared with that
+    environment (nothing is installed). Exits 0 when admitted, 1 when the checker failed, 2 for
+    a refused archive.
+    """
+    from edge.service.sandbox import parse_size
+    from edge.submit.admit import admit as admit_archive
+    from edge.submit.errors import CheckerFailed
+    from edge.submit.pack import describe
+
+    try:
+        total = parse_size(max_size)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-size") from None
+    limits = ArchiveLimits(total_bytes=total, file_bytes=min(total, ArchiveLimits.file_bytes))
+    try:
+        result = admit_archive(archive, candidates, replace=replace, dry_run=dry_run, limits=limits)
+    except CheckerFailed as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+    except EdgeError as exc:
+        _fail(exc)
+        return
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    verb = (
+        "would replace"
+        if dry_run and result.replaced
+        else "would add"
+        if dry_run
+        else ("replaced" if result.replaced else "added")
+    )
+    click.echo(f"{verb} {result.manifest.model_id!r} in {candidates}")
+    for line in describe(result.manifest):
+        click.echo(f"  {line}")
+    if dry_run:
+        click.echo("dry run: nothing was changed")

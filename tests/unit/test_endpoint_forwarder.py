@@ -1,0 +1,189 @@
+"""The supervisor's model-endpoint forwarder on real sockets: a listening socket as a worker hands
+it over, a real chat-completions server behind it, plain urllib in front (as a module would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
+
+TOKENS = 10
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, str, str]] = []  # (monotonic, path, authorization)
+        seen = self.seen
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                seen.append((time.monotonic(), self.path, self.headers.get("Authorization", "")))
+                data = json.dumps(
+                    {"choices": [{"message": {"content": "1"}}], "usage": {"total_tokens": TOKENS}}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    s = _Server()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def _door(forwarder: EndpointForwarder, worker: int = 1) -> str:
+    """A listening socket handed to the forwarder as a worker hands it; its base URL."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    assert forwarder.attach(worker, ["LLM"], [os.dup(listener.fileno())]) is None
+    listener.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _ask(base: str, path: str = "/chat/completions") -> dict:
+    request = urllib.request.Request(
+        base + path, data=b'{"model": "m"}', headers={"Authorization": "Bearer module"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return json.load(reply)
+
+
+def _refusal(base: str, path: str = "/chat/completions") -> urllib.error.HTTPError:
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        _ask(base, path)
+    return caught.value
+
+
+def test_requests_pass_only_while_the_call_runs_and_carry_the_organizers_key(server):
+    forwarder = EndpointForwarder(
+        {"LLM": ModelEndpoint("LLM", server.url, (("Authorization", "Bearer org"),))}
+    )
+    try:
+        base = _door(forwarder)
+        before = _refusal(base)
+        assert before.code == 503 and "only while the side's call runs" in before.reason
+        opened = time.monotonic()
+        forwarder.open(1, "s1")
+        assert _ask(base)["choices"][0]["message"]["content"] == "1"
+        assert _ask(base)["usage"]["total_tokens"] == TOKENS
+        usage = forwarder.close(1)
+        closed = time.monotonic()
+        after = _refusal(base)
+        assert after.code == 503
+        assert (usage.requests, usage.tokens) == (2, 2 * TOKENS)
+        assert usage.bytes > 0
+        assert len(server.seen) == 2
+        assert all(opened <= at <= closed for at, _, _ in server.seen)
+        assert {auth for _, _, auth in server.seen} == {"Bearer org"}
+        assert forwarder.close(1).requests == 0  # counted once
+    finally:
+        forwarder.stop()
+
+
+def test_a_battles_token_limit_refuses_further_requests(server):
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)}, tokens_per_battle=15)
+    try:
+        base = _door(forwarder)
+        forwarder.open(1, "battle-a")
+        _ask(base)
+        _ask(base)  # 10 < 15: passes, and makes 20
+        refused = _refusal(base)
+        assert refused.code == 429 and "token limit of 15" in refused.reason
+        assert forwarder.close(1).tokens == 20
+        forwarder.open(1, "battle-b")  # another battle's session starts at zero
+        _ask(base)
+    finally:
+        forwarder.stop()
+    assert len(server.seen) == 3
+
+
+def test_only_paths_under_the_endpoints_base_are_forwarded(server):
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)})
+    try:
+        base = _door(forwarder)
+        forwarder.open(1, "s")
+        origin = base.removesuffix("/v1")
+        refused = _refusal(origin, "/admin")
+        assert refused.code == 404 and "only paths under /v1" in refused.reason
+        for path in ("/v10/chat", "/v1/../admin", "/v1/%2e%2e/admin", "/v1%2f..%2fadmin"):
+            assert _refusal(origin, path).code == 404, path
+        assert forwarder.close(1).requests == 0
+    finally:
+        forwarder.stop()
+    assert server.seen == []
+
+
+def test_an_endpoint_that_is_down_is_the_sides_problem_and_its_error_says_so():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", f"http://127.0.0.1:{port}/v1")})
+    try:
+        base = _door(forwarder)
+        forwarder.open(1, "s")
+        refused = _refusal(base)
+        assert refused.code == 502
+        assert "could not be reached" in refused.reason and "side's own" in refused.reason
+    finally:
+        forwarder.stop()
+
+
+def test_a_gone_workers_socket_is_closed(server):
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)})
+    try:
+        base = _door(forwarder)
+        forwarder.open(1, "s")
+        forwarder.detach(1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the accepting thread closes it
+            try:
+                _ask(base)
+            except urllib.error.URLError as exc:
+                if isinstance(exc.reason, ConnectionRefusedError):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        else:
+            pytest.fail("the gone worker's endpoint socket still accepts")
+    finally:
+        forwarder.stop()
+    assert server.seen == []
+
+
+def test_a_socket_that_is_not_listening_is_refused():
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", "http://127.0.0.1:9/v1")})
+    try:
+        with socket.socket() as plain:
+            problem = forwarder.attach(1, ["LLM"], [os.dup(plain.fileno())])
+        assert problem is not None and "not a listening TCP socket" in problem
+    finally:
+        forwarder.stop()

@@ -1,0 +1,111 @@
+"""Model endpoints, piece by piece: the tokens a reply reports, the candidates' ``endpoints``, the
+``sep_edge --endpoint`` options, and ``usage.endpoint`` on the wire (protocol 2.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from edge.contract.candidates import load_candidates
+from edge.errors import CandidatesError, ProtocolError
+from edge.service.endpoint_http import UsageScanner
+from edge.service.endpoint_options import parse_endpoints
+from edge.wire.codec import decode_reply, encode_reply, with_usage
+from edge.wire.messages import CallUsage, CloseSessionReply, Reply
+
+
+def test_a_json_reply_reports_its_total_tokens():
+    scanner = UsageScanner("application/json")
+    text = json.dumps({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+    for i in range(0, len(text), 7):  # as it arrives, in pieces
+        scanner.feed(text[i : i + 7].encode())
+    assert scanner.tokens() == 7
+
+
+def test_a_streamed_reply_reports_the_usage_of_its_last_chunk():
+    scanner = UsageScanner("text/event-stream; charset=utf-8")
+    events = (
+        b'data: {"choices": [{"delta": {"content": "a"}}], "usage": null}\n\n'
+        b'data: {"choices": [], "usage": {"total_tokens": 42}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    for i in range(0, len(events), 5):
+        scanner.feed(events[i : i + 5])
+    assert scanner.tokens() == 42
+
+
+def test_a_reply_without_usage_reports_no_tokens():
+    scanner = UsageScanner("application/json")
+    scanner.feed(b'{"usage": "lots"}')
+    assert scanner.tokens() == 0
+
+
+def _candidates(tmp_path: Path, entry: dict) -> Path:
+    path = tmp_path / "candidates.json"
+    path.write_text(json.dumps({"M": {"userModuleID": "m", **entry}}))
+    return path
+
+
+def test_a_candidate_lists_its_endpoints_by_name(tmp_path):
+    models = load_candidates(_candidates(tmp_path, {"endpoints": ["llm", "Judge"]}))
+    assert models["M"].endpoints == ("JUDGE", "LLM")
+    assert load_candidates(_candidates(tmp_path, {}))["M"].endpoints == ()
+
+
+@pytest.mark.parametrize("value", ["LLM", ["a-b"], [3], ["9x"]])
+def test_endpoints_that_are_not_a_list_of_names_are_one_clear_error(tmp_path, value):
+    with pytest.raises(CandidatesError, match='"endpoints" must be a list of endpoint names'):
+        load_candidates(_candidates(tmp_path, {"endpoints": value}))
+
+
+def test_endpoint_options_give_each_endpoint_its_url_and_headers(monkeypatch):
+    monkeypatch.setenv("SEP_ENDPOINT_JUDGE_API_KEY", "from-env")
+    endpoints = parse_endpoints(
+        ["llm=http://10.0.0.5:8000/v1/", "JUDGE=https://judge.example/api"],
+        ["LLM=Authorization: Bearer k", "LLM=X-Team:red"],
+    )
+    assert endpoints["LLM"].path == "/v1"
+    assert endpoints["LLM"].origin == "http://10.0.0.5:8000"
+    assert endpoints["LLM"].headers == (("Authorization", "Bearer k"), ("X-Team", "red"))
+    assert endpoints["JUDGE"].headers == (("Authorization", "Bearer from-env"),)
+    assert "k" not in repr(endpoints["LLM"])  # an API key never lands in a log by repr
+    assert "SEP_ENDPOINT_JUDGE_API_KEY" not in os.environ  # no worker inherits it
+
+
+@pytest.mark.parametrize(
+    ("specs", "headers", "message"),
+    [
+        (["LLM"], [], "give NAME=URL"),
+        (["LLM=ftp://x/v1"], [], "http:// or https://"),
+        (["LLM=http://u:p@x/v1"], [], "no query, fragment or credentials"),
+        (["LLM=http://x/v1", "llm=http://y/v1"], [], "given twice"),
+        (["LLM=http://x/v1"], ["OTHER=A:b"], "no --endpoint OTHER=URL"),
+        (["LLM=http://x/v1"], ["LLM=nocolon"], "NAME=HEADER:VALUE"),
+    ],
+)
+def test_endpoint_option_mistakes_are_one_clear_line(specs, headers, message):
+    with pytest.raises(ValueError, match=message):
+        parse_endpoints(specs, headers)
+
+
+def _reply() -> bytes:
+    return encode_reply(Reply("close_session_reply", "r1", "q1", "ok", CloseSessionReply(), "s"))
+
+
+def test_usage_carries_the_endpoint_counts_of_a_call():
+    raw = with_usage(_reply(), CallUsage(0.5, 0.0, 3, 2048, 30))
+    assert decode_reply(raw).usage == CallUsage(0.5, 0.0, 3, 2048, 30)
+    plain = with_usage(_reply(), CallUsage(0.5, 0.0))
+    assert b"endpoint" not in plain  # a call that asked nothing says nothing
+    assert decode_reply(plain).usage == CallUsage(0.5, 0.0)
+
+
+def test_a_malformed_endpoint_usage_is_a_protocol_error():
+    envelope = msgpack.unpackb(_reply())
+    envelope["usage"] = {"cpu": 0.1, "queued": 0.0, "endpoint": {"requests": -1}}
+    with pytest.raises(ProtocolError, match=r"usage\.endpoint\.requests"):
+        decode_reply(msgpack.packb(envelope))
