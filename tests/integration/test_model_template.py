@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from center.files import existing, read_text
 from edge.service.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import EdgeProcess, write_config
 
@@ -85,7 +86,7 @@ def printed(log_dir: Path, row: dict[str, str], model: str) -> str:
     """What ``model``'s user code printed during the battle of ``row``."""
     side = "blue" if row["blue"] == model else "red"
     path = log_dir / "logs" / f"{row['battle_id']}.{side}.out"
-    return path.read_text() if path.exists() else ""
+    return read_text(path) if existing(path) else ""
 
 
 def import_tokens(log_dir: Path, rows: list[dict[str, str]]) -> list[str]:
