@@ -411,8 +411,9 @@ class SessionRouter:
             cause = "killed by the kernel's OOM killer: the host ran out of memory, not the worker"
         elif worker.status is not None:
             cause = describe_exit(worker.status, self._pool.limits)
-        elif worker.orphaned:
-            cause = "killed: the edge's worker template process died"
+        elif worker.orphaned:  # infrastructure, not user code: the center voids the battle
+            code = ErrorCode.UNKNOWN_SESSION
+            cause = "killed: the edge's worker template process died (not the worker's doing)"
         elif worker.zygote is not None and worker.zygote.alive():
             # Its template reports every exit at once: this worker is alive, its channel shut.
             cause = "the worker closed its channel to the edge without exiting: it was killed"

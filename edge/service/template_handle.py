@@ -62,6 +62,7 @@ class ModelTemplate:
         self.digest = ""
         self.load_error = ""
         self.cause = ""  # why it is gone
+        self.lost_by_edge = False  # ended with the edge's own template: no fault of the model's
         self._waiting: list[tuple[int, bytes, socket.socket]] = []  # spawns before it is ready
         self._asked: set[int] = set()  # spawns sent, not yet answered
         self._exits_due: set[int] = set()  # host pids of workers dead or killed, not reported

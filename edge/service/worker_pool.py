@@ -58,6 +58,7 @@ from edge.service.worker import WorkerSpec
 from edge.service.worker_handle import WorkerHandle
 from edge.service.worker_io import PollSet
 from edge.service.zygote import Zygote, ZygoteError
+from edge.wire.messages import ErrorCode
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -84,8 +85,11 @@ class NoMemoryRoom(Exception):
 class WorkerEvents(Protocol):
     """What the pool reports of its workers' ends (the router decides what they mean)."""
 
-    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
-        """Bookkeeping of a worker that is no more (retired, killed, never started)."""
+    def worker_gone(
+        self, worker: WorkerHandle, cause: str, code: ErrorCode = ErrorCode.WORKER_DIED
+    ) -> None:
+        """Bookkeeping of a worker that is no more (retired, killed, never started); ``code``
+        UNKNOWN_SESSION when the edge, not the worker, lost its session."""
 
     def worker_died(self, worker: WorkerHandle) -> None:
         """A worker ended by itself (its template died with it)."""
@@ -412,8 +416,7 @@ class WorkerPool:
     def host_oom_killed(worker: WorkerHandle) -> bool:
         """Whether an OOM killer not of the worker's own limit killed a process of it: the host
         (or a group around the edge) ran out of memory, which is no fault of the worker's."""
-        group = worker.group
-        return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
+        return _host_oom_killed(worker.group)
 
     def memory_cause(self) -> str:
         """Why a worker that :meth:`oom_killed` ended."""
@@ -494,6 +497,7 @@ class WorkerPool:
         self._forker_gone(zygote)
         if self.templates is not None:  # model templates are forks of it: they died with it
             for template in self.templates.templates():
+                template.lost_by_edge = True
                 self.templates.end(template, "the edge's worker template process died")
             self._templates_ended()
 
@@ -516,6 +520,17 @@ class WorkerPool:
                 self._by_pid.pop(worker.pid, None)
             if worker.gone:
                 self.release_slot(worker)
+            elif isinstance(forker, ModelTemplate) and (
+                forker.lost_by_edge or _host_oom_killed(forker.group)
+            ):
+                # The edge's template died, or the host ran out of memory: the model's battles
+                # are lost by the edge (the center voids them), no fault of the model's.
+                self.kill(worker)
+                self.events.worker_gone(
+                    worker,
+                    f"killed with its model's template ({forker.cause}): not the worker's doing",
+                    ErrorCode.UNKNOWN_SESSION,
+                )
             elif isinstance(forker, ModelTemplate):  # ended by the supervisor, saying why
                 self.kill(worker)
                 self._gone(worker, f"killed: {_forker_name(forker)} ended")
@@ -664,3 +679,8 @@ def _forker_name(forker: Zygote | ModelTemplate) -> str:
         cause = f" ({forker.cause})" if forker.cause else ""
         return f"the template process of {forker.model_id}{cause}"
     return "the edge's worker template process"
+
+
+def _host_oom_killed(group: WorkerGroup | None) -> bool:
+    """Whether an OOM killer not of the group's own limit killed a process in it."""
+    return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
