@@ -147,6 +147,12 @@ def _setup_logging(verbose: int) -> None:
     "(by default every battle starts from a fresh import).",
 )
 @click.option(
+    "--fresh-imports",
+    is_flag=True,
+    help="Import each model anew in every battle's worker, instead of forking the workers from "
+    "a template of the model that imported it once (docs/sandbox.md, 'Model templates').",
+)
+@click.option(
     "--endpoint",
     "endpoint_specs",
     multiple=True,
@@ -194,6 +200,7 @@ def sep_edge(
     no_drop_privileges: bool,
     cpus: str | None,
     reuse_workers: bool,
+    fresh_imports: bool,
     endpoint_specs: tuple[str, ...],
     endpoint_header_specs: tuple[str, ...],
     endpoint_tokens: int | None,
@@ -274,6 +281,7 @@ def sep_edge(
             insecure=insecure,
             cpus=cpu_list,
             reuse_workers=reuse_workers,
+            model_templates=not fresh_imports,
             memory_budget=MemoryBudget.derive(reserve),
             endpoints=endpoints,
             endpoint_tokens=endpoint_tokens,

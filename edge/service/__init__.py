@@ -9,7 +9,11 @@ code in sandboxed worker processes. One module per idea:
 - ``routing``: the sandbox's dispatcher: requests to their sessions' workers, the restore history,
   what a worker's death or overrun means to its session;
 - ``worker_pool``: the template process and the workers it forks for each model (acquire, reuse,
-  retire), and the hardening they get;
+  retire); ``hardening``: the hardening they get;
+- ``model_template``, ``userns``, ``template_handle``, ``template_pool``, ``fork_check``: a
+  model's template process (its module imported once per edge, in a user namespace of its own),
+  the supervisor's handle on it and on all of them, and the outside check of each worker it forks;
+  ``learnsets``: poke-env's learnset cache warmed in a template;
 - ``worker_io``: the workers' channels (polling, frames, what a reply may claim);
 - ``scheduling``: a CPU per running call (``--cpus``), the queue for one, deadlines, usage;
 - ``worker_handle``: the supervisor's records of a call and of a worker process;

@@ -194,6 +194,10 @@ class SessionRouter:
                 f"{self.candidates_file} ({RELOAD_HINT})",
             )
             return
+        unavailable = self._pool.unavailable(body.model_id)
+        if unavailable is not None:
+            self._fail(job, ErrorCode.WORKER_DIED, "LoadError", unavailable)
+            return
         self._dead_sessions.pop(session, None)
         worker = self._sessions.get(session)
         if worker is not None and worker.model_id != body.model_id:
@@ -301,6 +305,7 @@ class SessionRouter:
             worker.state = "ready"
             if job is None and worker.group is not None:
                 worker.group.freeze()
+            self._pool.check_forked(worker)  # (one forked from a model's template)
         elif kind is Kind.ENDPOINTS and worker.state == "starting" and self._endpoints is not None:
             self._attach_endpoints(worker)
         elif kind is Kind.REPLY and job is not None and job.header is not None:
@@ -381,6 +386,7 @@ class SessionRouter:
     def _on_eof(self, worker: WorkerHandle) -> None:
         worker.eof_at = time.monotonic()
         self._channels.unregister(worker)
+        self._pool.expect_exit(worker)
         if worker.status is not None or worker.orphaned:
             self.worker_died(worker)
         # else: its exit status comes from the template (waited for EXIT_STATUS_WAIT at most)
@@ -405,9 +411,10 @@ class SessionRouter:
             cause = "killed by the kernel's OOM killer: the host ran out of memory, not the worker"
         elif worker.status is not None:
             cause = describe_exit(worker.status, self._pool.limits)
-        elif worker.orphaned:
-            cause = "killed: the edge's worker template process died"
-        elif worker.zygote is not None and worker.zygote.process.poll() is None:
+        elif worker.orphaned:  # infrastructure, not user code: the center voids the battle
+            code = ErrorCode.UNKNOWN_SESSION
+            cause = "killed: the edge's worker template process died (not the worker's doing)"
+        elif worker.zygote is not None and worker.zygote.alive():
             # Its template reports every exit at once: this worker is alive, its channel shut.
             cause = "the worker closed its channel to the edge without exiting: it was killed"
         else:
@@ -517,7 +524,7 @@ class SessionRouter:
         self._pool.watch_template()
         self._channels.watch(self._pool.by_fd.values())
         now = time.monotonic()
-        wake = self._scheduler.next_wake(now, self._next_housekeeping)
+        wake = self._scheduler.next_wake(now, min(self._next_housekeeping, self._pool.next_wake()))
         for worker in self._pool.by_fd.values():
             if worker.job is not None:
                 wake = min(wake, worker.job.deadline)
@@ -548,6 +555,7 @@ class SessionRouter:
                 self._on_deadline(worker, worker.job)
             elif worker.eof_at is not None and now >= worker.eof_at + EXIT_STATUS_WAIT:
                 self.worker_died(worker)
+        self._pool.check_imports(now)
         if now >= self._next_housekeeping:
             self._housekeeping(now)
 

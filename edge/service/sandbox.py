@@ -228,6 +228,9 @@ class Hardening:
     """Each worker sees an empty tmpfs of its own at each of PRIVATE_FOLDERS (/tmp, /dev/shm…)."""
     private_proc: bool = False
     """Each worker sees a /proc of its own PID namespace: its own processes, none of the host's."""
+    model_template: bool = False
+    """The host lets each model have a template process in a user namespace of its own, from
+    which its workers are forked (``edge.service.model_template``)."""
     exposed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """Closed folders a worker sees as a tmpfs showing only these children (see expose)."""
     uid_base: int = 100_000
@@ -292,7 +295,7 @@ O_PATH: Final = getattr(os, "O_PATH", 0o10000000)
 
 
 def make_private_folders(
-    folders: Iterable[str] = PRIVATE_FOLDERS, keep: Iterable[str] = ()
+    folders: Iterable[str] = PRIVATE_FOLDERS, keep: Iterable[str] = (), *, remount: bool = True
 ) -> None:
     """In the calling process's own mount namespace (a worker, still root), cover each existing
     folder of ``folders`` with an empty tmpfs (mode 1777), so that nothing of the host's or another
@@ -300,7 +303,8 @@ def make_private_folders(
     towards the worker's memory group.
 
     The folders of ``keep`` that lie under a covered folder (a candidate's module in /tmp, say)
-    stay visible at their paths, read-only."""
+    stay visible at their paths, read-only (``remount``: made so here; else they are binds of
+    mounts that are read-only already, as in a model template's workers)."""
     kept = []
     for path in sorted(set(keep)):
         with contextlib.suppress(OSError):  # opened before it is covered, bound back after
@@ -321,7 +325,9 @@ def make_private_folders(
                 continue  # not covered
             os.makedirs(path, mode=0o755, exist_ok=True)
             libc_call("mount", f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
-            libc_call("mount", None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID, None)
+            if remount:
+                flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID
+                libc_call("mount", None, path, None, flags, None)
     finally:
         for _, fd in kept:
             os.close(fd)

@@ -123,6 +123,8 @@ class SessionHandlers:
         *,
         capture: bool = True,
         on_call: Callable[[str], None] | None = None,
+        loaded: UserModel | None = None,
+        loaded_digest: str = "",
     ) -> None:
         self.side = side
         #: told each user call of a decision before it starts (a worker names its thread by it)
@@ -131,6 +133,13 @@ class SessionHandlers:
             dict(candidates) if isinstance(candidates, Mapping) else load_candidates(candidates)
         )
         self._models: dict[str, UserModel] = {}
+        #: a model loaded before this process began (a worker forked from its model's template):
+        #: its first session takes the template's policy and reports the digest of the code that
+        #: was imported
+        self._loaded = self._loaded_model = loaded
+        self._loaded_digest = loaded_digest
+        if loaded is not None:
+            self._models[loaded.model_id] = loaded
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._capture = capture
@@ -187,9 +196,15 @@ class SessionHandlers:
             raise EdgeError("open_session needs a session id")
         self._expire_idle()
         # Before this worker imports the model: the files as they are, not as its code says.
-        digest = (
-            code_digest(self.candidates[body.model_id]) if body.model_id in self.candidates else ""
-        )
+        template = self._loaded
+        if self._loaded_digest and self._models.get(body.model_id) is self._loaded_model:
+            digest = self._loaded_digest  # the code this process runs, imported by its template
+        else:
+            digest = (
+                code_digest(self.candidates[body.model_id])
+                if body.model_id in self.candidates
+                else ""
+            )
         model = self.model(body.model_id)
         seed = body.instance_config.seed
         with self.captured(context):
@@ -199,7 +214,13 @@ class SessionHandlers:
             _ = model.module
             seed_global_generators(seed)
             agent = model.make_agent(body.instance_config.to_dict())
-            policy = model.new_policy()
+            if template is model:
+                # The policy the template built (getUserPolicy once per edge): this worker's own
+                # copy; a later session of a reused worker builds its own, as before.
+                policy = model.policy
+                self._loaded = None
+            else:
+                policy = model.new_policy()
         candidate = self.candidates[body.model_id]
         replica = ReplicaBattle(
             body.username, body.instance_config.battle_format, team=candidate.team

@@ -40,6 +40,7 @@ from edge.contract.candidates import Candidate
 from edge.errors import CandidatesError
 from edge.service.candidates_watch import CandidatesWatch
 from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
+from edge.service.hardening import module_place
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.processes import remove_stale_work_folders
@@ -48,7 +49,7 @@ from edge.service.sandbox import Hardening, Limits, paths_to_expose
 from edge.service.scheduling import cpu_list
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
-from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool, _module_place
+from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
 from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
 
@@ -92,6 +93,7 @@ class SandboxedEdge:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         cpus: Sequence[int] | None = None,
         reuse_workers: bool = False,
+        model_templates: bool = True,
         memory_budget: MemoryBudget | None = None,
         endpoints: Mapping[str, ModelEndpoint] | None = None,
         endpoint_tokens: int | None = None,
@@ -114,6 +116,7 @@ class SandboxedEdge:
             isolate_network=isolate_network,
             max_message_size=max_message_size,
             polls=polls,
+            model_templates=model_templates,
             memory_budget=memory_budget,
         )
         cpu_claims: HostClaims | None = None
@@ -195,6 +198,7 @@ class SandboxedEdge:
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",
+            *([pool.templates.line()] if pool.templates is not None else []),
             *self._endpoint_lines(),
         ]
 
@@ -242,6 +246,8 @@ class SandboxedEdge:
 
     def announce_load_limit(self, seconds: float) -> None:
         self._server.announce_load_limit(seconds)
+        if self._pool.templates is not None:  # a template's import counts against it, once
+            self._pool.templates.load_limit = float(seconds)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         """Serve until stopped; ``handle_signals`` (main thread only): SIGINT and SIGTERM stop
@@ -266,7 +272,7 @@ class SandboxedEdge:
         hardening = self._pool.hardening
         if not hardening.user:
             return
-        needed = [p for c in table.values() for p in (c.folder, _module_place(c))]
+        needed = [p for c in table.values() for p in (c.folder, module_place(c))]
         exposed, unreadable = paths_to_expose(needed)
         new = [c for f, cs in exposed.items() for c in cs if c not in hardening.exposed.get(f, [])]
         if unreadable or new:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from edge.contract.candidates import Candidate
+from edge.contract.user_module import UserModel
 from edge.errors import ProtocolError
 from edge.service.channel import Kind, recv_frame, send_frame
 from edge.service.dispatch import CallContext
@@ -151,18 +152,28 @@ class WorkerSpec:
 
 
 def run_worker(
-    spec: WorkerSpec, channel: socket.socket, close_template: Callable[[], None]
+    spec: WorkerSpec,
+    channel: socket.socket,
+    close_template: Callable[[], None],
+    *,
+    enter: Callable[[WorkerSpec, int], None] | None = None,
+    model: UserModel | None = None,
+    digest: str = "",
 ) -> NoReturn:
-    """The forked worker's life (see the module docstring); ends with ``os._exit``."""
+    """The forked worker's life (see the module docstring); ends with ``os._exit``. A model's
+    template passes its own sandbox set-up (``enter``) and the model it loaded, with the digest of
+    its code when it did."""
     try:
         close_template()
-        _enter_sandbox(spec, channel.fileno())
+        (enter or _enter_sandbox)(spec, channel.fileno())
+        if enter is not None:
+            _serve_from(channel.fileno())
     except BaseException as exc:  # tell the supervisor why, then go
         with contextlib.suppress(BaseException):
             send_frame(channel, Kind.FAILED, f"sandbox setup failed: {exc!r}"[:2000].encode())
         os._exit(EXIT_SETUP)
     try:
-        code = _Worker(spec, channel).serve()
+        code = _Worker(spec, channel, model, digest).serve()
     except BaseException:  # a bug of ours: the supervisor sees the worker die
         code = 70
     os._exit(code)
@@ -204,6 +215,12 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
         os.setgid(hardening.gid)
         os.setuid(spec.uid)
     libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no setuid binary gives privileges back
+    _serve_from(channel_fd)
+
+
+def _serve_from(channel_fd: int) -> None:
+    """The end of a worker's set-up, its privileges dropped: the parent-death signal, poke-env's
+    loop, its output captured, every file descriptor but its own closed."""
     # After setuid, which clears it: the worker dies with the template, which dies with the edge.
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
     _revive_poke_loop()
@@ -304,7 +321,13 @@ def _poke_loop_fds() -> set[int]:
 class _Worker:
     """The serving loop of one worker."""
 
-    def __init__(self, spec: WorkerSpec, channel: socket.socket) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        channel: socket.socket,
+        model: UserModel | None = None,
+        digest: str = "",
+    ) -> None:
         self.spec = spec
         self.channel = channel
         self.max_size = spec.max_message_size
@@ -315,6 +338,8 @@ class _Worker:
             {spec.candidate.model_id: spec.candidate},
             capture=False,
             on_call=self.name_call,
+            loaded=model,
+            loaded_digest=digest,
         )
         self.handlers = self.service.handlers()
         self.ids = itertools.count(1)

@@ -15,6 +15,7 @@ from typing import Final
 from edge.contract.candidates import Candidate
 from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
+from edge.service.template_handle import ModelTemplate
 from edge.service.zygote import Zygote
 from edge.wire.codec import RequestHeader
 
@@ -69,12 +70,14 @@ class WorkerHandle:
     eof_at: float | None = None  # its channel closed (it died, or we let it go)
     status: int | None = None  # its wait status, from the template
     cause: str | None = None  # why it ended, once known or decided
-    zygote: Zygote | None = None  # the template that forked it (and reports its exit)
+    zygote: Zygote | ModelTemplate | None = None  # what forked it (and reports its exit)
     orphaned: bool = False  # its template died: it died too, and no exit status will come
     group: WorkerGroup | None = None  # its control groups (None: the host gives none)
     pending: bytes = b""  # what starts its job, written once the job has a CPU
     cpu: int | None = None  # the CPU its running call holds
     cpu_at_start: float | None = None  # CPU seconds of its processes when the call started
+    held: bool = False  # forked from a model's template: nothing is sent until it is checked
+    channel_inode: int = 0  # the inode of the worker's end of its channel (for the check)
     routing_id: bytes | None = None  # the center connection its session's requests come from
     center_gone_at: float | None = None  # when that connection closed (None: it is up)
     endpoint_fds: list[int] = field(default_factory=list)  # its endpoint sockets, not yet taken

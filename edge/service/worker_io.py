@@ -76,7 +76,8 @@ class WorkerChannels:
         for worker in workers:
             if worker.eof_at is not None:
                 continue
-            self._polls.watch(worker.fd, zmq.POLLIN | (zmq.POLLOUT if worker.out else 0))
+            writing = worker.out and not worker.held
+            self._polls.watch(worker.fd, zmq.POLLIN | (zmq.POLLOUT if writing else 0))
 
     def unregister(self, worker: WorkerHandle) -> None:
         """Stop polling the worker's channel (before it is closed: a closed fd breaks poll)."""
@@ -87,7 +88,7 @@ class WorkerChannels:
         self.flush(worker)
 
     def flush(self, worker: WorkerHandle) -> None:
-        while worker.out and not worker.gone:
+        while worker.out and not worker.gone and not worker.held:
             try:
                 sent = worker.sock.send(worker.out)
             except BlockingIOError:

@@ -42,21 +42,23 @@ from edge.service.cgroups import (
     remove_stale_groups,
 )
 from edge.service.channel import FRAME_OVERHEAD, FrameReader
+from edge.service.hardening import EDGE_PACKAGE, choose_hardening, module_place
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryAdmission, MemoryBudget
 from edge.service.processes import cpu_seconds, kill_group_members, remove_stale_work_folders
 from edge.service.sandbox import (
     PRIVATE_FOLDERS,
-    Hardening,
     Limits,
     format_size,
-    paths_to_expose,
     paths_under,
 )
+from edge.service.template_handle import ModelTemplate
+from edge.service.template_pool import TemplatePool, adopt, templates_off
 from edge.service.worker import WorkerSpec
 from edge.service.worker_handle import WorkerHandle
 from edge.service.worker_io import PollSet
 from edge.service.zygote import Zygote, ZygoteError
+from edge.wire.messages import ErrorCode
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -68,8 +70,6 @@ __all__ = [
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
-#: The folder of this package: workers read its files (data, lazily imported modules) at run time.
-_EDGE_PACKAGE: Final = Path(__file__).resolve().parents[1]
 
 DEFAULT_MAX_SESSION_WORKERS: Final = 64
 """Worker processes at most (sessions served at once); idle ones are reused, then evicted."""
@@ -85,8 +85,11 @@ class NoMemoryRoom(Exception):
 class WorkerEvents(Protocol):
     """What the pool reports of its workers' ends (the router decides what they mean)."""
 
-    def worker_gone(self, worker: WorkerHandle, cause: str) -> None:
-        """Bookkeeping of a worker that is no more (retired, killed, never started)."""
+    def worker_gone(
+        self, worker: WorkerHandle, cause: str, code: ErrorCode = ErrorCode.WORKER_DIED
+    ) -> None:
+        """Bookkeeping of a worker that is no more (retired, killed, never started); ``code``
+        UNKNOWN_SESSION when the edge, not the worker, lost its session."""
 
     def worker_died(self, worker: WorkerHandle) -> None:
         """A worker ended by itself (its template died with it)."""
@@ -110,6 +113,7 @@ class WorkerPool:
         isolate_network: bool,
         max_message_size: int,
         polls: PollSet,
+        model_templates: bool = True,
         memory_budget: MemoryBudget | None = None,
     ) -> None:
         self._side = side
@@ -145,6 +149,8 @@ class WorkerPool:
         self._groups_to_remove: list[WorkerGroup] = []
         self._numbers = itertools.count(1)
         self._zygote_registered: int | None = None
+        self._templates_registered: set[int] = set()
+        self.templates: TemplatePool | None = None
         self.startup_ms: deque[float] = deque(maxlen=10_000)
         """Milliseconds from asking for a worker to the worker sandboxed and serving."""
         try:
@@ -158,6 +164,15 @@ class WorkerPool:
             hold_v1_freezer(self.cgroups)
             if self.hardening.user:
                 self._uid_claims = HostClaims("uid")
+            self.templates = TemplatePool(
+                side,
+                hardening=self.hardening,
+                cgroups=self.cgroups,
+                limits=limits,
+                home_base=self.home_base,
+                max_message_size=max_message_size,
+                why_off=templates_off(self.hardening, model_templates),
+            )
             if memory_budget is not None and limits.memory:
                 self.admission = MemoryAdmission(limits.memory, memory_budget)
         except BaseException:
@@ -217,7 +232,23 @@ class WorkerPool:
         number = next(self._numbers)
         if self.admission is not None and not self.admission.admit(number):
             raise NoMemoryRoom(self.admission.why_refused())
-        if self._uid_claims is not None:  # a user id no worker of any edge of the host has
+        template: ModelTemplate | None = None
+        try:
+            if self.templates is not None and self.templates.on:
+                self.templates.instance = self.instance
+                try:
+                    template = self.templates.template_for(
+                        candidate, zygote, self._keep_paths(candidate)
+                    )
+                finally:
+                    self._templates_ended()  # (one whose module's files changed)
+        except BaseException:
+            if self.admission is not None:
+                self.admission.release(number)
+            raise
+        if template is not None:
+            slot = template.claim_uid()  # a user id of the model's block
+        elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
             slot = self._uid_claims.claim_lowest()
         else:
             slot = next(i for i in itertools.count() if i not in self._slots_in_use)
@@ -232,7 +263,7 @@ class WorkerPool:
                 group = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ours.setblocking(False)
-        home = self.home_base / f"w{slot}"
+        home = self.home_base / (f"t{template.serial}-w{slot}" if template else f"w{slot}")
         spec = WorkerSpec.build(
             side=self._side,
             instance=self.instance,
@@ -252,18 +283,27 @@ class WorkerPool:
         worker.group = group
         worker.candidate = candidate
         try:
-            zygote.spawn(number, spec, theirs)
+            if template is not None:
+                assert self.templates is not None
+                worker.held = True  # until the supervisor has checked it (fork_check)
+                worker.channel_inode = os.fstat(theirs.fileno()).st_ino
+                template.spawn(number, self.templates.worker_spec(spec, slot), theirs)
+            else:
+                zygote.spawn(number, spec, theirs)
         except ZygoteError:
             ours.close()
-            if self._uid_claims is not None:
+            if template is not None:
+                template.release_uid(slot)
+            elif self._uid_claims is not None:
                 self._uid_claims.release(slot)
             if self.admission is not None:
                 self.admission.release(number)
             if group is not None:
                 group.remove()
             raise
-        worker.zygote = zygote
-        self._slots_in_use.add(slot)
+        worker.zygote = template or zygote
+        if template is None:
+            self._slots_in_use.add(slot)
         self.workers[number] = worker
         self.by_fd[worker.fd] = worker
         self._spawning[number] = worker
@@ -285,8 +325,8 @@ class WorkerPool:
         needed = [
             candidate.folder,
             candidate.folder / top,  # a package right in /tmp is kept by itself
-            _module_place(candidate),  # where a link there leads (the checker links the module)
-            _EDGE_PACKAGE,
+            module_place(candidate),  # where a link there leads (the checker links the module)
+            EDGE_PACKAGE,
             *(Path(p) for p in sys.path if p),
         ]
         if candidate.team_path is not None:
@@ -341,9 +381,13 @@ class WorkerPool:
     def release_slot(self, worker: WorkerHandle) -> None:
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self.workers.pop(worker.number, None)
-        self._slots_in_use.discard(worker.slot)
-        if self._uid_claims is not None:
-            self._uid_claims.release(worker.slot)
+        if isinstance(worker.zygote, ModelTemplate):
+            assert self.templates is not None
+            self.templates.release_worker(worker.zygote, worker.slot)
+        else:
+            self._slots_in_use.discard(worker.slot)
+            if self._uid_claims is not None:
+                self._uid_claims.release(worker.slot)
         if self.admission is not None:
             self.admission.release(worker.number)
         shutil.rmtree(worker.home, ignore_errors=True)
@@ -357,6 +401,8 @@ class WorkerPool:
         if worker.pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
+            if isinstance(worker.zygote, ModelTemplate):
+                worker.zygote.expect_exit(worker.pid)  # thawed until it reports the exit
         if worker.group is not None:
             worker.group.kill()
 
@@ -370,16 +416,34 @@ class WorkerPool:
     def host_oom_killed(worker: WorkerHandle) -> bool:
         """Whether an OOM killer not of the worker's own limit killed a process of it: the host
         (or a group around the edge) ran out of memory, which is no fault of the worker's."""
-        group = worker.group
-        return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
+        return _host_oom_killed(worker.group)
 
     def memory_cause(self) -> str:
         """Why a worker that :meth:`oom_killed` ended."""
         return f"killed: memory limit {format_size(self.limits.memory)} (all its processes)"
 
+    def unavailable(self, model_id: str) -> str | None:
+        """Why the model's sessions cannot be served now (its template was given up on)."""
+        return self.templates.unavailable(model_id) if self.templates is not None else None
+
+    def expect_exit(self, worker: WorkerHandle) -> None:
+        """A worker's channel closed: its template (if a model's) reports its exit."""
+        if isinstance(worker.zygote, ModelTemplate) and worker.pid is not None:
+            worker.zygote.expect_exit(worker.pid)
+
+    def next_wake(self) -> float:
+        """When a template's import passes its load limit."""
+        return self.templates.next_wake() if self.templates is not None else float("inf")
+
+    def check_imports(self, now: float) -> None:
+        """End the templates whose import passed the load limit: their model is served no more."""
+        if self.templates is not None and self.templates.give_up_overdue(now):
+            self._templates_ended()
+
     def housekeeping(self, now: float) -> None:
         """Remove control groups that were busy before; retire workers idle too long."""
         self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
+        self._templates_ended()
         # Another edge's worker waits for the host's memory: idle workers give their room back.
         squeezed = self.admission is not None and self.admission.others_waiting()
         for worker in [w for ws in self._idle.values() for w in ws]:
@@ -391,17 +455,23 @@ class WorkerPool:
     # -- the template process ----------------------------------------------------------------
 
     def watch_template(self) -> None:
-        """Poll the template's reports (a new template is registered once)."""
+        """Poll the templates' reports (each registered once)."""
+        assert self._polls.poller is not None
         zygote = self._zygote
         if zygote is not None and self._zygote_registered != zygote.fileno():
-            assert self._polls.poller is not None
             self._polls.poller.register(zygote.fileno(), zmq.POLLIN)
             self._zygote_registered = zygote.fileno()
+        for template in self.templates.templates() if self.templates else []:
+            if template.fileno() not in self._templates_registered:
+                self._polls.poller.register(template.fileno(), zmq.POLLIN)
+                self._templates_registered.add(template.fileno())
 
     def template_reported(self, events: Mapping[object, int]) -> bool:
-        """Whether the template's reports are among a poll's ``events``."""
+        """Whether the reports of a template (the edge's or a model's) are among ``events``."""
         zygote = self._zygote
-        return zygote is not None and zygote.fileno() in events
+        if zygote is not None and zygote.fileno() in events:
+            return True
+        return any(fd in events for fd in self._templates_registered)
 
     def _live_zygote(self) -> Zygote:
         if self._zygote is not None and self._zygote.process.poll() is not None:
@@ -420,30 +490,61 @@ class WorkerPool:
         zygote = self._zygote
         if zygote is None:
             return
-        assert self.events is not None
         self._zygote = None
         self._zygote_registered = None
         self._polls.unregister(zygote.fileno())  # before it is closed: a closed fd breaks poll
         zygote.close()
-        for worker in list(self._spawning.values()):
-            self._gone(worker, "the edge's worker template process died")
-            self.release_slot(worker)
-        self._spawning.clear()
+        self._forker_gone(zygote)
+        if self.templates is not None:  # model templates are forks of it: they died with it
+            for template in self.templates.templates():
+                template.lost_by_edge = True
+                self.templates.end(template, "the edge's worker template process died")
+            self._templates_ended()
+
+    def _forker_gone(self, forker: Zygote | ModelTemplate) -> None:
+        """The edge's template or a model's is gone: so are the workers it forked."""
+        assert self.events is not None
+        if isinstance(forker, ModelTemplate) and forker.fileno() in self._templates_registered:
+            self._templates_registered.discard(forker.fileno())
+            self._polls.unregister(forker.fileno())
+        for number, worker in list(self._spawning.items()):
+            if worker.zygote is forker:
+                del self._spawning[number]
+                self._gone(worker, f"{_forker_name(forker)} died")
+                self.release_slot(worker)
         for worker in list(self.workers.values()):
-            if worker.zygote is not zygote or worker.status is not None:
+            if worker.zygote is not forker or worker.status is not None:
                 continue
             worker.orphaned = True
             if worker.pid is not None:
                 self._by_pid.pop(worker.pid, None)
             if worker.gone:
                 self.release_slot(worker)
+            elif isinstance(forker, ModelTemplate) and (
+                forker.lost_by_edge or _host_oom_killed(forker.group)
+            ):
+                # The edge's template died, or the host ran out of memory: the model's battles
+                # are lost by the edge (the center voids them), no fault of the model's.
+                self.kill(worker)
+                self.events.worker_gone(
+                    worker,
+                    f"killed with its model's template ({forker.cause}): not the worker's doing",
+                    ErrorCode.UNKNOWN_SESSION,
+                )
+            elif isinstance(forker, ModelTemplate):  # ended by the supervisor, saying why
+                self.kill(worker)
+                self._gone(worker, f"killed: {_forker_name(forker)} ended")
             elif worker.eof_at is not None:
                 self.events.worker_died(worker)
             # else: its end of file comes next, then it is gone
 
     def on_template(self) -> None:
-        """Read the template's reports: workers started, failed to start, exited."""
-        assert self._zygote is not None
+        """Read the templates' reports: workers started, failed to start, exited."""
+        for template in self.templates.templates() if self.templates else []:
+            self._on_model_template(template)
+        self._templates_ended()
+        if self._zygote is None:
+            return
         try:
             events = self._zygote.events()
         except (OSError, ValueError, ZygoteError) as exc:
@@ -453,23 +554,87 @@ class WorkerPool:
             logger.error("the worker template process is gone; a new one starts when needed")
             self._zygote_gone()
             return
+        self._on_events(events)
+        self._templates_ended()
+
+    def _templates_ended(self) -> None:
+        """Let go of the templates ended since the last call: their workers are gone too."""
+        for template in self.templates.drain_ended() if self.templates is not None else []:
+            self._forker_gone(template)
+            if template.group is not None and not template.group.remove():
+                self._groups_to_remove.append(template.group)  # tried again at housekeeping
+
+    def _on_model_template(self, template: ModelTemplate) -> None:
+        assert self.templates is not None
+        events = template.events()
+        if events is None:
+            self.templates.end(template, template.cause or "its process ended")
+            return
         for event in events:
+            if event["op"] == "ready":
+                logger.info(
+                    "the template of %s imported it in %.2f s%s",
+                    template.model_id,
+                    time.monotonic() - template.started,
+                    f" (and failed: {template.load_error})" if template.load_error else "",
+                )
+            elif event["op"] == "broken":
+                self.templates.end(template, event["error"])
+                return
+        self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
+        template.settle()
+
+    def _on_events(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            if self.templates is not None and self.templates.on_zygote_event(event):
+                continue
             op = event.get("op")
             if op == "spawned":
-                spawned = self._spawning.pop(int(event["token"]), None)
+                spawned = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
                 if spawned is None:
                     continue
-                spawned.pid = int(event["pid"])
+                spawned.pid = int(event["pid"])  # type: ignore[call-overload]
                 self._by_pid[spawned.pid] = spawned  # its exit frees its slot
                 if spawned.gone:  # given up on before it started
                     self.kill(spawned)
+                elif spawned.held:
+                    self._adopt(spawned)
             elif op == "failed":
-                failed = self._spawning.pop(int(event["token"]), None)
+                failed = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
                 if failed is not None:
                     self._gone(failed, f"could not start a worker: {event.get('error')}")
                     self.release_slot(failed)
             elif op == "exit":
-                self._on_exit(int(event["pid"]), int(event["status"]))
+                self._on_exit(int(event["pid"]), int(event["status"]))  # type: ignore[call-overload]
+
+    def _adopt(self, worker: WorkerHandle) -> None:
+        """A worker forked from a model's template: into its control groups (it is in its
+        template's until then), then checked once it says it is ready."""
+        problem = adopt(worker)
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            return
+        self.check_forked(worker)
+
+    def check_forked(self, worker: WorkerHandle) -> None:
+        """Once a worker forked from a model's template is ready and its pid known: check it
+        from outside (``edge.service.fork_check``); it serves only if it passes, else its
+        template, which made it so, is ended."""
+        template = worker.zygote
+        if not worker.held or worker.state != "ready" or worker.pid is None:
+            return  # (its pid comes with its template's report, maybe after it said it is ready)
+        if not isinstance(template, ModelTemplate):
+            return
+        assert self.templates is not None
+        problem = self.templates.check(worker, self.workers.values())
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            self.templates.end(template, problem)
+            self._templates_ended()
+            return
+        worker.held = False
 
     def _on_exit(self, pid: int, status: int) -> None:
         worker = self._by_pid.pop(pid, None)
@@ -492,6 +657,8 @@ class WorkerPool:
                 worker.sock.close()
         for worker in list(self._spawning.values()):
             self.kill(worker)
+        if self.templates is not None:
+            self.templates.close()
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
@@ -507,59 +674,13 @@ class WorkerPool:
         return [w.pid for w in self.by_fd.values() if w.pid is not None and not w.gone]
 
 
-def choose_hardening(
-    possible: Hardening,
-    candidates: Mapping[str, Candidate],
-    drop_privileges: bool,
-    isolate_network: bool,
-) -> Hardening:
-    """The hardening workers get: what the host permits, as asked, and a user id of their own
-    only where they can still read Python and the candidates' modules."""
-    why = dict(possible.why_off)
-    user = possible.user and drop_privileges
-    if possible.user and not drop_privileges:
-        why["user"] = "not asked (--no-drop-privileges)"
-    exposed: dict[str, list[str]] = {}
-    if user:
-        # A worker with its own user id must still read Python and the candidates' modules.
-        needed = [Path(p) for p in sys.path if p and Path(p).is_dir()]
-        needed += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-        needed += [c.folder for c in candidates.values()]
-        needed += [_EDGE_PACKAGE, *(_module_place(c) for c in candidates.values())]
-        exposed, unreadable = paths_to_expose(needed)
-        if unreadable is not None or (exposed and not possible.mount_namespace):
-            user = False
-            why["user"] = (
-                f"{unreadable or next(iter(exposed))} is not readable by other users, and "
-                "workers must read Python and the candidates' modules: make it readable to "
-                "turn this on"
-            )
-            exposed = {}
-    network = possible.network and isolate_network
-    if possible.network and not isolate_network:
-        why["network"] = "not asked (--allow-network)"
-    return Hardening(
-        user=user,
-        network=network,
-        pid_namespace=possible.pid_namespace,
-        mount_namespace=possible.mount_namespace,
-        ipc_namespace=possible.ipc_namespace,
-        private_tmp=possible.private_tmp,
-        private_proc=possible.private_proc,
-        exposed=exposed,
-        uid_base=possible.uid_base,
-        gid=possible.gid,
-        why_off=why,
-    )
+def _forker_name(forker: Zygote | ModelTemplate) -> str:
+    if isinstance(forker, ModelTemplate):
+        cause = f" ({forker.cause})" if forker.cause else ""
+        return f"the template process of {forker.model_id}{cause}"
+    return "the edge's worker template process"
 
 
-def _module_place(candidate: Candidate) -> Path:
-    """The folder that holds the candidate's module where it really is: the target of a link in
-    the candidates' folder (the checker links the module into a folder of its own), resolved."""
-    top = candidate.module_id.split(".")[0]
-    for place in (candidate.folder / top, candidate.folder / f"{top}.py"):
-        with contextlib.suppress(OSError):
-            if place.exists():
-                resolved = place.resolve(strict=True)
-                return resolved if resolved.is_dir() else resolved.parent
-    return candidate.folder
+def _host_oom_killed(group: WorkerGroup | None) -> bool:
+    """Whether an OOM killer not of the group's own limit killed a process in it."""
+    return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()

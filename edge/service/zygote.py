@@ -31,6 +31,8 @@ import msgpack
 
 from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
+from edge.service.learnsets import WARM_GEN as _WARM_GEN
+from edge.service.learnsets import LearnsetWarmer as _LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -44,6 +46,7 @@ from edge.service.sandbox import (
     make_private_folders,
     own_proc,
 )
+from edge.service.userns import TEMPLATE_UID_BASE, probe_model_templates
 from edge.visible_text import configure_cli_logging
 
 __all__ = ["Zygote", "ZygoteError", "main"]
@@ -125,6 +128,9 @@ class Zygote:
 
     def fileno(self) -> int:
         return self.sock.fileno()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def spawn(self, token: int, spec: dict[str, Any], channel: socket.socket) -> None:
         """Ask for a worker; its end of the channel goes along (and is closed here)."""
@@ -223,7 +229,15 @@ def _probe(uid_base: int, gid: int) -> Hardening:
     if not root:
         reason = "the edge does not run as root"
         why = dict.fromkeys(
-            ("user", "network", "pid_namespace", "ipc_namespace", "private_tmp", "private_proc"),
+            (
+                "user",
+                "network",
+                "pid_namespace",
+                "ipc_namespace",
+                "private_tmp",
+                "private_proc",
+                "model_template",
+            ),
             reason,
         )
         return Hardening(uid_base=uid_base, gid=gid, why_off=why)
@@ -255,6 +269,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
 
     user_problem = in_child(drop_user)
+    template_problem = probe_model_templates(TEMPLATE_UID_BASE - 2, gid)
     net_problem = in_child(lambda: libc_call("unshare", CLONE_NEWNET))
     mount_problem = in_child(own_mounts)
 
@@ -285,6 +300,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         ("ipc_namespace", ipc_problem),
         ("private_tmp", tmp_problem),
         ("private_proc", proc_problem),
+        ("model_template", template_problem),
     ):
         if problem is not None:
             why[name] = problem
@@ -296,6 +312,7 @@ def _probe(uid_base: int, gid: int) -> Hardening:
         ipc_namespace=ipc_problem is None,
         private_tmp=tmp_problem is None,
         private_proc=proc_problem is None,
+        model_template=template_problem is None,
         uid_base=uid_base,
         gid=gid,
         why_off=why,
@@ -319,64 +336,6 @@ def _pid_namespace_for_children(new: bool) -> Any:
         yield
     finally:
         libc_call("setns", _OWN_PID_NS, CLONE_NEWPID)
-
-
-class _LearnsetWarmer:
-    """Fills poke-env's learnset cache of the current generation in the template, a few species
-    at a time between requests, so that workers forked afterwards find it filled.
-
-    Every ``Pokemon`` a replica battle meets computes its species' learnset the first time a
-    process sees that species (about 1 ms each, and the data of older generations loaded for
-    species they left): in a long-lived process that is paid once, but every battle's worker is
-    a fresh process, which paid it for each of the battle's twelve species, a third of its CPU
-    in a league of random agents. Warmed here, it costs the template about 0.3 s of CPU once,
-    in the gaps between forks (a worker forked before the end computes what is still missing, as
-    before), and each worker nothing; the result is the same frozensets (static data, the same
-    for every candidate).
-    """
-
-    CHUNK: Final = 25
-    """Species per step (about 20 ms)."""
-
-    def __init__(self) -> None:
-        self.species: list[str] = []
-        try:
-            from poke_env.data import GenData
-
-            self._gen_data = GenData
-            self.species = list(GenData.from_gen(_WARM_GEN).pokedex)
-        except Exception:  # warming is an optimisation: never a reason for the template to fail
-            logger.debug("no learnset warming", exc_info=True)
-            self.species = []
-
-    @property
-    def left(self) -> bool:
-        return bool(self.species)
-
-    def step(self) -> None:
-        chunk, self.species = self.species[: self.CHUNK], self.species[self.CHUNK :]
-        try:
-            data = self._gen_data.from_gen(_WARM_GEN)
-            for species in chunk:
-                # Only species with moves of their own in this generation: poke-env goes back to
-                # older generations for the others, whose data (60 MB) would grow the template,
-                # and so every fork's page tables; a battle of this generation rarely meets them.
-                if data._learnset_for_generation(species, _WARM_GEN):
-                    self._gen_data.obtain_learnset(species, _WARM_GEN)
-        except Exception:
-            logger.debug("learnset warming stopped", exc_info=True)
-            self.species = []
-        if not self.species:
-            self._finish()
-
-    def _finish(self) -> None:
-        # What warming made is for life too: out of the collector's way (see _preload).
-        gc.collect()
-        gc.freeze()
-
-
-_WARM_GEN: Final = 9
-"""The generation whose data the template loads and warms (_preload)."""
 
 
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
@@ -453,6 +412,13 @@ class _Template:
         from edge.service.worker import WorkerSpec, run_worker
 
         spec = WorkerSpec(spec_data)
+        if "template" in spec_data:  # a model's template: it imports the module (user code)
+            from edge.service.model_template import run_model_template
+
+            pid = os.fork()  # in the host's PID namespace: it makes its own, in its user's
+            if pid == 0:
+                run_model_template(spec, channel, self.close_in_child)
+            return pid
         # The module's files are hashed here, once per change (the digest caches each file's by
         # size and mtime), so that a fresh worker only checks them: a battle's worker is new.
         with contextlib.suppress(Exception):

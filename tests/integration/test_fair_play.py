@@ -243,7 +243,8 @@ def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_wor
 ):
     """kill -9 of a center mid-battle: its connection closes, and the edge ends its sessions at
     once (not at the 600 s idle expiry), their workers and all they started with them."""
-    from tests.integration.test_sandbox import leftovers, wait_until, workers_of
+    from edge.service.userns import TEMPLATE_UID_BASE, UID_BLOCK
+    from tests.integration.test_sandbox import _uid, leftovers, wait_until, workers_of
 
     blue = edges["blue"]
     marks = [(f" {blue.proc.pid} ", blue.log.read_text().split("TMPDIR in ")[1].split()[0])]
@@ -267,9 +268,13 @@ def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_wor
             # with the worker's control group, but a process takes a moment to die on a loaded
             # host: wait for that too, rather than reading /proc once (a spinner never ends by
             # itself, so this still fails when the edge leaves one behind).
+            # The edge's template stays (root), and so do the model's template processes (the
+            # first user id of their block), but no worker and nothing a worker started.
             found = leftovers(marks)
-            template = [p for p, cmd in found if "edge.service.zygote" in cmd]
-            return len(found) == len(template) == 1
+            template = [p for p, cmd in found if "edge.service.zygote" in cmd and _uid(p) == 0]
+            models = [p for p, _ in found if (_uid(p) - TEMPLATE_UID_BASE) % UID_BLOCK == 0]
+            models = [p for p in models if _uid(p) >= TEMPLATE_UID_BASE]
+            return len(template) == 1 and len(found) == len(template) + len(models)
 
         assert wait_until(only_the_template, 15.0), leftovers(marks)
     finally:

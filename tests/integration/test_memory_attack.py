@@ -272,7 +272,9 @@ def test_a_worker_the_host_killed_for_its_own_shortage_is_not_blamed(
     worker first (1000), and the edge says it lost the session (a void), never that the worker
     ran out of its memory limit."""
     config = write_config(tmp_path / "sep_config.json")
-    limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB"]
+    # Fresh imports: the memory sizes this test fills the host to are those of a worker that
+    # imported its model itself (a model template shares its pages with its workers).
+    limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB", "--fresh-imports"]
     edge = EdgeProcess("blue", config, CANDIDATES, tmp_path / "blue.log", extra=limits)
     client = None
     hog = None
@@ -288,12 +290,15 @@ def test_a_worker_the_host_killed_for_its_own_shortage_is_not_blamed(
         assert hog.stdout is not None
         hog.stdout.readline()  # full, or dead (then the worker went first anyway)
         deadline = time.monotonic() + 60
-        while "OOM killer" not in edge.log.read_text() and time.monotonic() < deadline:
+        while "not the worker" not in edge.log.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
         log = edge.log.read_text()
+        # The OOM killer took the worker, its model's template or the edge's own template
+        # (all preferred victims): whichever it was, the worker is not blamed.
         assert (
             "killed by the kernel's OOM killer: the host ran out of memory, not the worker" in log
-        )
+            or "not the worker's doing" in log
+        ), log[-3000:]
         assert "memory limit 768 MiB" not in log  # never blamed for it
         with pytest.raises(EdgeRemoteError) as lost:
             client.request(ResetRequest(), "s1", 10.0)

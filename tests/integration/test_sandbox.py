@@ -34,6 +34,7 @@ from center.isolation import edge_client
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import load_candidates
 from edge.service.supervisor import SandboxServer
+from edge.service.userns import TEMPLATE_UID_BASE
 from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
@@ -104,7 +105,9 @@ def _stat(pid: int | str) -> list[str] | None:
 
 
 def workers_of(edge: EdgeProcess) -> set[int]:
-    """The pids of the edge's workers: the children of its template (the edge's child)."""
+    """The pids of the edge's workers: the children of its template (the edge's child), or,
+    where models have templates of their own (children of the edge's template, running as the
+    first user id of a block from TEMPLATE_UID_BASE), the children of those."""
     assert edge.proc is not None
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -112,7 +115,22 @@ def workers_of(edge: EdgeProcess) -> set[int]:
         if fields is not None and fields[0] != "Z":
             parents[int(entry.name)] = int(fields[1])
     templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
-    return {pid for pid, parent in parents.items() if parent in templates}
+    children = {pid for pid, parent in parents.items() if parent in templates}
+    model_templates = {pid for pid in children if _uid(pid) >= TEMPLATE_UID_BASE}
+    # A model template's first process waits for the template proper, whose children work.
+    proper = {pid for pid, parent in parents.items() if parent in model_templates}
+    workers = {pid for pid, parent in parents.items() if parent in proper}
+    return (children - model_templates) | workers
+
+
+def _uid(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
 
 
 def alive_in_group(pgid: int) -> list[int]:
@@ -659,10 +677,12 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
 
 
 def claimed_uids(edge_pid: int) -> list[str]:
-    """The worker user ids an edge holds host-wide: its flocks on the claims folder's files."""
+    """The worker user ids an edge holds host-wide (one per fresh worker, a block per model
+    template): its flocks on the claims folder's files."""
     from edge.service.host_locks import claims_folder
 
-    files = {f.stat().st_ino: f.name for f in claims_folder().glob("uid-*.lock")}
+    claims = [*claims_folder().glob("uid-*.lock"), *claims_folder().glob("uidblock-*.lock")]
+    files = {f.stat().st_ino: f.name for f in claims}
     held = []
     for line in Path("/proc/locks").read_text().splitlines():
         fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"

@@ -1,0 +1,379 @@
+"""A model's template process: it imports the model's module once, then forks a worker per battle.
+
+The edge's template (``edge.service.zygote``, root, no user code) forks it on the supervisor's
+request and it sets itself up, still root on the host: its control groups, a session, network and
+IPC namespaces, a mount namespace with the private folders and closed folders exposed as for a
+worker (``edge.service.sandbox``), rlimits. Then it enters a user namespace of its own
+(``edge.service.userns``): from there on it is root only inside it, over a block of host user ids
+no other process has. It makes a PID namespace of which the template proper is the init (so that
+what its import starts dies with it), imports the module, calls ``getUserAgentClass``,
+``getUserAgentModelConfig``, ``isUserAgentSingleAsset`` and ``getUserPolicy`` once, and reports
+ready (or what failed: its workers then try again, and fail, as fresh ones would).
+
+On each request it forks a worker that, before any of the battle's code runs, takes namespaces of
+its own (PID, mount, IPC, network), fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock,
+/dev/mqueue (its HOME inside), its own /proc, no shared writable memory, its own user id of the
+block (every capability gone, ``no_new_privs``, not dumpable), then serves the battle as any
+worker (``edge.service.worker``). The supervisor checks all of that from outside before it sends
+the worker anything (``edge.service.fork_check``), moves it into its own control groups, and trusts
+nothing the template says beyond what the kernel vouches for: pids come as ``SCM_CREDENTIALS``.
+
+Supervisor and template speak msgpack over a SEQPACKET socket, as with the edge's template.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import mmap
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import msgpack
+
+from edge.contract.provenance import code_digest
+from edge.contract.user_module import UserModel
+from edge.service.endpoints import open_endpoints
+from edge.service.learnsets import LearnsetWarmer
+from edge.service.sandbox import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    MS_PRIVATE,
+    MS_REC,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    expose,
+    libc_call,
+    make_private_folders,
+    own_mount_namespace,
+    own_proc,
+)
+from edge.service.userns import enter_user_namespace
+from edge.service.worker import WorkerSpec, _revive_poke_loop, run_worker
+
+__all__ = ["CREDENTIALS", "run_model_template"]
+
+_MAX_CONTROL_MESSAGE: Final = 1 << 20
+CREDENTIALS: Final = struct.Struct("3i")
+"""``struct ucred``: pid, uid, gid (``SCM_CREDENTIALS``)."""
+PR_SET_DUMPABLE: Final = 4
+EXIT_TEMPLATE_SETUP: Final = 88
+
+
+def run_model_template(spec: WorkerSpec, ctl: socket.socket, close_zygote: Any) -> NoReturn:
+    """In a fresh fork of the edge's template: become the model's template (module docstring)."""
+    try:
+        close_zygote()
+        _enter_template_sandbox(spec)
+        libc_call("unshare", CLONE_NEWPID)
+        template = os.fork()
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            _send(ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"[:2000]})
+        os._exit(EXIT_TEMPLATE_SETUP)
+    if template == 0:
+        _Template(spec, ctl).run()
+    # This first process only waits for the template (pid 1 of its namespace) and mirrors its end.
+    ctl.close()
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
+    while True:
+        try:
+            _, status = os.waitpid(template, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _enter_template_sandbox(spec: WorkerSpec) -> None:
+    """Root on the host for the last time: everything a worker gets that only root can give, then
+    the user namespace."""
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)  # again after each change of user
+    for procs in spec.cgroup_procs:
+        Path(procs).write_text(str(os.getpid()))
+    for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_DFL)
+    os.setsid()
+    hardening = spec.hardening
+    if hardening.network:
+        libc_call("unshare", CLONE_NEWNET)
+    libc_call("unshare", CLONE_NEWIPC)
+    own_mount_namespace()
+    if hardening.exposed:
+        expose(hardening.exposed, Path(spec.home).parent / f".mounts-t{spec.slot}")
+    make_private_folders(keep=spec.keep_paths)
+    block = spec.data["template"]
+    home = Path(spec.home)
+    home.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, exist_ok=True)
+    os.chown(home, int(block["host_uid"]), hardening.gid)
+    _set_home(home)
+    os.setgroups([])
+    spec.limits.apply(own_user=True)  # RLIMIT_NPROC counts the block's host user ids, one each
+    enter_user_namespace(int(block["host_uid"]), int(block["count"]), hardening.gid)
+    # A mount namespace the user namespace owns: the template mounts its /proc, its workers
+    # their own folders. What came from the host's is locked: it cannot be unmounted to show
+    # what lies below.
+    libc_call("unshare", CLONE_NEWNS)
+    libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
+    libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _set_home(home: Path) -> None:
+    for name in ("HOME", "TMPDIR", "TMP", "TEMP"):
+        os.environ[name] = str(home)
+    os.environ["USER"] = os.environ["LOGNAME"] = "sep-worker"
+
+
+def _send(ctl: socket.socket, message: dict[str, Any], pid: int | None = None) -> None:
+    """Send a report; with ``pid``, the kernel vouches for it (``SCM_CREDENTIALS``: the
+    supervisor reads it in its own PID namespace)."""
+    data = msgpack.packb(message, use_bin_type=True)
+    if pid is None:
+        ctl.send(data)
+    else:
+        creds = CREDENTIALS.pack(pid, os.getuid(), os.getgid())
+        ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+
+
+class _Template:
+    """The template proper: pid 1 of its PID namespace, root only in its user namespace."""
+
+    def __init__(self, spec: WorkerSpec, ctl: socket.socket) -> None:
+        self.spec = spec
+        self.ctl = ctl
+        self.model = UserModel(spec.candidate)
+        self.digest = ""
+        self.own_pid_ns = -1
+        self.wake_r, self.wake_w = -1, -1
+
+    def run(self) -> NoReturn:
+        try:
+            libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
+            own_proc()
+            self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # what the import prints reaches no terminal and no log raw
+                os.dup2(devnull, fd)
+            os.close(devnull)
+            _revive_poke_loop()
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                _send(self.ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"})
+            os._exit(EXIT_TEMPLATE_SETUP)
+        error = self.load()
+        _pause_poke_loop()
+        _warm_learnsets()
+        gc.collect()
+        gc.freeze()  # what the import made is for life: forked workers need not copy its pages
+        _send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
+        self.serve()
+
+    def load(self) -> str:
+        """Import the module and call its contract functions once: "" or what failed."""
+        with contextlib.suppress(Exception):
+            self.digest = code_digest(self.spec.candidate)  # the files as imported
+        try:
+            self.model.load()
+        except BaseException as exc:  # its workers try again, as fresh workers would
+            return f"{type(exc).__name__}: {exc}"[:2000]
+        return ""
+
+    def serve(self) -> NoReturn:
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        poller = select.poll()
+        poller.register(self.ctl, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        while True:
+            try:
+                events = poller.poll()
+            except InterruptedError:
+                continue
+            for fd, _ in events:
+                if fd == self.wake_r:
+                    with contextlib.suppress(OSError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+                else:
+                    self.on_request()
+            self.reap()
+
+    def on_request(self) -> None:
+        try:
+            data, fds, _, _ = socket.recv_fds(self.ctl, _MAX_CONTROL_MESSAGE, 4)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)  # the supervisor is gone
+        try:
+            message = msgpack.unpackb(data, raw=False, strict_map_key=True)
+            token = int(message["token"])
+            spec = WorkerSpec(message["spec"])
+        except Exception:
+            for fd in fds:
+                os.close(fd)
+            return
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            _send(self.ctl, {"op": "failed", "token": token, "error": "no channel"})
+            return
+        channel = socket.socket(fileno=fds[0])
+        try:
+            pid = self.fork(spec, channel)
+        except Exception as exc:
+            channel.close()
+            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
+            return
+        # Closed before the report: the supervisor may freeze the template as soon as it reads
+        # it, and a copy of the channel held here would keep the worker's end of file from it.
+        channel.close()
+        _send(self.ctl, {"op": "spawned", "token": token, "local": pid}, pid)
+
+    def fork(self, spec: WorkerSpec, channel: socket.socket) -> int:
+        libc_call("unshare", CLONE_NEWPID)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                run_worker(
+                    spec,
+                    channel,
+                    self.close_in_child,
+                    enter=_enter_battle_sandbox,
+                    model=self.model,
+                    digest=self.digest,
+                )
+        finally:  # (the worker never comes back here: run_worker ends it)
+            libc_call("setns", self.own_pid_ns, CLONE_NEWPID)
+        return pid
+
+    def close_in_child(self) -> None:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.ctl.close()
+        for fd in (self.wake_r, self.wake_w, self.own_pid_ns):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            _send(self.ctl, {"op": "exit", "local": pid, "status": status})
+
+
+def _warm_learnsets() -> None:
+    """Fill poke-env's learnset cache (what the edge's template does between its forks, see
+    ``edge.service.zygote``): this template may have been forked before that was done, and every
+    battle's worker would compute it again."""
+    warmer = LearnsetWarmer()
+    while warmer.left:
+        warmer.step()
+
+
+def _pause_poke_loop() -> None:
+    """Stop poke-env's loop thread: a fork has only the forking thread, and the worker gives the
+    loop a thread of its own (``edge.service.worker``). The template needs it no more."""
+    concurrency: Any = sys.modules.get("poke_env.concurrency")
+    if concurrency is not None and concurrency._t.is_alive():
+        concurrency.POKE_LOOP.call_soon_threadsafe(concurrency.POKE_LOOP.stop)
+        concurrency._t.join(10)
+
+
+def _enter_battle_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
+    """In a worker just forked from the template (pid 1 of a new PID namespace): everything that
+    keeps its battle from any other and from the template, before any of the battle's code."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_DFL)
+    os.setsid()
+    flags = CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if spec.hardening.network else 0)
+    libc_call("unshare", flags)
+    # Still root (of the template's user namespace), in its fresh network namespace, before any
+    # of the battle's code: its model endpoints.
+    open_endpoints(spec.endpoints, channel_fd, own_network=spec.hardening.network)
+    libc_call("mount", None, "/", None, MS_REC | MS_PRIVATE, None)
+    make_private_folders(keep=spec.keep_paths, remount=False)  # binds of read-only mounts stay so
+    own_proc()
+    drop_shared_writable_memory()
+    uid = int(spec.data["inside_uid"])
+    home = Path(spec.home)
+    home.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, exist_ok=True)
+    os.chown(home, uid, 0)
+    _set_home(home)
+    os.setresuid(uid, uid, uid)  # from root to another id: every capability goes
+    libc_call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def shared_mappings(pid: int | str = "self") -> list[tuple[int, int, str, str, int]]:
+    """The mappings of a process that other processes may share (``MAP_SHARED``): start, end,
+    permissions, what (a path, or a name in brackets), offset. Through a writable one (anonymous
+    shared memory, a memfd, SysV shm, a file opened for writing) a template would hand the same
+    memory to all its workers."""
+    found = []
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) >= 5 and fields[1][3] == "s":
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                what = fields[5].strip() if len(fields) > 5 else ""
+                found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
+    return found
+
+
+def drop_shared_writable_memory() -> None:
+    """Make every shared mapping private: a file opened for reading only becomes a private
+    mapping of the same file (the same pages until written), anything else (anonymous shared
+    memory, a memfd, SysV shm, a file opened for writing) private zeroed memory at the same place.
+    What a battle writes there stays its own."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    fixed = 0x10
+    for start, end, perms, what, offset in shared_mappings():
+        prot = (mmap.PROT_READ if perms[0] == "r" else 0) | (
+            mmap.PROT_EXEC if perms[2] == "x" else 0
+        )
+        fd = -1
+        if perms[1] != "w" and what.startswith("/") and not what.endswith("(deleted)"):
+            with contextlib.suppress(OSError):
+                fd = os.open(what, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if fd >= 0:
+                flags, where = mmap.MAP_PRIVATE | fixed, offset
+            else:
+                prot |= mmap.PROT_READ | mmap.PROT_WRITE
+                flags, where = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed, 0
+            result = libc.mmap(start, end - start, prot, flags, fd, where)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if result != start:
+            raise OSError(ctypes.get_errno(), f"could not make a shared mapping private ({what})")

@@ -1,0 +1,56 @@
+"""A worker forked from a model's template keeps no memory shared with it: shared mappings
+(Python's ``mmap.mmap(-1, n)`` is one) are found and made private (zeroed where they could be
+written), so that what a battle writes there reaches no other process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/smaps")
+
+CHILD = textwrap.dedent(
+    """
+    import mmap, os
+    from edge.service.model_template import (
+        drop_shared_writable_memory,
+        shared_mappings,
+    )
+
+    def writable():
+        return [m for m in shared_mappings() if "w" in m[2]]
+
+    shared = mmap.mmap(-1, 4096)  # MAP_SHARED
+    shared[:4] = b"tmpl"
+    private = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE)
+    private[:4] = b"mine"
+    found = writable()
+    print("FOUND", len(found), found[0][3] if found else "")
+    pid = os.fork()
+    if pid == 0:
+        drop_shared_writable_memory()
+        left = len(shared_mappings())  # none at all: read-only files are private mappings now
+        seen = bytes(shared[:4])
+        shared[:4] = b"leak"
+        print("CHILD", left, seen, bytes(private[:4]), flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("PARENT", bytes(shared[:4]), len(writable()))
+    """
+)
+
+
+def test_a_fork_finds_the_shared_memory_and_keeps_a_private_zeroed_copy():
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("FOUND 1 "), lines
+    # The child sees zeros where the shared page was, and its own private memory as it was...
+    assert lines[1] == "CHILD 0 b'\\x00\\x00\\x00\\x00' b'mine'", lines
+    # ... and what it wrote there never reached the parent.
+    assert lines[2] == "PARENT b'tmpl' 1", lines
