@@ -39,11 +39,11 @@ MARK = "seed-oracle: "
 
 def _serving(tmp_path: Path, candidates: Path) -> Iterator[dict[str, EdgeProcess]]:
     """Real blue and red edges serving ``candidates`` (memory limit raised: the oracle runs
-    node), stopped after."""
+    node; two workers of 8 GiB fit the host's memory budget for workers), stopped after."""
     config = write_config(tmp_path / "sep_config.json")
     processes = {
         side: EdgeProcess(
-            side, config, candidates, tmp_path / f"{side}.log", extra=["--memory-limit", "16GiB"]
+            side, config, candidates, tmp_path / f"{side}.log", extra=["--memory-limit", "8GiB"]
         )
         for side in ("blue", "red")
     }
@@ -186,19 +186,10 @@ def test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given(
 
 
 def _workers(edge: EdgeProcess) -> set[int]:
-    """The pids of the edge's workers: the children of its template (the edge's child)."""
-    assert edge.proc is not None
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split() if text else []
-        if fields and fields[0] != "Z":
-            parents[int(entry.name)] = int(fields[1])
-    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
-    return {pid for pid, parent in parents.items() if parent in templates}
+    """The pids of the edge's workers (forked by its template or by a model's template)."""
+    from tests.integration.test_sandbox import workers_of
+
+    return workers_of(edge)
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
