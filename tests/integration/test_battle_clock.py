@@ -25,12 +25,15 @@ CLOCK_S = 6.0
 browser = test_report.browser  # Debian's Chromium through Playwright, as the report's tests
 
 
-def _play(tmp_path: Path, clock_s: float, *extra: str) -> tuple[dict[str, str], str, Path]:
-    """One battle clock_slow (blue) vs clock_quick (red) through real edges: its row, sep_main's
-    stderr and LOG_DIR."""
+def _play(
+    tmp_path: Path, clock_s: float, *extra: str, edge_args: tuple[str, ...] = ()
+) -> tuple[dict[str, str], str, Path]:
+    """One battle clock_slow (blue) vs clock_quick (red) through real edges (with ``edge_args``):
+    its row, sep_main's stderr and LOG_DIR."""
     config = write_config(tmp_path / "sep_config.json")
     edges = [
-        EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log") for side in ("blue", "red")
+        EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=list(edge_args))
+        for side in ("blue", "red")
     ]
     try:
         for edge in edges:
@@ -90,8 +93,10 @@ def test_a_side_that_spends_the_organizers_time_forfeits_on_its_battle_clock(tmp
 
 
 def test_a_session_that_cannot_open_within_the_clock_forfeits_on_it(tmp_path):
-    # Both import for 2 s: neither opens within a 1 s clock (the edge gives 30 s to load).
-    row, _, _ = _play(tmp_path, 1.0)
+    # Both import for 2 s: neither opens within a 1 s clock (the edge gives 30 s to load). With
+    # fresh imports each battle's session imports its module; a model template would have
+    # imported it once already, when sep_main checked the edges before the first battle.
+    row, _, _ = _play(tmp_path, 1.0, edge_args=("--fresh-imports",))
     for side in ("blue", "red"):
         assert row[f"{side}_status"] == "TIMEOUT", row
         assert row[f"{side}_error"].startswith("BattleTimeExceeded: the session took"), row
