@@ -14,11 +14,8 @@ battles that could not be played (the center's own failures) exit 1.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
-import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +23,7 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options
+from center.commands.progress import _at_once, _clock_line, _Progress, _say_ray
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
@@ -40,7 +38,6 @@ from center.evaluation.match import (
 )
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
 from center.evaluation.provenance import check_code, describe_change, source_digests
-from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import (
     RunConfig,
     RunMode,
@@ -50,7 +47,6 @@ from center.evaluation.run_info import (
 )
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
-from center.evaluation.side_guard import Budget
 from center.evaluation.standings_output import format_standings, write_standings
 from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.launch import ScaleOptions, run_on_runners
@@ -71,84 +67,6 @@ def default_log_dir(
     if gauntlet:
         return Path("runs") / f"gauntlet-{gauntlet}-{battle_format}"
     return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
-
-
-def _at_once(concurrency: int, scale: ScaleOptions | None) -> str:
-    """How many battles run at once, as the run's first line says it."""
-    if scale is None:
-        return f"{concurrency} at a time"
-    if scale.workers is not None:
-        runners = f"{scale.workers} runner{'s' if scale.workers > 1 else ''}"
-        return f"{scale.workers * concurrency} at a time ({runners} × {concurrency})"
-    return f"{concurrency} at a time on each runner, one runner per Ray node"
-
-
-class _Progress:
-    """A tqdm progress bar with the latest result, on stderr."""
-
-    def __init__(self, total: int, done: int, quiet: bool) -> None:
-        from tqdm import tqdm
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        # While the bar is shown, log lines (Ray's included) are written above it, not into it.
-        self._logs = contextlib.ExitStack()
-        if not quiet:
-            self._logs.enter_context(logging_redirect_tqdm(tqdm_class=tqdm))
-        self.bar = tqdm(
-            total=total,
-            initial=done,
-            unit="battle",
-            disable=quiet,
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
-        #: a live line before the bar (an SPRT's LLR and bounds), refreshed after each battle
-        self.describe: Callable[[], str] | None = None
-        #: lines to print above the bar as they happen (an SPRT's decision)
-        self.announce: Callable[[], list[str]] | None = None
-        self.quiet = quiet
-        # Redrawn every second, so that the elapsed time stays live while no battle ends (an
-        # edge being waited for, long battles).
-        self._closed = threading.Event()
-        if not quiet:
-            threading.Thread(target=self._tick, name="progress", daemon=True).start()
-
-    def _tick(self) -> None:
-        while not self._closed.wait(1.0):
-            self.bar.refresh()
-
-    def __call__(self, record: BattleRecord | None) -> None:
-        if record is not None:
-            self.bar.set_postfix_str(
-                f"{record.blue} vs {record.red}: {record.winner.value} ({record.end_reason})",
-                refresh=False,
-            )
-        if self.describe is not None:
-            self.bar.set_description_str(self.describe(), refresh=False)
-        for line in self.announce() if self.announce is not None else []:
-            if not self.quiet:
-                self.bar.write(line, file=sys.stderr)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self._closed.set()
-        self.bar.close()
-        self._logs.close()
-
-
-def _clock_line(budget: Budget) -> str:
-    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
-    return (
-        f"time per side and battle: {budget.decision_time:g} s free per decision, a "
-        f"{budget.bank:g} s bank, and a battle clock of {budget.battle_time:g} s for all its "
-        "calls (--battle-time; running out forfeits)"
-    )
-
-
-def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:
-    """Where the local Ray listens: a warning always, loopback only unless ``quiet``."""
-    if not quiet or line.startswith("warning"):
-        progress.bar.write(line, file=sys.stderr)  # above the bar, not inside it
 
 
 def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import gymnasium
@@ -54,6 +54,7 @@ from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SIDE_STATUSES, SideStatus
+from center.evaluation.side_stats import SideStats
 from center.isolation.delegator import same_action, same_info
 from edge.contract.agent import Agent, Order
 from edge.contract.decision import action_accepted, decide, observation_accepted, order_text
@@ -86,46 +87,6 @@ class SupportsDeadline(Protocol):
     call_timeout: float
     queue_limit: float
     last_usage: CallUsage | None
-
-
-@dataclass
-class SideStats:
-    """What happened to one side during one battle."""
-
-    decisions: int = 0
-    decision_ms: list[float] = field(default_factory=list)
-    #: CPU time of each decision whose calls were measured (ms), see the module docstring
-    decision_cpu_ms: list[float] = field(default_factory=list)
-    #: seconds of waiting for a CPU on the edge credited to the side (not charged)
-    queued_s: float = 0.0
-    #: the side's battle clock: wall seconds of its calls, opening its session included
-    time_s: float = 0.0
-    #: what its calls asked of the edge's model endpoints (``usage.endpoint``, protocol 2.1)
-    endpoint_requests: int = 0
-    endpoint_bytes: int = 0
-    endpoint_tokens: int = 0
-    invalid: int = 0
-    timeouts: int = 0
-    fatal: SideStatus | None = None
-    detail: str = ""
-    worst: SideStatus = SideStatus.OK
-    #: why the status is not OK: the cause of a forfeit, else the first problem noted
-    failure: UserFailure | None = None
-
-    def note(self, status: SideStatus, why: UserFailure | None = None) -> None:
-        if SIDE_STATUSES[status].severity > SIDE_STATUSES[self.worst].severity:
-            self.worst = status
-        if why is not None and self.failure is None:
-            self.failure = why
-
-    @property
-    def status(self) -> SideStatus:
-        return self.fatal or self.worst
-
-    @property
-    def error_line(self) -> str:
-        """``Type: message`` of :attr:`failure` ('' when the side is OK)."""
-        return self.failure.line() if self.failure is not None and self.status != "OK" else ""
 
 
 @dataclass

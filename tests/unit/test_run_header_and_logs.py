@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from center.commands.run import _at_once, _Progress
+from center.commands.progress import _at_once, _Progress
 from center.scale.launch import ScaleOptions
 
 

@@ -20,7 +20,8 @@ from center.evaluation.records import (
     BattleRecord,
     SideStatus,
 )
-from center.evaluation.side_guard import Budget, SideStats
+from center.evaluation.side_guard import Budget
+from center.evaluation.side_stats import SideStats
 from center.evaluation.standings import compute_standings
 from center.evaluation.standings_output import (
     STANDINGS_COLUMNS,
