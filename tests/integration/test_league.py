@@ -210,21 +210,11 @@ def _in_nanosleep(pid: int) -> bool:
 
 def _deciding_slow_first(edge: EdgeProcess) -> bool:
     """Whether one of the edge's workers is inside slow_first's ``time.sleep``: in a battle's
-    decision, since only a battle asks for one (the run's preflight only opens models).
+    decision, since only a battle asks for one (the run's preflight only opens models). No other
+    code its workers run sleeps (their loops wait on sockets)."""
+    from tests.integration.test_sandbox import workers_of
 
-    Its workers are the children of its template, the edge's child; no other code they run
-    sleeps (their loops wait on sockets)."""
-    assert edge.proc is not None
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        if stat:
-            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
-    return any(_in_nanosleep(pid) for pid, parent in parents.items() if parent in templates)
+    return any(_in_nanosleep(pid) for pid in workers_of(edge))
 
 
 def _kill_red_edge_mid_league(edges, command, log_dir: Path, down_for: float | None):
