@@ -28,10 +28,13 @@ COPIED = [
     ("edge/errors.py", "maple/errors.py"),
     ("edge/contract/agent.py", "maple/agent.py"),
     ("edge/contract/policy.py", "maple/policy_base.py"),
+    ("edge/contract/game_type.py", "maple/game_type.py"),
     *(
         (f"edge/maple/{name}.py", f"maple/{name}.py")
         for name in (
             "maple_agent",
+            "doubles_agent",
+            "doubles_action_helper",
             "action_helper",
             "battle_view",
             "battle_context",
@@ -42,6 +45,7 @@ COPIED = [
         )
     ),
     ("edge/maple/config/state_spec.yml", "maple/config/state_spec.yml"),
+    ("edge/maple/config/doubles_state_spec.yml", "maple/config/doubles_state_spec.yml"),
     ("agents/learned_policy/policy.py", "network.py"),
 ]
 
@@ -50,6 +54,10 @@ REWRITES = [
     (re.compile(r"^(\s*)from edge\.maple\.(\w+) import", re.M), r"\1from .\2 import"),
     (re.compile(r"^(\s*)from edge\.errors import", re.M), r"\1from .errors import"),
     (re.compile(r"^(\s*)from edge\.contract\.agent import", re.M), r"\1from .agent import"),
+    (
+        re.compile(r"^(\s*)from edge\.contract\.game_type import", re.M),
+        r"\1from .game_type import",
+    ),
     (
         re.compile(r"^(\s*)from edge\.contract\.policy import", re.M),
         r"\1from .maple.policy_base import",
