@@ -19,6 +19,7 @@ from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import Budget
+from center.files import read_text
 from center.showdown import validate_team
 from center.showdown.sim_seeds import RunSecret
 
@@ -187,7 +188,7 @@ def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_p
     assert not summary.failed and len(summary.played) == 2
     for record in load_records(log_dir):
         assert (record.blue_status, record.red_status) == ("OK", "OK"), record
-        log = (log_dir / record.log).read_text(encoding="utf-8")
+        log = read_text(log_dir / record.log)  # logs/ID.log.gz
         assert "|poke|p1|" in log and "|poke|p2|" in log
         for species in ("Magikarp", "Feebas", "Great Tusk", "Kingambit", "Garchomp"):
             assert f"|poke|p1|{species}," not in log and f"|poke|p2|{species}," not in log
