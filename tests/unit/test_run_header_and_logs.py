@@ -26,6 +26,7 @@ def test_a_log_line_during_the_progress_bar_is_written_on_a_line_of_its_own(caps
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
+    others, root.handlers = root.handlers, []  # another test's command may have set logging up
     root.addHandler(handler)
     try:
         progress = _Progress(3, 0, quiet=False)
@@ -35,6 +36,7 @@ def test_a_log_line_during_the_progress_bar_is_written_on_a_line_of_its_own(caps
         progress.close()
     finally:
         root.removeHandler(handler)
+        root.handlers = others
     lines = capsys.readouterr().err.split("\n")
     (line,) = [line for line in lines if "Token authentication" in line]
     # What the terminal shows of that line: the text after its last carriage return.
@@ -50,6 +52,7 @@ def test_rays_log_lines_go_above_the_progress_bar_too(capsys):
 
     handler = logging.StreamHandler(sys.stderr)
     root = logging.getLogger()
+    others, root.handlers = root.handlers, []  # another test's command may have set logging up
     root.addHandler(handler)
     try:
         progress = _Progress(3, 0, quiet=False)
@@ -58,6 +61,7 @@ def test_rays_log_lines_go_above_the_progress_bar_too(capsys):
         progress.close()
     finally:
         root.removeHandler(handler)
+        root.handlers = others
     lines = capsys.readouterr().err.split("\n")
     (line,) = [line for line in lines if "Token authentication" in line]
     assert line.rsplit("\r", 1)[-1] == "Token authentication is enabled"
