@@ -15,7 +15,7 @@ import click
 
 from center.env.backend import BACKENDS, Backend
 from center.errors import ConfigError
-from center.evaluation.side_guard import Budget
+from center.evaluation.budget import Budget
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.voided import DEFAULT_MAX_VOIDS
 

@@ -7,8 +7,8 @@ import sys
 import threading
 from collections.abc import Callable
 
+from center.evaluation.budget import Budget
 from center.evaluation.records import BattleRecord
-from center.evaluation.side_guard import Budget
 from center.scale.launch import ScaleOptions
 
 

@@ -15,9 +15,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from center.evaluation.budget import Budget
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates

@@ -40,6 +40,7 @@ from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battle_files import remove_battle_files
 from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.budget import Budget
 from center.evaluation.records import (
     SIDE_STATUSES,
     BattleRecord,
@@ -52,7 +53,7 @@ from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
+from center.evaluation.side_guard import DEFAULT_ACTION, SideGuard
 from center.evaluation.side_opening import open_sides
 from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
 from center.files import COMPRESSED_SUFFIX

@@ -8,10 +8,11 @@ not OK, with its counts and its first error line.
 from __future__ import annotations
 
 from center.errors import ConfigError
+from center.evaluation.budget import Budget
 from center.evaluation.match import SideSource
 from center.evaluation.records import SIDE_STATUSES, BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_guard import SideGuard
 from center.evaluation.side_opening import open_sides
 from center.showdown.formats import ShowdownFormat
 

@@ -63,7 +63,6 @@ __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
     "IDLE_WORKER_TIMEOUT",
     "WorkerPool",
-    "choose_hardening",
 ]
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is

@@ -31,8 +31,7 @@ import msgpack
 
 from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
-from edge.service.learnsets import WARM_GEN as _WARM_GEN
-from edge.service.learnsets import LearnsetWarmer as _LearnsetWarmer
+from edge.service.learnsets import WARM_GEN, LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -205,8 +204,8 @@ def _preload() -> None:
     import edge.service.worker
 
     # The data of the current generation, loaded lazily otherwise (~0.2 s); its learnsets are
-    # warmed later, between forks (_LearnsetWarmer).
-    GenData.from_gen(_WARM_GEN)
+    # warmed later, between forks (LearnsetWarmer).
+    GenData.from_gen(WARM_GEN)
     # What the first MapleAgent of a process loads lazily (its state spec, ~5 ms): once here,
     # rather than in every worker, since every battle gets a fresh one.
     edge.maple.maple_agent.MapleAgent(
@@ -358,7 +357,7 @@ class _Template:
         poller = select.poll()
         poller.register(self.ctl, select.POLLIN)
         poller.register(self.wake_r, select.POLLIN)
-        warming = _LearnsetWarmer()
+        warming = LearnsetWarmer()
         while True:
             try:
                 # While data is left to warm, only look: requests come first, warming goes on

@@ -12,11 +12,11 @@ import pytest
 
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import AuthenticationError, EdgeCallError
+from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, play_battle
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget
 from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
 from edge.contract.agent import Agent

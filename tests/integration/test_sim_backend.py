@@ -33,10 +33,10 @@ from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.sim_session import SimSession
 from center.errors import EnvError
 from center.evaluation.battles_csv import ResultsWriter, load_records
+from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.schedule import schedule_match
-from center.evaluation.side_guard import Budget
 from center.files import read_text
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_host import SimHost

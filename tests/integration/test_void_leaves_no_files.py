@@ -11,11 +11,12 @@ import pytest
 
 from center.evaluation.battle_files import battle_file_relpaths
 from center.evaluation.battles_csv import ResultsWriter, load_records
+from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, run_battles
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import schedule_match
-from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_guard import SideGuard
 from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown

@@ -17,8 +17,9 @@ import pytest
 
 from center.evaluation import side_guard
 from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.budget import Budget
 from center.evaluation.records import BattleRecord, SideStatus
-from center.evaluation.side_guard import Budget, SideGuard
+from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
 from center.report.sources import read_log_dir

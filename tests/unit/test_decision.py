@@ -6,7 +6,8 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.evaluation.side_guard import INVALID_ACTION, Budget, SideGuard
+from center.evaluation.budget import Budget
+from center.evaluation.side_guard import INVALID_ACTION, SideGuard
 from edge.checker.checks import check_action, check_observation
 from edge.contract.decision import action_accepted, is_team_choice, observation_accepted
 from edge.errors import ContractError

@@ -14,8 +14,9 @@ import gymnasium
 import numpy as np
 import pytest
 
+from center.evaluation.budget import Budget
 from center.evaluation.records import SideStatus
-from center.evaluation.side_guard import DEFAULT_ACTION, Budget, SideGuard
+from center.evaluation.side_guard import DEFAULT_ACTION, SideGuard
 from edge.errors import InvalidActionError
 from tests.fixtures.synthetic_battle import Mon, build_battle
 

@@ -19,7 +19,8 @@ import pytest
 
 from center.errors import CallTimeout
 from center.evaluation import side_guard
-from center.evaluation.side_guard import Budget, SideGuard, SupportsDeadline
+from center.evaluation.budget import Budget
+from center.evaluation.side_guard import SideGuard, SupportsDeadline
 from edge.wire.messages import CallUsage
 from tests.fixtures.synthetic_battle import Mon, build_battle
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import gymnasium
 import pytest
 
+from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import Budget
 from center.evaluation.space_limits import check_space_size
 
 MODULE = """

@@ -12,6 +12,7 @@ import pytest
 from center.env.end_reason import EndReason
 from center.evaluation import match
 from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.budget import Budget
 from center.evaluation.in_process import failed_side
 from center.evaluation.preflight import failure_summary
 from center.evaluation.records import (
@@ -20,7 +21,6 @@ from center.evaluation.records import (
     BattleRecord,
     SideStatus,
 )
-from center.evaluation.side_guard import Budget
 from center.evaluation.side_stats import SideStats
 from center.evaluation.standings import compute_standings
 from center.evaluation.standings_output import (

@@ -1,4 +1,4 @@
-"""The worker template's learnset warming (edge.service.zygote._LearnsetWarmer): it fills poke-env's
+"""The worker template's learnset warming (edge.service.learnsets.LearnsetWarmer): it fills poke-env's
 generation-9 cache in steps, for the species with moves of their own, without loading the data of
 any other generation (which would grow the template, and every fork's page-table copy)."""
 
@@ -6,23 +6,23 @@ from __future__ import annotations
 
 from poke_env.data import GenData
 
-from edge.service.zygote import _WARM_GEN, _LearnsetWarmer
+from edge.service.learnsets import WARM_GEN, LearnsetWarmer
 
 
 def test_warming_fills_the_learnset_cache_without_loading_other_generations():
     generations_before = set(GenData._gen_data_per_gen)
-    warmer = _LearnsetWarmer()
+    warmer = LearnsetWarmer()
     steps = 0
     while warmer.left:
         warmer.step()
         steps += 1
-    data = GenData.from_gen(_WARM_GEN)
-    own = [s for s in data.pokedex if data._learnset_for_generation(s, _WARM_GEN)]
-    assert steps == -(-len(data.pokedex) // _LearnsetWarmer.CHUNK)  # in steps, not all at once
+    data = GenData.from_gen(WARM_GEN)
+    own = [s for s in data.pokedex if data._learnset_for_generation(s, WARM_GEN)]
+    assert steps == -(-len(data.pokedex) // LearnsetWarmer.CHUNK)  # in steps, not all at once
     assert len(own) > 1000
     assert all(species in data._learnset_cache for species in own)
-    assert set(GenData._gen_data_per_gen) <= generations_before | {_WARM_GEN}
+    assert set(GenData._gen_data_per_gen) <= generations_before | {WARM_GEN}
     # What a worker would have computed itself: the same moves.
     pikachu = data._learnset_cache["pikachu"]
     data._learnset_cache.pop("pikachu")
-    assert GenData.obtain_learnset("pikachu", _WARM_GEN) == pikachu
+    assert GenData.obtain_learnset("pikachu", WARM_GEN) == pikachu
