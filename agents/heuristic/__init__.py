@@ -4,7 +4,8 @@ In battle it plays what SimpleHeuristicsPlayer chooses. Where that would pick at
 Pokémon on a side, as at a forced switch after a faint) or fails, it plays the strongest move by
 base power × type effectiveness × STAB, else the switch with the heuristic's best matchup against
 the opponent. At team preview it brings its Pokémon in the order of their mean matchup against the
-opponent's six, the best one leading, as many as the format brings.
+opponent's six, the best one leading, as many as the format brings. It plays singles formats only:
+built for a doubles format it raises, so the preflight and the checker say so in one line.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ def matchup(mon: Pokemon, opponent: Pokemon) -> float:
 
 class HeuristicPlayer(SimpleHeuristicsPlayer):
     """SimpleHeuristicsPlayer with a fallback that never picks at random and a ranked team."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.format_is_doubles:  # its heuristics read one active Pokémon per side
+            raise ValueError(
+                f"HeuristicPlayer plays singles formats only (SimpleHeuristicsPlayer's singles "
+                f"heuristics); {self.format} is a doubles format"
+            )
 
     def choose_move(self, battle: AbstractBattle) -> BattleOrder:
         if (

@@ -2,7 +2,9 @@
 
 The policy plays the legal move with the highest base power × type effectiveness on the
 opponent's active Pokémon × STAB, never terastallizes, and switches only when it must (to the bench
-Pokémon that the opponent's types hit least hard). At team preview it keeps the default team.
+Pokémon that the opponent's types hit least hard). At team preview it keeps the default team. In a
+doubles format it plays each active slot's strongest move at its best target
+(``agents.max_power.doubles``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.max_power.policy import MaxPowerPolicy, move_scores
-from edge.maple.maple_agent import SinglesMapleAgent
+from edge.maple.maple_agent import MapleAgent
 
 __all__ = [
     "MaxPowerPolicy",
@@ -22,9 +24,8 @@ __all__ = [
 
 
 def getUserAgentClass(args: dict[str, Any]) -> type:
-    """The Agent class: the project's default MapleAgent (singles only: the policy reads its
-    singles vector)."""
-    return SinglesMapleAgent
+    """The Agent class: the project's default MapleAgent (in doubles, its MapleDoublesAgent)."""
+    return MapleAgent
 
 
 def getUserAgentModelConfig(args: dict[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,7 @@ class MaxPowerPolicy(StandalonePolicy):
 
     def __init__(self, spec_path: str | Path | None = None) -> None:
         self.index = FeatureIndex(StateObserver(spec_path).feature_names())
+        self._doubles: Any = None  # DoublesMaxPower, made at the first doubles request
 
     def step(
         self,
@@ -101,7 +102,9 @@ class MaxPowerPolicy(StandalonePolicy):
         agentFullName: str,
         observation_space: gymnasium.Space[Any],
         action_space: gymnasium.Space[Any],
-    ) -> int:
+    ) -> Any:
+        if isinstance(action_space, gymnasium.spaces.MultiDiscrete):
+            return self._step_doubles(observation, done, info, action_space)
         if done or info.get("team_preview"):
             return 0
         obs = np.asarray(observation, dtype=np.float64)
@@ -127,3 +130,21 @@ class MaxPowerPolicy(StandalonePolicy):
             hp = [obs[self.index[f"own_bench{j}.hp_frac"]] for j in (1, 2)]
             return min(switches, key=lambda a: (risks[a - 8], -hp[a - 8], a))
         return int(np.flatnonzero(legal)[0])
+
+    def _step_doubles(
+        self,
+        observation: Any,
+        done: bool,
+        info: dict[str, Any],
+        action_space: gymnasium.spaces.MultiDiscrete,
+    ) -> np.ndarray:
+        """Doubles (``agents.max_power.doubles``); at team preview an action of the space, which
+        the Agent reads as its random team."""
+        mask = info.get("action_mask")
+        if done or info.get("team_preview") or mask is None:
+            return np.zeros(len(action_space.nvec), dtype=np.int64)
+        if self._doubles is None:
+            from agents.max_power.doubles import DoublesMaxPower  # singles never load it
+
+            self._doubles = DoublesMaxPower()
+        return self._doubles.choose(observation, mask, int(action_space.nvec[0]))

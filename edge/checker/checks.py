@@ -24,7 +24,7 @@ from edge.wire.spaces import value_bytes
 
 __all__ = [
     "CHECKS",
-    "FIXES_WHEN_RAISED",
+    "FIXES_WHEN_SAID",
     "WARNING_ONLY",
     "check_action",
     "check_action_mask",
@@ -80,18 +80,23 @@ CHECKS: dict[str, str] = {
     "status OK (run `sep_edge blue` and `sep_main` yourself with -v to see more)",
 }
 
-#: What to do when user code raised one of these, in place of its check's own fix: the error
-#: says what is wrong, not the return value the check is about.
-FIXES_WHEN_RAISED: dict[str, str] = {
-    "FileNotFoundError": "ship the file the error names with the module (inside its folder) or fix "
-    "the path in the candidate's args in candidates.json",
+#: What to do when a failure's message says one of these, in place of its check's own fix: the
+#: message says what is wrong, not the return value the check is about.
+FIXES_WHEN_SAID: dict[str, str] = {
+    " raised FileNotFoundError:": "ship the file the error names with the module (inside its "
+    "folder) or fix the path in the candidate's args in candidates.json",
+    "in doubles one Agent controls both active slots": "in doubles one Agent decides for both "
+    "active slots (docs/contract.md, Doubles): return True from isUserAgentSingleAsset(args), or "
+    "leave it out",
+    "plays singles formats only": "this module plays singles only and refuses doubles: check it at a "
+    "singles format, or give it an Agent for doubles (docs/doubles.md)",
 }
 
 
 def fix_for(name: str, message: str) -> str:
     """The fix to show under check ``name`` that failed with ``message``."""
-    for error, fix in FIXES_WHEN_RAISED.items():
-        if f" raised {error}:" in message:
+    for said, fix in FIXES_WHEN_SAID.items():
+        if said in message:
             return fix
     return CHECKS[name]
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +99,32 @@ def test_an_illegal_doubles_order_fails_the_deploy_check(
         "to the same Pokémon in '/choose switch 3, switch 3' at gen9vgc2025regi, turn 1 (move "
         "request) [1 of 18 failed]" in out
     )
+
+
+def test_a_singles_only_sample_and_a_multi_asset_module_fail_at_doubles_in_one_line_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The checker names the refusal (its line) and what to do about it (its fix line)."""
+    code = main(
+        ["heuristic", "--candidates", str(ROOT / "candidates.json"), "--format", "gen9vgc2025regi"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    [failed] = [line for line in out.splitlines() if line.lstrip().startswith("FAIL")]
+    assert "FAIL  agent_init" in failed and "HeuristicPlayer plays singles formats only" in failed
+    assert "Fix: this module plays singles only and refuses doubles" in out
+
+    package = tmp_path / "multi_asset_doubles"
+    shutil.copytree(OUTSIDE / "doubles_random", package)
+    init = package / "__init__.py"
+    init.write_text(init.read_text().replace("return True  # one Agent", "return False  # one"))
+    candidates = tmp_path / "candidates.json"
+    candidates.write_text(json.dumps({"m": {"userModuleID": "multi_asset_doubles"}}))
+    assert main(["m", "--candidates", str(candidates), "--format", "gen9vgc2025regi"]) == 1
+    out = capsys.readouterr().out
+    [failed] = [line for line in out.splitlines() if line.lstrip().startswith("FAIL")]
+    assert "isUserAgentSingleAsset(args) is False, but in doubles one Agent controls" in failed
+    assert "Fix: in doubles one Agent decides for both active slots" in out
 
 
 @pytest.mark.showdown
