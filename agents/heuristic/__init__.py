@@ -35,8 +35,7 @@ class HeuristicPlayer(SimpleHeuristicsPlayer):
         super().__init__(*args, **kwargs)
         if self.format_is_doubles:  # its heuristics read one active Pokémon per side
             raise ValueError(
-                f"HeuristicPlayer plays singles formats only (SimpleHeuristicsPlayer's singles "
-                f"heuristics); {self.format} is a doubles format"
+                f"HeuristicPlayer plays singles formats only; {self.format} is a doubles format"
             )
 
     def choose_move(self, battle: AbstractBattle) -> BattleOrder:
