@@ -1,6 +1,7 @@
 """Gen 9 VGC through the whole service: the outside doubles module (tests/outside_agents/
 doubles_random, written from docs/contract.md alone) in a paired league over two Ray battle runners
-and in an SPRT match, through real ``sep_edge`` processes, each run ending with its report.
+and in an SPRT match, through real ``sep_edge`` processes, each run ending with its report; the
+runners' battles replay exactly.
 
 Few battles on purpose (two per run): Ray and VGC battles are slow on a small machine."""
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from center.commands.replay import replay_battle
 from tests.integration.edges import EdgeProcess
 
 pytestmark = pytest.mark.showdown
@@ -85,7 +87,8 @@ def test_a_vgc_league_over_ray_runners_paired_and_an_sprt_play_through_real_edge
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "(2 runners × 1)" in run.stderr, run.stderr[-3000:]  # played by Ray battle runners
-    _one_pair(league)
+    for row in _one_pair(league):  # a battle a runner played replays exactly
+        assert replay_battle(league, row["battle_id"]).same, row["battle_id"]
     doc = _json(league / "run.json")
     assert (doc["mode"], doc["paired"], doc["format"]) == ("league", True, "gen9vgc2025regi")
     standings = {s["id"]: s for s in _json(league / "standings.json")["candidates"]}
