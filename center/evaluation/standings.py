@@ -58,20 +58,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from center.evaluation.rating_methods import RATING_METHODS, RatingData, primary
-from center.evaluation.rating_model import Z_95, bradley_terry, elo_ratings, laplace_half_width
+from center.evaluation.rating_model import Z_95
 from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
 
 __all__ = [
-    "FAILURE_STATUSES",
     "PENTANOMIAL_POINTS",
     "CandidateStanding",
     "PairResult",
     "Standings",
-    "bradley_terry",
     "compute_standings",
     "effective_battles",
-    "elo_ratings",
-    "laplace_half_width",
     "paired_interval",
     "wilson_interval",
 ]

@@ -49,7 +49,8 @@ from center.errors import (
 )
 from center.isolation.connection import Connection, deadline_error, readable
 from edge.errors import ProtocolError, ProtocolVersionError
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
+from edge.wire.envelopes import decode_reply, encode_request
+from edge.wire.headers import peek_header
 from edge.wire.keys import KeyPair, check_z85_key
 from edge.wire.messages import (
     MAX_CALL_TIMEOUT,
@@ -63,6 +64,7 @@ from edge.wire.messages import (
     spec_for_body,
     versions_compatible,
 )
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["DEFAULT_TIMEOUT", "EdgeClient"]
 

@@ -26,9 +26,10 @@ from edge.errors import ProtocolError
 from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
 from edge.service.supervisor import SandboxedEdge
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request
+from edge.wire.envelopes import decode_reply, encode_request
 from edge.wire.keys import CurveConfig, generate_keypair
 from edge.wire.messages import MESSAGES, Reply, Request, RequestType
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["REPLY_GRACE", "CheckerEdge"]
 

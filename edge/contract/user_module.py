@@ -45,7 +45,6 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "LOAD_TIME_LIMIT",
     "OPTIONAL_FUNCTIONS",
-    "PLAYER_FUNCTION",
     "REQUIRED_FUNCTIONS",
     "UserModel",
     "import_user_module",

@@ -37,18 +37,14 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
-from edge.service.dispatch import CallContext, Dispatcher, Handler
+from edge.service.dispatch import Dispatcher
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
     undecodable_error,
 )
-from edge.wire.codec import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    decode_request,
-    peek_header,
-    peek_request,
-)
+from edge.wire.envelopes import decode_request
+from edge.wire.headers import peek_header, peek_request
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
@@ -59,17 +55,10 @@ from edge.wire.messages import (
     Request,
     RequestType,
 )
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
 
-__all__ = [
-    "CallContext",
-    "Dispatcher",
-    "EdgeServer",
-    "EdgeSocketServer",
-    "Handler",
-    "is_loopback",
-    "tcp_endpoint",
-]
+__all__ = ["EdgeSocketServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +211,7 @@ class EdgeSocketServer:
         """
         with self._lock:
             if self._state != "bound":
-                raise RuntimeError(f"EdgeServer cannot serve: it is {self._state}")
+                raise RuntimeError(f"EdgeSocketServer cannot serve: it is {self._state}")
             self._state = "serving"
         previous: dict[signal.Signals, Any] = {}
         try:
@@ -497,7 +486,3 @@ class EdgeSocketServer:
         self._wake_r.close()
         self._wake_w.close()
         self._dispatcher.release()
-
-
-EdgeServer = EdgeSocketServer
-"""The former name of :class:`EdgeSocketServer` (tests and embedding import it)."""

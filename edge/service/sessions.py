@@ -40,7 +40,7 @@ from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
 from edge.maple.replica import ReplicaBattle
 from edge.service.dispatch import CallContext, Handler
-from edge.wire.codec import OUTPUT_LIMIT
+from edge.wire.envelopes import OUTPUT_LIMIT
 from edge.wire.messages import (
     DEPLOY_CALL,
     CloseSessionReply,
@@ -304,7 +304,3 @@ class SessionHandlers:
     def session_count(self) -> int:
         with self._lock:
             return len(self._sessions)
-
-
-EdgeService = SessionHandlers
-"""The former name of :class:`SessionHandlers` (it differed from ``EdgeServer`` by one letter)."""

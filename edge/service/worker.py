@@ -61,7 +61,8 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.sessions import SessionHandlers
-from edge.wire.codec import OUTPUT_LIMIT, decode_request, peek_header
+from edge.wire.envelopes import OUTPUT_LIMIT, decode_request
+from edge.wire.headers import peek_header
 from edge.wire.messages import (
     EVALUE_LIMIT,
     ErrorBody,

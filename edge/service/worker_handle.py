@@ -17,7 +17,7 @@ from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
 from edge.service.template_handle import ModelTemplate
 from edge.service.zygote import Zygote
-from edge.wire.codec import RequestHeader
+from edge.wire.headers import RequestHeader
 
 __all__ = ["DEFAULT_QUEUE_LIMIT", "Job", "WorkerHandle"]
 

@@ -268,7 +268,7 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import msgpack
     import zmq
 
-    from edge.wire.codec import decode_reply, encode_request
+    from edge.wire.envelopes import decode_reply, encode_request
     from edge.wire.messages import PROTOCOL_VERSION, DecideRequest, HelloRequest, Request
 
     config = write_config(tmp_path / "sep_config.json")

@@ -7,9 +7,9 @@ import math
 import msgpack
 import pytest
 
-from center.isolation.delegator import MAX_LOAD_LIMIT, OPEN_TIMEOUT, bounded_load_limit
-from edge.wire.codec import decode_reply, encode_reply
-from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, Reply
+from center.isolation.delegator import OPEN_TIMEOUT, bounded_load_limit
+from edge.wire.envelopes import decode_reply, encode_reply
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT, HelloReply, Reply
 
 
 def test_an_announced_limit_is_used_up_to_the_centers_bound():
