@@ -23,7 +23,7 @@ between would go into a pipe that is being thrown away, and its caller would wai
 deadline for a reply that cannot come. Requests made while there is no connection wait in the
 outbox (until their deadline) and go out on the next one. Failures are told apart, because they
 mean different statuses for a battle side (:mod:`center.isolation.connection`). Every request
-carries its timeout (protocol 1.3), so that the edge can stop a call that runs past it.
+carries its timeout, so that the edge can stop a call that runs past it.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class EdgeClient:
     ) -> Reply:
         """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
 
-        ``queue_limit`` (protocol 1.4) is how long the request may wait on the edge for a free CPU
+        ``queue_limit`` is how long the request may wait on the edge for a free CPU
         before its ``timeout`` starts: the reply is waited for that much longer. ``grace`` more
         seconds are waited past both, for the edge's own word on a call it stopped at its
         deadline (which starts when the call reaches it).
@@ -222,7 +222,7 @@ class EdgeClient:
             raise EdgeProtocolError(f"cannot send: {exc}") from exc
         msg_type = spec.request_type
         msg_id = f"{self._prefix}-{next(self._ids)}"
-        # The edge learns the deadline too (1.3): it stops a call the center no longer waits for.
+        # The edge learns the deadline too: it stops a call the center no longer waits for.
         deadline = min(wait, MAX_CALL_TIMEOUT) if wait > 0 else None
         queued = min(queue_limit, MAX_CALL_TIMEOUT) if queue_limit and queue_limit > 0 else None
         try:

@@ -14,7 +14,7 @@ put together from one part per idea. The supervisor (this process) never imports
 
 Nothing is pickled: a worker is untrusted. Deadlines and deaths:
 
-- every request carries the center's ``timeout`` (protocol 1.3); a call still running past it has
+- every request carries the center's ``timeout``; a call still running past it has
   its worker killed (the whole process group) and is answered with the code ``timeout``. The
   session goes on in a fresh worker, restored from the requests it served: a new Agent and Policy
   (what they had learnt in memory is lost), the replica battle fed every frame;

@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_QUEUE_LIMIT", "Job", "WorkerHandle"]
 
 DEFAULT_QUEUE_LIMIT: Final = 0.0
 """Seconds a request waits for a free CPU when it carries no ``queue_limit``: none, since a
-caller that does not say what it credits (a center before protocol 1.4) credits nothing."""
+caller that does not say what it credits credits nothing."""
 
 
 @dataclass

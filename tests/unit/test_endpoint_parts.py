@@ -1,5 +1,5 @@
 """Model endpoints, piece by piece: the tokens a reply reports, the candidates' ``endpoints``, the
-``sep_edge --endpoint`` options, and ``usage.endpoint`` on the wire (protocol 2.1)."""
+``sep_edge --endpoint`` options, and ``usage.endpoint`` on the wire."""
 
 from __future__ import annotations
 

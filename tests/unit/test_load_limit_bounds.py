@@ -24,7 +24,7 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
 
 
 def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
-    # A hello reply without the optional load_limit (an edge of 1.4 sent none).
+    # A hello reply without the optional load_limit (the field is optional).
     envelope = {
         "v": "2.0",
         "id": "2",
