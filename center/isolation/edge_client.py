@@ -1,29 +1,9 @@
 """EdgeClient: the center's connection to one edge, shared by every battle that uses that edge.
 
-One DEALER socket; any number of threads call :meth:`EdgeClient.request` at once. Each request gets
-a fresh id and a deadline; its reply is matched by the reply's ``parent``; a reply that comes after
-its request gave up is dropped. ZeroMQ reconnects by itself when the edge comes back; the client
-also rebuilds its socket after a failed CURVE handshake (libzmq gives up on those) the next time a
-request is waiting.
-
-Who uses the socket. No I/O thread carries the calls: a call made while no other is in flight
-uses the socket itself (it *leads*: sends, polls and reads until its reply is in or its deadline passes,
-resolving other calls' replies on the way); a call made meanwhile queues its request and wakes the
-leader, which sends it; a leader whose call ends while others wait hands the socket to one of them.
-A call made alone, a battle's decision as a rule, costs no thread hand-off (an I/O thread cost two
-per call, about 0.1 ms of the center's CPU and of the round trip on loopback). One thread at a
-time uses the socket, the lock's hand-over being the memory barrier libzmq asks for when a socket
-changes threads. Between calls a thread of the client reads the connection's monitor once a
-second, taking the socket only when no call has it; a call reads the monitor before it sends.
-
-A request is sent only on a connection the socket monitor has seen established and not yet lost,
-and every request sent on a connection fails as soon as the monitor reports it lost. libzmq reports
-a disconnection before it detaches the connection's pipe from the socket, so a message sent in
-between would go into a pipe that is being thrown away, and its caller would wait out the whole
-deadline for a reply that cannot come. Requests made while there is no connection wait in the
-outbox (until their deadline) and go out on the next one. Failures are told apart, because they
-mean different statuses for a battle side (:mod:`center.isolation.connection`). Every request
-carries its timeout, so that the edge can stop a call that runs past it.
+One DEALER socket that any number of threads call at once: each request gets an id and a deadline,
+its reply is matched by ``parent``, a late reply is dropped. No I/O thread: a call made alone uses
+the socket itself, and calls made meanwhile queue for the thread that holds it. A request goes out
+only on a connection the socket monitor has seen established and not lost.
 """
 
 from __future__ import annotations

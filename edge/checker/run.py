@@ -1,12 +1,9 @@
 """The checker's run: a user module served by the edge's own sandbox, played on recorded battles.
 
 :func:`check_user_module` starts a :class:`~edge.checker.sandboxed.CheckerEdge` for the model (this
-process never imports user code), plays the recorded battles through it
-(:mod:`edge.checker.recorded`: each sample's ``open_session`` gives the loading checks, its
-decisions the battle checks) and sums every check up in a :class:`~edge.checker.report.CheckReport`.
-Every verdict is computed here from what the edge replied. User code never hangs the run (a call
-past its limit fails the ``time`` check, and the edge kills its worker); a worker that dies fails
-the ``process`` check; what user code prints is captured and counted.
+process never imports user code), plays the recorded battles through it and sums every check up
+in a :class:`~edge.checker.report.CheckReport`. A call past its limit fails ``time``, a worker that
+dies fails ``process``; what user code prints is counted.
 """
 
 from __future__ import annotations

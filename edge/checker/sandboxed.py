@@ -1,12 +1,9 @@
 """The checker's edge: the model served by the edge's own sandbox, and the checker as its center.
 
-:class:`CheckerEdge` starts a :class:`~edge.service.supervisor.SandboxedEdge` in this process (the
-supervisor, which never imports user code) for the one model checked, on a loopback port with
-CURVE keys made for this run only (nobody else on the host can drive it), and sends it the
-requests a center sends. User code runs only in the edge's workers, exactly as in a battle: a user
-id of its own, no network, namespaces, a private /tmp, control groups and limits, stopped between
-its calls, and killed with everything it started when its session or the check ends. Replies are
-decoded by the wire codec here; nothing a worker says is trusted beyond what a center trusts.
+:class:`CheckerEdge` starts a :class:`~edge.service.supervisor.SandboxedEdge` in this process for
+the one model checked, on a loopback port with CURVE keys made for this run only, and sends it the
+requests a center sends. User code runs only in the edge's workers, sandboxed exactly as in a
+battle, and nothing a worker says is trusted beyond what a center trusts.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""The edge's socket server: a ZeroMQ ROUTER socket, its authentication (CURVE keys, checked by
-a ZAP handler), ``hello``, and the replies; what serves the other requests is a :class:`Dispatcher`
-it holds.
+"""The edge's socket server: a ZeroMQ ROUTER socket, its CURVE authentication (a ZAP handler),
+``hello``, and the replies; a :class:`Dispatcher` it holds serves the other requests.
 
-Concurrency model. One I/O thread (the one running :meth:`EdgeSocketServer.serve_forever`) owns
-every socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
-authorization) handler, and sends every reply. Other requests go to the dispatcher, which runs in
-that thread too, and may poll sources of its own in the server's poll loop; ``hello`` keeps
-answering whatever the dispatcher's work waits for.
-
-The dispatcher is the sandbox's router (:mod:`edge.service.routing`, put together by
-:class:`~edge.service.supervisor.SandboxedEdge`): requests go to sandboxed worker processes. It is
-the only one the service has; the transport's tests give the server one of their own, which runs
-handler functions on threads.
-
-A request the server cannot decode gets an error reply when its id can be read, and is dropped
-with a log line otherwise. Nothing a peer sends stops the server.
+One I/O thread owns every socket and runs the dispatcher too. A request the server cannot decode
+gets an error reply when its id can be read, and is dropped with a log line otherwise: nothing a
+peer sends stops the server.
 """
 
 from __future__ import annotations
