@@ -1,5 +1,6 @@
-"""Names and words in center/ and edge/: short module docstrings, no aliases of old names, no
-re-exports outside a package's public face, no protocol history in code (docs/protocol.md has it).
+"""Names and words: short module docstrings (center/, edge/, agents/, scripts/); in center/ and
+edge/ no aliases of old names, no re-exports outside a package's public face, no protocol history
+in code (docs/protocol.md has it).
 
 Read from the source files with ``ast``: nothing of the project is imported.
 """
@@ -15,6 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("center", "edge")
+#: Where module docstrings are read: the packages, the sample agents and the scripts.
+DOCUMENTED = ("center", "edge", "agents", "scripts")
 #: Where the imports of project modules are read.
 IMPORTERS = ("center", "edge", "agents", "scripts", "tests")
 
@@ -157,7 +160,7 @@ def test_docstring_lines_leave_literal_blocks_out():
 
 def test_module_docstrings_say_what_the_module_is_in_a_few_lines():
     long = {}
-    for path in _modules(*PACKAGES):
+    for path in _modules(*DOCUMENTED):
         doc = ast.get_docstring(_tree(path), clean=False)
         if doc and docstring_lines(doc) > MAX_DOCSTRING_LINES:
             long[_rel(path)] = docstring_lines(doc)
