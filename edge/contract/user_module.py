@@ -35,7 +35,6 @@ from edge.wire.messages import DEFAULT_LOAD_LIMIT
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "LOAD_TIME_LIMIT",
     "OPTIONAL_FUNCTIONS",
     "REQUIRED_FUNCTIONS",
     "UserModel",
@@ -43,9 +42,8 @@ __all__ = [
     "load_user_model",
 ]
 
-#: Seconds a battle's session gives, in all, to loading a model by default: the import, the contract
-#: functions, the Agent's constructor and ``getUserPolicy`` (docs/contract.md, "Time"); an edge may
-#: give more (``sep_edge --load-limit``).
+# Not yet done: center.isolation.delegator imports this old name of edge.wire.messages'
+# DEFAULT_LOAD_LIMIT; it goes when the delegator imports that.
 LOAD_TIME_LIMIT = DEFAULT_LOAD_LIMIT
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
