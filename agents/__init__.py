@@ -1,8 +1,5 @@
-"""Sample user modules, written exactly as a participant would write theirs.
-
-Each sub-package follows the user-module contract (``docs/contract.md``):
-``getUserAgentClass(args)``, ``getUserPolicy(args)`` and optionally ``getUserAgentModelConfig(args)``
-and ``isUserAgentSingleAsset(args)``. They are listed in the top-level ``candidates.json``.
+"""Sample user modules, written exactly as a participant would write theirs (docs/contract.md), and
+listed in the top-level ``candidates.json``.
 
 - ``random_agent``: a uniformly random legal action.
 - ``max_power``: the legal move with the highest base power × type effectiveness × STAB.

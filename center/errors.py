@@ -121,12 +121,11 @@ class EdgeTimeout(EdgeCallError, TimeoutError):
 class EdgeRemoteError(EdgeCallError):
     """The edge answered with status ``error``: an exception in a handler or in user code.
 
-    ``code`` says what kind of error it is (an ``edge.wire.messages.ErrorCode`` value, ``""`` from
-    an edge older than protocol 1.2): programs match on it. ``ename``, ``evalue`` and
-    ``traceback`` (truncated) describe the remote exception for humans; ``output`` is what user
-    code printed during the call (truncated), possibly empty; ``usage`` is what the call cost on
-    the edge (protocol 1.4, an ``edge.wire.messages.CallUsage``) when the edge's supervisor says;
-    ``call`` is the user call that raised or overran (protocol 2.0), "" when not known.
+    ``code`` says what kind of error it is (an ``edge.wire.messages.ErrorCode`` value): programs
+    match on it. ``ename``, ``evalue`` and ``traceback`` (truncated) describe the remote exception
+    for humans; ``output`` is what user code printed during the call (truncated), possibly empty;
+    ``usage`` is what the call cost on the edge (an ``edge.wire.messages.CallUsage``) when the
+    edge's supervisor says; ``call`` is the user call that raised or overran, "" when not known.
     """
 
     def __init__(

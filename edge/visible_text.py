@@ -1,12 +1,9 @@
 """Text from user code made safe to keep in LOG_DIR: its control characters written visibly.
 
-A participant's printed output, exception messages and nicknames end up in text files that the
-organizer reads with ``cat`` or ``less -R`` and in pages. Raw, a control character there is an
-instruction to the terminal (an OSC 52 clipboard write, cursor moves that paint a fake table over
-the real one); written as ``\\x1b`` it is only text. Newlines and tabs stay.
-
-:func:`configure_cli_logging` makes every command's log lines safe the same way on the terminal.
-Beside ``edge.errors``: imports only the standard library, so the center and the edge both use it.
+Printed output, exception messages and nicknames are read with ``cat`` or ``less -R``: raw, a
+control character is an instruction to the terminal; written as ``\\x1b`` it is only text.
+Newlines and tabs stay. :func:`configure_cli_logging` does the same for every command's log lines.
+Imports only the standard library, so the center and the edge both use it.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """Benchmark the delegation overhead per decision, worker start-up, and one edge's throughput.
 
-Starts a real ``sep_edge`` subprocess on a free loopback port serving a trivial user module (an
-Agent whose ``makeObs`` returns a fixed 8-float Box vector and whose ``deploy`` returns Showdown's
-default order, a policy that returns 0: user time is about zero) in its sandboxed workers, then:
-
-1. latency: one decision = ``makeObs`` + ``policy.step`` + ``deploy``, through AgentDelegator and
-   PolicyDelegator on an EdgeSession, the environment cooperating as PokemonEnv does (it tells
-   the AgentDelegator the step's reward and info before makeObs), so that the decision is one
-   ``decide`` round trip over ZeroMQ on loopback, and the edge's supervisor forwards it to the
-   session's worker process. The baseline makes the same three calls directly on the same
-   Agent/Policy in this process. Both feed the same recorded Showdown frames to a ReplicaBattle
-   (the worker's, or a local one for the baseline), one request frame per decision, from the
-   start of a real battle, so the overhead (delegated - in-process, paired per decision) is the
-   transport's: encoding, sockets, the supervisor and the worker. Blocks of the two are
-   interleaved so load changes hit both. Also prints each call's time, a ``hello`` round trip
-   (answered by the supervisor, no worker) and the CPU time per decision of this process and of
-   the edge (supervisor, template and workers).
-2. worker start-up: ``open_session`` of a model with no idle worker (a fresh worker is forked
-   from the template, sandboxed, imports the module and builds the Agent) against one that reuses
-   an idle worker; and, from the edge's log, the fork-to-serving time alone.
-3. throughput: decisions/s with 8 concurrent sessions (8 threads, one session each, one shared
-   EdgeClient as sep_main uses), against 1 session, interleaved in rounds.
-
     python scripts/bench_delegation.py --decisions 3000 --seconds 10
 
-Issue target: overhead <= 1 ms p50 per decision.
+A real ``sep_edge`` serving a trivial user module, against the same calls in this process; what
+each part measures: docs/benchmarks.md. Issue target: overhead <= 1 ms p50 per decision.
 """
 
 from __future__ import annotations

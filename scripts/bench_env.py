@@ -1,16 +1,10 @@
 """Benchmark PokemonEnv: step() latency and battles per second, against poke-env's own random pair.
 
-Runs on one local Showdown server (started here unless --server is given), in one process:
-
-1. baseline: poke-env ``RandomPlayer`` vs ``RandomPlayer`` (``battle_against``), N battles;
-2. PokemonEnv with two random MapleAgents (random legal action from the mask), N battles.
-
-Reports step() latency p50/p99 (wall time of the whole call: our code plus Showdown's turn on
-loopback), the part of it spent in our own code (observation, mask, order checks), and the
-battles/s ratio env / baseline. Interleaves the two in rounds so that load changes on a shared
-machine hit both alike.
-
     python scripts/bench_env.py --battles 30 --format gen9bssfactory
+
+On one local Showdown server, interleaved in rounds: poke-env's ``RandomPlayer`` pair, then
+PokemonEnv with two random MapleAgents. Reports step() p50/p99, the part spent in our own code,
+and the battles/s ratio env / baseline.
 """
 
 from __future__ import annotations

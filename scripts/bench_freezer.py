@@ -1,23 +1,10 @@
 """Benchmark what freezing a worker between its calls costs the edge, per call, on each freezer
-this host has: cgroup v2 (``cgroup.freeze``) and cgroup v1 (``freezer.state``), v1 with and
-without the frozen anchor group an edge holds (``edge.service.cgroups.hold_v1_freezer``).
-
-Each configuration runs a worker stand-in (a forked process answering one byte on a socket pair,
-in a control group of its own made by the edge's ``WorkerGroup``) through N calls as the edge's
-supervisor makes them: thaw, a round trip, freeze. It reports the wall time of the thaw, of the
-freeze and of the round trip, and this process's CPU time per call (which is the supervisor's
-cost: the kernel's work of a freeze or thaw is done in the writer's system call). Configurations
-are interleaved in rounds, and the plain round trip (no freezer) is measured in the same run, so
-the ratios hold on a noisy machine.
+this host has: cgroup v2 and cgroup v1, v1 with and without the frozen anchor group an edge holds
+(``edge.service.cgroups.hold_v1_freezer``).
 
     python scripts/bench_freezer.py --calls 2000 --rounds 3
 
-Needs root and at least one freezer; a configuration this host lacks is reported as such.
-
-Why the anchor: the v1 freezer switches a kernel-wide static key on when a first group of the
-host starts freezing and off when the last one thaws, and switching it patches the kernel's code
-on every CPU. An edge with one worker deciding, and no other group frozen, paid that on every
-thaw and every freeze; with one empty group held frozen the key stays on.
+Needs root and at least one freezer. How, and why the anchor: docs/benchmarks.md.
 """
 
 from __future__ import annotations

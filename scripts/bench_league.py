@@ -1,41 +1,10 @@
 """Benchmark battles per second: isolated (edges) and in-process (sep_eval) on both backends,
 against poke-env's random pair.
 
-At the same concurrency K, in the same run, interleaved:
-
-1. ``isolated-sim`` / ``isolated-server``: ``center.evaluation.match.run_battles`` with an
-   EdgeSource, each side served by a real ``sep_edge`` subprocess (blue and red: a supervisor that
-   runs the user code in sandboxed worker processes) over ZeroMQ on loopback, as sep_main plays
-   them (results, replays and protocol logs written to a temporary LOG_DIR);
-2. ``in-process-sim`` / ``in-process-server``: ``run_battles`` with an InProcessSource, the same
-   candidates, as sep_eval plays them;
-3. ``poke-env``: two poke-env ``RandomPlayer`` with ``max_concurrent_battles=K`` on the server,
-   ``battle_against(n_battles=N)``: the baseline.
-
-The ``sim`` backend is Showdown's own simulator in one long-lived node process (a SimHost started
-here); the ``server`` backend is one local Showdown server (started here unless --server is
-given). Both stay up for the whole run, as the edges do.
-
-good_random is MapleAgent (StateObserver + ActionHelper) with a random legal policy
-(tests/agents); ``--candidate trivial`` plays a user module that costs nothing instead, which
-isolates the framework's own cost. After a few untimed warm-up battles per mode, the modes are
-interleaved in rounds (their order rotating) so that load changes on a shared machine hit all
-alike. Each timed call includes its own set-up and tear-down (players logging in, K PokemonEnvs,
-closing), as a command would. Random teams make battle lengths vary, so turns/s is printed next
-to battles/s. Also reports the CPU time per turn of this process (the center), of each edge (its
-whole process tree: supervisor, worker template and workers), of the Showdown server (when it
-runs here) and of the simulator host: on a busy machine, throughput follows the CPU each turn
-costs.
-
     python scripts/bench_league.py --battles 30 --concurrency 2 --format gen9bssfactory
 
-``--pin`` emulates a deployment where the edges run on hosts of their own: this process (the
-center), the simulator host and the Showdown server run on CPU 0 only, and both edges (with their
-workers) on the other CPUs. Every mode then has the same one CPU for the center and the backend;
-only the isolated modes have the edges' CPUs besides.
-
-Targets: in-process on the simulator >= 0.8x the poke-env pair (aim past 1.0x); isolated >= 0.8x
-in-process on the same backend; the center's CPU per turn in-process <= 2x the pair's.
+The modes, the CPU figures it reports, ``--pin`` and the targets: docs/benchmarks.md; the
+results: docs/performance.md.
 """
 
 from __future__ import annotations

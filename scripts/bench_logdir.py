@@ -1,14 +1,10 @@
 """Benchmark LOG_DIR's size: bytes on disk per battle of a league played in one process.
 
-Runs ``sep_eval --league IDS -n N`` (Showdown's simulator, in one process, end-of-run report
-included) into a fresh LOG_DIR, then measures it as ``du`` does (allocated blocks, which is what a
-disk fills with: a 300-byte file takes a 4 KB block) and as bytes (``du -b``), divided by the
-battles recorded, with a breakdown by kind of file. ``--pages`` then builds every battle's replay
-pages (``sep_report --pages``) and measures again, to show what they cost.
-
     python scripts/bench_logdir.py --battles 200
 
-Target: <= 25 KB on disk per battle (docs/performance.md, "LOG_DIR size").
+``sep_eval --league`` into a fresh LOG_DIR, measured as ``du`` does and as bytes, per battle and by
+kind of file; ``--pages`` measures again with every replay page built. Target: <= 25 KB on disk
+per battle (docs/performance.md, "LOG_DIR size").
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Measure what pairing buys: the 95% interval of the heuristic's win rate against random (or of any
 two candidates), paired and unpaired, for the same number of battles.
 
-Each repeat runs ``sep_eval heuristic random -n N --seed S`` and ``sep_eval heuristic random -n N
---paired --seed S`` (in-process sides, the sample agents of agents/, the repository's
-candidates.json), each on a fresh LOG_DIR, in alternating order so that load changes on a shared
-machine hit both alike. It reads the heuristic's win rate and interval from each run's
-standings.json, and prints per mode: the mean win rate and its spread over the repeats, and the
-mean, smallest and largest interval width. It also pools the pair outcomes of every paired run into
-one estimate of the variance of a pair's total against two independent battles (below 1, pairing
-cancels part of the luck).
-
-The seeded simulator backend (``--backend sim``) is used when this checkout's sep_eval has it: only
-there does a side's team follow the battle's seed, so that a pair plays each team draw from both
-sides. With ``--backend server``, or without the simulator backend, the battles go through a
-Showdown server (``--server``, or one started here), which draws the teams itself: pairing then
-shares only the agents' seeds, and the script says so.
-
     python scripts/bench_pairing.py --battles 100 --repeats 5
     python scripts/bench_pairing.py --quick        # a few battles, to see that it works
     python scripts/bench_pairing.py --agents maxpower heuristic   # another pair of candidates
+
+How, and why the simulator backend: docs/benchmarks.md.
 """
 
 from __future__ import annotations

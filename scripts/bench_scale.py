@@ -1,21 +1,8 @@
 """Benchmark leagues that outgrow one process: the one-process ceiling, Ray runners, the driver alone.
 
-Three parts, each with its baseline measured in the same run:
-
-1. ``ceiling``: one process (``run_battles`` here, as ``sep_main`` plays: real ``sep_edge``
-   processes, the seeded simulator host) at ``--concurrency`` 1, 2, 4, 8: battles/s, and the
-   center's CPU per battle (this process) next to the simulator host's.
-2. ``workers``: the same league by ``sep_main`` (a subprocess each) in one process, with
-   ``--workers 1`` and with ``--workers 2`` (runners on a local Ray started by the driver), on the
-   same edges. Reported twice: over the whole command (Ray's start-up included) and in steady
-   state (battles finished per second between the first and the last recorded battle, from
-   battles.csv). Target: ``--workers 1`` >= 0.95x one process.
-3. ``driver``: the driver alone (:func:`center.scale.driver.drive_battles`) against synthetic
-   runners that return recorded battles at once (no simulator, no Ray), ``--runners`` of them,
-   each battle with ``--file-kb`` of files; battles.csv durable as in a real run (one fsync per
-   row). Battles/s the driver sustains and its CPU per battle. Target: >= 500 battles/s.
-
     python scripts/bench_scale.py --part all --battles 24 --driver-battles 100000 --runners 64
+
+The three parts, their baselines and targets: docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """Measure what the SPRT saves: battles to a decision against the fixed -n with the same error rates.
 
-1. **Real battles.** For each pairing (by default heuristic vs maxpower, learned vs heuristic and
-   random vs random_b), ``sep_eval A B -n N --paired --seed S`` (in-process, Showdown's seeded
-   simulator, the sample agents of agents/) records N battles; the pairs' outcomes (the pentanomial
-   of A: pairs scoring 0, ½, 1, 1½, 2 points) are read back from battles.csv. ``random_b`` is the
-   sample random agent with another seed: the same agent, playing other random choices. (A mirror
-   ``random vs random`` is no test at all: with the same seed and the same agent, a pair's second
-   battle is the first one mirrored, so every pair is 1–1.)
-2. **Distributions.** Each pairing's pair outcomes give an empirical distribution. It is tilted
-   (the maximum-likelihood distribution with a given mean, as the SPRT's own LLR does) to an
-   expected score of exactly ELO0 (H0 true) and exactly ELO1 (H1 true), keeping the shape of the
-   real outcomes. Random vs random (the same agent on both sides) is also symmetrised: its true
-   difference is 0 Elo.
-3. **The fixed -n** (the baseline): the number of pairs for which a one-sided test of the mean
-   pair score has error rates alpha at ELO0 and beta at ELO1 (normal approximation with each
-   hypothesis's own variance), ``n = ((z_a sd0 + z_b sd1) / (s1 - s0))^2``; its error rates are
-   then measured by simulation.
-4. **The SPRT** (``center.evaluation.sprt``, the code the runs use) is simulated on each
-   distribution: pairs drawn one at a time, stopped at Wald's bounds or at a cap of
-   ``--cap`` times the fixed -n. Measured: the mean number of battles to a decision, the share of
-   each decision, the share that reached the cap.
-
-The headline is the ratio of the SPRT's mean battles to the fixed -n's battles, at H0 and at H1 (the
-same error rates), and at the pairing's real strength; and the false-positive rate of random vs
-random, which should be about alpha.
-
     python scripts/bench_sprt.py --battles 200 --simulations 2000
     python scripts/bench_sprt.py --quick        # a few battles and simulations, to see it works
+
+How (real battles, tilted distributions, the fixed -n, the simulated SPRT): docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Benchmark model templates: a torch model against random, edges with default flags (a worker per
-battle forked from the model's template, which imported it once) against edges with
-``--reuse-workers`` (a worker per session, kept for the model's next battle).
-
-Two pairs of real ``sep_edge`` processes serve ``tests/outside_agents/candidates_template.json``
-for the whole run, one pair per mode. Each timed call is one ``sep_main MODEL OPPONENT -n N
---concurrency 1`` (a command as an organizer runs it, its own start-up included); the modes are
-interleaved in rounds, their order alternating, after an untimed warm-up per mode (the template's
-import, or the first worker's). Prints battles per second per mode and the ratio default/reuse.
+battle forked from the model's template) against edges with ``--reuse-workers``.
 
     python scripts/bench_template.py --battles 10 --rounds 3
 
-Target: default flags >= 0.9x the speed of --reuse-workers.
+Two pairs of real ``sep_edge`` processes, one ``sep_main`` command per timed call, the modes
+interleaved in rounds. Target: default flags >= 0.9x the speed of --reuse-workers.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Export a trained policy as a user module that needs nothing from this project.
 
     python scripts/export_standalone_policy.py mine.npz --out submission/
-    cd submission && sep_edge --check learned_standalone && sep_submit pack learned_standalone
 
-``agents.learned_policy`` runs a network exported by ``scripts/train_maskable_ppo.py`` on the
-MapleAgent observation, which it imports from this project's ``edge`` package. This script writes a
-package that carries its own copy of that observation and Agent code (``edge/maple``, the Agent and
-policy base classes, the error classes: the same source, imports made relative), the numpy network
-runner and the weights, so the network sees exactly the inputs it was trained on and the module
-imports only numpy, gymnasium, poke-env and PyYAML. It also writes (or adds to) a candidates.json
-beside the package. The export refuses to finish if any copied file still imports this project.
+The package carries its own copy of the MapleAgent observation and Agent code (imports made
+relative), the numpy network runner and the weights, and imports only numpy, gymnasium, poke-env
+and PyYAML; a candidates.json is written beside it. The export refuses to finish if any copied
+file still imports this project.
 """
 
 from __future__ import annotations

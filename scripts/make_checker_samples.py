@@ -1,14 +1,10 @@
-"""Make the checker's sample battles (edge/checker/samples/*.json.gz).
-
-Singles (the default): each sample is one player's frames of one recording in tests/fixtures/battles,
-chosen to cover a team preview, forced switches, tera and gen9bssfactory, gen9bssregi and
-gen9randombattle. Doubles (``--format gen9vgc2025regi`` or ``gen9doublesou``): one battle of random
-legal pairs, played on the seeded simulator with the brought team of tests/data, player_0's frames.
-The same command writes byte-identical files (a fixed run secret and seed; the ``|t:|`` timestamps
-are dropped). Run from the repository root::
+"""Make the checker's sample battles (edge/checker/samples/*.json.gz), byte-identical on every run.
 
     .venv/bin/python scripts/make_checker_samples.py                            # singles
     .venv/bin/python scripts/make_checker_samples.py --format gen9vgc2025regi   # doubles
+
+Singles come from the recordings in tests/fixtures/battles; doubles are played on the seeded
+simulator with random legal pairs and the brought team of tests/data.
 """
 
 from __future__ import annotations

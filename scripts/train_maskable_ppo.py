@@ -1,17 +1,10 @@
 """Train MaskablePPO on MaplePokemonSim-v0 and export its policy to a numpy-only user module.
 
-The path from training to a league (docs/training.md):
-
     python scripts/train_maskable_ppo.py --timesteps 200000 --out agents/learned_policy/mine.npz
-    sep_edge --check mine        (with candidates.json's "mine" args {"weights": "mine.npz"})
 
-Training runs in Showdown's seeded simulator (no server needed) against random legal play, with
-the environment's own action masks, and shows a progress bar (steps/s, the mean episode reward).
-The trained network (the policy half of SB3's MlpPolicy) is written as a pickle-free ``.npz`` that
-``agents.learned_policy`` runs with numpy alone, so the edge never imports torch; a ``.json``
-beside it records the training conditions. Before writing, the export is checked: numpy's logits
-must equal torch's on observations met in training. Paths are relative to the current folder.
-Needs the ``train`` extra (``pip install -e .[train]``, after a CPU-only torch: scripts/setup.sh).
+Against random legal play on the seeded simulator, with the environment's masks; the network is
+written as a pickle-free ``.npz`` (checked against torch's logits) that ``agents.learned_policy``
+runs with numpy alone. Needs the ``train`` extra. The whole path: docs/training.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """LearnedPolicy: a feed-forward network over the MapleAgent vector, run with numpy only.
 
-The network is the policy half of a Stable-Baselines3 ``MlpPolicy`` (MaskablePPO), exported by
-``scripts/train_maskable_ppo.py``: hidden layers ``x = act(x @ W + b)`` (tanh or relu), then a linear
-layer to the logits; the action is the legal argmax. No torch here: importing this module takes
-what importing numpy takes, far inside the edge's loading limit.
-
-The weights file is a plain ``.npz`` (loaded with ``allow_pickle=False``) that also stores the
-feature name of every input, so a policy trained on one observation layout still reads the right
-elements after features are added or reordered (a feature that disappeared reads as 0).
+The policy half of a Stable-Baselines3 ``MlpPolicy`` (MaskablePPO), exported by
+``scripts/train_maskable_ppo.py``: hidden layers ``x = act(x @ W + b)``, a linear layer to the
+logits, the legal argmax. The weights are a plain ``.npz`` (no pickle) that also names every input
+feature, so a policy still reads the right elements after features are added or reordered.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """``sep_replay LOG_DIR BATTLE_ID``: re-simulate a recorded battle and check that it ends as recorded.
 
-A battle played on the simulator backend keeps its input log (``logs/ID.input.log.gz``): everything
-the center wrote to the simulator, choices included. Replaying it on a fresh simulator host, with
-no agents and no edges, must give every frame each player was sent (apart from the ``|t:|``
-timestamps), the same number of turns and the same winner as battles.csv and the protocol log say.
-Exit 0 when it does, 1 with the first difference when it does not (a tampered input log is one),
-2 when the battle cannot be replayed at all (not in LOG_DIR, played on the server backend).
-
-The input log's seeds must also be those the battle's public ``seed`` stands for under the run's
-secret (``LOG_DIR/run.secret``), or, for a battle of a run older than run secrets, under the
-public scheme of that time: a battle played with other seeds than its own is a difference.
+The battle's input log is replayed on a fresh simulator host, without agents or edges: every frame
+each player was sent (timestamps aside), the turns and the winner must match, and the log's seeds
+must be those its public ``seed`` stands for under the run's secret. Exit 0 when it does, 1 with
+the first difference, 2 when the battle cannot be replayed.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """SinglizedEnv: a Gymnasium environment for one player whose opponent is played inside it.
 
-A single-agent ``gymnasium.Env`` over the multi-agent environment (ASRCAISim1 calls this a
-"SinglizedEnv"). The learner is ``player_0`` of a :class:`PokemonEnv`. The opponent is either
-
-- a :class:`StandalonePolicy` (default: uniformly random legal actions) acting through its own Agent
-  (default: MapleAgent), stepped by this environment whenever it has a decision; or
-- a poke-env ``Player`` that plays on its own on the same server: give its class
-  (``opponent=RandomPlayer``) and the environment builds it on its server and in its format, or an
-  instance built with ``server_configuration=`` that server.
-
-On the server (``backend="server"``, the default) Showdown draws teams, damage rolls and move order,
-so an episode is not reproducible from ``reset(seed)`` alone: only the agent-side randomness is
-(``MaplePokemon-v0`` is registered with ``nondeterministic=True``). On the simulator
-(``backend="sim"``, registered as ``MaplePokemonSim-v0``) the battle is seeded too, and the same
-``reset(seed)`` and actions give the same episode; a poke-env ``Player`` opponent needs the server.
-
-For training: rewards are Python floats, ``action_masks()`` gives the learner's legal actions (as
-sb3-contrib's MaskablePPO expects, no wrapper needed), and at an episode's end ``info["won"]`` is
-True, False, or None (a tie or no result) and ``info["end_reason"]`` reads from the learner's side
-(``"loss"`` where the multi-agent environment says ``"win"`` for the opponent). After
-``MAX_INVALID_RETRIES`` illegal actions in a row, of the learner or of the opponent policy, the
-environment plays the default move for it, as the match runner does, so no policy stalls an episode.
+A single-agent ``gymnasium.Env`` over :class:`PokemonEnv` (ASRCAISim1's "SinglizedEnv"): the
+learner is ``player_0``; the opponent is a :class:`StandalonePolicy` acting through its own Agent
+(by default random legal actions through MapleAgent) or a poke-env ``Player`` on the same server.
+Episodes are reproducible from ``reset(seed)`` on the simulator backend only; ``action_masks()``
+serves MaskablePPO.
 """
 
 from __future__ import annotations

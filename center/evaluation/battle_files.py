@@ -1,18 +1,9 @@
 """The files a battle leaves in LOG_DIR, by battle id: collect them, move them, remove them.
 
-A played battle writes, in every mode (one process, ``--workers``, ``--ray``), its protocol log
-gzipped (``logs/ID.log.gz``), on the simulator its input log gzipped (``logs/ID.input.log.gz``),
-who played each side (``replays/ID.players.json``), and for each side what the side's code
-printed (``logs/ID.SIDE.out.gz``) and why it failed (``logs/ID.SIDE.err``, plain), both only when
-there is something to say. Readers take a log plain or gzipped (:func:`center.files.read_text`):
-runs recorded before the logs were compressed keep their ``logs/ID.log``. The replay pages
-(``replays/ID.html``, ``replays/ID.offline.html``) are built from these by the report, when asked
-(``sep_report --pages``); a battle writes none of them.
-
-A battle that is voided must leave none of its files: a voided attempt's ``.err`` saying
-DISCONNECT next to the row of the replayed battle would read as that battle's result. A battle
-runner (:mod:`center.scale`) plays into a folder of its own and ships these files, as they are,
-to the driver, the only writer of LOG_DIR.
+The protocol log and (on the simulator) the input log, gzipped; who played each side; what each
+side printed and why it failed, when there is something to say. A voided battle must leave none of
+its files. A battle runner plays into a folder of its own and ships these files to the driver, the
+only writer of LOG_DIR.
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """Collusion shows up: head-to-head results far outside what the rest of the field predicts.
 
-Two modules of one team can recognise each other (a team preview, a handshake move) and one can
-throw its battles to the other; every battle still ends OK. What it leaves is a head to head that
-the candidates' results against everyone else do not explain. For each pair of candidates with at
-least ``min_battles`` decided battles between them:
-
-1. the Bradley–Terry ratings are fitted on every *other* battle
-   (:func:`center.evaluation.rating_model.bradley_terry`, the standings' fit and prior);
-2. the head to head's probability under that fit: a's score against b is binomial on their decided
-   battles, with P(a beats b) from the fit, its uncertainty included (the logit difference from
-   the fit's normal approximation, :func:`~center.evaluation.rating_model.fit_covariance`,
-   integrated by Gauss–Hermite quadrature), so that a pair whose ratings are barely known is not
-   flagged for it. Where a candidate won or lost nearly everything the true posterior is skewed
-   away from the results it never had; the symmetric normal gives that side more room, which
-   only makes the check more cautious;
-3. the p-value is two-sided (either side may be the one that throws): twice the smaller tail, ties
-   counted half and rounded toward the middle (conservative);
-4. Benjamini–Hochberg over all checked pairs at the false discovery rate ``fdr``; the pairs it
-   rejects are *flagged*. A thrown pair also bends the fit of its candidates' other pairs, so pairs
-   are flagged one at a time, most surprising first, each left out of the fits of the pairs still
-   open (a step-down); the result is the set Benjamini–Hochberg rejects on the final p-values.
-
-A flag is something for the organizer to look at (the replays of that pair), not a verdict: a
-genuine counter-strategy (rock–paper–scissors between three styles) looks the same. In a paired run
-the two battles of a pair share their seed; treating them as independent is conservative where the
-team draw cancels in a pair. A pair whose candidates have no battle outside it (a match) is not
-checked: nothing predicts it.
+For each pair with at least ``min_battles`` decided battles: the head to head's two-sided p-value
+under a Bradley–Terry fit on every other battle (its uncertainty included), then
+Benjamini–Hochberg over all pairs, stepped down, at the false discovery rate ``fdr``. A flag is
+for the organizer to look at, not a verdict.
 """
 
 from __future__ import annotations

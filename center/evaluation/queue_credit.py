@@ -1,7 +1,7 @@
 """What a side is not charged for: the wait of its calls for a free CPU on its edge.
 
 An edge with ``sep_edge --cpus`` starts a call only when a CPU of its list is free, and reports in
-its reply how long the call waited (``usage.queued``, protocol 1.4). The center offers each call
+its reply how long the call waited (``usage.queued``). The center offers each call
 some credit for that wait (the request's ``queue_limit``, and it waits for the reply that much
 longer) and charges the side the call's wall time minus the wait it credits. Both are bounded, so
 that an edge cannot buy its side time by claiming it waited: :func:`queue_credit` and

@@ -1,16 +1,9 @@
 """A run's secret in its LOG_DIR, and the folders of LOG_DIR that only the center's user may read.
 
-The simulator's seeds of every battle derive from the battle's public seed with the run secret
-(:mod:`center.showdown.sim_seeds`). The secret lives in ``LOG_DIR/run.secret`` (mode 0600, never in
-run.json): taken from there on a rerun, else derived from ``--seed`` (the same command on a fresh
-LOG_DIR plays the same battles), else drawn at random. ``sep_replay`` reads it there to check that a
-battle was played with the seeds its public seed stands for.
-
-The per-battle files that hold hidden information while a run goes on (``logs/``: the input logs
-with the simulator's seeds, both sides' requests, what each side printed; ``replays/``: what a
-battle revealed, which its paired twin could use) are in folders of mode 0700: an edge's workers
-run as other users on the same host and must not read them. The results (battles.csv, standings,
-run.json, the report) keep the mode the umask gives.
+The secret (``LOG_DIR/run.secret``, mode 0600) keys the simulator's seeds
+(:mod:`center.showdown.sim_seeds`): read back on a rerun, else derived from ``--seed``, else
+random. ``logs/`` and ``replays/`` hold hidden information while a run goes on, so they are mode
+0700: an edge's workers run as other users on the same host.
 """
 
 from __future__ import annotations

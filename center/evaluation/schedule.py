@@ -1,14 +1,9 @@
 """The battles of a match or a league, with their ids and seeds, computed deterministically.
 
-A rerun of the same command computes the same battle ids and seeds, which is what lets a run resume
-(:func:`center.evaluation.battles_csv.pending`) and grow (a larger N or more candidates only append
-battles).
-
-A *paired* schedule plays each seed twice with the candidates swapped between sides: battle ``2p``
-of a pairing is scheduled as usual, battle ``2p + 1`` has the other candidate blue and the seed of
-battle ``2p``. A backend that draws each side's team from the battle's seed then gives each
-candidate each team draw once, which cancels the luck of the draw (as chess engine testers do by
-playing each opening with both colours).
+A rerun of the same command computes the same ids and seeds, so a run resumes and grows (a larger N
+or more candidates only append battles). A *paired* schedule plays each seed twice with the
+candidates swapped: battle ``2p + 1`` has the other candidate blue and the seed of battle ``2p``,
+which cancels the luck of the team draw.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """SPRT while a run plays: the pairs of each tested pairing counted as battles are recorded, and the
 early stop that the run loop consults.
 
-A run with ``--sprt`` is paired: battles ``2p`` and ``2p + 1`` of a pairing (``ScheduledBattle.pair``
-and ``index``) are a pair, the first candidate of ``pair`` is the one tested (blue of a match, the
-gauntlet's candidate). A pair counts once both its battles are recorded with a result (a battle
-with winner ``none`` leaves its pair out, as the standings do). After each recorded battle the test
-of its pairing is updated; the first time its LLR crosses a bound, its decision is taken and frozen:
-battles recorded later (in flight when it was taken) are kept in battles.csv and the standings, but
-do not change the decision, and no further battle of that pairing is started.
-
-The decision depends only on the order of the rows in battles.csv (the order they were written in),
-so a rerun on the LOG_DIR reads the same decisions back (:meth:`SequentialTests.from_records`) and
-continues the tests that have none.
+Battles ``2p`` and ``2p + 1`` of a pairing are a pair; its first candidate is the one tested. A
+test's decision is frozen the first time its LLR crosses a bound and depends only on the order of
+battles.csv's rows, so a rerun reads the same decisions back.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Showdown's replay page of a battle (``replays/ID.html``), built from escaped text only.
 
-Showdown's player (``replay-embed.js``, loaded from play.pokemonshowdown.com) reads the battle log
-from a ``<script type="text/plain" class="battle-log-data">`` element. poke-env's template puts the
-log there raw, so nicknames that spell ``</script><script>`` close the element and run as script
-in the organizer's browser. Here the log is HTML-escaped text in a hidden element, like every other
-text of the page; a fixed script of ours hands it to the player's element in the form the player
-reads (each ``/`` as ``\\/``, which it undoes). A Content-Security-Policy lets scripts come only
-from play.pokemonshowdown.com and that one inline script, by its hash: whatever text a battle holds,
-the page runs no other script.
+poke-env's template puts the battle log raw in a ``<script>`` element, where a nickname spelling
+``</script><script>`` runs as script. Here the log is escaped text in a hidden element, handed to
+Showdown's player by a fixed script of ours, and a Content-Security-Policy allows only scripts from
+play.pokemonshowdown.com and that one inline script, by its hash.
 """
 
 from __future__ import annotations

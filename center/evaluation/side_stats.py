@@ -20,7 +20,7 @@ class SideStats:
     queued_s: float = 0.0
     #: the side's battle clock: wall seconds of its calls, opening its session included
     time_s: float = 0.0
-    #: what its calls asked of the edge's model endpoints (``usage.endpoint``, protocol 2.1)
+    #: what its calls asked of the edge's model endpoints (``usage.endpoint``)
     endpoint_requests: int = 0
     endpoint_bytes: int = 0
     endpoint_tokens: int = 0

@@ -1,25 +1,9 @@
 """The sequential probability ratio test on pentanomial pair outcomes, as chess engine testers run it.
 
-A paired match plays each seed twice with the sides swapped; the tested candidate scores 0, ½, 1,
-1½ or 2 points in a pair (its *pentanomial*, :data:`PAIR_POINTS`). The test decides between
-
-- H0: the candidate is ``elo0`` Elo stronger than its opponent (or less), and
-- H1: it is ``elo1`` Elo stronger (or more),
-
-with error rates ``alpha`` (accepting H1 when H0 holds) and ``beta`` (accepting H0 when H1 holds).
-
-**Elo model: logistic.** An Elo difference ``e`` means an expected score per battle of
-``1 / (1 + 10^(-e/400))``, the scale of the standings' ratings. The log-likelihood ratio is the
-*generalised* one of fishtest (``stats/LLRcalc.py``, ``LLR_logistic``) and fastchess
-(``sprt.cpp``, ``getLLR_logistic`` with the pentanomial): the pair outcomes follow an unknown
-five-point distribution; under each hypothesis it is the maximum-likelihood distribution whose
-expected pair score (over 2) is that hypothesis's score (M. Van den Bergh, *Comments on Normalized
-Elo*, proposition 1.1), and the LLR is ``N * sum(phat_i * log(p1_i / p0_i))`` over the empirical
-distribution ``phat``. Empty cells count as 0.001 pairs (fastchess's regularisation). The test stops
-at Wald's bounds: H1 is accepted when the LLR reaches ``log((1 - beta) / alpha)``, H0 when it falls
-to ``log(beta / (1 - alpha))``.
-
-Everything here is a pure function of counts; :mod:`center.evaluation.sequential` feeds it battles.
+H0: the tested candidate is ``elo0`` Elo stronger (or less); H1: ``elo1`` (or more); error rates
+``alpha`` and ``beta``. The LLR is the generalised logistic one of fishtest and fastchess on the
+pentanomial, stopped at Wald's bounds. Pure functions of counts;
+:mod:`center.evaluation.sequential` feeds it battles.
 """
 
 from __future__ import annotations

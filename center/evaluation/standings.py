@@ -1,50 +1,8 @@
 """Standings and ratings from finished battles: win rates, their intervals, Bradley–Terry ratings.
 
-The files and the terminal table are in :mod:`center.evaluation.standings_output`.
-
-How battles count:
-
-- A win is 1, a tie is half a win and half a loss: ``win_rate = (wins + ties/2) / battles``, where
-  ``battles = wins + losses + ties``. Its 95% interval is Wilson's score interval on that rate.
-- Battles with winner ``none`` (a crash, both sides failed) count in ``no_result`` and in the
-  status counts, never in wins, win rates or ratings.
-- Mirror battles (a candidate against itself) are left out entirely: they say nothing about
-  relative strength.
-- The rating is Bradley–Terry, P(i beats j) = p_i / (p_i + p_j), a tie being half a win for
-  each side, fitted by Hunter's MM iteration. Regularization: every candidate also plays
-  ``prior_games`` virtual tied games against a fixed virtual opponent of strength 1, so an
-  undefeated (or winless, or unconnected) candidate gets a finite rating. Reported on an Elo-like
-  scale, ``1500 + 400·log10(p_i)``, shifted so that the candidates' mean is 1500.
-- Each method of :data:`~center.evaluation.rating_methods.RATING_METHODS` rates the candidates
-  (Elo among them); the first, Bradley–Terry, ranks them and gives ``rating`` and ``p_best``.
-- The rating's 95% interval is the 2.5–97.5 percentile of the same fit on ``bootstrap``
-  resamples of the decided battles (with replacement), with a fixed RNG seed, widened where
-  needed to the normal (Laplace) interval of the regularised fit: ±1.96 standard errors from the
-  inverse of its Fisher information, the prior's virtual games included (in a paired run, scaled
-  by the candidate's design effect ``battles / n_eff``, so that pairing narrows it as it narrows
-  the win rate's interval). A bootstrap of a few
-  identical battles (a 4–0 match) resamples the same data every time and would give a zero-width
-  interval; the prior's curvature never does. Battles are sorted by ``battle_id`` first, so the
-  same battles give the same files in whatever order they finished.
-- ``p_best``, how sure the order is: the share of the bootstrap resamples in which the candidate
-  has the highest rating (shared equally on a tie), or, where that is surer of the leader, the
-  share of as many draws from the regularised fit's normal approximation (its covariance scaled
-  by the design effects): a bootstrap of a 4–0 match always crowns the same winner, the fit does
-  not. NaN without bootstrap.
-
-Paired runs (each seed played twice with the sides swapped, ``paired=True``):
-
-- Two decided battles of the same two candidates with the same seed and swapped sides form a
-  *pair*. A candidate scores 0, ½, 1, 1½ or 2 points in a pair; the five counts are its
-  *pentanomial* (as fastchess reports for game pairs), per candidate and per head to head. A battle
-  whose twin is not recorded yet, or ended without result, counts as an unpaired battle.
-- Wins, losses, ties and the win rate count battles as above. The win rate's interval respects
-  the pairing: the variance of the rate is estimated from each pair's total (each lone battle its
-  own cluster), as in the pentanomial model, plus one virtual pair of independent battles that
-  keeps the estimate away from 0 on a few identical pairs. That variance gives an effective
-  number of battles ``n_eff = p(1-p) / var``, and the interval is Wilson's at ``n_eff``. A pairing
-  that cancels the team draw makes ``n_eff`` larger than the number of battles.
-- The rating's bootstrap resamples pairs (and lone battles) instead of battles.
+How battles count (ties, mirrors, battles without result), the intervals, ``p_best`` and paired
+runs: docs/results.md, "How the standings count". The files and the terminal table are in
+:mod:`center.evaluation.standings_output`.
 """
 
 from __future__ import annotations
@@ -58,20 +16,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from center.evaluation.rating_methods import RATING_METHODS, RatingData, primary
-from center.evaluation.rating_model import Z_95, bradley_terry, elo_ratings, laplace_half_width
+from center.evaluation.rating_model import Z_95
 from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
 
 __all__ = [
-    "FAILURE_STATUSES",
     "PENTANOMIAL_POINTS",
     "CandidateStanding",
     "PairResult",
     "Standings",
-    "bradley_terry",
     "compute_standings",
     "effective_battles",
-    "elo_ratings",
-    "laplace_half_width",
     "paired_interval",
     "wilson_interval",
 ]

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from center.evaluation.rating_methods import RATING_METHODS
-from center.evaluation.records import SIDE_STATUSES, BattleRecord
+from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord
 from center.evaluation.standings import (
-    FAILURE_STATUSES,
     PENTANOMIAL_POINTS,
     Standings,
     compute_standings,

@@ -1,14 +1,9 @@
-"""``LOG_DIR/voided.jsonl``: the battles voided by the center's own failures, with their causes
-(and those an edge that stayed down left unplayed when it stopped the run: ``not played: …``).
+"""``LOG_DIR/voided.jsonl``: the battles voided by the center's own failures, with their causes.
 
-A voided battle is not recorded in battles.csv and is played again (at once, or on resume), so
-without this file nothing would say it happened. One JSON line per voiding, appended:
-``{"battle_id": ..., "at": ISO time, "cause": one line}``. Reading tolerates a torn last line.
-
-A battle that keeps being voided is not played again once voided ``--max-voids`` times, in this run
-and its reruns (a module able to void its own losses, say by starving the host, would otherwise
-have them replayed until one goes its way, or until the run dies); the run reports it, and the
-voids of each candidate's battles.
+A voided battle is not in battles.csv and is played again, so this file says it happened: one JSON
+line per voiding (``battle_id``, ``at``, ``cause``; ``not played: …`` for battles an edge that
+stayed down left), a torn last line tolerated. A battle voided ``--max-voids`` times is not played
+again, in this run or its reruns, so no module can replay its own losses until one goes its way.
 """
 
 from __future__ import annotations

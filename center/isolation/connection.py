@@ -1,20 +1,9 @@
 """The EdgeClient's connection to an edge: its ZeroMQ socket (:func:`open_dealer`: reconnection,
-heartbeats, CURVE, the monitor that reports what happens to the connection), and what a failed
-call or connection is called, in words a center's user can act on (:func:`deadline_error`,
-:func:`failure_text`, from the monitor's events: a failed CURVE handshake is otherwise silent in
-ZeroMQ).
+heartbeats, CURVE, the connection monitor), and what a failed call or connection is called, in
+words a center's user can act on (:func:`deadline_error`, :func:`failure_text`).
 
-Failures are told apart, because they mean different statuses for a battle side:
-
-- :class:`~center.errors.EdgeTimeout`: the request reached the edge, no reply in time (slow or
-  stuck user code);
-- :class:`~center.errors.EdgeUnavailable`: the request never left (no connection during the whole
-  deadline) or its connection dropped while waiting (the edge died); heartbeats notice a silent
-  peer within a few seconds;
-- :class:`~center.errors.AuthenticationError`: no connection because the CURVE handshake failed,
-  with what is probably wrong;
-- :class:`~center.errors.EdgeRemoteError`: the edge answered with an error (its ``code`` says
-  what kind, see :class:`~edge.wire.messages.ErrorCode`).
+Failures are told apart (``EdgeTimeout``, ``EdgeUnavailable``, ``AuthenticationError``,
+``EdgeRemoteError`` of :mod:`center.errors`) because they mean different statuses for a side.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """EdgeClient: the center's connection to one edge, shared by every battle that uses that edge.
 
-One DEALER socket; any number of threads call :meth:`EdgeClient.request` at once. Each request gets
-a fresh id and a deadline; its reply is matched by the reply's ``parent``; a reply that comes after
-its request gave up is dropped. ZeroMQ reconnects by itself when the edge comes back; the client
-also rebuilds its socket after a failed CURVE handshake (libzmq gives up on those) the next time a
-request is waiting.
-
-Who uses the socket. No I/O thread carries the calls: a call made while no other is in flight
-uses the socket itself (it *leads*: sends, polls and reads until its reply is in or its deadline passes,
-resolving other calls' replies on the way); a call made meanwhile queues its request and wakes the
-leader, which sends it; a leader whose call ends while others wait hands the socket to one of them.
-A call made alone, a battle's decision as a rule, costs no thread hand-off (an I/O thread cost two
-per call, about 0.1 ms of the center's CPU and of the round trip on loopback). One thread at a
-time uses the socket, the lock's hand-over being the memory barrier libzmq asks for when a socket
-changes threads. Between calls a thread of the client reads the connection's monitor once a
-second, taking the socket only when no call has it; a call reads the monitor before it sends.
-
-A request is sent only on a connection the socket monitor has seen established and not yet lost,
-and every request sent on a connection fails as soon as the monitor reports it lost. libzmq reports
-a disconnection before it detaches the connection's pipe from the socket, so a message sent in
-between would go into a pipe that is being thrown away, and its caller would wait out the whole
-deadline for a reply that cannot come. Requests made while there is no connection wait in the
-outbox (until their deadline) and go out on the next one. Failures are told apart, because they
-mean different statuses for a battle side (:mod:`center.isolation.connection`). Every request
-carries its timeout (protocol 1.3), so that the edge can stop a call that runs past it.
+One DEALER socket that any number of threads call at once: each request gets an id and a deadline,
+its reply is matched by ``parent``, a late reply is dropped. No I/O thread: a call made alone uses
+the socket itself, and calls made meanwhile queue for the thread that holds it. A request goes out
+only on a connection the socket monitor has seen established and not lost.
 """
 
 from __future__ import annotations
@@ -49,7 +29,8 @@ from center.errors import (
 )
 from center.isolation.connection import Connection, deadline_error, readable
 from edge.errors import ProtocolError, ProtocolVersionError
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request, peek_header
+from edge.wire.envelopes import decode_reply, encode_request
+from edge.wire.headers import peek_header
 from edge.wire.keys import KeyPair, check_z85_key
 from edge.wire.messages import (
     MAX_CALL_TIMEOUT,
@@ -63,6 +44,7 @@ from edge.wire.messages import (
     spec_for_body,
     versions_compatible,
 )
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["DEFAULT_TIMEOUT", "EdgeClient"]
 
@@ -208,7 +190,7 @@ class EdgeClient:
     ) -> Reply:
         """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
 
-        ``queue_limit`` (protocol 1.4) is how long the request may wait on the edge for a free CPU
+        ``queue_limit`` is how long the request may wait on the edge for a free CPU
         before its ``timeout`` starts: the reply is waited for that much longer. ``grace`` more
         seconds are waited past both, for the edge's own word on a call it stopped at its
         deadline (which starts when the call reaches it).
@@ -220,7 +202,7 @@ class EdgeClient:
             raise EdgeProtocolError(f"cannot send: {exc}") from exc
         msg_type = spec.request_type
         msg_id = f"{self._prefix}-{next(self._ids)}"
-        # The edge learns the deadline too (1.3): it stops a call the center no longer waits for.
+        # The edge learns the deadline too: it stops a call the center no longer waits for.
         deadline = min(wait, MAX_CALL_TIMEOUT) if wait > 0 else None
         queued = min(queue_limit, MAX_CALL_TIMEOUT) if queue_limit and queue_limit > 0 else None
         try:

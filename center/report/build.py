@@ -2,8 +2,8 @@
 
 A battle's replay pages (the offline one, ``replays/ID.offline.html``, and Showdown's,
 ``replays/ID.html``) are built from its compressed log when asked (``pages``: every battle,
-``battles``: these), not for every battle: at about 80 KB a battle they would be most of a
-LOG_DIR (docs/results.md). Pages that exist are kept: an offline page older than what it is made
+``battles``: these), not for every battle: they would be most of a LOG_DIR (their size:
+docs/performance.md, "LOG_DIR size"). Pages that exist are kept: an offline page older than what it is made
 of is rebuilt, so that writing the report of a long run stays quick. Every file is written to a
 temporary name and renamed, so a browser (or a second writer) never sees half a page.
 """

@@ -1,13 +1,8 @@
 """A battle's recorded protocol log (``logs/ID.log``) turned into turn-by-turn snapshots.
 
-The log holds, as JSON lines ``{side, i, frame}``, every raw frame Showdown sent each side's player.
-A side's own stream shows its Pokémon with exact HP and, in its requests, their moves, items and
-abilities; the opponent appears there only as revealed, with HP in percent. So each snapshot takes
-every side from that side's own stream (the other stream when one is missing), and the battle's
-text from blue's stream.
-
-Step 0 is the team preview and the leads (up to ``|turn|1``); step N is what happened in turn N.
-The battle's text in words is :mod:`center.report.narrator`'s.
+The log holds every raw frame Showdown sent each side (JSON lines ``{side, i, frame}``). Each side
+of a snapshot comes from its own stream (exact HP, moves; the other stream when it is missing), the
+battle's text from blue's. Step 0 is team preview and the leads; step N is turn N.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Showdown replay pages (``replays/ID.html``), built from the battle's protocol log.
 
-A battle writes no page (it would cost LOG_DIR a few KB per battle): the report builds one when
-asked (``sep_report --pages``), from what the blue side received (``logs/ID.log.gz``): the battle
-lines, without the requests and timestamps, the Showdown usernames replaced by the players' names.
-
-Runs recorded before ``center.evaluation.showdown_page`` have poke-env's page at
-``replays/ID.html``, with the battle log raw inside a ``<script>`` element, where nicknames can run
-script. The report links these pages, so when it is built each such page is replaced by an escaped
-one.
+The report builds one when asked (``sep_report --pages``), from blue's stream without requests and
+timestamps, the usernames replaced by the players' names. Older runs' pages (poke-env's, with the
+log raw in a ``<script>``, where nicknames can run script) are replaced by escaped ones.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The driver: hands the schedule's battles out to runners in order, records what comes back.
 
-The driver is the only writer of LOG_DIR. Each recorded battle's files are written first, then its
-row is appended to battles.csv through the same durable :class:`ResultsWriter` as a run in one
-process (the battles that came back at once share one fsync, a group commit: none is reported
-done before its row is on disk), so ``kill -9`` of the driver loses only the battles in flight and
-a rerun resumes exactly as today. A battle is handed out once at a time and recorded at most once (the writer and the
-driver both refuse a battle id twice).
-
-What comes back decides what happens next:
-
-- recorded: files, then the row; ``on_done(record)``; then ``stop()`` is consulted (a sequential
-  test such as SPRT may end the run: no new battle is handed out, those in flight are recorded);
-- void (the center's infrastructure failed): handed out again, up to ``retries`` more times, then
-  reported as not played, as :func:`center.evaluation.match.run_battles` does;
-- the runner is lost (its process or its node died): the battle is void and handed out again, not
-  counted as an attempt; the runner gets no battle until it answers a probe (its pool restarts
-  it); one that is gone for good, or not back within ``restart_timeout`` seconds, gets no more;
-  when none is left the run stops, resumable;
-- an edge of the runner stayed down through ``--edge-wait``: the battle goes back to the queue and
-  the runner gets no more battles; when no runner is left the run stops, resumable.
+The only writer of LOG_DIR: a recorded battle's files, then its row through the durable
+:class:`ResultsWriter` (a group commit), so a killed driver loses only the battles in flight. A
+battle is handed out once at a time and recorded at most once. A void is handed out again (up to
+``retries`` times), a lost runner's battle too; a run with no runner left stops, resumable.
 """
 
 from __future__ import annotations

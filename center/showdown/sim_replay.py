@@ -1,12 +1,9 @@
 """Re-simulating a battle from its input log, without agents: parse the log, play it, collect frames.
 
-An input log is what the center wrote to one battle of the simulator host, one command per line:
-``>start {...}``, ``>player p1 {...}``, ``>player p2 {...}``, then choices (``>p1 move 1``) and
-forced ends (``>forcelose p2``, ``>forcetie``). :func:`parse_input_log` accepts exactly those lines,
-and every field is checked again by the host, so a tampered log can change the battle but never
-reach the stream with a command of its own (``>eval`` and the like are refused).
-:func:`resimulate` plays the commands in order, one write each as in the live battle, so the
-simulator cuts its output into the same frames.
+:func:`parse_input_log` accepts exactly the lines the center writes (``>start``, ``>player``,
+choices, forced ends), so a tampered log can change the battle but never send a command of its own.
+:func:`resimulate` writes the commands one at a time, as in the live battle, so the simulator cuts
+its output into the same frames.
 """
 
 from __future__ import annotations

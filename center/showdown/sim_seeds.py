@@ -1,15 +1,9 @@
 """The simulator's secret seeds: what a battle's public ``seed`` becomes under a run secret.
 
-A battle on the simulator is fixed by its seeds (the battle's PRNG and each side's team draw). They
-derive from the battle's public integer ``seed`` (battles.csv's ``seed`` column) with an HMAC keyed
-by a :class:`RunSecret`, so that a module that knows the public seed (or guesses it) still cannot
-compute them: it could otherwise rebuild its opponent's hidden team at team preview, or foresee
-damage rolls and critical hits. The room name the players see (:meth:`RunSecret.battle_tag`) and the
-seed each Agent is given (:meth:`RunSecret.agent_seed`) come from the same HMAC: they carry nothing
-of the public seed either, yet the same secret and seed give the same battle, frame for frame.
-
-Runs before run secrets derived the seeds from the public seed alone (:func:`public_seeds`);
-``sep_replay`` still recognises them in LOG_DIRs of that time.
+The battle's PRNG seed and each side's team seed derive from the public ``seed`` with an HMAC keyed
+by a :class:`RunSecret`, so a module that knows the public seed cannot rebuild its opponent's
+hidden team or foresee rolls; the room name and the Agent's seed come from the same HMAC.
+:func:`public_seeds` is the scheme of runs before run secrets, which ``sep_replay`` still knows.
 """
 
 from __future__ import annotations
@@ -22,8 +16,8 @@ __all__ = ["KEY_BYTES", "RunSecret", "SimSeeds", "public_seeds"]
 
 #: A run secret's length in bytes.
 KEY_BYTES = 32
-# scrypt's cost for a secret derived from --seed: about 0.15 s and 32 MiB per guess, so that
-# trying every small --seed is slow (it is no defence for a --seed that can be read, see
+# scrypt's cost for a secret derived from --seed (32 MiB per guess; its time: docs/performance.md)
+# makes trying every small --seed slow (it is no defence for a --seed that can be read, see
 # docs/sandbox.md).
 _SCRYPT = {"n": 2**15, "r": 8, "p": 1, "maxmem": 64 * 2**20}
 _SCRYPT_SALT = b"maple-sep run secret from --seed, v1"

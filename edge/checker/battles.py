@@ -1,13 +1,10 @@
 """Real battles for the checker: the model against a random opponent on a local Showdown, played by
 ``sep_main`` through two real ``sep_edge`` processes.
 
-The edge never imports the center, so everything crosses process boundaries: a temporary folder gets
-a candidates.json holding the model (its package linked there, its team path made absolute) and the
-random opponent shipped in :mod:`edge.checker.random_opponent`, and a sep_config.json on two free
-loopback ports; ``sep_edge blue`` serves the model, ``sep_edge red`` the opponent; ``sep_main``
-plays the battles (starting and stopping its own Showdown) and writes ``battles.csv``, which is read
-back. Every wait is bounded, and every process started here is stopped (its whole process group)
-before :func:`play_battles` returns.
+The edge never imports the center, so a temporary folder gets a candidates.json (the model and
+:mod:`edge.checker.random_opponent`) and a sep_config.json; ``sep_main`` plays and writes
+``battles.csv``, which is read back. Every wait is bounded, and every process started here is
+stopped before :func:`play_battles` returns.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The checker's requests to its sandboxed edge, one at a time under a time limit, and their
 failures described.
 
-:class:`EdgeCalls` sends every request of a run to the :class:`~edge.checker.sandboxed.CheckerEdge`:
-a call past its limit raises :class:`~edge.errors.UserCallTimeout` and leaves the run stuck (the
-edge killed the worker, and no more user code runs); a worker that dies raises
-:class:`WorkerDied`. Times are the checker's own clock (less the wait for a CPU the supervisor
-measured), and what user code printed is counted from each reply. :func:`describe_body` says what an
-exception was and where in the participant's code it arose.
+:class:`EdgeCalls` sends every request of a run: a call past its limit raises
+:class:`~edge.errors.UserCallTimeout` and leaves the run stuck, a worker that dies raises
+:class:`WorkerDied`. :func:`describe_body` says what an exception was and where in the
+participant's code it arose.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The recorded battles through the checker's sandboxed edge, as a battle drives them.
 
-For each recorded sample (:mod:`edge.checker.samples`) :class:`RecordedBattles` sends the edge the
-requests a center sends: ``open_session`` (the loading checks, :mod:`edge.checker.loading`) →
-``reset`` (the Agent, with a seed from the top of a battle's range; the policy) → at every recorded
-decision point one ``decide`` with the frames since the last call and the info a battle gives
-(makeObs, action_mask, policy.step and deploy on the worker; a ``decide`` with the checker's own
-action when the action had to change) → at the end one ``decide`` with ``done`` on the finished
-battle and ``episode_end`` → ``close_session``. Every verdict is computed here from the decoded
-reply (the observation, the mask, the action, the order), with the edge's own rules and the
-checker's own replica of the battle; an error reply fails the check of the user call it names.
+For each recorded sample :class:`RecordedBattles` sends what a center sends: ``open_session``,
+``reset``, one ``decide`` per recorded decision point, a last ``decide`` with ``done``,
+``episode_end`` and ``close_session``. Every verdict is computed here from the decoded reply, with
+the edge's own rules and the checker's own replica of the battle.
 """
 
 from __future__ import annotations

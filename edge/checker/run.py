@@ -1,12 +1,9 @@
 """The checker's run: a user module served by the edge's own sandbox, played on recorded battles.
 
 :func:`check_user_module` starts a :class:`~edge.checker.sandboxed.CheckerEdge` for the model (this
-process never imports user code), plays the recorded battles through it
-(:mod:`edge.checker.recorded`: each sample's ``open_session`` gives the loading checks, its
-decisions the battle checks) and sums every check up in a :class:`~edge.checker.report.CheckReport`.
-Every verdict is computed here from what the edge replied. User code never hangs the run (a call
-past its limit fails the ``time`` check, and the edge kills its worker); a worker that dies fails
-the ``process`` check; what user code prints is captured and counted.
+process never imports user code), plays the recorded battles through it and sums every check up
+in a :class:`~edge.checker.report.CheckReport`. A call past its limit fails ``time``, a worker that
+dies fails ``process``; what user code prints is counted.
 """
 
 from __future__ import annotations
@@ -18,25 +15,24 @@ from pathlib import Path
 
 from edge.checker.calls import EdgeCalls
 from edge.checker.checks import CHECKS, short_repr
-from edge.checker.loading import IMPORT_HINT, LOADING_ORDER
+from edge.checker.loading import LOADING_ORDER
 from edge.checker.recorded import RecordedBattles
 from edge.checker.report import CheckReport, CheckResult, Status, Tally
 from edge.checker.samples import SampleBattle, shipped_sample_battles
 from edge.checker.sandboxed import CheckerEdge
 from edge.contract.game_type import is_doubles_format
-from edge.contract.user_module import LOAD_TIME_LIMIT, load_user_model
+from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError
 from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
+from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "BATTLE_CHECKS",
     "DEFAULT_CALL_LIMIT",
-    "DEFAULT_LOAD_LIMIT",
     "DOUBLES_FIX",
-    "IMPORT_HINT",
     "PROCESS_FIX",
     "RECORDED_CHECKS",
     "check_user_module",
@@ -44,9 +40,6 @@ __all__ = [
 
 #: Seconds one handler call of a battle (decide, reset, episode_end) may take.
 DEFAULT_CALL_LIMIT = 10.0
-#: Seconds each open_session (the import, the contract functions, the Agent, the policy) may take:
-#: what a battle gives it.
-DEFAULT_LOAD_LIMIT = LOAD_TIME_LIMIT
 #: More captured output than this (characters) earns a warning.
 OUTPUT_WARN_CHARS = 1_000_000
 

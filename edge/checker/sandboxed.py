@@ -1,12 +1,9 @@
 """The checker's edge: the model served by the edge's own sandbox, and the checker as its center.
 
-:class:`CheckerEdge` starts a :class:`~edge.service.supervisor.SandboxedEdge` in this process (the
-supervisor, which never imports user code) for the one model checked, on a loopback port with
-CURVE keys made for this run only (nobody else on the host can drive it), and sends it the
-requests a center sends. User code runs only in the edge's workers, exactly as in a battle: a user
-id of its own, no network, namespaces, a private /tmp, control groups and limits, stopped between
-its calls, and killed with everything it started when its session or the check ends. Replies are
-decoded by the wire codec here; nothing a worker says is trusted beyond what a center trusts.
+:class:`CheckerEdge` starts a :class:`~edge.service.supervisor.SandboxedEdge` in this process for
+the one model checked, on a loopback port with CURVE keys made for this run only, and sends it the
+requests a center sends. User code runs only in the edge's workers, sandboxed exactly as in a
+battle, and nothing a worker says is trusted beyond what a center trusts.
 """
 
 from __future__ import annotations
@@ -26,9 +23,10 @@ from edge.errors import ProtocolError
 from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
 from edge.service.supervisor import SandboxedEdge
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_request
+from edge.wire.envelopes import decode_reply, encode_request
 from edge.wire.keys import CurveConfig, generate_keypair
 from edge.wire.messages import MESSAGES, Reply, Request, RequestType
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["REPLY_GRACE", "CheckerEdge"]
 

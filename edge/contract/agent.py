@@ -1,13 +1,9 @@
 """The Agent half of the user-module contract: battles in, observations out; actions in, orders out.
 
-An Agent is constructed as ``AgentClass(modelConfig, instanceConfig)``; ``instanceConfig`` carries at
-least ``side`` ("blue"/"red"), ``player`` ("player_0"/"player_1"), ``battle_format`` and ``seed``.
-Subclasses must set ``observation_space`` and ``action_space`` and implement ``makeObs`` and
-``deploy``; ``action_mask``, ``reset``, ``seed`` and ``onEpisodeEnd`` are optional.
-
-The battle passed in is a poke-env ``Battle`` seen from the player's side only. ``deploy`` returns a
-poke-env ``BattleOrder`` or a ``/choose …`` / ``/team …`` string; whoever runs the agent checks it
-against the current request before anything reaches Showdown.
+``AgentClass(modelConfig, instanceConfig)``; ``instanceConfig`` has at least ``side``, ``player``,
+``battle_format`` and ``seed``. Required: ``observation_space``, ``action_space``, ``makeObs`` and
+``deploy`` (a poke-env ``BattleOrder`` or a ``/choose …`` / ``/team …`` string); optional:
+``action_mask``, ``reset``, ``seed``, ``onEpisodeEnd``. The battle is the player's own view.
 """
 
 from __future__ import annotations

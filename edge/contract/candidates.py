@@ -1,16 +1,9 @@
 """``candidates.json``: the candidate models, their modules, arguments, names and teams.
 
-``candidates.json`` maps each model id to an entry (see ``docs/contract.md``)::
-
-    {"userModelID": {"userModuleID": "agents.random_agent", "args": {}, "logName": "Random",
-                     "team": "teams/example.txt"}}
-
-``userModuleID`` is required; ``args`` (default ``{}``), ``logName`` (default: the model id) and
-``team`` are optional, and so is ``endpoints`` (the organizer's to grant): the names of the model
-endpoints (``sep_edge --endpoint NAME=URL``) the model's workers may reach, for LLM agents. ``team`` is inline Showdown team text when it contains a newline or a ``|``
-(export or packed format), otherwise the path of a team file relative to the folder of
-``candidates.json``; either way :attr:`Candidate.team` holds the text. Reading the file imports
-nothing: the center reads it for ids and teams only.
+Each model id maps to an entry (docs/contract.md): ``userModuleID`` (required), ``args``,
+``logName``, ``team`` (inline Showdown team text, or the path of a team file relative to the
+file's folder; :attr:`Candidate.team` holds the text) and ``endpoints`` (the model endpoints its
+workers may reach). Reading the file imports nothing.
 """
 
 from __future__ import annotations

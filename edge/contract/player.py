@@ -1,20 +1,9 @@
 """A poke-env ``Player`` as a candidate: ``getUserPlayerClass(args)`` run as an Agent and a policy.
 
-A module may provide ``getUserPlayerClass(args)`` instead of ``getUserAgentClass`` and
-``getUserPolicy``: a poke-env ``Player`` subclass, the usual form of a Pokémon bot. For each battle
-and side, :class:`PlayerAgent` builds it without any server connection,
-``PlayerClass(battle_format=FORMAT, start_listening=False, loop=LOOP)`` (poke-env's defaults
-otherwise), and at each decision asks it for the order on the battle the side sees:
-``teampreview(battle)`` at team preview, ``choose_move(battle)`` otherwise. ``LOOP`` is an event
-loop of the Agent's own, run only while the Agent is called: the Player is built on it and an
-awaitable result (``async def choose_move``) is awaited on it, so that nothing depends on
-poke-env's background loop thread (which a forked process does not have). The order is then judged
-like any Agent's.
-
-The spaces are trivial (``Discrete(1)``: one observation, one action) and :class:`PlayerPolicy`
-always chooses that action: the Player's choice is made in ``deploy``, which is where an Agent turns
-an action into an order. So everything that runs an Agent and a policy (an edge's workers, the
-in-process runner, the checker) runs a Player unchanged, under the same deadlines and statuses.
+:class:`PlayerAgent` builds the Player without a server connection, on an event loop of its own,
+and asks it for the order (``teampreview`` or ``choose_move``) in ``deploy``; the spaces are
+``Discrete(1)`` and :class:`PlayerPolicy` always picks that action. So whatever runs an Agent and a
+policy runs a Player unchanged, under the same deadlines and statuses.
 """
 
 from __future__ import annotations

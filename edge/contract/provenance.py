@@ -1,21 +1,8 @@
 """Which code a candidate is: a digest of its user module's files, computed where the code runs.
 
-The edge computes it when a session opens (``open_session_reply``'s ``code_digest``), ``sep_eval``
-in its own process, both with :func:`code_digest`, so the same files give the same digest on any
-host. What is hashed:
-
-- the module's own files: every file under its package folder (``agents/heuristic/``, weights and
-  data included), or its single ``.py`` file for a plain module;
-- the ``__init__.py`` of each parent package (``agents/__init__.py``), which runs on import too.
-
-The module is looked for in the folder of candidates.json first (the loader puts it first on
-``sys.path``), then along ``sys.path``, by its files alone: nothing is imported.
-
-Caches (``__pycache__``, ``*.pyc``, ``*.pyo``) are left out. The digest is SHA-256 over, for each
-file in the order of its path relative to the folder of candidates.json, ``path NUL size NUL
-sha256(content) LF``; it reads ``sha256:`` and 64 hex digits. A file's content hash is cached by
-(path, size, mtime), so a session that opens the same unchanged package again costs a ``stat``
-per file.
+:func:`code_digest` hashes, importing nothing, the module's files (its package folder or its single
+``.py``) and each parent package's ``__init__.py``, caches left out; it reads ``sha256:`` and 64
+hex digits, the same on any host. The exact format is in docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Seeding the global random generators a user module may draw from, so that battles replay.
 
-Before a side's user code runs in a battle, :func:`seed_global_generators` seeds Python's
-``random``, numpy's global generator (``np.random.seed``, what ``np.random.rand`` and friends draw
-from) and, when the module imported it, torch's (``torch.manual_seed``) with the Agent's seed
-(``instanceConfig["seed"]``, derived from the run secret). Workers also run with a fixed hash seed
-(:data:`WORKER_HASH_SEED`), so that iterating a set of strings goes the same way in every run.
-What is not seeded (a module's own threads, the wall clock, generators made without a seed such
-as ``np.random.default_rng()``) is listed in docs/contract.md, "Randomness".
+:func:`seed_global_generators` seeds ``random``, numpy's global generator and, when imported,
+torch's with the Agent's seed before a side's code runs; workers also get a fixed hash seed
+(:data:`WORKER_HASH_SEED`). What is not seeded is listed in docs/contract.md, "Randomness".
 """
 
 from __future__ import annotations

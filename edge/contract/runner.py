@@ -1,19 +1,9 @@
 """Running user code: a deadline per call, a capped capture of what it prints, the exception as data.
 
-Every place that calls into a participant's code uses this module: the center's side guard
-(in-process sides), the edge's sessions and the conformance checker. So a call times out, prints and
-fails the same way wherever it runs.
-
-- :class:`UserCodeRunner` runs calls on a worker thread and waits with a deadline. A call that
-  overruns is abandoned with its thread (Python cannot stop a thread; the edge's sandbox kills
-  processes instead) and raises :class:`~edge.errors.UserCallTimeout`; the next call gets a fresh
-  worker, so a stuck call never blocks later ones. With ``timeout=None`` the call runs on the
-  calling thread, with the capture only.
-- What user code writes to ``sys.stdout`` / ``sys.stderr`` from the thread running the call is kept
-  per runner, capped (the beginning is kept, the rest counted), and taken with
-  :meth:`UserCodeRunner.take_output`.
-- :class:`UserFailure` is an exception as data: type, message and traceback, with the one-line
-  ``Type: message`` form the results show.
+Every place that calls a participant's code uses it (the center's in-process sides, the edge's
+sessions, the checker), so a call times out, prints and fails the same way wherever it runs.
+:class:`UserCodeRunner` runs calls on a worker thread that it abandons on a timeout;
+:class:`UserFailure` is an exception as data.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Loading a user module named by a ``candidates.json`` entry (:mod:`edge.contract.candidates`).
 
-A :class:`UserModel` imports the module with that folder on ``sys.path`` (only while importing and
-while calling the four contract functions) and calls the functions with ``args`` plus
-``"userModelID"``. Results are cached per model: the module, the Agent class, the model config, the
-single-asset flag, and one shared :class:`~edge.contract.policy.StandalonePolicy` (heavy weights load once,
-as in ASRCAISim1, where one policy serves every agent naming it and tells them apart by
-``agentFullName``). :meth:`UserModel.new_policy` calls ``getUserPolicy`` again for a caller that
-wants a private policy per session. Anything user code raises becomes a
-:class:`~edge.errors.ContractError` naming the model, the module and what failed, chained to the
-original exception.
-
-A module may instead provide ``getUserPlayerClass(args)``, a poke-env ``Player`` subclass: the
-model's Agent class and policy are then the adapters of :mod:`edge.contract.player`, and the rest of
-the service cannot tell the difference.
+A :class:`UserModel` imports the module with that folder on ``sys.path``, calls the contract
+functions with ``args`` plus ``"userModelID"`` and caches the results (one shared policy;
+:meth:`UserModel.new_policy` makes a private one). What user code raises becomes a
+:class:`~edge.errors.ContractError`. A ``getUserPlayerClass`` module gets the adapters of
+:mod:`edge.contract.player`.
 """
 
 from __future__ import annotations
@@ -43,18 +35,15 @@ from edge.wire.messages import DEFAULT_LOAD_LIMIT
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "LOAD_TIME_LIMIT",
     "OPTIONAL_FUNCTIONS",
-    "PLAYER_FUNCTION",
     "REQUIRED_FUNCTIONS",
     "UserModel",
     "import_user_module",
     "load_user_model",
 ]
 
-#: Seconds a battle's session gives, in all, to loading a model by default: the import, the contract
-#: functions, the Agent's constructor and ``getUserPolicy`` (docs/contract.md, "Time"); an edge may
-#: give more (``sep_edge --load-limit``).
+# Not yet done: center.isolation.delegator imports this old name of edge.wire.messages'
+# DEFAULT_LOAD_LIMIT; it goes when the delegator imports that.
 LOAD_TIME_LIMIT = DEFAULT_LOAD_LIMIT
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")

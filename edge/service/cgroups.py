@@ -2,22 +2,8 @@
 stops them between calls, counts their CPU time, bounds their memory and number together, and keeps
 them on the CPU a call was given.
 
-A worker's group is created by the supervisor before the worker is forked; the worker joins it
-first thing, still root (:meth:`WorkerGroup.join_paths`), so that everything it or its user code
-starts, in sessions of their own or not, is in the group and cannot leave it (the group's files
-belong to root). The supervisor then:
-
-- **freezes** the group between calls and thaws it when the worker's next request is sent: no
-  process of a worker runs while it is not deciding, so nothing it left spinning takes CPU from
-  another candidate's decision (cgroup v2 ``cgroup.freeze``, or the v1 ``freezer``);
-- reads the group's **CPU time** before and after each call (v2 ``cpu.stat``, or v1 ``cpuacct``);
-- sets a **memory** limit over all the group's processes (v2 ``memory.max`` / v1
-  ``memory.limit_in_bytes``), whose OOM kills it counts, and a **process** limit (``pids.max``);
-- pins the group to the CPU its call was given (``cpuset.cpus``).
-
-Each mechanism is taken from cgroup v2 where the unified hierarchy offers it, else from a v1
-hierarchy, and is off (with the reason, for the start-up report) where neither is mounted and
-writable. cgroup v1 is common on older hosts and hybrid ones; most current hosts have v2 only.
+Each mechanism comes from cgroup v2 where the unified hierarchy offers it, else from v1, and is off
+(with the reason, for the start-up report) where neither is mounted and writable.
 """
 
 from __future__ import annotations
@@ -238,10 +224,9 @@ def hold_v1_freezer(support: CgroupSupport) -> Path | None:
 
     The v1 freezer turns a kernel-wide static key on when a first group of the host starts
     freezing and off when the last one thaws, and turning it either way patches the kernel's code
-    on every CPU. With one worker deciding and none other frozen, every call did both: about 0.1
-    ms of the supervisor's CPU to thaw and 0.1 ms to freeze, measured here. While this empty group
-    stays frozen the key stays on, and a freeze or thaw costs a few microseconds
-    (``scripts/bench_freezer.py``). It holds no process; removing the edge's folders
+    on every CPU. With one worker deciding and none other frozen, every call did both. While this
+    empty group stays frozen the key stays on, and a freeze or thaw is cheap (docs/performance.md,
+    ``scripts/bench_freezer.py``). It holds no process; removing the edge's folders
     (:func:`remove_edge_groups`, or the stale groups of a dead edge) thaws and removes it.
     """
     base = support.base.get("freeze")

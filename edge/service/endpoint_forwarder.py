@@ -1,14 +1,10 @@
 """The supervisor's side of the model endpoints (``sep_edge --endpoint NAME=URL``): it accepts on
-the loopback sockets each worker opened in its own network namespace (``edge.service.endpoints``)
-and forwards each request to the organizer's URL, and to nothing else.
+the loopback sockets each worker opened in its own network namespace and forwards each request to
+the organizer's URL, with the organizer's headers, and to nothing else.
 
-The organizer's headers (an API key) are added here and never reach the worker. A request passes
-only while the worker's call runs (:meth:`EndpointForwarder.open` … :meth:`~EndpointForwarder.close`,
-called by the call scheduler); requests, bytes (both ways) and the tokens that replies report
-(OpenAI-style ``usage``, streamed replies included) are counted per call, and past
-``tokens_per_battle`` a session's further requests are refused. Everything here runs in threads of
-its own (one that accepts, one per connection, bounded), so that a slow endpoint never holds up
-the supervisor's socket loop; the loop only opens, closes and reads counters under a lock.
+Requests pass only while the worker's call runs, are counted per call (requests, bytes, tokens) and
+are refused past ``tokens_per_battle``. Threads of its own do the work, so that a slow endpoint
+never holds up the supervisor's socket loop.
 """
 
 from __future__ import annotations

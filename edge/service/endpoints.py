@@ -1,14 +1,10 @@
 """A worker's side of the model endpoints (``sep_edge --endpoint NAME=URL``): the doors it opens on
 its own loopback before any user code runs, and hands to the supervisor.
 
-Run as root inside the worker's fresh network namespace, before user code (the hook in
-``edge.service.worker``'s sandbox set-up): it brings ``lo`` up, binds and listens one TCP socket
-on 127.0.0.1 per endpoint granted to the model, sets ``SEP_ENDPOINT_<NAME>`` to that socket's
-base URL, and sends the listening sockets to the supervisor over the worker's channel
-(``SCM_RIGHTS``, with an ENDPOINTS frame), then closes its own copies. A socket stays in the
-namespace it was made in: the supervisor, in the host's namespace, accepts on it and forwards each
-request to the organizer's URL (``edge.service.endpoint_forwarder``); the worker reaches nothing
-else, and cannot accept on the sockets itself.
+As root in the worker's fresh network namespace it brings ``lo`` up, listens on 127.0.0.1 once per
+endpoint granted, sets ``SEP_ENDPOINT_<NAME>`` and passes the sockets to the supervisor
+(``SCM_RIGHTS``), which accepts and forwards (``edge.service.endpoint_forwarder``). The worker
+reaches nothing else.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """What the supervisor checks, from outside, of a worker forked from a model's template before it
 sends the worker anything.
 
-The template has run user code, so the worker's own set-up (``edge.service.model_template``) runs in
-a process that code has shaped (it may have patched anything in it). The kernel's view cannot be
-patched: the supervisor, root on the host, reads the worker's ``/proc`` entries and refuses a
-worker that does not have, each checked here, its own user id of the model's block, no
-capability, ``no_new_privs``, no dumping (so the template cannot trace it), PID, mount, IPC
-(and network) namespaces other than the template's, fresh tmpfs at the private folders, no shared
-memory and no open file but its own.
+The template has run user code, so the worker's own set-up proves nothing; the kernel's view does.
+From ``/proc`` the supervisor checks the worker's user id, capabilities, ``no_new_privs``, no
+dumping, namespaces other than the template's, fresh tmpfs at the private folders, and no shared
+memory or open file but its own.
 """
 
 from __future__ import annotations

@@ -17,17 +17,16 @@ class LearnsetWarmer:
     at a time between requests, so that workers forked afterwards find it filled.
 
     Every ``Pokemon`` a replica battle meets computes its species' learnset the first time a
-    process sees that species (about 1 ms each, and the data of older generations loaded for
-    species they left): in a long-lived process that is paid once, but every battle's worker is
-    a fresh process, which paid it for each of the battle's twelve species, a third of its CPU
-    in a league of random agents. Warmed here, it costs the template about 0.3 s of CPU once,
-    in the gaps between forks (a worker forked before the end computes what is still missing, as
-    before), and each worker nothing; the result is the same frozensets (static data, the same
-    for every candidate).
+    process sees that species (and loads the data of older generations for species they left):
+    a long-lived process pays that once, but every battle's worker is a fresh process, which paid
+    it for each of the battle's twelve species. Warmed here, the template pays it once, in the
+    gaps between forks (a worker forked before the end computes what is still missing), and each
+    worker nothing; the result is the same frozensets (static data, the same for every candidate).
+    docs/performance.md has the costs.
     """
 
     CHUNK: Final = 25
-    """Species per step (about 20 ms)."""
+    """Species per step: a short step, so that the next request is not held up."""
 
     def __init__(self) -> None:
         self.species: list[str] = []
@@ -50,7 +49,7 @@ class LearnsetWarmer:
             data = self._gen_data.from_gen(WARM_GEN)
             for species in chunk:
                 # Only species with moves of their own in this generation: poke-env goes back to
-                # older generations for the others, whose data (60 MB) would grow the template,
+                # older generations for the others, whose data would grow the template,
                 # and so every fork's page tables; a battle of this generation rarely meets them.
                 if data._learnset_for_generation(species, WARM_GEN):
                     self._gen_data.obtain_learnset(species, WARM_GEN)

@@ -1,20 +1,9 @@
 """Memory admission: a worker starts only while the memory limits of all live workers of the
 host, of every edge, stay within the host's memory budget.
 
-A worker's memory limit bounds what its group holds, shared memory (memfds) included; the kernel's
-OOM killer, when the host as a whole runs out, picks by resident memory, which an unmapped memfd
-does not show. A worker whose limit the host cannot cover can therefore make the kernel kill
-someone else: the simulator, an edge, an honest opponent. Keeping the sum of the live workers'
-limits within a budget (the host's memory, or the limit of a memory group the edge runs in,
-whichever is less, minus what the infrastructure needs) means a worker meets its own limit first,
-and only it pays.
-
-Each admitted worker's limit is a claim file of the host's claims folder (as user ids and CPUs
-are, :mod:`edge.service.host_locks`; one folder per memory group that bounds the host), locked with ``flock`` by the edge that holds it: the kernel
-drops the lock when that edge dies, however it dies, and the next admission removes the file.
-Admission holds an exclusive ``flock`` on one file of the folder while it sums and claims, so that
-two edges never both take the last room. An edge whose worker waits for room says so with a
-wait file of its own, locked the same way, so that other edges let their idle workers go.
+So a worker meets its own limit before the host's OOM killer picks someone else. Each admitted
+worker's limit is a claim file of the host's claims folder (:mod:`edge.service.host_locks`),
+``flock``-ed by its edge; admission sums and claims under an exclusive lock.
 """
 
 from __future__ import annotations

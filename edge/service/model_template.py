@@ -1,24 +1,10 @@
 """A model's template process: it imports the model's module once, then forks a worker per battle.
 
-The edge's template (``edge.service.zygote``, root, no user code) forks it on the supervisor's
-request and it sets itself up, still root on the host: its control groups, a session, network and
-IPC namespaces, a mount namespace with the private folders and closed folders exposed as for a
-worker (``edge.service.sandbox``), rlimits. Then it enters a user namespace of its own
-(``edge.service.userns``): from there on it is root only inside it, over a block of host user ids
-no other process has. It makes a PID namespace of which the template proper is the init (so that
-what its import starts dies with it), imports the module, calls ``getUserAgentClass``,
-``getUserAgentModelConfig``, ``isUserAgentSingleAsset`` and ``getUserPolicy`` once, and reports
-ready (or what failed: its workers then try again, and fail, as fresh ones would).
-
-On each request it forks a worker that, before any of the battle's code runs, takes namespaces of
-its own (PID, mount, IPC, network), fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock,
-/dev/mqueue (its HOME inside), its own /proc, no shared writable memory, its own user id of the
-block (every capability gone, ``no_new_privs``, not dumpable), then serves the battle as any
-worker (``edge.service.worker``). The supervisor checks all of that from outside before it sends
-the worker anything (``edge.service.fork_check``), moves it into its own control groups, and trusts
-nothing the template says beyond what the kernel vouches for: pids come as ``SCM_CREDENTIALS``.
-
-Supervisor and template speak msgpack over a SEQPACKET socket, as with the edge's template.
+Forked by the edge's template (``edge.service.zygote``), it sandboxes itself (control groups,
+namespaces, rlimits, then a user namespace over a block of host user ids), imports the module,
+calls the contract functions once and reports ready. Each worker it forks takes namespaces and a
+user id of its own before any battle code runs, which the supervisor checks from outside
+(``edge.service.fork_check``). It speaks msgpack with the supervisor over a SEQPACKET socket.
 """
 
 from __future__ import annotations

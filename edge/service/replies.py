@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from edge.errors import ProtocolError
-from edge.wire.codec import encode_reply
+from edge.wire.envelopes import encode_reply
 from edge.wire.messages import (
     EVALUE_LIMIT,
     MESSAGES,

@@ -1,20 +1,9 @@
 """The sandbox of a worker process: its limits, the hardening the host allows, and the words for how
 a worker ended.
 
-Limits are rlimits (no cgroup controllers are assumed): address space, CPU time, file size, open
-files, processes (only with a user id of its own), no core dumps. Hardening, each on only where the
-host permits it (as root, on Linux):
-
-- an unprivileged user id per worker (no supplementary groups, ``no_new_privs``), so workers can
-  neither signal nor trace each other nor the edge; when a folder a worker must read (the Python
-  installation, a candidate's module) lies under a folder other users cannot enter (``/root``),
-  the worker gets a mount namespace in which that folder is an empty tmpfs showing only what it
-  needs (:func:`paths_to_expose`, :func:`expose`);
-- a network namespace of its own (no interface but a down loopback): no network at all;
-- a PID namespace of its own, the worker being its init: when the worker dies, the kernel kills
-  everything it started, wherever it went (``setsid`` included).
-
-``docs/sandbox.md`` says what this does and does not protect against.
+Limits are rlimits; hardening, each only where the host permits it, is a user id per worker (with
+a mount namespace exposing only what it must read), a network namespace of its own and a PID
+namespace with the worker as init. docs/sandbox.md says what this protects against.
 """
 
 from __future__ import annotations

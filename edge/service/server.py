@@ -1,20 +1,9 @@
-"""The edge's socket server: a ZeroMQ ROUTER socket, its authentication (CURVE keys, checked by
-a ZAP handler), ``hello``, and the replies; what serves the other requests is a :class:`Dispatcher`
-it holds.
+"""The edge's socket server: a ZeroMQ ROUTER socket, its CURVE authentication (a ZAP handler),
+``hello``, and the replies; a :class:`Dispatcher` it holds serves the other requests.
 
-Concurrency model. One I/O thread (the one running :meth:`EdgeSocketServer.serve_forever`) owns
-every socket: it receives, decodes, answers ``hello_request`` itself, runs the ZAP (CURVE
-authorization) handler, and sends every reply. Other requests go to the dispatcher, which runs in
-that thread too, and may poll sources of its own in the server's poll loop; ``hello`` keeps
-answering whatever the dispatcher's work waits for.
-
-The dispatcher is the sandbox's router (:mod:`edge.service.routing`, put together by
-:class:`~edge.service.supervisor.SandboxedEdge`): requests go to sandboxed worker processes. It is
-the only one the service has; the transport's tests give the server one of their own, which runs
-handler functions on threads.
-
-A request the server cannot decode gets an error reply when its id can be read, and is dropped
-with a log line otherwise. Nothing a peer sends stops the server.
+One I/O thread owns every socket and runs the dispatcher too. A request the server cannot decode
+gets an error reply when its id can be read, and is dropped with a log line otherwise: nothing a
+peer sends stops the server.
 """
 
 from __future__ import annotations
@@ -37,18 +26,14 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
-from edge.service.dispatch import CallContext, Dispatcher, Handler
+from edge.service.dispatch import Dispatcher
 from edge.service.replies import (
     encode_error_reply,
     encode_ok_reply,
     undecodable_error,
 )
-from edge.wire.codec import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    decode_request,
-    peek_header,
-    peek_request,
-)
+from edge.wire.envelopes import decode_request
+from edge.wire.headers import peek_header, peek_request
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
@@ -59,17 +44,10 @@ from edge.wire.messages import (
     Request,
     RequestType,
 )
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS, is_loopback, tcp_endpoint
 
-__all__ = [
-    "CallContext",
-    "Dispatcher",
-    "EdgeServer",
-    "EdgeSocketServer",
-    "Handler",
-    "is_loopback",
-    "tcp_endpoint",
-]
+__all__ = ["EdgeSocketServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +200,7 @@ class EdgeSocketServer:
         """
         with self._lock:
             if self._state != "bound":
-                raise RuntimeError(f"EdgeServer cannot serve: it is {self._state}")
+                raise RuntimeError(f"EdgeSocketServer cannot serve: it is {self._state}")
             self._state = "serving"
         previous: dict[signal.Signals, Any] = {}
         try:
@@ -497,7 +475,3 @@ class EdgeSocketServer:
         self._wake_r.close()
         self._wake_w.close()
         self._dispatcher.release()
-
-
-EdgeServer = EdgeSocketServer
-"""The former name of :class:`EdgeSocketServer` (tests and embedding import it)."""

@@ -1,19 +1,10 @@
 """SessionHandlers: the handlers of every session an edge serves (the AgentDelegatee and
 PolicyDelegatee of each).
 
-One session per battle and side: its own Agent (``AgentClass(modelConfig, instanceConfig)``), its
-own Policy (``getUserPolicy(args)`` per session, so that concurrent battles of one model never share
-a stateful policy; modules that want to load weights once keep them at module level, which the
-loader imports once per process), and a :class:`ReplicaBattle` fed with the frames the center
-forwards. The service only loads models listed in its own candidates.json: the center names the
-model, the edge resolves it. Opening a session seeds the global random generators with the Agent's
-seed (:mod:`edge.contract.randomness`), so that a battle replays from its seed.
-
-Whatever user code raises becomes an error reply (the transport turns the exception into an error
-code, ename, evalue and a truncated traceback); what it prints is captured per call and sent back,
-capped. The session logic's own refusals name their code (``error_code``). In-process (tests
-that call the handlers directly) the capture is per thread, at the level of ``sys.stdout``; a sandboxed worker, which
-serves one session at a time, captures its file descriptors instead (``capture=False`` here).
+One session per battle and side: its own Agent, its own Policy and a :class:`ReplicaBattle` fed
+with the frames the center forwards, the global generators seeded with the Agent's seed. Only
+models of the edge's own candidates.json load. What user code raises becomes an error reply; what
+it prints is captured per call.
 """
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
 from edge.maple.replica import ReplicaBattle
 from edge.service.dispatch import CallContext, Handler
-from edge.wire.codec import OUTPUT_LIMIT
+from edge.wire.envelopes import OUTPUT_LIMIT
 from edge.wire.messages import (
     DEPLOY_CALL,
     CloseSessionReply,
@@ -304,7 +295,3 @@ class SessionHandlers:
     def session_count(self) -> int:
         with self._lock:
             return len(self._sessions)
-
-
-EdgeService = SessionHandlers
-"""The former name of :class:`SessionHandlers` (it differed from ``EdgeServer`` by one letter)."""

@@ -1,28 +1,9 @@
-"""The sandboxed edge: a socket server whose requests are served by sandboxed worker processes,
-put together from one part per idea. The supervisor (this process) never imports user code.
+"""The sandboxed edge: a socket server whose requests are served by sandboxed worker processes.
 
-:class:`SandboxedEdge` (``SandboxServer``, its former name) composes
-
-- the socket server (``edge.service.server``): the ZeroMQ socket, CURVE authentication, ``hello``;
-- the router (``edge.service.routing``), the server's dispatcher: each request to its session's
-  worker, the restore history, what a worker's death or overrun means to its session;
-- the worker pool and the template process (``edge.service.worker_pool``): each model has workers
-  of its own, one per session it plays at a time, forked by the template (``edge.service.zygote``)
-  and sandboxed (``edge.service.sandbox``, ``edge.service.cgroups``);
-- the workers' channels (``edge.service.worker_io``) and the call scheduler
-  (``edge.service.scheduling``: a CPU per running call, the queue for one, deadlines).
-
-Nothing is pickled: a worker is untrusted. Deadlines and deaths:
-
-- every request carries the center's ``timeout`` (protocol 1.3); a call still running past it has
-  its worker killed (the whole process group) and is answered with the code ``timeout``. The
-  session goes on in a fresh worker, restored from the requests it served: a new Agent and Policy
-  (what they had learnt in memory is lost), the replica battle fed every frame;
-- a worker that dies (an exit, a signal, a limit) is that session's end: the call running and any
-  later call of the session are answered with the code ``worker_died`` and the cause ("worker
-  exited with code 3", "killed by signal 11 (SIGSEGV)", "killed: memory limit 4 GiB");
-- other sessions and models are unaffected, and nothing a worker started survives it, the session
-  or the edge (process groups, PID namespaces, and the parent-death signal on a ``kill -9``).
+:class:`SandboxedEdge` composes the socket server, the router (its dispatcher), the worker pool
+and the template processes, the workers' channels and the call scheduler. The supervisor (this
+process) never imports user code and unpickles nothing. How deadlines and worker deaths end calls
+and sessions: docs/sandbox.md, "Deadlines and deaths".
 """
 
 from __future__ import annotations
@@ -43,27 +24,21 @@ from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
 from edge.service.hardening import module_place
 from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
-from edge.service.processes import remove_stale_work_folders
 from edge.service.routing import SessionRouter
 from edge.service.sandbox import Hardening, Limits, paths_to_expose
 from edge.service.scheduling import cpu_list
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
 from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE
 from edge.wire.keys import CurveConfig
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 _NO_ADMISSION = (
     "memory admission: off (no host memory budget, or no --memory-limit): workers' limits may "
     "add up to more than the host has"
 )
 
-__all__ = [
-    "DEFAULT_MAX_SESSION_WORKERS",
-    "SandboxServer",
-    "SandboxedEdge",
-    "remove_stale_work_folders",
-]
+__all__ = ["SandboxedEdge"]
 
 
 class SandboxedEdge:
@@ -338,5 +313,5 @@ def _check_endpoints(
             )
 
 
+# Not yet done: edge.cli imports this old name; it goes when edge.cli imports SandboxedEdge.
 SandboxServer = SandboxedEdge
-"""The former name of :class:`SandboxedEdge` (``edge.cli``, tests and scripts import it)."""

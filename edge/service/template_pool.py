@@ -1,12 +1,9 @@
 """The model templates of an edge: one per model served, started on its first session, restarted
 when it dies or its module's files change, given up on when its import passes the load limit.
 
-Each template gets a block of host user ids claimed host-wide (``HostClaims("uidblock")``), so
-that no two templates of any edge of the host, and no fresh worker, share a user id; a control
-group of its own (frozen while it has nothing to do, memory and processes limited like a
-worker's); its HOME under the edge's work folder. The edge's template forks it
-(``edge.service.zygote``). Where the host or the options rule templates out, :attr:`why_off`
-says why, and every battle's worker imports its module anew, as before.
+Each template gets a block of host user ids claimed host-wide, a control group of its own and a
+HOME under the edge's work folder. Where templates are ruled out, :attr:`why_off` says why, and
+every battle's worker imports its module anew.
 """
 
 from __future__ import annotations

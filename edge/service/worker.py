@@ -1,16 +1,9 @@
 """A sandboxed worker: the process that runs one model's code for one session at a time.
 
-The template process (``edge.service.zygote``) forks it and calls :func:`run_worker`, which never
-returns. The worker first enters its sandbox (a session and process group of its own, a network
-and a PID namespace when the host allows, rlimits, an unprivileged user id, a private HOME and
-TMPDIR, the parent-death signal), then redirects its file descriptors 1 and 2 to an in-memory file,
-so that everything user code prints (``print``, ``os.write(1, …)``, C extensions, child processes)
-is captured; then it serves: one request at a time, read from its channel to the supervisor and
-answered there, each reply carrying what the call printed (capped). Only then does it import the
-user module (on the first ``open_session``), so the template stays clean.
-
-The worker decodes requests and encodes replies with the wire codec, exactly as an edge does; it
-never trusts the supervisor less than an edge trusts the center, and the supervisor never trusts it.
+Forked by the template, :func:`run_worker` enters its sandbox, points file descriptors 1 and 2 at
+an in-memory file (so that everything user code prints is captured), then serves one request at a
+time from its channel to the supervisor; it imports the user module on the first
+``open_session`` only. It uses the wire codec as an edge does, and the supervisor never trusts it.
 """
 
 from __future__ import annotations
@@ -61,7 +54,8 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.sessions import SessionHandlers
-from edge.wire.codec import OUTPUT_LIMIT, decode_request, peek_header
+from edge.wire.envelopes import OUTPUT_LIMIT, decode_request
+from edge.wire.headers import peek_header
 from edge.wire.messages import (
     EVALUE_LIMIT,
     ErrorBody,

@@ -17,13 +17,13 @@ from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
 from edge.service.template_handle import ModelTemplate
 from edge.service.zygote import Zygote
-from edge.wire.codec import RequestHeader
+from edge.wire.headers import RequestHeader
 
 __all__ = ["DEFAULT_QUEUE_LIMIT", "Job", "WorkerHandle"]
 
 DEFAULT_QUEUE_LIMIT: Final = 0.0
 """Seconds a request waits for a free CPU when it carries no ``queue_limit``: none, since a
-caller that does not say what it credits (a center before protocol 1.4) credits nothing."""
+caller that does not say what it credits credits nothing."""
 
 
 @dataclass

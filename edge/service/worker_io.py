@@ -19,7 +19,7 @@ import zmq
 
 from edge.service.channel import Kind
 from edge.service.worker_handle import WorkerHandle
-from edge.wire.codec import ReplyHeader, RequestHeader
+from edge.wire.headers import ReplyHeader, RequestHeader
 from edge.wire.messages import error_code_spec
 
 __all__ = ["PollSet", "WorkerChannels", "reply_violation"]

@@ -1,16 +1,10 @@
 """The worker pool: the template process, and the workers it forks for each model.
 
-Each model has workers of its own, one per session it plays at a time. :meth:`WorkerPool.acquire`
-gives an idle worker of the model or forks a new one from the template (``edge.service.zygote``),
-in a slot of its own (a user id no worker of any edge of the host has, a HOME folder, control
-groups); when the pool is full, the idle worker unused longest is evicted. When its session ends a
-worker goes back to its model's idle pool (``--reuse-workers``, and only if its session went
-well) or is retired. The pool also chooses the hardening workers get on this host, and reads the
-template's reports: a worker started, could not start, or exited (its wait status), in
-``edge.service.template_events``.
-
-What a worker's end means to its session is not the pool's idea: it reports to
-:class:`~edge.service.template_events.WorkerEvents` (the router).
+Each model has workers of its own, one per session it plays at a time: :meth:`WorkerPool.acquire`
+gives an idle one or forks a new one in a slot of its own (a user id, a HOME, control groups),
+evicting the idle worker unused longest when full. A worker whose session ends is reused
+(``--reuse-workers``) or retired. What a worker's end means to its session is the router's
+(:class:`~edge.service.template_events.WorkerEvents`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The template process (zygote) that forks sandboxed workers, and the supervisor's handle on it.
 
-Starting a Python interpreter and importing numpy and poke-env takes most of a second; forking a
-process that already did takes milliseconds. The supervisor must not fork itself (it runs ZeroMQ
-threads), so it starts this dedicated process with ``exec``: it imports what every worker needs
-(numpy, poke-env, the replica battle, the edge's session code) but never a user module, then
-forks one worker per request and reports each worker's pid and, when it ends, its wait status.
-
-Supervisor and template talk over a Unix SEQPACKET socket pair: msgpack maps, never pickle, and
-the worker's channel socket passed along as a file descriptor (``SCM_RIGHTS``). The template dies
-with the supervisor (``PR_SET_PDEATHSIG``), and every worker with the template.
+Started with ``exec`` (the supervisor runs ZeroMQ threads and must not fork), it imports what every
+worker needs but never a user module, then forks one worker per request and reports its pid and
+wait status. It speaks msgpack with the supervisor over a SEQPACKET socket pair, each worker's
+channel passed as a file descriptor. It dies with the supervisor, and every worker with it.
 """
 
 from __future__ import annotations
@@ -203,10 +198,10 @@ def _preload() -> None:
     import edge.maple.replica
     import edge.service.worker
 
-    # The data of the current generation, loaded lazily otherwise (~0.2 s); its learnsets are
+    # The data of the current generation, loaded lazily otherwise; its learnsets are
     # warmed later, between forks (LearnsetWarmer).
     GenData.from_gen(WARM_GEN)
-    # What the first MapleAgent of a process loads lazily (its state spec, ~5 ms): once here,
+    # What the first MapleAgent of a process loads lazily (its state spec): once here,
     # rather than in every worker, since every battle gets a fresh one.
     edge.maple.maple_agent.MapleAgent(
         {}, {"side": "blue", "player": "player_0", "battle_format": "gen9bssfactory", "seed": 0}

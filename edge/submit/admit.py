@@ -1,13 +1,10 @@
 """``sep_submit admit ARCHIVE``: verify a submission, check it in the sandbox, add it to a
 candidates folder.
 
-In order, each step refusing with one line before anything is changed: the archive's members
-(:mod:`edge.submit.archive`); the manifest and that the archive holds exactly its files; the
-packages it needs against this interpreter's environment (never installed here); the candidates
-entry and folders it would take (another model's are refused, its own only with ``replace``);
-then, unpacked into a fresh temporary folder, every file's SHA-256 and the provenance digest;
-then the conformance checker. Only then is the module moved into the candidates folder and
-candidates.json rewritten (atomically: a running edge reads either the old file or the new).
+Each step refuses with one line before anything changes: the archive's members, the manifest, the
+packages it needs, the candidates entry and folders it would take, every file's SHA-256 and the
+provenance digest, the conformance checker. Only then is the module moved in and candidates.json
+rewritten atomically.
 """
 
 from __future__ import annotations

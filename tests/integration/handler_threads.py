@@ -22,7 +22,7 @@ from edge.errors import ProtocolError
 from edge.service.dispatch import CallContext, Handler, ReplySink
 from edge.service.replies import unsupported_error
 from edge.service.server import EdgeSocketServer
-from edge.wire.codec import decode_request
+from edge.wire.envelopes import decode_request
 from edge.wire.messages import MESSAGES, Request, RequestType, error_body
 
 __all__ = ["HandlerThreads", "SessionLanes", "handler_server"]

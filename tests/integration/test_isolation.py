@@ -268,7 +268,7 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import msgpack
     import zmq
 
-    from edge.wire.codec import decode_reply, encode_request
+    from edge.wire.envelopes import decode_reply, encode_request
     from edge.wire.messages import PROTOCOL_VERSION, DecideRequest, HelloRequest, Request
 
     config = write_config(tmp_path / "sep_config.json")
@@ -302,7 +302,7 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
             envelope(v="99.0"),  # wrong protocol version
             envelope(type="steal_secrets_request"),  # unknown message type
             envelope(type="decide_request", session="nope", body={"frames": 3}),  # malformed body
-            envelope(type="make_obs_request", session="nope", body={"frames": []}),  # 1.x only
+            envelope(type="make_obs_request", session="nope", body={"frames": []}),  # not a type
             encode_request(
                 Request("decide_request", "x2", DecideRequest([]), session="nope")
             ),  # unknown session

@@ -33,7 +33,7 @@ from center.errors import EdgeCallError, EdgeRemoteError, EdgeTimeout
 from center.isolation import edge_client
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import load_candidates
-from edge.service.supervisor import SandboxServer
+from edge.service.supervisor import SandboxedEdge
 from edge.service.userns import TEMPLATE_UID_BASE
 from edge.wire.messages import (
     CloseSessionRequest,
@@ -648,7 +648,7 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
     # it, and with it the worker's end of the channel. The worker's exit must still end its
     # session at once, with its cause, rather than pass for a call that never returns.
     candidates = load_candidates(SANDBOX_AGENTS)
-    server = SandboxServer(
+    server = SandboxedEdge(
         "blue", "127.0.0.1", 0, candidates, drop_privileges=False, isolate_network=False
     )
     server._hardening = dataclasses.replace(server.hardening, pid_namespace=False)

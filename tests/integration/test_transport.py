@@ -1,4 +1,4 @@
-"""EdgeServer and EdgeClient over real sockets on loopback, with real CurveZMQ.
+"""EdgeSocketServer and EdgeClient over real sockets on loopback, with real CurveZMQ.
 
 Every receive has a timeout and every socket is closed with linger=0: a broken peer fails a test,
 it never hangs the suite. Nothing here asserts how long anything took.
@@ -41,9 +41,10 @@ from center.errors import (
 from center.isolation.delegator import EdgeSession
 from center.isolation.edge_client import EdgeClient
 from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, TransportError
-from edge.service.server import CallContext, EdgeServer
+from edge.service.dispatch import CallContext
+from edge.service.server import EdgeSocketServer
 from edge.service.sessions import UnknownSession
-from edge.wire.codec import decode_reply
+from edge.wire.envelopes import decode_reply
 from edge.wire.keys import (
     CurveConfig,
     KeyPair,
@@ -181,10 +182,10 @@ def fake() -> Iterator[FakeSession]:
 
 
 @pytest.fixture
-def make_server(fake: FakeSession) -> Iterator[Callable[..., EdgeServer]]:
-    servers: list[EdgeServer] = []
+def make_server(fake: FakeSession) -> Iterator[Callable[..., EdgeSocketServer]]:
+    servers: list[EdgeSocketServer] = []
 
-    def make(**kwargs: Any) -> EdgeServer:
+    def make(**kwargs: Any) -> EdgeSocketServer:
         kwargs.setdefault("side", "blue")
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("port", 0)
@@ -214,17 +215,17 @@ def make_client() -> Iterator[Callable[..., EdgeClient]]:
 
 
 @pytest.fixture
-def server(make_server: Callable[..., EdgeServer]) -> EdgeServer:
+def server(make_server: Callable[..., EdgeSocketServer]) -> EdgeSocketServer:
     return make_server(models=["Random", "MaxPower"])
 
 
 @pytest.fixture
-def client(server: EdgeServer, make_client: Callable[..., EdgeClient]) -> EdgeClient:
+def client(server: EdgeSocketServer, make_client: Callable[..., EdgeClient]) -> EdgeClient:
     return make_client(server.endpoint)
 
 
 @pytest.fixture
-def raw_dealer(server: EdgeServer) -> Iterator[zmq.Socket[bytes]]:
+def raw_dealer(server: EdgeSocketServer) -> Iterator[zmq.Socket[bytes]]:
     """A bare DEALER connected to the server, for sending what EdgeClient never would."""
     context = zmq.Context()
     sock = context.socket(zmq.DEALER)
@@ -278,7 +279,7 @@ def outcome(results: queue.Queue[tuple[str, Any]], timeout: float = 30.0) -> tup
 # -- requests and replies ------------------------------------------------------------------
 
 
-def test_hello_tells_side_version_and_models(client: EdgeClient, server: EdgeServer):
+def test_hello_tells_side_version_and_models(client: EdgeClient, server: EdgeSocketServer):
     hello = client.hello(WAIT)
     assert hello.side == "blue"
     assert hello.protocol_version == PROTOCOL_VERSION
@@ -321,7 +322,7 @@ def test_a_handler_that_raises_gives_an_error_reply_and_the_server_goes_on(clien
     ],
 )
 def test_a_reply_that_breaks_the_protocol_becomes_an_error_reply(
-    make_server: Callable[..., EdgeServer],
+    make_server: Callable[..., EdgeSocketServer],
     make_client: Callable[..., EdgeClient],
     observation: str,
     ename: str,
@@ -361,7 +362,7 @@ def test_error_replies_carry_the_code_of_what_went_wrong(
 
 
 def test_a_session_with_too_many_waiting_requests_is_busy(
-    make_server: Callable[..., EdgeServer], fake: FakeSession
+    make_server: Callable[..., EdgeSocketServer], fake: FakeSession
 ):
     server = make_server(max_pending_per_session=1)
     context = zmq.Context()
@@ -466,7 +467,7 @@ def test_server_survives_malformed_and_hostile_messages(
 
 
 def test_an_oversized_message_is_refused_by_the_socket(
-    make_server: Callable[..., EdgeServer], make_client: Callable[..., EdgeClient]
+    make_server: Callable[..., EdgeSocketServer], make_client: Callable[..., EdgeClient]
 ):
     server = make_server(max_message_size=64 * 1024)
     # A client allowing more than the edge: its codec lets the message go, the edge's socket
@@ -483,7 +484,7 @@ def test_an_oversized_message_is_refused_by_the_socket(
 
 @pytest.fixture
 def hostile_edge() -> Iterator[zmq.Socket[bytes]]:
-    """A bare ROUTER playing the edge, to answer with what EdgeServer never would."""
+    """A bare ROUTER playing the edge, to answer with what EdgeSocketServer never would."""
     context = zmq.Context()
     sock = context.socket(zmq.ROUTER)
     sock.linger = 0
@@ -587,7 +588,7 @@ def test_a_deadline_raises_edge_timeout_and_the_late_reply_is_dropped(
 
 
 def test_a_slow_session_does_not_block_other_sessions_or_hello(
-    make_server: Callable[..., EdgeServer],
+    make_server: Callable[..., EdgeSocketServer],
     make_client: Callable[..., EdgeClient],
     fake: FakeSession,
 ):
@@ -604,7 +605,7 @@ def test_a_slow_session_does_not_block_other_sessions_or_hello(
 
 
 def test_hello_is_answered_when_every_worker_is_busy(
-    make_server: Callable[..., EdgeServer],
+    make_server: Callable[..., EdgeSocketServer],
     make_client: Callable[..., EdgeClient],
     fake: FakeSession,
 ):
@@ -753,13 +754,15 @@ def keys() -> dict[str, KeyPair]:
 
 
 @pytest.fixture
-def curve_server(make_server: Callable[..., EdgeServer], keys: dict[str, KeyPair]) -> EdgeServer:
+def curve_server(
+    make_server: Callable[..., EdgeSocketServer], keys: dict[str, KeyPair]
+) -> EdgeSocketServer:
     config = CurveConfig(keys["edge"], frozenset({keys["center"].public}))
     return make_server(curve=config)
 
 
 def test_curve_with_the_right_keys_connects(
-    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+    curve_server: EdgeSocketServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
 ):
     client = make_client(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
@@ -770,7 +773,7 @@ def test_curve_with_the_right_keys_connects(
 
 
 def test_curve_with_a_wrong_server_key_is_refused_clearly(
-    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+    curve_server: EdgeSocketServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
 ):
     client = make_client(
         curve_server.endpoint,
@@ -782,7 +785,7 @@ def test_curve_with_a_wrong_server_key_is_refused_clearly(
 
 
 def test_curve_with_an_unauthorized_client_is_refused_clearly(
-    curve_server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+    curve_server: EdgeSocketServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
 ):
     client = make_client(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["stranger"]
@@ -793,7 +796,7 @@ def test_curve_with_an_unauthorized_client_is_refused_clearly(
 
 
 def test_a_plain_client_cannot_talk_to_a_curve_edge(
-    curve_server: EdgeServer, make_client: Callable[..., EdgeClient]
+    curve_server: EdgeSocketServer, make_client: Callable[..., EdgeClient]
 ):
     client = make_client(curve_server.endpoint)
     with pytest.raises(AuthenticationError, match="CURVE"):
@@ -801,7 +804,7 @@ def test_a_plain_client_cannot_talk_to_a_curve_edge(
 
 
 def test_a_curve_client_cannot_talk_to_a_plain_edge(
-    server: EdgeServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+    server: EdgeSocketServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
 ):
     client = make_client(
         server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["center"]
@@ -844,7 +847,7 @@ def test_a_non_loopback_bind_without_keys_is_refused(fake: FakeSession):
 
 
 def test_a_non_loopback_bind_is_allowed_with_insecure_or_with_keys(
-    make_server: Callable[..., EdgeServer],
+    make_server: Callable[..., EdgeSocketServer],
     make_client: Callable[..., EdgeClient],
     keys: dict[str, KeyPair],
 ):
@@ -854,11 +857,11 @@ def test_a_non_loopback_bind_is_allowed_with_insecure_or_with_keys(
     assert make_server(host="0.0.0.0", curve=curve).port > 0
 
 
-def test_localhost_is_loopback(make_server: Callable[..., EdgeServer]):
+def test_localhost_is_loopback(make_server: Callable[..., EdgeSocketServer]):
     assert make_server(host="localhost").endpoint.startswith("tcp://127.0.0.1:")
 
 
-def test_a_busy_port_is_a_transport_error(server: EdgeServer, fake: FakeSession):
+def test_a_busy_port_is_a_transport_error(server: EdgeSocketServer, fake: FakeSession):
     with pytest.raises(TransportError, match=str(server.port)):
         handler_server("red", "127.0.0.1", server.port, fake.handlers())
 
@@ -915,7 +918,9 @@ def test_the_minimal_sep_config_means_no_curve():
 
 
 def test_a_generated_sep_config_connects_center_and_edge(
-    tmp_path: Path, make_server: Callable[..., EdgeServer], make_client: Callable[..., EdgeClient]
+    tmp_path: Path,
+    make_server: Callable[..., EdgeSocketServer],
+    make_client: Callable[..., EdgeClient],
 ):
     config: dict[str, Any] = {
         "blue": {"host": "127.0.0.1", "port": 0},

@@ -24,9 +24,13 @@ from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
 from center.report.sources import read_log_dir
 from edge.checker.checks import observation_size_warning
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, decode_reply, encode_reply
+from edge.wire.envelopes import decode_reply, encode_reply
 from edge.wire.messages import OpenSessionReply, Reply
-from edge.wire.msgpack_values import MAX_ACTION_BYTES, MAX_OBSERVATION_BYTES
+from edge.wire.msgpack_values import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    MAX_ACTION_BYTES,
+    MAX_OBSERVATION_BYTES,
+)
 from edge.wire.spaces import space_from_wire, space_to_wire, value_bytes
 from tests.fixtures.synthetic_battle import Mon, build_battle
 from tests.unit.test_side_guard_usage import Clock, FakeEdge, RemoteAgent, RemotePolicy, _decide

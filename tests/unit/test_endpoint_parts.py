@@ -1,5 +1,5 @@
 """Model endpoints, piece by piece: the tokens a reply reports, the candidates' ``endpoints``, the
-``sep_edge --endpoint`` options, and ``usage.endpoint`` on the wire (protocol 2.1)."""
+``sep_edge --endpoint`` options, and ``usage.endpoint`` on the wire."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from edge.contract.candidates import load_candidates
 from edge.errors import CandidatesError, ProtocolError
 from edge.service.endpoint_http import UsageScanner
 from edge.service.endpoint_options import parse_endpoints
-from edge.wire.codec import decode_reply, encode_reply, with_usage
+from edge.wire.envelopes import decode_reply, encode_reply
+from edge.wire.headers import with_usage
 from edge.wire.messages import CallUsage, CloseSessionReply, Reply
 
 

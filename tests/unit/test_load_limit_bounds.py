@@ -7,9 +7,9 @@ import math
 import msgpack
 import pytest
 
-from center.isolation.delegator import MAX_LOAD_LIMIT, OPEN_TIMEOUT, bounded_load_limit
-from edge.wire.codec import decode_reply, encode_reply
-from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, Reply
+from center.isolation.delegator import OPEN_TIMEOUT, bounded_load_limit
+from edge.wire.envelopes import decode_reply, encode_reply
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT, HelloReply, Reply
 
 
 def test_an_announced_limit_is_used_up_to_the_centers_bound():
@@ -24,7 +24,7 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
 
 
 def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
-    # A hello reply without the optional load_limit (an edge of 1.4 sent none).
+    # A hello reply without the optional load_limit (the field is optional).
     envelope = {
         "v": "2.0",
         "id": "2",

@@ -27,19 +27,14 @@ from edge.errors import (
     ProtocolVersionError,
     ReplicaError,
 )
-from edge.wire.codec import (
-    EXT_NDARRAY,
-    EXT_NUMPY_SCALAR,
-    MAX_NESTING_DEPTH,
+from edge.wire.envelopes import (
     OUTPUT_LIMIT,
     decode_reply,
     decode_request,
-    decode_value,
     encode_reply,
     encode_request,
-    encode_value,
-    peek_header,
 )
+from edge.wire.headers import peek_header
 from edge.wire.messages import (
     DEPLOY_CALL,
     ERROR_CODES,
@@ -70,6 +65,13 @@ from edge.wire.messages import (
     error_code_spec,
     spec_for_body,
     versions_compatible,
+)
+from edge.wire.msgpack_values import (
+    EXT_NDARRAY,
+    EXT_NUMPY_SCALAR,
+    MAX_NESTING_DEPTH,
+    decode_value,
+    encode_value,
 )
 from edge.wire.spaces import space_from_wire, space_to_wire
 

@@ -14,8 +14,9 @@ import pytest
 
 from edge.errors import ProtocolError
 from edge.service.replies import encode_error_reply
-from edge.wire.codec import DEFAULT_MAX_MESSAGE_SIZE, peek_reply
+from edge.wire.headers import peek_reply
 from edge.wire.messages import PROTOCOL_VERSION, ErrorBody
+from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 MAX = DEFAULT_MAX_MESSAGE_SIZE
 

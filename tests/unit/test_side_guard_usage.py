@@ -1,4 +1,4 @@
-"""What a side is charged when its edge reports a call's cost (protocol 1.4 ``usage``), and the CPU
+"""What a side is charged when its edge reports a call's cost (the reply's ``usage``), and the CPU
 time per decision the guard records.
 
 The remote side here is a fake delegator: it does what the AgentDelegator and PolicyDelegator do
@@ -191,7 +191,7 @@ def test_without_usage_nothing_is_credited_or_recorded_and_a_reused_answer_costs
 ):
     edge = FakeEdge(clock)
     guard = _remote_guard(edge)
-    edge.script = [(0.5, None, None)] * 3  # an edge older than protocol 1.4
+    edge.script = [(0.5, None, None)] * 3  # an edge that reports no usage
     _decide(guard, battle)
     assert guard.stats.decision_ms == [pytest.approx(1500.0)]
     assert guard.stats.decision_cpu_ms == [] and guard.stats.queued_s == 0.0

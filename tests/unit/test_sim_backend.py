@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from center.commands.run import resolve_backend
-from center.env.backend import SeatState
+from center.env.session_api import SeatState
 from center.env.sim_session import SimSession
 from center.errors import EnvError, RunConflictError
 from center.evaluation.run_info import RunConfig, open_run, read_run_config

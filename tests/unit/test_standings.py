@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from center.evaluation.rating_model import bradley_terry, laplace_half_width
 from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.standings import (
     CandidateStanding,
     Standings,
-    bradley_terry,
     compute_standings,
-    laplace_half_width,
     paired_interval,
     wilson_interval,
 )

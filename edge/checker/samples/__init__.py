@@ -1,12 +1,9 @@
 """Sample battles shipped with the package: real recorded decision points for the checker.
 
-Each ``*.json.gz`` file here is one player's side of a battle recorded on a real Showdown server
-(``{"format", "battle_tag", "frames": {username: [raw frames…]}}``, the format of the test
-recordings; ``scripts/make_checker_samples.py`` extracts the singles ones from them and records the
-doubles ones, ``gen9vgc2025regi`` and ``gen9doublesou``, on the seeded simulator). :func:`decision_points` replays a
-sample through a :class:`~edge.maple.replica.ReplicaBattle`, exactly as an edge rebuilds a battle, and
-stops at every request that asks the player for a decision: team previews, forced switches and
-ordinary move requests.
+Each ``*.json.gz`` file is one player's side of a recorded battle (``{"format", "battle_tag",
+"frames"}``, made by ``scripts/make_checker_samples.py``). :func:`decision_points` replays a sample
+through a :class:`~edge.maple.replica.ReplicaBattle`, as an edge does, and stops at every request
+that asks for a decision.
 """
 
 from __future__ import annotations
