@@ -1,12 +1,9 @@
 """DoublesMaxPower: MaxPower in a doubles battle, read from the MapleDoublesAgent vector.
 
-Per active slot, among that slot's legal indices (its part of the mask, docs/doubles.md): the move
-with the highest base power × type effectiveness × STAB at its target, never terastallized. A
-target of the opponent's (1, 2) counts that Pokémon's types (0 when the slot is empty); no target
-(spread moves such as Rock Slide, self and field moves) counts each opponent present, × 0.75 when
-both are (Showdown's spread modifier); a target on the own side (the ally) counts against the move.
-A slot that cannot move switches (slot 2 never to the Pokémon slot 1 brings in), else passes.
-Effectiveness comes from the move's and the opponents' type one-hots and poke-env's type chart.
+Per active slot, the legal move with the highest base power × type effectiveness × STAB at its
+target (spread moves × 0.75 over both opponents, a move at the ally counts against it), never
+terastallized; a slot that cannot move switches (never to the Pokémon its ally brings in) or
+passes. docs/doubles.md has the details.
 """
 
 from __future__ import annotations
