@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.records import BattleRecord, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.standings import (
     CandidateStanding,
     Standings,
@@ -49,10 +49,10 @@ def battle(
         end_reason="win",
         turns=10,
         duration_s=1.0,
-        blue_status=blue_status,  # type: ignore[arg-type]
-        red_status=red_status,  # type: ignore[arg-type]
         seed=k,
         format="gen9bssfactory",
+        blue_side=SideRecord(blue_status),  # type: ignore[arg-type]
+        red_side=SideRecord(red_status),  # type: ignore[arg-type]
     )
 
 
