@@ -11,9 +11,8 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
-from edge.service.limit_options import LIMIT_OPTIONS, limit_options, limits_given
+from edge.service.limit_options import limit_argv, limit_options, limits_given
 from edge.visible_text import configure_cli_logging
-from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -78,15 +77,6 @@ def _setup_logging(verbose: int) -> None:
     help="Memory the host keeps for the infrastructure (sep_main, the simulator, Showdown, the "
     "edges): workers start only while the memory limits of all live workers of the host, every "
     "edge's, fit in the rest. auto: an eighth of the host's memory, at least 1GiB.",
-)
-@click.option(
-    "--load-limit",
-    type=click.FloatRange(0, MAX_LOAD_LIMIT, min_open=True),
-    default=DEFAULT_LOAD_LIMIT,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time a battle's session gives to loading a model (import, contract functions, policy, "
-    "Agent); announced to the center. With --check: the limit checked.",
 )
 @click.option(
     "--max-workers",
@@ -163,7 +153,6 @@ def sep_edge(
     battle_format: str | None,
     limit_values: dict[str, str | int],
     memory_reserve: str,
-    load_limit: float,
     max_workers: int,
     allow_network: bool,
     no_drop_privileges: bool,
@@ -190,8 +179,7 @@ def sep_edge(
     if check_model is not None:
         from edge.checker.__main__ import main as check_main
 
-        argv = [check_model, "--candidates", str(candidates), "--load-limit", repr(load_limit)]
-        argv += [f"{o.flag}={limit_values[o.dest]}" for o in LIMIT_OPTIONS]
+        argv = [check_model, "--candidates", str(candidates), *limit_argv(limit_values)]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:
@@ -250,7 +238,7 @@ def sep_edge(
             endpoint_tokens=endpoint_tokens,
             candidates_file=candidates,
         )
-        server.announce_load_limit(load_limit)
+        server.announce_load_limit(float(limit_values["load_limit"]))
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

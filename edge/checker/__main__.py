@@ -14,7 +14,7 @@ from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
+from edge.checker.run import DEFAULT_CALL_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError, EdgeError
@@ -96,14 +96,6 @@ def _parser() -> argparse.ArgumentParser:
         help=f"time limit of one decision-time call (default {DEFAULT_CALL_LIMIT:g})",
     )
     add_limit_arguments(parser)
-    parser.add_argument(
-        "--load-limit",
-        type=_positive,
-        default=DEFAULT_LOAD_LIMIT,
-        metavar="SECONDS",
-        help=f"time limit of each open_session: the import, the contract functions, the Agent "
-        f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
-    )
     parser.add_argument(
         "--endpoint",
         action="append",

@@ -21,7 +21,12 @@ from center.scale.spec import SourceSpec
 from edge.checker.__main__ import _parser as checker_parser
 from edge.checker.run import DEFAULT_LOAD_LIMIT as CHECKER_LOAD_LIMIT
 from edge.cli import sep_edge
-from edge.service.limit_options import add_limit_arguments, limit_options, limits_given
+from edge.service.limit_options import (
+    add_limit_arguments,
+    limit_argv,
+    limit_options,
+    limits_given,
+)
 from edge.service.sandbox import Limits, parse_size
 from edge.service.supervisor import SandboxedEdge
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
@@ -93,7 +98,9 @@ def test_the_edges_other_defaults_are_those_of_what_they_configure() -> None:
     options = click_options(sep_edge)
     signature = inspect.signature(SandboxedEdge.__init__)
     assert options["max_workers"].default == signature.parameters["max_workers"].default
-    assert options["load_limit"].default == DEFAULT_LOAD_LIMIT == CHECKER_LOAD_LIMIT
+    checker = {a.dest: a for a in checker_parser()._actions}
+    assert options["load_limit"].default == DEFAULT_LOAD_LIMIT
+    assert checker["load_limit"].default == CHECKER_LOAD_LIMIT == DEFAULT_LOAD_LIMIT
 
 
 def test_the_checker_takes_the_edges_limit_options_with_the_same_defaults() -> None:
@@ -103,14 +110,33 @@ def test_the_checker_takes_the_edges_limit_options_with_the_same_defaults() -> N
         assert actions[name].option_strings == edge[name].opts
         assert actions[name].default == field_default(cls, field)
         assert f"default {edge[name].default}" in (actions[name].help or "")
+    assert actions["load_limit"].option_strings == edge["load_limit"].opts
 
 
 def test_the_checker_and_sep_edge_read_the_same_limits_from_the_same_arguments() -> None:
     argv = ["--memory-limit", "3GiB", "--cpu-limit", "7", "--file-size-limit", "5MiB"]
+    argv += ["--load-limit", "12.5"]
     with sep_edge.make_context("sep_edge", ["blue", *argv]) as ctx:
         from_edge = limits_given(ctx.params)
-    from_checker = limits_given(vars(checker_parser().parse_args(["model", *argv])))
-    assert from_edge == from_checker == Limits(memory=3 << 30, cpu_seconds=7, file_size=5 << 20)
+        edge_load_limit = ctx.params["load_limit"]
+    from_checker = checker_parser().parse_args(["model", *argv])
+    assert from_edge == limits_given(vars(from_checker))
+    assert from_edge == Limits(memory=3 << 30, cpu_seconds=7, file_size=5 << 20)
+    assert edge_load_limit == from_checker.load_limit == 12.5
+
+
+def test_sep_edge_check_hands_the_checker_the_limits_it_was_given() -> None:
+    values = {"memory_limit": "3GiB", "cpu_limit": 7, "load_limit": 12.5}
+    assert limit_argv(values) == ["--memory-limit=3GiB", "--cpu-limit=7", "--load-limit=12.5"]
+    parsed = checker_parser().parse_args(["model", *limit_argv(values)])
+    assert (parsed.memory_limit, parsed.cpu_limit, parsed.load_limit) == (3 << 30, 7, 12.5)
+
+
+@pytest.mark.parametrize("bad", ["0", "601", "soon"])
+def test_the_checker_refuses_a_load_limit_an_edge_refuses(bad: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        checker_parser().parse_args(["model", "--load-limit", bad])
+    assert exit_.value.code == 2
 
 
 def test_a_bad_limit_is_one_line_naming_its_option() -> None:
@@ -151,4 +177,5 @@ def test_new_field_defaults_reach_the_options(monkeypatch: pytest.MonkeyPatch) -
         "cpu_limit": 90,
         "file_size_limit": 1 << 20,
         "open_files_limit": 99,
+        "load_limit": DEFAULT_LOAD_LIMIT,
     }
