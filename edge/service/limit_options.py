@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import click
 
-from edge.service.sandbox import GiB, Limits, MiB, parse_size
+from edge.service.sandbox import Limits, parse_size, size_text
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 __all__ = [
@@ -52,12 +52,7 @@ class LimitOption:
     @property
     def default_text(self) -> str:
         """The default as one types it: ``4GiB``, ``600``, ``30``."""
-        value = self.default
-        if self.kind == "size":
-            for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
-                if value and value % factor == 0:
-                    return f"{int(value // factor)}{unit}"
-        return f"{value:g}"
+        return size_text(int(self.default)) if self.kind == "size" else f"{self.default:g}"
 
     def parse(self, value: str | float) -> float:
         """The limit of what was given (text, or a number click or argparse already made of it);

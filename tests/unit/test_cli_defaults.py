@@ -29,6 +29,8 @@ from edge.service.limit_options import (
 )
 from edge.service.sandbox import Limits, parse_size
 from edge.service.supervisor import SandboxedEdge
+from edge.submit.archive import ArchiveLimits
+from edge.submit.cli import admit
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 #: What each option of sep_main / sep_eval configures: (dataclass, field).
@@ -66,17 +68,27 @@ def field_default(cls: type, name: str) -> Any:
 
 def as_field_value(name: str, default: Any) -> Any:
     """A size option's default is text (``4GiB``): the field holds its bytes."""
-    return parse_size(default) if name in ("memory_limit", "file_size_limit") else default
+    return (
+        parse_size(default) if name in ("memory_limit", "file_size_limit", "max_size") else default
+    )
 
 
 def click_options(command: click.Command) -> dict[str, click.Option]:
     return {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
 
 
+ADMIT_FIELDS: dict[str, tuple[type, str]] = {"max_size": (ArchiveLimits, "total_bytes")}
+
+
 @pytest.mark.parametrize(
     ("command", "fields"),
-    [(sep_main, MAIN_FIELDS), (sep_eval, RUN_FIELDS), (sep_edge, LIMIT_FIELDS)],
-    ids=["sep_main", "sep_eval", "sep_edge"],
+    [
+        (sep_main, MAIN_FIELDS),
+        (sep_eval, RUN_FIELDS),
+        (sep_edge, LIMIT_FIELDS),
+        (admit, ADMIT_FIELDS),
+    ],
+    ids=["sep_main", "sep_eval", "sep_edge", "sep_submit admit"],
 )
 def test_each_option_default_is_the_default_of_the_field_it_sets(
     command: click.Command, fields: dict[str, tuple[type, str]]
