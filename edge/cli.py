@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
+from edge.service.limit_options import limit_argv, limit_options, limits_given
 from edge.visible_text import configure_cli_logging
-from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +68,7 @@ def _setup_logging(verbose: int) -> None:
     "format's (or its game type's, singles or doubles; default: the singles ones), the real "
     "battles are played in it (default gen9bssfactory).",
 )
-@click.option(
-    "--memory-limit",
-    default="4GiB",
-    show_default=True,
-    metavar="SIZE",
-    help="Address space of each worker process (e.g. 2GiB; 0: none).",
-)
+@limit_options
 @click.option(
     "--memory-reserve",
     default="auto",
@@ -85,41 +79,9 @@ def _setup_logging(verbose: int) -> None:
     "edge's, fit in the rest. auto: an eighth of the host's memory, at least 1GiB.",
 )
 @click.option(
-    "--cpu-limit",
-    type=click.IntRange(0),
-    default=600,
-    show_default=True,
-    metavar="SECONDS",
-    help="CPU time of each worker process over its life (0: none).",
-)
-@click.option(
-    "--file-size-limit",
-    default="64MiB",
-    show_default=True,
-    metavar="SIZE",
-    help="Largest file a worker may write, and its output in one call (0: none).",
-)
-@click.option(
-    "--open-files-limit",
-    type=click.IntRange(0),
-    default=256,
-    show_default=True,
-    metavar="N",
-    help="Open files of each worker process (0: the system's).",
-)
-@click.option(
-    "--load-limit",
-    type=click.FloatRange(0, MAX_LOAD_LIMIT, min_open=True),
-    default=DEFAULT_LOAD_LIMIT,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time a battle's session gives to loading a model (import, contract functions, policy, "
-    "Agent); announced to the center. With --check: the limit checked.",
-)
-@click.option(
     "--max-workers",
     type=click.IntRange(1),
-    default=64,
+    default=64,  # worker_pool's DEFAULT_MAX_SESSION_WORKERS: a slow import for --help
     show_default=True,
     help="Worker processes at most (sessions served at once).",
 )
@@ -189,12 +151,8 @@ def sep_edge(
     check_model: str | None,
     battles: int | None,
     battle_format: str | None,
-    memory_limit: str,
+    limit_values: dict[str, str | int],
     memory_reserve: str,
-    cpu_limit: int,
-    file_size_limit: str,
-    open_files_limit: int,
-    load_limit: float,
     max_workers: int,
     allow_network: bool,
     no_drop_privileges: bool,
@@ -221,9 +179,7 @@ def sep_edge(
     if check_model is not None:
         from edge.checker.__main__ import main as check_main
 
-        argv = [check_model, "--candidates", str(candidates), "--memory-limit", memory_limit]
-        argv += ["--load-limit", repr(load_limit), "--cpu-limit", str(cpu_limit)]
-        argv += ["--file-size-limit", file_size_limit, "--open-files-limit", str(open_files_limit)]
+        argv = [check_model, "--candidates", str(candidates), *limit_argv(limit_values)]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:
@@ -242,18 +198,13 @@ def sep_edge(
         from edge.oom_score import shield_from_oom
         from edge.service.endpoint_options import parse_endpoints
         from edge.service.memory_admission import MemoryBudget
-        from edge.service.sandbox import Limits, parse_cpu_list, parse_size
-        from edge.service.supervisor import SandboxServer
+        from edge.service.sandbox import parse_cpu_list, parse_size
+        from edge.service.supervisor import SandboxedEdge
         from edge.wire.keys import edge_curve_from_config
         from edge.wire.sep_config import load_sep_config
 
         try:
-            limits = Limits(
-                memory=parse_size(memory_limit),
-                cpu_seconds=cpu_limit,
-                file_size=parse_size(file_size_limit),
-                open_files=open_files_limit,
-            )
+            limits = limits_given(limit_values)
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
             try:
                 reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
@@ -268,7 +219,7 @@ def sep_edge(
         curve = edge_curve_from_config(config.data, side, config.base_dir)
         models = load_candidates(candidates)
         shielded = shield_from_oom()  # before the worker template starts: it is set apart
-        server = SandboxServer(
+        server = SandboxedEdge(
             side,
             host or cfg_host,
             cfg_port if port is None else port,
@@ -287,7 +238,7 @@ def sep_edge(
             endpoint_tokens=endpoint_tokens,
             candidates_file=candidates,
         )
-        server.announce_load_limit(load_limit)
+        server.announce_load_limit(float(limit_values["load_limit"]))
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

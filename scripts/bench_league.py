@@ -207,11 +207,10 @@ def run_league(
 def _note(result: ModeResult, record: BattleRecord) -> None:
     result.turns.append(record.turns)
     result.ends[record.end_reason] += 1
-    result.statuses[f"{record.blue_status.value}/{record.red_status.value}"] += 1
-    if record.blue_decisions:
-        result.decision_ms.append(record.blue_decision_ms_mean)
-    if record.red_decisions:
-        result.decision_ms.append(record.red_decision_ms_mean)
+    result.statuses[f"{record.blue_side.status.value}/{record.red_side.status.value}"] += 1
+    for side in (record.blue_side, record.red_side):
+        if side.decisions:
+            result.decision_ms.append(side.decision_ms_mean)
 
 
 def run_pokeenv(

@@ -26,7 +26,7 @@ from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, run_battles, start_backend
-from center.evaluation.records import COLUMNS, BattleRecord, SideStatus, Winner
+from center.evaluation.records import COLUMNS, BattleRecord, SideRecord, SideStatus, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.isolation.edge_client import EdgeClient
 from center.scale.driver import drive_battles
@@ -160,17 +160,17 @@ class SyntheticPool:
         self._ids = itertools.count()
         self._blob = os.urandom(file_bytes // 2) * 2  # half-compressible, as logs are
         template = BattleRecord(
-            "x",
-            "a",
-            "b",
-            Winner.BLUE,
-            EndReason.WIN,
-            20,
-            8.0,
-            SideStatus.OK,
-            SideStatus.OK,
-            1,
-            FORMAT,
+            battle_id="x",
+            blue="a",
+            red="b",
+            winner=Winner.BLUE,
+            end_reason=EndReason.WIN,
+            turns=20,
+            duration_s=8.0,
+            seed=1,
+            format=FORMAT,
+            blue_side=SideRecord(SideStatus.OK),
+            red_side=SideRecord(SideStatus.OK),
         )
         self._row = dict(zip(COLUMNS, template.to_row(), strict=True))
 

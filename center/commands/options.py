@@ -16,8 +16,8 @@ import click
 from center.env.backend import BACKENDS, Backend
 from center.errors import ConfigError
 from center.evaluation.budget import Budget
+from center.evaluation.match import MatchSettings
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
-from center.evaluation.voided import DEFAULT_MAX_VOIDS
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
@@ -128,28 +128,28 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--decision-time",
             type=click.FloatRange(0.01),
-            default=2.0,
+            default=Budget.decision_time,
             show_default=True,
             help="Free seconds per decision.",
         ),
         click.option(
             "--bank",
             type=click.FloatRange(0.0),
-            default=30.0,
+            default=Budget.bank,
             show_default=True,
             help="Overage seconds per side and battle; running dry forfeits.",
         ),
         click.option(
             "--call-cap",
             type=click.FloatRange(0.01),
-            default=10.0,
+            default=Budget.call_cap,
             show_default=True,
             help="Longest wait for one call beyond the free time; then a default move.",
         ),
         click.option(
             "--battle-time",
             type=click.FloatRange(0.01),
-            default=Budget().battle_time,
+            default=Budget.battle_time,
             show_default=True,
             help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
             "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
@@ -158,7 +158,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--max-turns",
             type=click.IntRange(1),
-            default=300,
+            default=MatchSettings.max_turns,
             show_default=True,
             help="A battle past this many turns ends as a tie.",
         ),
@@ -195,14 +195,14 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--alpha",
             type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-            default=0.05,
+            default=SprtSettings.alpha,
             show_default=True,
             help="SPRT: the chance of accepting H1 when H0 holds.",
         ),
         click.option(
             "--beta",
             type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-            default=0.05,
+            default=SprtSettings.beta,
             show_default=True,
             help="SPRT: the chance of accepting H0 when H1 holds.",
         ),
@@ -223,7 +223,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--max-voids",
             type=click.IntRange(1),
-            default=DEFAULT_MAX_VOIDS,
+            default=MatchSettings.max_voids,
             show_default=True,
             help="A battle voided this many times (the center's infrastructure failed: Showdown, "
             "an edge, the host's memory), in this run and its reruns, is not played again; the "

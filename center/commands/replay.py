@@ -1,9 +1,10 @@
-"""``sep_replay LOG_DIR BATTLE_ID``: re-simulate a recorded battle and check that it ends as recorded.
+"""``sep_replay LOG_DIR BATTLE_ID``: play a recorded battle again and check that it ends as recorded.
 
-The battle's input log is replayed on a fresh simulator host, without agents or edges: every frame
-each player was sent (timestamps aside), the turns and the winner must match, and the log's seeds
-must be those its public ``seed`` stands for under the run's secret. Exit 0 when it does, 1 with
-the first difference, 2 when the battle cannot be replayed.
+How a battle is played again is its backend's (``BackendSpec.replay``): on the simulator, its
+input log on a fresh simulator host, without agents or edges. Every frame each player was sent
+(timestamps aside), the turns and the winner must match, and the log's seeds must be those its
+public ``seed`` stands for under the run's secret. Exit 0 when it does, 1 with the first
+difference, 2 when the battle cannot be replayed.
 """
 
 from __future__ import annotations
@@ -12,20 +13,19 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
 from center.commands.suggest import swapped_battle_id
-from center.env.backend import backend_spec
+from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, backend_spec
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
-from center.evaluation.match import input_log_relpath
 from center.evaluation.records import BattleRecord, Winner, log_relpath
 from center.evaluation.run_info import read_run_config
 from center.evaluation.run_secret import SECRET_FILE, read_run_secret
 from center.files import read_text
-from center.showdown.sim_host import SimHost
-from center.showdown.sim_replay import InputLog, Resimulated, parse_input_log, resimulate
+from center.showdown.sim_replay import InputLog, Resimulated
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
 from edge.contract.suggest import did_you_mean
 from edge.visible_text import configure_cli_logging
@@ -171,10 +171,12 @@ def check_seeds(log: InputLog, seed: int, secret: RunSecret | None) -> tuple[str
     return "", f"the input log's seeds are not those of seed {seed} {against}"
 
 
-def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) -> ReplayReport:
-    """Re-simulate ``battle_id`` of ``log_dir`` (on ``host``, or a host started for the call).
+def replay_battle(log_dir: Path, battle_id: str, host: Any = None) -> ReplayReport:
+    """Play ``battle_id`` of ``log_dir`` again as its backend replays (on ``host``, or one started
+    for the call: on the simulator, a SimHost).
 
-    Raises ConfigError when the battle cannot be replayed (unknown, no input log, server backend).
+    Raises ConfigError when the battle cannot be replayed (unknown, no file to replay it from, a
+    backend that cannot replay).
     """
     log_dir = Path(log_dir)
     records = load_records(log_dir)
@@ -189,15 +191,19 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
             f"no battle {battle_id!r} in {log_dir / 'battles.csv'}{f'; {hint}' if hint else ''}"
         )
     run = read_run_config(log_dir)
-    if run is not None and not backend_spec(run.backend).seeded:
+    spec = backend_spec(run.backend if run is not None else DEFAULT_RUN_BACKEND)
+    replay = spec.replay
+    if replay is None:
+        able = ", ".join(name for name, other in BACKENDS.items() if other.replay is not None)
         raise ConfigError(
-            f"{log_dir} ran on --backend {run.backend}: only simulator battles keep an input log"
+            f"{log_dir} ran on --backend {spec.name}, which cannot replay a battle (--backend "
+            f"{able} can)"
         )
-    input_path = log_dir / input_log_relpath(battle_id)
+    input_path = log_dir / Path(log_relpath(battle_id)).with_suffix(replay.suffix)
     try:
         text = read_text(input_path)
     except OSError as exc:
-        raise ConfigError(f"no input log for {battle_id}: {exc}") from exc
+        raise ConfigError(f"no {replay.source} for {battle_id}: {exc}") from exc
     # Lines end at "\n" only, as they were written: str.splitlines would also cut a team at a
     # U+0085 or U+2028 of a nickname, which JSON leaves as is.
     input_lines = [line.removesuffix("\r") for line in text.split("\n")]
@@ -206,14 +212,14 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
         raise ConfigError(f"the protocol log of {battle_id} is empty")
     tag = recorded["blue"][0].split("\n", 1)[0].removeprefix(">")
     try:
-        log = parse_input_log(input_lines, tag)
+        log = replay.parse(input_lines, tag)
     except ValueError as exc:
         return ReplayReport(battle_id, [f"{input_path.name}: {exc}"])
     seeds, seed_difference = check_seeds(log, record.seed, read_run_secret(log_dir))
     owned = host is None
-    host = host or SimHost().start()
+    host = host or replay.start()
     try:
-        result = resimulate(host, log)
+        result = replay.run(host, log)
     finally:
         if owned:
             host.stop()
@@ -234,7 +240,8 @@ def replay_battle(log_dir: Path, battle_id: str, host: SimHost | None = None) ->
 @click.argument("battle_id")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_replay(log_dir: Path, battle_id: str, verbose: int) -> None:
-    """Re-simulate BATTLE_ID of LOG_DIR from its input log, without agents or edges.
+    """Play BATTLE_ID of LOG_DIR again as its backend replays it, without agents or edges (on the
+    simulator: from its input log).
 
     Exits 0 when it ends exactly as recorded (winner, turns, every frame each player was sent,
     apart from timestamps), 1 with the first difference otherwise, 2 when it cannot be replayed.

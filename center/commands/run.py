@@ -415,7 +415,7 @@ def sep_eval(opts: RunOptions) -> None:
 @click.option(
     "--edge-wait",
     type=click.FloatRange(0.0),
-    default=60.0,
+    default=SourceSpec.edge_wait,
     show_default=True,
     help="Seconds to wait for an edge process that is down before the run stops (or, with "
     "--edge-loss forfeit, before the battle is forfeited).",
@@ -423,7 +423,7 @@ def sep_eval(opts: RunOptions) -> None:
 @click.option(
     "--edge-loss",
     type=click.Choice(["void", "forfeit"]),
-    default="void",
+    default=MatchSettings.edge_loss,
     show_default=True,
     help="A lost edge process: void the battle (replayed on resume; the run stops if the edge "
     "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
@@ -448,7 +448,7 @@ def sep_eval(opts: RunOptions) -> None:
 @click.option(
     "--max-restarts",
     type=click.IntRange(0),
-    default=3,
+    default=ScaleOptions.max_restarts,
     show_default=True,
     help="With --workers/--ray: how often a lost battle runner is restarted.",
 )

@@ -41,6 +41,7 @@ from center.errors import EnvError
 if TYPE_CHECKING:
     from poke_env.player import Player
 
+    from center.showdown.sim_replay import InputLog, Resimulated
     from center.showdown.sim_seeds import RunSecret
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "Backend",
     "BackendSpec",
     "BattleBackend",
+    "BattleReplay",
     "RoundOutcome",
     "RoundSeat",
     "SeatState",
@@ -84,14 +86,30 @@ SessionFactory = Callable[[SessionRequest], tuple[BattleBackend, Any]]
 
 
 @dataclass(frozen=True)
+class BattleReplay:
+    """How a backend plays one of its recorded battles again (``sep_replay``): from a file kept
+    beside the battle's protocol log, with no agents and no edges."""
+
+    #: what it plays the battle again from, in messages
+    source: str
+    #: that file: the protocol log's (``logs/ID.log``) with this suffix (``logs/ID.input.log``)
+    suffix: str
+    #: start what replays battles (for the caller to ``stop()``)
+    start: Callable[[], Any]
+    #: the file's lines for the battle room ``tag``, parsed; ValueError for a line it never writes
+    parse: Callable[[list[str], str], InputLog]
+    #: play the parsed battle on what ``start`` returned: every frame each player is sent, its end
+    run: Callable[[Any, InputLog], Resimulated]
+
+
+@dataclass(frozen=True)
 class BackendSpec:
     """One backend: everything the center asks of it besides its session's interface."""
 
     name: Backend
     #: what the backend is, after its name on the report's ``backend`` line
     description: str
-    #: every battle is seeded from its per-battle seed: reproducible, its input log is kept and
-    #: ``sep_replay`` re-plays it
+    #: every battle is seeded from its per-battle seed: the same seed and actions, the same battle
     seeded: bool
     #: an outside poke-env ``Player`` may play one side (PokemonEnv's ``opponent``)
     outside_player: bool
@@ -104,6 +122,8 @@ class BackendSpec:
     start: Callable[[str | None], Any]
     #: make a PokemonEnv's session
     session: SessionFactory
+    #: how ``sep_replay`` plays a recorded battle again; None: it cannot
+    replay: BattleReplay | None
 
     @property
     def label(self) -> str:
@@ -215,6 +235,22 @@ def _sim_session(request: SessionRequest) -> tuple[BattleBackend, Any]:
     return session, started
 
 
+def _start_replay_host() -> Any:
+    return _start_simulator(None)
+
+
+def _parse_input_log(lines: list[str], tag: str) -> InputLog:
+    from center.showdown.sim_replay import parse_input_log
+
+    return parse_input_log(lines, tag)
+
+
+def _resimulate(host: Any, log: InputLog) -> Resimulated:
+    from center.showdown.sim_replay import resimulate
+
+    return resimulate(host, log)
+
+
 # -- the table ------------------------------------------------------------------------------------
 
 _SPECS = (
@@ -227,6 +263,7 @@ _SPECS = (
         takes_server_url=True,
         start=_start_server,
         session=_server_session,
+        replay=None,  # the server draws its teams and rolls: nothing replays a battle exactly
     ),
     BackendSpec(
         name="sim",
@@ -237,6 +274,13 @@ _SPECS = (
         takes_server_url=False,
         start=_start_simulator,
         session=_sim_session,
+        replay=BattleReplay(
+            source="input log",
+            suffix=".input.log",
+            start=_start_replay_host,
+            parse=_parse_input_log,
+            run=_resimulate,
+        ),
     ),
 )
 

@@ -16,8 +16,8 @@ run's parameters come from :func:`center.evaluation.run_info.open_run`)::
         run = open_run(log_dir, RunConfig("league", ids, n, battle_format, seed))
         for battle in pending(run.schedule(), log_dir):
             ...  # play it, then, from any thread:
-            writer.write(BattleRecord(battle.battle_id, battle.blue, battle.red, ...,
-                                      seed=battle.seed, format=run.format, ...))
+            writer.write(BattleRecord(battle_id=battle.battle_id, blue=battle.blue, ...,
+                                      blue_side=SideRecord(...), red_side=SideRecord(...)))
 """
 
 from __future__ import annotations

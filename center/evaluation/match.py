@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import numpy as np
-
 from center.env import frames
 from center.env.backend import Backend, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
@@ -234,39 +232,15 @@ def _record(
         end_reason=end_reason,
         turns=max(blue_battle.turn, red_battle.turn),
         duration_s=time.perf_counter() - start,
-        blue_status=stats["blue"].status,
-        red_status=stats["red"].status,
         seed=scheduled.seed,
         format=settings.battle_format,
         replay=replay,
-        blue_error=stats["blue"].error_line,
-        red_error=stats["red"].error_line,
-        blue_decisions=stats["blue"].decisions,
-        red_decisions=stats["red"].decisions,
-        blue_decision_ms_mean=_mean(stats["blue"].decision_ms),
-        blue_decision_ms_max=max(stats["blue"].decision_ms, default=0.0),
-        red_decision_ms_mean=_mean(stats["red"].decision_ms),
-        red_decision_ms_max=max(stats["red"].decision_ms, default=0.0),
-        blue_invalid=invalid["player_0"] + stats["blue"].invalid,
-        red_invalid=invalid["player_1"] + stats["red"].invalid,
-        blue_timeouts=stats["blue"].timeouts,
-        red_timeouts=stats["red"].timeouts,
+        blue_side=stats["blue"].record(invalid=invalid["player_0"]),
+        red_side=stats["red"].record(invalid=invalid["player_1"]),
         started_at=started_at,
         finished_at=utc_now(),
         log=log,
         **versions,
-        blue_cpu_ms_mean=_measured_mean(stats["blue"].decision_cpu_ms),
-        blue_cpu_ms_max=max(stats["blue"].decision_cpu_ms, default=None),
-        red_cpu_ms_mean=_measured_mean(stats["red"].decision_cpu_ms),
-        red_cpu_ms_max=max(stats["red"].decision_cpu_ms, default=None),
-        blue_time_s=stats["blue"].time_s,
-        red_time_s=stats["red"].time_s,
-        blue_endpoint_requests=stats["blue"].endpoint_requests,
-        blue_endpoint_bytes=stats["blue"].endpoint_bytes,
-        blue_endpoint_tokens=stats["blue"].endpoint_tokens,
-        red_endpoint_requests=stats["red"].endpoint_requests,
-        red_endpoint_bytes=stats["red"].endpoint_bytes,
-        red_endpoint_tokens=stats["red"].endpoint_tokens,
     )
 
 
@@ -287,15 +261,6 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
         if failure.traceback:
             text += f"\n{failure.traceback.rstrip()}\n"
         log.with_suffix(f".{side}.err").write_text(visible_controls(text), encoding="utf-8")
-
-
-def _mean(values: list[float]) -> float:
-    return float(np.mean(values)) if values else 0.0
-
-
-def _measured_mean(values: list[float]) -> float | None:
-    """The mean of what was measured; None (an empty column) when nothing was."""
-    return float(np.mean(values)) if values else None
 
 
 #: Beside a replay ``replays/ID.html``: who played each side (``replays/ID.players.json``).
@@ -530,7 +495,7 @@ def _play_one(
             raise
         except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle
             raise InfrastructureError(f"{scheduled.battle_id}: {exc}") from exc
-        statuses = {"blue": record.blue_status, "red": record.red_status}
+        statuses = {"blue": record.blue_side.status, "red": record.red_side.status}
         lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
         if void and lost:  # the edge process went away mid-battle: void it, replay it later
             # Its files would sit next to the row of the battle played again.

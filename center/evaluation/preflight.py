@@ -74,8 +74,8 @@ def failure_summary(records: list[BattleRecord]) -> list[str]:
     first: dict[str, tuple[str, str]] = {}
     for record in records:
         for model, status, error in (
-            (record.blue, record.blue_status, record.blue_error),
-            (record.red, record.red_status, record.red_error),
+            (record.blue, record.blue_side.status, record.blue_side.error),
+            (record.red, record.red_side.status, record.red_side.error),
         ):
             if not SIDE_STATUSES[status].failure:
                 continue

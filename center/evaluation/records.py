@@ -1,12 +1,13 @@
-"""BattleRecord: one finished battle, one row of battles.csv, and the enums of its columns.
+"""BattleRecord and SideRecord: one finished battle, one row of battles.csv, and the enums of its
+columns.
 
 The columns (:data:`COLUMNS`) are a pinned interface: their names, order and values stay as they
-are. ``winner`` is a :class:`Winner`, ``end_reason`` an :class:`~center.env.end_reason.EndReason`,
-``blue_status`` and ``red_status`` are :class:`SideStatus` values (what each means: the status
-table, :data:`SIDE_STATUSES`); a row holding another value is malformed (every value the center
-ever wrote is in them). ``replay`` and ``log`` are paths relative to ``LOG_DIR`` (see
-:func:`replay_relpath` and :func:`log_relpath`); empty when there is none. ``blue_error`` / ``red_error`` say in one line (``Type: message (in call)``) why a side's
-status is not OK; empty when it is.
+are. Each side's columns (``blue_status``, ``red_status``, ...) are the fields of its
+:class:`SideRecord`, declared once. ``winner`` is a :class:`Winner`, ``end_reason`` an
+:class:`~center.env.end_reason.EndReason`, a side's ``status`` a :class:`SideStatus` (what each
+means: the status table, :data:`SIDE_STATUSES`); a row holding another value is malformed.
+``replay`` and ``log`` are paths relative to ``LOG_DIR`` (:func:`replay_relpath`,
+:func:`log_relpath`); empty when there is none.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ __all__ = [
     "LOG_SUBDIR",
     "PINNED_COLUMNS",
     "REPLAY_SUBDIR",
+    "SIDE_NAMES",
     "SIDE_STATUSES",
     "BattleRecord",
+    "SideRecord",
     "SideStatus",
     "SideStatusSpec",
     "Winner",
@@ -124,71 +127,83 @@ class Winner(StrEnum):
 
 
 @dataclass(frozen=True)
+class SideRecord:
+    """What one side did in a finished battle: its ``blue_*`` or ``red_*`` columns (a field
+    ``name`` is the columns ``blue_name`` and ``red_name``, placed in :data:`COLUMNS`)."""
+
+    status: SideStatus
+    #: why the status is not OK, in one line (``Type: message (in call)``); empty when it is
+    error: str = ""
+    decisions: int = 0
+    decision_ms_mean: float = 0.0
+    decision_ms_max: float = 0.0
+    invalid: int = 0
+    timeouts: int = 0
+    #: CPU time per decision (ms), mean and max over the decisions measured: on an edge, of all
+    #: the worker's processes (its supervisor's ``usage.cpu``); in-process, of the thread running
+    #: the side's code. Empty when no decision was measured (an edge older than protocol 1.4).
+    cpu_ms_mean: float | None = None
+    cpu_ms_max: float | None = None
+    #: the side's battle clock (s): the wall time of its calls as the center measured them,
+    #: opening its session included (``--battle-time`` bounds it). Empty in older rows.
+    time_s: float | None = None
+    #: what the side's decisions asked of its edge's model endpoints (``sep_edge --endpoint``):
+    #: requests, bytes both ways, and tokens as the endpoints' replies reported them
+    endpoint_requests: int = 0
+    endpoint_bytes: int = 0
+    endpoint_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        # Accept a plain string from callers and from CSV; a bad value raises ValueError here.
+        object.__setattr__(self, "status", SideStatus(self.status))
+
+
+@dataclass(frozen=True, kw_only=True)
 class BattleRecord:
-    """One row of battles.csv: a finished battle. Field order is the column order."""
+    """One row of battles.csv, a finished battle: what it was, how it ended, and each side's
+    :class:`SideRecord` (:meth:`to_row` lays them out in :data:`COLUMNS`)."""
 
     battle_id: str
+    #: the candidates that played blue and red
     blue: str
     red: str
     winner: Winner
     end_reason: EndReason
     turns: int
     duration_s: float
-    blue_status: SideStatus
-    red_status: SideStatus
     seed: int
     format: str
     replay: str = ""
-    blue_error: str = ""
-    red_error: str = ""
-    blue_decisions: int = 0
-    red_decisions: int = 0
-    blue_decision_ms_mean: float = 0.0
-    blue_decision_ms_max: float = 0.0
-    red_decision_ms_mean: float = 0.0
-    red_decision_ms_max: float = 0.0
-    blue_invalid: int = 0
-    red_invalid: int = 0
-    blue_timeouts: int = 0
-    red_timeouts: int = 0
+    blue_side: SideRecord
+    red_side: SideRecord
     started_at: str = ""
     finished_at: str = ""
     log: str = ""
     version_sep: str = ""
     version_poke_env: str = ""
     version_showdown: str = ""
-    #: CPU time per decision (ms), mean and max over the decisions measured: on an edge, of all
-    #: the worker's processes (its supervisor's ``usage.cpu``); in-process, of the thread running
-    #: the side's code. Empty when no decision was measured (an edge older than protocol 1.4).
-    blue_cpu_ms_mean: float | None = None
-    blue_cpu_ms_max: float | None = None
-    red_cpu_ms_mean: float | None = None
-    red_cpu_ms_max: float | None = None
-    #: each side's battle clock (s): the wall time of its calls as the center measured them,
-    #: opening its session included (``--battle-time`` bounds it). Empty in older rows.
-    blue_time_s: float | None = None
-    red_time_s: float | None = None
-    #: what the side's decisions asked of its edge's model endpoints (``sep_edge --endpoint``):
-    #: requests, bytes both ways, and tokens as the endpoints' replies reported them
-    blue_endpoint_requests: int = 0
-    blue_endpoint_bytes: int = 0
-    blue_endpoint_tokens: int = 0
-    red_endpoint_requests: int = 0
-    red_endpoint_bytes: int = 0
-    red_endpoint_tokens: int = 0
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.
         object.__setattr__(self, "winner", Winner(self.winner))
         object.__setattr__(self, "end_reason", EndReason(self.end_reason))
-        object.__setattr__(self, "blue_status", SideStatus(self.blue_status))
-        object.__setattr__(self, "red_status", SideStatus(self.red_status))
         if not self.battle_id:
             raise ValueError("battle_id must not be empty")
 
+    def side(self, side: str) -> SideRecord:
+        """The record of ``side``, ``"blue"`` or ``"red"``."""
+        if side == "blue":
+            return self.blue_side
+        if side == "red":
+            return self.red_side
+        raise ValueError(f"a side is blue or red, not {side!r}")
+
     def to_row(self) -> list[str]:
         """The CSV fields in :data:`COLUMNS` order (floats with 3 decimals, text on one line)."""
-        return [_format_value(getattr(self, name)) for name in COLUMNS]
+        return [
+            _format_value(getattr(self.side(side) if side else self, name))
+            for side, name in _SOURCES
+        ]
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> BattleRecord:
@@ -196,21 +211,76 @@ class BattleRecord:
 
         Raises ValueError when a pinned column is missing or a value does not parse.
         """
-        kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in row:
-                if f.name in PINNED_COLUMNS:
-                    raise ValueError(f"missing column {f.name!r}")
+        shared: dict[str, Any] = {}
+        sides: dict[str, dict[str, Any]] = {side: {} for side in SIDE_NAMES}
+        for column, (side, name) in zip(COLUMNS, _SOURCES, strict=True):
+            if column not in row:
+                if column in PINNED_COLUMNS:
+                    raise ValueError(f"missing column {column!r}")
                 continue
-            kwargs[f.name] = _PARSERS[f.name](row[f.name])
-        return cls(**kwargs)
+            (sides[side] if side else shared)[name] = _PARSERS[column](row[column])
+        return cls(
+            **shared, blue_side=SideRecord(**sides["blue"]), red_side=SideRecord(**sides["red"])
+        )
 
 
-COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(BattleRecord))
-"""The columns of battles.csv, in order."""
+SIDE_NAMES: Final = ("blue", "red")
+"""The sides, in the order of their columns."""
+
+
+def _each_side(*names: str) -> tuple[str, ...]:
+    """The columns of the :class:`SideRecord` fields ``names``: blue's, then red's."""
+    return tuple(f"{side}_{name}" for side in SIDE_NAMES for name in names)
+
+
+COLUMNS: Final[tuple[str, ...]] = (
+    "battle_id",
+    "blue",
+    "red",
+    "winner",
+    "end_reason",
+    "turns",
+    "duration_s",
+    *_each_side("status"),
+    "seed",
+    "format",
+    "replay",
+    *_each_side("error"),
+    *_each_side("decisions"),
+    *_each_side("decision_ms_mean", "decision_ms_max"),
+    *_each_side("invalid"),
+    *_each_side("timeouts"),
+    "started_at",
+    "finished_at",
+    "log",
+    "version_sep",
+    "version_poke_env",
+    "version_showdown",
+    *_each_side("cpu_ms_mean", "cpu_ms_max"),
+    *_each_side("time_s"),
+    *_each_side("endpoint_requests", "endpoint_bytes", "endpoint_tokens"),
+)
+"""The columns of battles.csv, in order: each :class:`BattleRecord` field but the sides, and each
+:class:`SideRecord` field once per side. A new column goes at the end."""
 
 PINNED_COLUMNS: tuple[str, ...] = COLUMNS[:12]
 """The columns every battles.csv has (``battle_id`` to ``replay``); a file without them is not one."""
+
+_SIDE_FIELDS: Final = {f.name: f for f in dataclasses.fields(SideRecord)}
+_SHARED_FIELDS: Final = {
+    f.name: f for f in dataclasses.fields(BattleRecord) if f.name not in ("blue_side", "red_side")
+}
+
+
+def _source(column: str) -> tuple[str | None, str]:
+    """Where a column's value is: (None, a BattleRecord field) or (a side, a SideRecord field)."""
+    side, _, name = column.partition("_")
+    if side in SIDE_NAMES and name in _SIDE_FIELDS:
+        return side, name
+    return None, column
+
+
+_SOURCES: Final = tuple(_source(column) for column in COLUMNS)
 
 
 def replay_relpath(battle_id: str) -> str:
@@ -238,9 +308,10 @@ def _parse_measured(text: str) -> float | None:
 def _build_parsers() -> dict[str, Callable[[str], Any]]:
     parsers: dict[str, Callable[[str], Any]] = {}
     kinds = {"int": _parse_int, "float": _parse_float, "float | None": _parse_measured}
-    for f in dataclasses.fields(BattleRecord):
+    for column, (side, name) in zip(COLUMNS, _SOURCES, strict=True):
+        f = (_SIDE_FIELDS if side else _SHARED_FIELDS)[name]
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-        parsers[f.name] = kinds.get(kind, str)
+        parsers[column] = kinds.get(kind, str)
     return parsers
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from center.evaluation.records import SIDE_STATUSES, SideStatus
+import numpy as np
+
+from center.evaluation.records import SIDE_STATUSES, SideRecord, SideStatus
 from edge.contract.runner import UserFailure
 
 
@@ -46,3 +48,23 @@ class SideStats:
     def error_line(self) -> str:
         """``Type: message`` of :attr:`failure` ('' when the side is OK)."""
         return self.failure.line() if self.failure is not None and self.status != "OK" else ""
+
+    def record(self, *, invalid: int = 0) -> SideRecord:
+        """The side's part of its battle's record; ``invalid`` adds the illegal actions the match
+        counted itself."""
+        return SideRecord(
+            status=self.status,
+            error=self.error_line,
+            decisions=self.decisions,
+            decision_ms_mean=float(np.mean(self.decision_ms)) if self.decision_ms else 0.0,
+            decision_ms_max=max(self.decision_ms, default=0.0),
+            invalid=invalid + self.invalid,
+            timeouts=self.timeouts,
+            # None (an empty column) when nothing was measured
+            cpu_ms_mean=float(np.mean(self.decision_cpu_ms)) if self.decision_cpu_ms else None,
+            cpu_ms_max=max(self.decision_cpu_ms, default=None),
+            time_s=self.time_s,
+            endpoint_requests=self.endpoint_requests,
+            endpoint_bytes=self.endpoint_bytes,
+            endpoint_tokens=self.endpoint_tokens,
+        )

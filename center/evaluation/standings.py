@@ -277,7 +277,7 @@ def _tally(records: Sequence[BattleRecord], ids: Sequence[str], paired: bool) ->
     cluster: list[int] = []
     for r in records:
         b, d = index[r.blue], index[r.red]
-        for cid, status in ((r.blue, r.blue_status), (r.red, r.red_status)):
+        for cid, status in ((r.blue, r.blue_side.status), (r.red, r.red_side.status)):
             if SIDE_STATUSES[status].failure:
                 statuses[cid][status.value] += 1
         pair = pairs.setdefault((min(r.blue, r.red), max(r.blue, r.red)), [0, 0, 0, 0])

@@ -186,7 +186,8 @@ def _endpoint_info(data: LogDir) -> list[tuple[str, str]]:
     totals: dict[str, list[int]] = {}
     for r in data.records:
         for side in ("blue", "red"):
-            counts = [getattr(r, f"{side}_endpoint_{k}") for k in ("requests", "tokens", "bytes")]
+            played = r.side(side)
+            counts = [played.endpoint_requests, played.endpoint_tokens, played.endpoint_bytes]
             if any(counts):
                 total = totals.setdefault(getattr(r, side), [0, 0, 0, 0])
                 total[:3] = [a + b for a, b in zip(total[:3], counts, strict=False)]
@@ -485,8 +486,8 @@ def render_replay(
     else:
         result = "Tie" if record.winner is Winner.TIE else "No result"
     result += f" · {record.end_reason} after {record.turns} turns"
-    statuses = [f"{labels[s]} {getattr(record, s + '_status').value}" for s in SIDES]
-    if any(SIDE_STATUSES[getattr(record, s + "_status")].failure for s in SIDES):
+    statuses = [f"{labels[s]} {record.side(s).status.value}" for s in SIDES]
+    if any(SIDE_STATUSES[record.side(s).status].failure for s in SIDES):
         result += " · " + ", ".join(statuses)
     player_ids = battle.player_of if battle is not None else {"blue": "p1", "red": "p2"}
     return (

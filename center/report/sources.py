@@ -169,7 +169,7 @@ def _names_from_candidates(path: Path | None) -> dict[str, str]:
 
 def _error_line(log_dir: Path, record: BattleRecord, side: str) -> str:
     """The one-line reason of a side's failure: the row's ``*_error`` column, else its .err file."""
-    line = str(getattr(record, f"{side}_error", "") or "")
+    line = record.side(side).error
     if line:
         return line
     err = (log_dir / (record.log or log_relpath(record.battle_id))).with_suffix(f".{side}.err")
@@ -196,14 +196,15 @@ def _summaries(
             summary = summaries.get(cid)
             if summary is None:
                 continue
-            status = getattr(r, f"{side}_status")
-            summary.decisions += getattr(r, f"{side}_decisions")
-            longest = getattr(r, f"{side}_decision_ms_max")
+            played = r.side(side)
+            status = played.status
+            summary.decisions += played.decisions
+            longest = played.decision_ms_max
             summary.max_ms = max(summary.max_ms, longest)
             # A battle's mean says something only when one of its decisions was timed: a side can
             # count a decision it never took (its battle ended first), recorded as mean 0.
-            if getattr(r, f"{side}_decisions") and longest > 0:
-                means[cid].append(getattr(r, f"{side}_decision_ms_mean"))
+            if played.decisions and longest > 0:
+                means[cid].append(played.decision_ms_mean)
             player = players.get(r.battle_id, {}).get(side)
             if player is not None:
                 summary.decision_ms.extend(player.decision_ms)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from edge.checker.battles import DEFAULT_FORMAT, play_battles
 from edge.checker.report import CheckReport, CheckResult, Status
-from edge.checker.run import DEFAULT_CALL_LIMIT, DEFAULT_LOAD_LIMIT, check_user_module
+from edge.checker.run import DEFAULT_CALL_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError, EdgeError
 from edge.service.endpoint_options import parse_endpoints
-from edge.service.sandbox import Limits, parse_size
+from edge.service.limit_options import add_limit_arguments, limits_given
 
 __all__ = ["main"]
 
@@ -47,13 +47,6 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,43 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"time limit of one decision-time call (default {DEFAULT_CALL_LIMIT:g})",
     )
-    parser.add_argument(
-        "--memory-limit",
-        type=_size,
-        default=Limits.memory,
-        metavar="SIZE",
-        help="memory limit of the edge worker running the checked code, as on an edge "
-        "(default 4GiB; 0: none)",
-    )
-    parser.add_argument(
-        "--cpu-limit",
-        type=_count,
-        default=Limits.cpu_seconds,
-        metavar="SECONDS",
-        help="CPU time of each worker over its life, as on an edge (default 600; 0: none)",
-    )
-    parser.add_argument(
-        "--file-size-limit",
-        type=_size,
-        default=Limits.file_size,
-        metavar="SIZE",
-        help="largest file a worker may write, as on an edge (default 64MiB; 0: none)",
-    )
-    parser.add_argument(
-        "--open-files-limit",
-        type=_count,
-        default=Limits.open_files,
-        metavar="N",
-        help="open files of each worker, as on an edge (default 256; 0: the system's)",
-    )
-    parser.add_argument(
-        "--load-limit",
-        type=_positive,
-        default=DEFAULT_LOAD_LIMIT,
-        metavar="SECONDS",
-        help=f"time limit of each open_session: the import, the contract functions, the Agent "
-        f"and the policy (default {DEFAULT_LOAD_LIMIT:g})",
-    )
+    add_limit_arguments(parser)
     parser.add_argument(
         "--endpoint",
         action="append",
@@ -187,12 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             battle_format=options.format,
             call_limit=options.call_limit,
             load_limit=options.load_limit,
-            limits=Limits(
-                memory=options.memory_limit,
-                cpu_seconds=options.cpu_limit,
-                file_size=options.file_size_limit,
-                open_files=options.open_files_limit,
-            ),
+            limits=limits_given(vars(options)),
             endpoints=endpoints,
         )
     except EdgeError as exc:  # the sandbox itself could not start

@@ -41,6 +41,7 @@ __all__ = [
     "parse_size",
     "paths_to_expose",
     "paths_under",
+    "size_text",
 ]
 
 MiB: Final = 1 << 20
@@ -346,6 +347,14 @@ def format_size(size: int) -> str:
     if size >= MiB:
         return f"{size / GiB:.1f} GiB" if size >= GiB else f"{size / MiB:.1f} MiB"
     return f"{size} bytes"
+
+
+def size_text(size: int) -> str:
+    """A size as one types it (what :func:`parse_size` reads): ``4GiB``, ``64MiB``, ``1000``."""
+    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if size and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
 
 
 _SIZE_RE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)

@@ -311,7 +311,3 @@ def _check_endpoints(
                 f"model {model_id!r} is granted the model endpoint {missing[0]} in its candidates "
                 f"file, which this edge does not have: give sep_edge --endpoint {missing[0]}=URL"
             )
-
-
-# Not yet done: edge.cli imports this old name; it goes when edge.cli imports SandboxedEdge.
-SandboxServer = SandboxedEdge

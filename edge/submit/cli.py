@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
+from edge.service.sandbox import parse_size, size_text
 from edge.submit.archive import ArchiveLimits
 
 __all__ = ["sep_submit"]
@@ -79,7 +80,7 @@ def pack(model_id: str, candidates: Path, out: Path | None, requires: tuple[str,
 @click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
 @click.option(
     "--max-size",
-    default="1GiB",
+    default=size_text(ArchiveLimits.total_bytes),
     show_default=True,
     metavar="SIZE",
     help="Refuse an archive that unpacks past SIZE.",
@@ -91,7 +92,6 @@ def admit(archive: Path, candidates: Path, replace: bool, dry_run: bool, max_siz
     environment (nothing is installed). Exits 0 when admitted, 1 when the checker failed, 2 for
     a refused archive.
     """
-    from edge.service.sandbox import parse_size
     from edge.submit.admit import admit as admit_archive
     from edge.submit.errors import CheckerFailed
     from edge.submit.pack import describe

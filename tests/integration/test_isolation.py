@@ -205,12 +205,14 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
             worker.join(timeout=30)  # the deadline of one call plus the forfeit: never a hang
             assert not worker.is_alive(), "the center hung after the edge died"
             record = result["record"]
-            assert record.red_status == SideStatus.DISCONNECT and record.winner.value == "blue"
+            assert record.red_side.status == SideStatus.DISCONNECT and record.winner.value == "blue"
 
             edges["red"].start()
             sides, scheduled = battle(1)
             record = play_battle(env, scheduled, sides, settings)
-            assert record.blue_status == SideStatus.OK and record.red_status == SideStatus.OK
+            assert (
+                record.blue_side.status == SideStatus.OK and record.red_side.status == SideStatus.OK
+            )
             assert record.winner.value in ("blue", "red", "tie")
     finally:
         source.close()

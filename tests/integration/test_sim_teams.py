@@ -187,7 +187,7 @@ def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_p
         )
     assert not summary.failed and len(summary.played) == 2
     for record in load_records(log_dir):
-        assert (record.blue_status, record.red_status) == ("OK", "OK"), record
+        assert (record.blue_side.status, record.red_side.status) == ("OK", "OK"), record
         log = read_text(log_dir / record.log)  # logs/ID.log.gz
         assert "|poke|p1|" in log and "|poke|p2|" in log
         for species in ("Magikarp", "Feebas", "Great Tusk", "Kingambit", "Garchomp"):
@@ -226,4 +226,4 @@ def test_sep_eval_says_the_brought_teams_are_not_played_and_plays(tmp_path):
         "is not played"
     ) in run.stderr
     (record,) = load_records(log_dir)
-    assert (record.blue_status, record.red_status) == ("OK", "OK"), record
+    assert (record.blue_side.status, record.red_side.status) == ("OK", "OK"), record

@@ -72,5 +72,5 @@ def test_files_of_an_attempt_that_was_never_booked_are_gone_when_the_battle_is_p
         summary = run_battles([battle], source, settings, writer, server=sim_host)
     assert not summary.failed
     (record,) = load_records(tmp_path)
-    assert record.red_status is SideStatus.OK
+    assert record.red_side.status is SideStatus.OK
     assert not stale.exists()

@@ -18,7 +18,7 @@ import pytest
 from center.evaluation import side_guard
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
-from center.evaluation.records import BattleRecord, SideStatus
+from center.evaluation.records import BattleRecord, SideRecord, SideStatus
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
@@ -112,12 +112,10 @@ def test_the_report_shows_each_sides_clock_per_battle(tmp_path):
                 end_reason="timeout",  # type: ignore[arg-type]
                 turns=3,
                 duration_s=9.0,
-                blue_status="TIMEOUT",  # type: ignore[arg-type]
-                red_status="OK",  # type: ignore[arg-type]
                 seed=1,
                 format="gen9bssfactory",
-                blue_time_s=8.25,
-                red_time_s=1.5,
+                blue_side=SideRecord(SideStatus.TIMEOUT, time_s=8.25),
+                red_side=SideRecord(SideStatus.OK, time_s=1.5),
             )
         )
     html = render_report(read_log_dir(tmp_path), {})

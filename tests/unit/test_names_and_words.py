@@ -51,7 +51,6 @@ ALIASES_NOT_YET_DONE = {
     ("center/env/pokemon_env.py", "PLAY_DEFAULT"),
     ("center/isolation/delegator.py", "OPEN_TIMEOUT"),  # [center/evaluation/edge_source.py, tests]
     ("edge/contract/user_module.py", "LOAD_TIME_LIMIT"),  # [center/isolation/delegator.py]
-    ("edge/service/supervisor.py", "SandboxServer"),  # [edge/cli.py]
 }
 
 # Not yet done: modules of other work that offer names defined elsewhere, and their importers.

@@ -23,7 +23,7 @@ from center.evaluation.rating_methods import (
     RatingFit,
     elo_updates,
 )
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, SideRecord, SideStatus
 from center.evaluation.run_info import RunConfig, open_run
 from center.evaluation.standings import compute_standings
 from center.evaluation.standings_output import (
@@ -203,9 +203,9 @@ def _gauntlet_log_dir(tmp_path: Path) -> Path:
                     end_reason="win",
                     turns=5,
                     duration_s=1.0,
-                    blue_status="OK",  # type: ignore[arg-type]
-                    red_status="OK",  # type: ignore[arg-type]
                     seed=scheduled.seed,
+                    blue_side=SideRecord(SideStatus.OK),
+                    red_side=SideRecord(SideStatus.OK),
                     format="gen9bssfactory",
                     finished_at="2025-01-01T00:00:00.000Z",
                 )

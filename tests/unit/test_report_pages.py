@@ -7,7 +7,13 @@ import re
 from pathlib import Path
 
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.records import BattleRecord, log_relpath, replay_relpath
+from center.evaluation.records import (
+    BattleRecord,
+    SideRecord,
+    SideStatus,
+    log_relpath,
+    replay_relpath,
+)
 from center.evaluation.run_info import RunConfig, open_run
 from center.report import write_report
 from center.report.narrator import Narrator
@@ -33,7 +39,7 @@ def _write_log(path: Path) -> tuple[list[str], str]:
     return usernames, winner.group(1)
 
 
-def _log_dir(tmp_path: Path, **measured: int) -> tuple[Path, BattleRecord]:
+def _log_dir(tmp_path: Path, blue: SideRecord | None = None) -> tuple[Path, BattleRecord]:
     log_dir = tmp_path / "run"
     with ResultsWriter(log_dir) as writer:
         run = open_run(log_dir, RunConfig("match", ("alpha", "beta"), 2, "gen9bssfactory", 7))
@@ -49,14 +55,13 @@ def _log_dir(tmp_path: Path, **measured: int) -> tuple[Path, BattleRecord]:
             end_reason="win",
             turns=battle.steps[-1].turn,
             duration_s=1.0,
-            blue_status="OK",  # type: ignore[arg-type]
-            red_status="OK",  # type: ignore[arg-type]
             seed=first.seed,
+            blue_side=blue or SideRecord(SideStatus.OK),
+            red_side=SideRecord(SideStatus.OK),
             format="gen9bssfactory",
             replay=replay_relpath(first.battle_id),
             log=log_relpath(first.battle_id),
             finished_at="2025-01-01T00:00:00.000Z",
-            **measured,  # type: ignore[arg-type]
         )
         writer.write(record)
     players = {
@@ -112,9 +117,10 @@ def test_report_and_replay_pages_from_a_log_dir(tmp_path):
 
 
 def test_the_report_adds_up_a_candidates_model_endpoint_use(tmp_path):
-    log_dir, _ = _log_dir(
-        tmp_path, blue_endpoint_requests=12, blue_endpoint_tokens=3400, blue_endpoint_bytes=56000
+    endpoints = SideRecord(
+        SideStatus.OK, endpoint_requests=12, endpoint_tokens=3400, endpoint_bytes=56000
     )
+    log_dir, _ = _log_dir(tmp_path, blue=endpoints)
     report = write_report(log_dir).read_text(encoding="utf-8")
     assert "model endpoints" in report
     assert "(alpha): 12 requests, 3400 tokens, 56000 bytes over 1 battles" in report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import logging
 import os
@@ -26,9 +27,17 @@ from center.evaluation.battles_csv import (
     load_records,
     pending,
 )
-from center.evaluation.records import COLUMNS, PINNED_COLUMNS, BattleRecord, SideStatus, Winner
+from center.evaluation.records import (
+    COLUMNS,
+    PINNED_COLUMNS,
+    BattleRecord,
+    SideRecord,
+    SideStatus,
+    Winner,
+)
 from center.evaluation.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle, battle_seed, schedule_league, schedule_match
+from center.evaluation.side_stats import SideStats
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,11 +56,11 @@ def make_record(
         "end_reason": "win",
         "turns": 12,
         "duration_s": 3.25,
-        "blue_status": "OK",
-        "red_status": "OK",
         "seed": battle.seed,
         "format": fmt,
         "replay": f"replays/{battle.battle_id}.html",
+        "blue_side": SideRecord(SideStatus.OK),
+        "red_side": SideRecord(SideStatus.OK),
     }
     fields.update(kw)
     return BattleRecord(**fields)  # type: ignore[arg-type]
@@ -86,29 +95,164 @@ def test_columns_start_with_the_pinned_minimum_in_order() -> None:
     )  # fmt: skip
 
 
+def test_each_side_field_is_a_column_per_side_and_each_other_field_one_column() -> None:
+    sides = [f.name for f in dataclasses.fields(SideRecord)]
+    shared = [f.name for f in dataclasses.fields(BattleRecord)]
+    assert shared.count("blue_side") == shared.count("red_side") == 1
+    shared = [name for name in shared if name not in ("blue_side", "red_side")]
+    per_side = [f"{side}_{name}" for side in ("blue", "red") for name in sides]
+    assert sorted(COLUMNS) == sorted(shared + per_side)
+
+
+#: Two records, every column with a value of its own (the first), and the defaults (the second).
+GOLDEN_RECORDS = (
+    BattleRecord(
+        battle_id="m-0001",
+        blue="alpha",
+        red="beta",
+        winner=Winner.RED,
+        end_reason=EndReason.ERROR,
+        turns=17,
+        duration_s=12.3456,
+        seed=123456789,
+        format="gen9bssfactory",
+        replay="replays/m-0001.html",
+        blue_side=SideRecord(
+            SideStatus.ERROR,
+            error='ValueError: bad, "quoted"\nsecond\x1b[31m line',
+            decisions=21,
+            decision_ms_mean=1.23456,
+            decision_ms_max=7.5,
+            invalid=3,
+            timeouts=5,
+            cpu_ms_mean=0.25,
+            cpu_ms_max=0.75,
+            time_s=40.5,
+            endpoint_requests=7,
+            endpoint_bytes=8000,
+            endpoint_tokens=900,
+        ),
+        red_side=SideRecord(
+            SideStatus.INVALID,
+            error="Invalid: move 9",
+            decisions=22,
+            decision_ms_mean=2.5,
+            decision_ms_max=9.0001,
+            invalid=4,
+            timeouts=6,
+            cpu_ms_mean=1.125,
+            cpu_ms_max=3.0,
+            time_s=41.25,
+            endpoint_requests=10,
+            endpoint_bytes=11000,
+            endpoint_tokens=1200,
+        ),
+        started_at="2026-11-26T16:00:00Z",
+        finished_at="2026-11-26T16:00:12Z",
+        log="logs/m-0001.log",
+        version_sep="9.9.9",
+        version_poke_env="0.10.0",
+        version_showdown="0.11.11",
+    ),
+    BattleRecord(
+        battle_id="m-0002",
+        blue="beta",
+        red="alpha",
+        winner=Winner.TIE,
+        end_reason=EndReason.TIE,
+        turns=300,
+        duration_s=99.0,
+        seed=42,
+        format="gen9randombattle",
+        blue_side=SideRecord(SideStatus.OK),
+        red_side=SideRecord(SideStatus.TIMEOUT),
+    ),
+)
+
+
+def test_battles_csv_is_byte_for_byte_the_file_written_before_side_records(tmp_path: Path) -> None:
+    """tests/data/battles_before_side_records.csv: the same two battles, written by the code of
+    before SideRecord (each side's fields spelt out as blue_*/red_* fields of BattleRecord)."""
+    with ResultsWriter(tmp_path) as writer:
+        for record in GOLDEN_RECORDS:
+            assert writer.write(record)
+    before = (REPO / "tests" / "data" / "battles_before_side_records.csv").read_bytes()
+    assert (tmp_path / BATTLES_CSV).read_bytes() == before
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / BATTLES_CSV).write_bytes(before)
+    # What the file holds: three decimals, text on one line.
+    assert load_records(tmp_path / "old") == [
+        dataclasses.replace(
+            GOLDEN_RECORDS[0],
+            duration_s=12.346,
+            blue_side=dataclasses.replace(
+                GOLDEN_RECORDS[0].blue_side,
+                error='ValueError: bad, "quoted" second [31m line',
+                decision_ms_mean=1.235,
+            ),
+            red_side=dataclasses.replace(GOLDEN_RECORDS[0].red_side, decision_ms_max=9.0),
+        ),
+        GOLDEN_RECORDS[1],
+    ]
+
+
+def test_a_sides_stats_become_its_part_of_the_record() -> None:
+    stats = SideStats(decisions=3, decision_ms=[1.0, 2.0, 6.0], time_s=4.5, invalid=1, timeouts=2)
+    stats.endpoint_requests, stats.endpoint_bytes, stats.endpoint_tokens = 1, 20, 300
+    assert stats.record(invalid=2) == SideRecord(
+        SideStatus.OK,
+        decisions=3,
+        decision_ms_mean=3.0,
+        decision_ms_max=6.0,
+        invalid=3,
+        timeouts=2,
+        time_s=4.5,
+        endpoint_requests=1,
+        endpoint_bytes=20,
+        endpoint_tokens=300,
+    )
+    stats.decision_cpu_ms = [0.5, 1.5]
+    measured = stats.record()
+    assert (measured.cpu_ms_mean, measured.cpu_ms_max, measured.invalid) == (1.0, 1.5, 1)
+
+
 def test_cpu_columns_are_empty_when_unmeasured_and_older_rows_read_without_them() -> None:
     unmeasured = make_record("x")
     row = dict(zip(COLUMNS, unmeasured.to_row(), strict=True))
     assert row["blue_cpu_ms_mean"] == row["red_cpu_ms_max"] == ""
     assert BattleRecord.from_row(row) == unmeasured
-    measured = make_record("y", blue_cpu_ms_mean=12.5, blue_cpu_ms_max=40.0)
+    measured = make_record(
+        "y", blue_side=SideRecord(SideStatus.OK, cpu_ms_mean=12.5, cpu_ms_max=40.0)
+    )
     row = dict(zip(COLUMNS, measured.to_row(), strict=True))
     assert row["blue_cpu_ms_mean"] == "12.500" and row["red_cpu_ms_mean"] == ""
     assert BattleRecord.from_row(row) == measured
     older = {k: v for k, v in row.items() if "cpu" not in k}  # a battles.csv of before the columns
-    assert BattleRecord.from_row(older).blue_cpu_ms_mean is None
+    assert BattleRecord.from_row(older).blue_side.cpu_ms_mean is None
 
 
 def test_record_coerces_strings_to_enums() -> None:
-    record = make_record("x", winner="tie", blue_status="TIMEOUT")
+    record = make_record("x", winner="tie", blue_side=SideRecord("TIMEOUT"))  # type: ignore[arg-type]
     assert record.winner is Winner.TIE
-    assert record.blue_status is SideStatus.TIMEOUT
+    assert record.blue_side.status is SideStatus.TIMEOUT
 
 
-@pytest.mark.parametrize("field", ["winner", "end_reason", "blue_status", "red_status"])
-def test_record_rejects_unknown_winner_end_reason_or_status(field: str) -> None:
+@pytest.mark.parametrize("field", ["winner", "end_reason"])
+def test_record_rejects_unknown_winner_or_end_reason(field: str) -> None:
     with pytest.raises(ValueError):
         make_record("x", **{field: "maybe"})
+
+
+@pytest.mark.parametrize("column", ["winner", "end_reason", "blue_status", "red_status"])
+def test_a_row_with_an_unknown_winner_end_reason_or_status_does_not_read(column: str) -> None:
+    row = dict(zip(COLUMNS, make_record("x").to_row(), strict=True))
+    with pytest.raises(ValueError):
+        BattleRecord.from_row({**row, column: "maybe"})
+
+
+def test_a_side_rejects_an_unknown_status() -> None:
+    with pytest.raises(ValueError):
+        SideRecord("maybe")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("reason", list(EndReason))
@@ -120,7 +264,9 @@ def test_every_end_reason_reads_back_from_a_row_as_its_enum(reason: EndReason) -
 
 
 def test_record_keeps_text_fields_on_one_line() -> None:
-    row = make_record("x", blue_error="Error\nTraceback\r\n boom").to_row()
+    row = make_record(
+        "x", blue_side=SideRecord(SideStatus.OK, error="Error\nTraceback\r\n boom")
+    ).to_row()
     assert row[COLUMNS.index("blue_error")] == "Error Traceback   boom"
 
 
@@ -222,11 +368,10 @@ def test_writer_creates_log_dir_and_reader_round_trips(tmp_path: Path) -> None:
     written = [
         make_record(
             battles[0],
-            blue_decisions=14,
-            blue_decision_ms_mean=12.5,
-            blue_decision_ms_max=40.125,
-            red_invalid=2,
-            red_timeouts=1,
+            blue_side=SideRecord(
+                SideStatus.OK, decisions=14, decision_ms_mean=12.5, decision_ms_max=40.125
+            ),
+            red_side=SideRecord(SideStatus.OK, invalid=2, timeouts=1),
             started_at="2025-01-01T00:00:00.000Z",
             finished_at="2025-01-01T00:00:03.250Z",
             log="logs/a-vs-b-0000.log",
@@ -234,7 +379,9 @@ def test_writer_creates_log_dir_and_reader_round_trips(tmp_path: Path) -> None:
             version_poke_env="0.16.1",
             version_showdown="0.11.11",
         ),
-        make_record(battles[1], winner="none", end_reason="error", red_status="ERROR", replay=""),
+        make_record(
+            battles[1], winner="none", end_reason="error", red_side=SideRecord("ERROR"), replay=""
+        ),
         make_record(battles[2], winner="tie", end_reason="max_turns"),
     ]
     with ResultsWriter(log_dir) as writer:
@@ -378,13 +525,14 @@ def test_threads_writing_at_once_produce_exactly_one_well_formed_row_each(tmp_pa
 _KILL_CHILD = """
 import sys
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, SideRecord
 with ResultsWriter(sys.argv[1]) as writer:
     k = 0
     while True:
         writer.write(BattleRecord(
-            f"a-vs-b-{k:06d}", "a", "b", "blue", "win", k, 1.5, "OK", "OK", k,
-            "gen9bssfactory", log="x" * (k * 7919 % 20000),
+            battle_id=f"a-vs-b-{k:06d}", blue="a", red="b", winner="blue", end_reason="win",
+            turns=k, duration_s=1.5, seed=k, format="gen9bssfactory",
+            blue_side=SideRecord("OK"), red_side=SideRecord("OK"), log="x" * (k * 7919 % 20000),
         ))
         print(k, flush=True)
         k += 1

@@ -16,7 +16,7 @@ import pytest
 from center.env.end_reason import EndReason
 from center.errors import ResultsError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, SideRecord, SideStatus, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.scale.driver import RunnerLost, drive_battles
 from center.scale.outcome import BattleOutcome, OutcomeKind
@@ -33,8 +33,8 @@ def _record(battle: ScheduledBattle) -> BattleRecord:
         end_reason=EndReason.WIN,
         turns=7,
         duration_s=0.1,
-        blue_status=SideStatus.OK,
-        red_status=SideStatus.OK,
+        blue_side=SideRecord(SideStatus.OK),
+        red_side=SideRecord(SideStatus.OK),
         seed=battle.seed,
         format="gen9randombattle",
         replay=f"replays/{battle.battle_id}.html",

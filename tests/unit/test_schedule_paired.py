@@ -8,26 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from center.env.end_reason import EndReason
 from center.errors import RunConflictError
 from center.evaluation.battles_csv import ResultsWriter, pending
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, SideRecord, SideStatus, Winner
 from center.evaluation.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
 
 
 def record(battle: ScheduledBattle) -> BattleRecord:
     return BattleRecord(
-        battle.battle_id,
-        battle.blue,
-        battle.red,
-        "blue",  # type: ignore[arg-type]
-        "win",
-        10,
-        1.0,
-        "OK",  # type: ignore[arg-type]
-        "OK",  # type: ignore[arg-type]
-        battle.seed,
-        "gen9bssfactory",
+        battle_id=battle.battle_id,
+        blue=battle.blue,
+        red=battle.red,
+        winner=Winner.BLUE,
+        end_reason=EndReason.WIN,
+        turns=10,
+        duration_s=1.0,
+        seed=battle.seed,
+        format="gen9bssfactory",
+        blue_side=SideRecord(SideStatus.OK),
+        red_side=SideRecord(SideStatus.OK),
     )
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from center.evaluation.records import BattleRecord
+from center.evaluation.records import BattleRecord, SideRecord, SideStatus
 from center.evaluation.schedule import schedule_gauntlet, schedule_match
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.sprt import (
@@ -137,10 +137,10 @@ def record(battle_id: str, blue: str, red: str, seed: int, winner: str) -> Battl
         end_reason="win",
         turns=10,
         duration_s=1.0,
-        blue_status="OK",  # type: ignore[arg-type]
-        red_status="OK",  # type: ignore[arg-type]
         seed=seed,
         format="gen9bssfactory",
+        blue_side=SideRecord(SideStatus.OK),
+        red_side=SideRecord(SideStatus.OK),
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from center.evaluation.rating_model import bradley_terry, laplace_half_width
-from center.evaluation.records import BattleRecord, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.standings import (
     CandidateStanding,
     Standings,
@@ -48,10 +48,10 @@ def battle(
         end_reason="win",
         turns=10,
         duration_s=1.0,
-        blue_status=blue_status,  # type: ignore[arg-type]
-        red_status=red_status,  # type: ignore[arg-type]
         seed=k,
         format="gen9bssfactory",
+        blue_side=SideRecord(blue_status),  # type: ignore[arg-type]
+        red_side=SideRecord(red_status),  # type: ignore[arg-type]
     )
 
 

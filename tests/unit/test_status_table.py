@@ -19,6 +19,7 @@ from center.evaluation.records import (
     FAILURE_STATUSES,
     SIDE_STATUSES,
     BattleRecord,
+    SideRecord,
     SideStatus,
 )
 from center.evaluation.side_stats import SideStats
@@ -42,11 +43,12 @@ def battle(k: int, blue_status: SideStatus, red_status: SideStatus = SideStatus.
         end_reason="win",  # type: ignore[arg-type]
         turns=10,
         duration_s=1.0,
-        blue_status=blue_status,
-        red_status=red_status,
         seed=k,
         format="gen9bssfactory",
-        blue_error="" if blue_status is SideStatus.OK else f"Boom: {blue_status}",
+        blue_side=SideRecord(
+            blue_status, error="" if blue_status is SideStatus.OK else f"Boom: {blue_status}"
+        ),
+        red_side=SideRecord(red_status),
     )
 
 

@@ -1,0 +1,194 @@
+"""Every command-line default is read from the dataclass field (or parameter) its value lands in:
+a literal that drifts from the field, or a field default the options do not follow, fails here."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+from typing import Any
+
+import click
+import pytest
+
+from center.commands.options import common_options
+from center.commands.run import sep_eval, sep_main
+from center.evaluation.budget import Budget
+from center.evaluation.match import MatchSettings
+from center.evaluation.sprt import SprtSettings
+from center.scale.launch import ScaleOptions
+from center.scale.spec import SourceSpec
+from edge.checker.__main__ import _parser as checker_parser
+from edge.checker.run import check_user_module
+from edge.cli import sep_edge
+from edge.service.limit_options import (
+    add_limit_arguments,
+    limit_argv,
+    limit_options,
+    limits_given,
+)
+from edge.service.sandbox import Limits, parse_size
+from edge.service.supervisor import SandboxedEdge
+from edge.submit.archive import ArchiveLimits
+from edge.submit.cli import admit
+from edge.wire.messages import DEFAULT_LOAD_LIMIT
+
+#: What each option of sep_main / sep_eval configures: (dataclass, field).
+RUN_FIELDS: dict[str, tuple[type, str]] = {
+    "decision_time": (Budget, "decision_time"),
+    "bank": (Budget, "bank"),
+    "call_cap": (Budget, "call_cap"),
+    "battle_time": (Budget, "battle_time"),
+    "max_turns": (MatchSettings, "max_turns"),
+    "max_voids": (MatchSettings, "max_voids"),
+    "alpha": (SprtSettings, "alpha"),
+    "beta": (SprtSettings, "beta"),
+}
+MAIN_FIELDS: dict[str, tuple[type, str]] = {
+    **RUN_FIELDS,
+    "edge_wait": (SourceSpec, "edge_wait"),
+    "edge_loss": (MatchSettings, "edge_loss"),
+    "max_restarts": (ScaleOptions, "max_restarts"),
+}
+LIMIT_FIELDS: dict[str, tuple[type, str]] = {
+    "memory_limit": (Limits, "memory"),
+    "cpu_limit": (Limits, "cpu_seconds"),
+    "file_size_limit": (Limits, "file_size"),
+    "open_files_limit": (Limits, "open_files"),
+}
+#: Options with a number for default that land in no dataclass field (checked elsewhere, or none).
+NOT_FIELDS = {"n", "concurrency", "load_limit", "max_workers", "verbose"}
+
+
+def field_default(cls: type, name: str) -> Any:
+    (found,) = (f for f in dataclasses.fields(cls) if f.name == name)
+    assert found.default is not dataclasses.MISSING, f"{cls.__name__}.{name} has no default"
+    return found.default
+
+
+def as_field_value(name: str, default: Any) -> Any:
+    """A size option's default is text (``4GiB``): the field holds its bytes."""
+    return (
+        parse_size(default) if name in ("memory_limit", "file_size_limit", "max_size") else default
+    )
+
+
+def click_options(command: click.Command) -> dict[str, click.Option]:
+    return {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
+
+
+ADMIT_FIELDS: dict[str, tuple[type, str]] = {"max_size": (ArchiveLimits, "total_bytes")}
+
+
+@pytest.mark.parametrize(
+    ("command", "fields"),
+    [
+        (sep_main, MAIN_FIELDS),
+        (sep_eval, RUN_FIELDS),
+        (sep_edge, LIMIT_FIELDS),
+        (admit, ADMIT_FIELDS),
+    ],
+    ids=["sep_main", "sep_eval", "sep_edge", "sep_submit admit"],
+)
+def test_each_option_default_is_the_default_of_the_field_it_sets(
+    command: click.Command, fields: dict[str, tuple[type, str]]
+) -> None:
+    options = click_options(command)
+    for name, (cls, field) in fields.items():
+        option = options[name]
+        assert as_field_value(name, option.default) == field_default(cls, field), name
+        assert option.show_default, f"--help shows the default of {name}"
+    numbers = {
+        name
+        for name, option in options.items()
+        if isinstance(option.default, int | float) and not isinstance(option.default, bool)
+    }
+    assert numbers <= set(fields) | NOT_FIELDS, "a new option: say above which field it sets"
+
+
+def test_the_edges_other_defaults_are_those_of_what_they_configure() -> None:
+    options = click_options(sep_edge)
+    signature = inspect.signature(SandboxedEdge.__init__)
+    assert options["max_workers"].default == signature.parameters["max_workers"].default
+    checker = {a.dest: a for a in checker_parser()._actions}
+    assert options["load_limit"].default == DEFAULT_LOAD_LIMIT
+    checker_default = inspect.signature(check_user_module).parameters["load_limit"].default
+    assert checker["load_limit"].default == checker_default == DEFAULT_LOAD_LIMIT
+
+
+def test_the_checker_takes_the_edges_limit_options_with_the_same_defaults() -> None:
+    actions = {a.dest: a for a in checker_parser()._actions}
+    edge = click_options(sep_edge)
+    for name, (cls, field) in LIMIT_FIELDS.items():
+        assert actions[name].option_strings == edge[name].opts
+        assert actions[name].default == field_default(cls, field)
+        assert f"default {edge[name].default}" in (actions[name].help or "")
+    assert actions["load_limit"].option_strings == edge["load_limit"].opts
+
+
+def test_the_checker_and_sep_edge_read_the_same_limits_from_the_same_arguments() -> None:
+    argv = ["--memory-limit", "3GiB", "--cpu-limit", "7", "--file-size-limit", "5MiB"]
+    argv += ["--load-limit", "12.5"]
+    with sep_edge.make_context("sep_edge", ["blue", *argv]) as ctx:
+        from_edge = limits_given(ctx.params)
+        edge_load_limit = ctx.params["load_limit"]
+    from_checker = checker_parser().parse_args(["model", *argv])
+    assert from_edge == limits_given(vars(from_checker))
+    assert from_edge == Limits(memory=3 << 30, cpu_seconds=7, file_size=5 << 20)
+    assert edge_load_limit == from_checker.load_limit == 12.5
+
+
+def test_sep_edge_check_hands_the_checker_the_limits_it_was_given() -> None:
+    values = {"memory_limit": "3GiB", "cpu_limit": 7, "load_limit": 12.5}
+    assert limit_argv(values) == ["--memory-limit=3GiB", "--cpu-limit=7", "--load-limit=12.5"]
+    parsed = checker_parser().parse_args(["model", *limit_argv(values)])
+    assert (parsed.memory_limit, parsed.cpu_limit, parsed.load_limit) == (3 << 30, 7, 12.5)
+
+
+@pytest.mark.parametrize("bad", ["0", "601", "soon"])
+def test_the_checker_refuses_a_load_limit_an_edge_refuses(bad: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        checker_parser().parse_args(["model", "--load-limit", bad])
+    assert exit_.value.code == 2
+
+
+def test_a_bad_limit_is_one_line_naming_its_option() -> None:
+    with pytest.raises(ValueError, match=r"^--file-size-limit: not a size: 'lots'"):
+        limits_given({"file_size_limit": "lots"})
+
+
+def test_new_field_defaults_reach_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Change the dataclasses' defaults, declare the options anew: they follow."""
+    changed: dict[str, Any] = {
+        "decision_time": 2.5,
+        "bank": 45.0,
+        "call_cap": 12.0,
+        "battle_time": 400.0,
+        "max_turns": 250,
+        "max_voids": 5,
+        "alpha": 0.01,
+        "beta": 0.02,
+    }
+    for name, value in changed.items():
+        cls, field = RUN_FIELDS[name]
+        monkeypatch.setattr(cls, field, value)
+    run_options = click_options(click.command()(common_options(lambda opts: None)))
+    assert {name: run_options[name].default for name in changed} == changed
+
+    limits = {"memory": 3 << 30, "cpu_seconds": 90, "file_size": 1 << 20, "open_files": 99}
+    for field, value in limits.items():
+        monkeypatch.setattr(Limits, field, value)
+    edge_options = click_options(click.command()(limit_options(lambda limit_values: None)))
+    assert edge_options["memory_limit"].default == "3GiB"
+    assert edge_options["cpu_limit"].default == 90
+    assert edge_options["file_size_limit"].default == "1MiB"
+    assert edge_options["open_files_limit"].default == 99
+    parser = argparse.ArgumentParser()
+    add_limit_arguments(parser)
+    assert vars(parser.parse_args([])) == {
+        "memory_limit": 3 << 30,
+        "cpu_limit": 90,
+        "file_size_limit": 1 << 20,
+        "open_files_limit": 99,
+        "load_limit": DEFAULT_LOAD_LIMIT,
+    }
