@@ -136,7 +136,7 @@ def test_the_singles_samples_refuse_a_doubles_format_in_one_line(model_id, refus
 
 
 def test_the_preflight_names_each_model_that_cannot_play_doubles_in_one_line(tmp_path):
-    package = tmp_path / "multi_asset_doubles"
+    package = tmp_path / "multi_asset_preflight"
     shutil.copytree(ROOT / "tests" / "outside_agents" / "doubles_random", package)
     init = package / "__init__.py"
     init.write_text(init.read_text().replace("return True  # one Agent", "return False  # one"))
@@ -148,7 +148,7 @@ def test_the_preflight_names_each_model_that_cannot_play_doubles_in_one_line(tmp
             ("maxpower", "agents.max_power"),
             ("heuristic", "agents.heuristic"),
             ("learned", "agents.learned_policy"),
-            ("multi_asset", "multi_asset_doubles"),
+            ("multi_asset", "multi_asset_preflight"),
         )
     }
     path = tmp_path / "candidates.json"
