@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 
 if TYPE_CHECKING:
-    from center.env.pokemon_env import PokemonEnv, RewardConfig
+    from center.env.pokemon_env import PokemonEnv
+    from center.env.rounds import RewardConfig
     from center.env.single_env import RandomLegalPolicy, SinglizedEnv
 
 __all__ = ["PokemonEnv", "RandomLegalPolicy", "RewardConfig", "SinglizedEnv"]
 
 _LAZY = {
     "PokemonEnv": "center.env.pokemon_env",
-    "RewardConfig": "center.env.pokemon_env",
+    "RewardConfig": "center.env.rounds",
     "SinglizedEnv": "center.env.single_env",
     "RandomLegalPolicy": "center.env.single_env",
 }

@@ -35,7 +35,8 @@ from poke_env.player import Player
 from center.env.backend import Backend
 from center.env.end_reason import EndReason
 from center.env.playable import mask_size, read_team
-from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv, RewardConfig
+from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv
+from center.env.rounds import RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.game_type import is_doubles_format
 from edge.contract.policy import StandalonePolicy

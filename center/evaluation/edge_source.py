@@ -1,4 +1,4 @@
-"""EdgeSource: each battle's sides as delegators to the blue and red edges (``sep_main``).
+"""EdgeSource: each battle's sides served by the blue and red edges (``sep_main``).
 
 The center reads ``candidates.json`` only as data (ids and teams) and imports no user module: the
 edge that plays a side resolves the model id from its own candidates.json.
@@ -31,14 +31,13 @@ from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
-from center.isolation.delegator import (
+from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import (
     OPEN_TIMEOUT,
-    AgentDelegator,
     EdgeSession,
-    PolicyDelegator,
+    RemoteSide,
     bounded_load_limit,
 )
-from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
 from edge.wire.messages import HelloReply, InstanceConfig
@@ -181,16 +180,12 @@ class EdgeSource:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
-            AgentDelegator(session),
-            PolicyDelegator(session),
+            RemoteSide(session),
             session.agent_full_name,
             budget,
-            in_process=False,
-            opened_s=opened[
-                -1
-            ],  # the open that succeeded; waiting for a lost edge is not the side's
+            # the open that succeeded; waiting for a lost edge is not the side's
+            opened_s=opened[-1],
         )
-        guard.output = lambda: "".join(session.output)
         with self._lock:
             closing = self._closing
             if not closing:

@@ -7,7 +7,7 @@ import math
 import msgpack
 import pytest
 
-from center.isolation.delegator import MAX_LOAD_LIMIT, OPEN_TIMEOUT, bounded_load_limit
+from center.isolation.edge_session import MAX_LOAD_LIMIT, OPEN_TIMEOUT, bounded_load_limit
 from edge.wire.codec import decode_reply, encode_reply
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, Reply
 
@@ -26,13 +26,13 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
 def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
     # A hello reply without the optional load_limit (an edge of 1.4 sent none).
     envelope = {
-        "v": "2.0",
+        "v": "3.0",
         "id": "2",
         "parent": "1",
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {"side": "blue", "protocol_version": "2.0", "models": ["a"], "instance": "x"},
+        "body": {"side": "blue", "protocol_version": "3.0", "models": ["a"], "instance": "x"},
         "output": "",
     }
     reply = decode_reply(msgpack.packb(envelope))
