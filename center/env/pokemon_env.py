@@ -51,10 +51,10 @@ from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.contract.game_type import is_doubles_format
+from edge.contract.orders import canonical_order, default_order
 from edge.errors import InvalidActionError
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import canonical_order, default_order
 
 logger = logging.getLogger(__name__)
 

@@ -39,10 +39,10 @@ from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv
 from center.env.rounds import RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.game_type import is_doubles_format
+from edge.contract.orders import MAX_INVALID_RETRIES
 from edge.contract.policy import StandalonePolicy
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import MAX_INVALID_RETRIES
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from center.evaluation.records import SIDE_STATUSES
 from center.evaluation.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
 from edge.contract.decision import Decision
+from edge.contract.orders import canonical_order, default_order
 from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError
-from edge.maple.orders import canonical_order, default_order
 
 __all__ = ["INFRASTRUCTURE_REASONS", "drive_battle", "forfeit_reason"]
 
