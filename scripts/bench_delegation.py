@@ -579,7 +579,12 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=10.0, help="seconds per throughput configuration"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="interleaved throughput rounds (0: no throughput part)",
+    )
     parser.add_argument(
         "--startups", type=int, default=100, help="sessions opened on fresh (and reused) workers"
     )
@@ -622,7 +627,7 @@ def main() -> None:
                 )
                 fresh_ms, reused_ms = measure_startup(client, battles[0].username, args.startups)
                 rounds: dict[int, list[tuple[int, float, list[float]]]] = {1: [], args.sessions: []}
-                per_round = args.seconds / args.rounds
+                per_round = args.seconds / max(args.rounds, 1)
                 for _ in range(args.rounds):
                     for k in (1, args.sessions):
                         rounds[k].append(measure_throughput(client, battles, k, per_round))
@@ -680,6 +685,8 @@ def main() -> None:
     )
     print(f"  edge log, fork to serving: {fork_line or 'not found'}")
     print()
+    if not args.rounds:  # --rounds 0: no throughput part
+        return
     rate = {}
     for k, results in rounds.items():
         decisions = sum(r[0] for r in results)
