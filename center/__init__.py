@@ -1,8 +1,8 @@
 """The center: what the organizer's host runs.
 
 Showdown server management, the Maple ``PokemonEnv`` (multi-agent, PettingZoo) and ``SinglizedEnv``
-(single-agent, Gymnasium), the delegators standing in for remote agents, matches, leagues and their
-results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
+(single-agent, Gymnasium), the sides that decide (in-process or on an edge), matches, leagues and
+their results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
 ``MaplePokemonSim-v0`` (on the seeded simulator), and their doubles twins
 ``MaplePokemonDoubles-v0`` and ``MaplePokemonDoublesSim-v0``, with Gymnasium, so
 ``gymnasium.make("center:MaplePokemon-v0")`` works; the heavy modules load on first use.

@@ -7,7 +7,7 @@ returns its :class:`BattleRecord` after writing the replay and the raw protocol 
 reused from battle to battle), appending each record to battles.csv as it finishes.
 
 Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
-or delegators talking to edges (``sep_main``). A battle that fails because of the center's own
+or remote sides served by edges (``sep_main``). A battle that fails because of the center's own
 infrastructure (Showdown or the simulator host died, no battle could be started) is not recorded, so
 a rerun replays it; what a side does wrong is always recorded, with its status.
 
