@@ -1,8 +1,8 @@
 """The center: what the organizer's host runs.
 
 Showdown server management, the Maple ``PokemonEnv`` (multi-agent, PettingZoo) and ``SinglizedEnv``
-(single-agent, Gymnasium), the delegators standing in for remote agents, matches, leagues and their
-results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
+(single-agent, Gymnasium), the sides that decide (in-process or on an edge), matches, leagues and
+their results. Importing ``center`` registers ``MaplePokemon-v0`` (on the Showdown server) and
 ``MaplePokemonSim-v0`` (on the seeded simulator), and their doubles twins
 ``MaplePokemonDoubles-v0`` and ``MaplePokemonDoublesSim-v0``, with Gymnasium, so
 ``gymnasium.make("center:MaplePokemon-v0")`` works; the heavy modules load on first use.
@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 
 if TYPE_CHECKING:
-    from center.env.pokemon_env import PokemonEnv, RewardConfig
+    from center.env.pokemon_env import PokemonEnv
+    from center.env.rounds import RewardConfig
     from center.env.single_env import RandomLegalPolicy, SinglizedEnv
 
 __all__ = ["PokemonEnv", "RandomLegalPolicy", "RewardConfig", "SinglizedEnv"]
 
 _LAZY = {
     "PokemonEnv": "center.env.pokemon_env",
-    "RewardConfig": "center.env.pokemon_env",
+    "RewardConfig": "center.env.rounds",
     "SinglizedEnv": "center.env.single_env",
     "RandomLegalPolicy": "center.env.single_env",
 }

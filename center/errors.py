@@ -167,7 +167,7 @@ class CallTimeout(SideError, TimeoutError):
 
 
 class SideDisconnected(SideError, ConnectionError):
-    """The side's edge is gone (raised by delegators)."""
+    """The side's edge is gone (raised by its edge session)."""
 
 
 class RemoteUserError(SideError):

@@ -35,14 +35,14 @@ from poke_env.battle import Battle
 
 from center.env import frames as frame_registry
 from center.errors import EdgeCallError
-from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import EdgeSession, RemoteSide
 from edge.contract.agent import Agent
 from edge.contract.candidates import load_candidates
 from edge.contract.policy import StandalonePolicy
 from edge.contract.user_module import UserModel
 from edge.maple.replica import ReplicaBattle
-from edge.wire.messages import CloseSessionRequest, InstanceConfig, OpenSessionRequest, policy_mask
+from edge.wire.messages import CloseSessionRequest, InstanceConfig, OpenSessionRequest
 
 logger = logging.getLogger(__name__)
 
@@ -327,7 +327,8 @@ class InProcessSide:
 
 
 class DelegatedSide:
-    """The same Agent/Policy on the edge, through AgentDelegator/PolicyDelegator.
+    """The same Agent/Policy on the edge, as the match asks a remote side: one ``decide`` request
+    per decision (:class:`RemoteSide`).
 
     The center's Battle is a real poke-env Battle registered with its growing frame list (as
     EnvPlayer does); it is not parsed here, because the center parses it in both modes alike.
@@ -336,51 +337,28 @@ class DelegatedSide:
     def __init__(self, client: EdgeClient) -> None:
         self.client = client
         self.session: EdgeSession | None = None
-        self.agent: AgentDelegator | None = None
-        self.policy: PolicyDelegator | None = None
+        self.side: RemoteSide | None = None
         self.battle: Battle | None = None
         self.frames: list[str] = []
-        self.call_ms: dict[str, list[float]] = {
-            "makeObs (the decide round trip)": [],
-            "policy.step (its answer)": [],
-            "deploy (its answer)": [],
-        }
+        self.call_ms: dict[str, list[float]] = {"decide (one round trip)": []}
 
     def new_battle(self, username: str) -> None:
         self.close()
         config = InstanceConfig("blue", "player_0", "gen9bssfactory", 0)
         self.session = EdgeSession(self.client, TRIVIAL_ID, config, username)
-        self.agent = AgentDelegator(self.session)
-        self.policy = PolicyDelegator(self.session)
+        self.side = RemoteSide(self.session)
         self.battle = Battle("battle-bench", username, logger, gen=9)
         self.frames = []
         frame_registry.register(self.battle, self.frames)
 
     def decide(self, chunk: list[str], turn: int, split: bool = False) -> str:
-        assert self.agent is not None and self.policy is not None and self.battle is not None
-        agent, battle = self.agent, self.battle
+        assert self.side is not None and self.battle is not None
         self.frames.extend(chunk)  # what EnvPlayer does when Showdown's messages arrive
         t0 = time.perf_counter()
-        agent.expect_step(0.0, _info(None, turn))  # PokemonEnv's cooperation
-        obs = agent.makeObs(battle)
-        mask = agent.action_mask(battle)
-        t1 = time.perf_counter()
-        action = self.policy.step(
-            obs,
-            0.0,
-            False,
-            _info(policy_mask(mask, agent.action_space), turn),
-            self.session.agent_full_name if self.session else "",
-            agent.observation_space,
-            agent.action_space,
-        )
-        t2 = time.perf_counter()
-        order = str(agent.deploy(battle, action))
+        decision = self.side.decide(self.battle, 0.0, _info(None, turn), False, timeout=30.0)
         if split:
-            t3 = time.perf_counter()
-            for name, ms in zip(self.call_ms, (t1 - t0, t2 - t1, t3 - t2), strict=True):
-                self.call_ms[name].append(ms * 1e3)
-        return order
+            self.call_ms["decide (one round trip)"].append((time.perf_counter() - t0) * 1e3)
+        return str(decision.order)
 
     def close(self) -> None:
         if self.session is not None:
@@ -581,7 +559,12 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=10.0, help="seconds per throughput configuration"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="interleaved throughput rounds (0: no throughput part)",
+    )
     parser.add_argument(
         "--startups", type=int, default=100, help="sessions opened on fresh (and reused) workers"
     )
@@ -624,7 +607,7 @@ def main() -> None:
                 )
                 fresh_ms, reused_ms = measure_startup(client, battles[0].username, args.startups)
                 rounds: dict[int, list[tuple[int, float, list[float]]]] = {1: [], args.sessions: []}
-                per_round = args.seconds / args.rounds
+                per_round = args.seconds / max(args.rounds, 1)
                 for _ in range(args.rounds):
                     for k in (1, args.sessions):
                         rounds[k].append(measure_throughput(client, battles, k, per_round))
@@ -682,6 +665,8 @@ def main() -> None:
     )
     print(f"  edge log, fork to serving: {fork_line or 'not found'}")
     print()
+    if not args.rounds:  # --rounds 0: no throughput part
+        return
     rate = {}
     for k, results in rounds.items():
         decisions = sum(r[0] for r in results)

@@ -25,6 +25,8 @@ COPIED = [
     ("edge/contract/agent.py", "maple/agent.py"),
     ("edge/contract/policy.py", "maple/policy_base.py"),
     ("edge/contract/game_type.py", "maple/game_type.py"),
+    ("edge/contract/request.py", "maple/request.py"),
+    ("edge/contract/doubles_slots.py", "maple/doubles_slots.py"),
     *(
         (f"edge/maple/{name}.py", f"maple/{name}.py")
         for name in (
@@ -51,8 +53,8 @@ REWRITES = [
     (re.compile(r"^(\s*)from edge\.errors import", re.M), r"\1from .errors import"),
     (re.compile(r"^(\s*)from edge\.contract\.agent import", re.M), r"\1from .agent import"),
     (
-        re.compile(r"^(\s*)from edge\.contract\.game_type import", re.M),
-        r"\1from .game_type import",
+        re.compile(r"^(\s*)from edge\.contract\.(game_type|request|doubles_slots) import", re.M),
+        r"\1from .\2 import",
     ),
     (
         re.compile(r"^(\s*)from edge\.contract\.policy import", re.M),

@@ -15,7 +15,7 @@ import numpy as np
 from poke_env.data import GenData
 
 from agents.max_power.policy import STAB, FeatureIndex
-from edge.maple.doubles_action_helper import PASS, decode
+from edge.contract.doubles_slots import PASS, decode
 from edge.maple.doubles_agent import DOUBLES_SPEC_PATH
 from edge.maple.state_observer import StateObserver
 

@@ -9,7 +9,7 @@ Two backends play the same battles behind one interface
   (:class:`~center.env.sim_session.SimSession`), seeded: the same seed gives the same battle.
 
 Either way each player's protocol frames feed that player's poke-env ``Battle`` and are registered
-in :mod:`center.env.frames`, so agents, delegators and edges cannot tell the backends apart.
+in :mod:`center.env.frames`, so agents, remote sides and edges cannot tell the backends apart.
 
 Everything that differs between backends is a field of its :class:`BackendSpec` (looked up with
 :func:`backend_spec`); no other module compares a backend's name. A new backend is a row of

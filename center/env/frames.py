@@ -1,9 +1,9 @@
 """Where the raw Showdown frames of each battle live, for whoever needs them after the fact.
 
 ``EnvPlayer`` records, per battle, every raw message it received, in order, and registers that list
-here under the poke-env ``Battle`` object. An ``AgentDelegator`` looks the list up from the battle it
-is handed (the Agent interface passes nothing else) and forwards the frames it has not sent yet; the
-match runner writes the same list as the battle's protocol log.
+here under the poke-env ``Battle`` object. A remote side (``center.isolation.edge_session``) looks
+the list up from the battle it decides on and forwards the frames it has not sent yet; the match
+runner writes the same list as the battle's protocol log.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """PokemonEnv: the Maple multi-agent environment (PettingZoo parallel API) on Pokémon Showdown.
 
 Agents are ``player_0`` and ``player_1``. Observations and orders go through one Agent object per
-player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.MapleAgent`), so an
-``AgentDelegator`` can stand in for a remote agent without the environment noticing.
+player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.MapleAgent`): plain
+Agents, for training. (A match between candidates drives the battle's seats itself with whole
+decisions, :mod:`center.evaluation.match`, with the rewards and infos of :mod:`center.env.rounds`.)
 
 Battles run on a backend (``center.env.backend``): ``backend="server"`` (the default, as the
 environment's specification requires) plays on the local Showdown server over WebSocket;
@@ -23,14 +24,13 @@ A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it wa
 side): its action is ignored, and its observation is the one of its last decision (its Agent's
 ``makeObs`` is called once per decision, and once more when the episode ends). An illegal action
 earns ``rewards.invalid`` at once and leaves the same request open; the order is never sent to
-Showdown. The action ``PLAY_DEFAULT`` plays Showdown's default choice without asking the Agent.
+Showdown. The action ``DefaultChoice.PLAY_DEFAULT`` plays Showdown's default choice without asking the Agent.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
@@ -42,19 +42,19 @@ from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest, backend_spec
-from center.env.cooperation import ExpectsStep, HearsRefusals
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
 from center.env.playable import mask_size, playable_format
+from center.env.rounds import RewardConfig, RoundEnd, idle_mask, settle_round, step_info
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.contract.game_type import is_doubles_format
+from edge.contract.orders import canonical_order, default_order
 from edge.errors import InvalidActionError
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import canonical_order, default_order
 
 logger = logging.getLogger(__name__)
 
@@ -68,19 +68,7 @@ class DefaultChoice(Enum):
     PLAY_DEFAULT = "play_default"
 
 
-PLAY_DEFAULT = DefaultChoice.PLAY_DEFAULT
 SIDES = {"player_0": "blue", "player_1": "red"}
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    """Rewards: win, loss and tie at the end; ``invalid`` at once for an illegal action (the Maple
-    specification's multi-agent variant uses win=10, loss=-10)."""
-
-    win: float = 1.0
-    loss: float = -1.0
-    tie: float = 0.0
-    invalid: float = -0.01
 
 
 class PokemonEnv(ParallelEnv[str, Any, Any]):
@@ -217,6 +205,12 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             )
         return opponent
 
+    def set_teams(self, teams: dict[str, str | None]) -> None:
+        """Teams for the next battles (formats where teams are brought), keeping the connections."""
+        self._teams = teams
+        if self._session is not None:
+            self._session.set_teams(teams)
+
     def set_agents(
         self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None
     ) -> None:
@@ -232,9 +226,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self.observation_spaces = {p: agents[p].observation_space for p in self.possible_agents}
         self.action_spaces = {p: agents[p].action_space for p in self.possible_agents}
         if teams is not None:
-            self._teams = teams
-            if self._session is not None:
-                self._session.set_teams(teams)
+            self.set_teams(teams)
 
     def usernames(self) -> dict[str, str]:
         """The Showdown username of each controlled player (logging them in if needed)."""
@@ -272,7 +264,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         ``sim`` backend the battle's seed is ``seed`` (or, without one, drawn from the generator a
         previous ``reset(seed)`` seeded), so the whole episode is reproducible.
         """
-        session = self.session
+        _ = self.session  # opened (or refused, once closed) before any Agent is seeded
         if seed is not None:
             self._np_random = np.random.default_rng(seed)
         episode_seed = seed if seed is not None else int(self._np_random.integers(2**31))
@@ -281,16 +273,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             # From the secret: an Agent's seed must not tell it the battle's seed.
             agent.seed(self.run_secret.agent_seed(episode_seed, agent_name, SEED_BOUND))
             agent.reset()
-        battle_seed = episode_seed if backend_spec(self.backend).seeded else None
-        self.end_reason = None
-        self._over = False
-        self.agents = list(self.possible_agents)
-        try:
-            session.start_battle(self.reset_timeout, seed=battle_seed)
-        except Exception:
-            self.agents = []
-            self._over = True
-            raise
+        self.start_battle(episode_seed)
         no_invalid = dict.fromkeys(self.possible_agents, False)
         self._observed = {}
         observations = {p: self._observe(p) for p in self.possible_agents}
@@ -303,6 +286,41 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             infos,
         )
         return observations, infos
+
+    def start_battle(self, seed: int) -> None:
+        """Start the episode's battle (seeded by ``seed`` on a seeded backend) without asking any
+        Agent: what ``reset`` does after seeding the Agents, for a caller that decides itself."""
+        session = self.session
+        battle_seed = seed if backend_spec(self.backend).seeded else None
+        self.end_reason = None
+        self._over = False
+        self.agents = list(self.possible_agents)
+        try:
+            session.start_battle(self.reset_timeout, seed=battle_seed)
+        except Exception:
+            self.agents = []
+            self._over = True
+            raise
+
+    @property
+    def over(self) -> bool:
+        """The episode's battle has ended (or none has started)."""
+        return self._over
+
+    def end_round(self) -> RoundEnd | None:
+        """Once every player that had to act has chosen: wait for Showdown's answer and end the
+        episode if the battle ended (see :func:`center.env.rounds.settle_round`)."""
+        end = settle_round(
+            self.session,
+            self.agents,
+            self.rewards,
+            step_timeout=self.step_timeout,
+            max_turns=self.max_turns,
+        )
+        if end is not None:
+            self.end_reason = end.reason
+            self._over = True
+        return end
 
     def step(
         self, actions: dict[str, Any], return_masks: bool = False
@@ -319,7 +337,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             if seat.state is not SeatState.NEEDS_ACTION or name not in actions:
                 continue
             assert seat.battle is not None
-            if actions[name] is PLAY_DEFAULT:
+            if actions[name] is DefaultChoice.PLAY_DEFAULT:
                 session.submit(name, default_order(seat.battle))
                 continue
             agent = self.agent_objects[name]
@@ -335,9 +353,6 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 message = canonical_order(seat.battle, order)
             except ValueError as exc:  # InvalidActionError is one
                 logger.debug("%s: illegal order %r: %s", name, order, exc)
-                if isinstance(agent, HearsRefusals):
-                    reason = exc if isinstance(exc, InvalidActionError) else InvalidActionError(exc)
-                    agent.order_refused(reason)
                 rewards[name] += self.rewards.invalid
                 invalid[name] = True
                 continue
@@ -345,41 +360,13 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
 
         terminated = dict.fromkeys(self.agents, False)
         truncated = dict.fromkeys(self.agents, False)
-        if not any(session.seats[n].state is SeatState.NEEDS_ACTION for n in self.agents):
-            outcome = session.await_round(self.step_timeout)
-            if outcome == "disconnected":
-                logger.warning("lost the connection to Showdown: %s", session.disconnect_detail)
-                self._end(EndReason.DISCONNECT, truncated, rewards, self.rewards.loss)
-            elif outcome == "timeout":
-                warnings.warn(
-                    f"no answer from Showdown within STEP_TIMEOUT={self.step_timeout:.0f}s; "
-                    "the episode is truncated",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                session.abandon()
-                self._end(EndReason.STEP_TIMEOUT, truncated, rewards, 0.0)
-            elif session.finished:
-                for name in self.agents:
-                    battle = session.seats[name].battle
-                    assert battle is not None
-                    rewards[name] += (
-                        self.rewards.win
-                        if battle.won
-                        else self.rewards.loss
-                        if battle.lost
-                        else self.rewards.tie
-                    )
-                    terminated[name] = True
-                # With an outside opponent only the learner's battle is here: a loss is decided too.
-                decided = any(b.won or b.lost for b in self._battles())
-                self.end_reason = EndReason.WIN if decided else EndReason.TIE
-                self._over = True
-            elif self.max_turns is not None and self._turn() > self.max_turns:
-                session.abandon()
-                self._end(EndReason.MAX_TURNS, truncated, rewards, self.rewards.tie)
+        end = self.end_round()
+        if end is not None:
+            for name in self.agents:
+                (terminated if end.terminated else truncated)[name] = True
+                rewards[name] += end.rewards[name]
 
-        observations = {p: self._observe(p, rewards[p], invalid[p]) for p in self.agents}
+        observations = {p: self._observe(p) for p in self.agents}
         rewards32 = {p: np.float32(r) for p, r in rewards.items()}
         infos = {p: self._info(p, invalid) for p in self.agents}
         if self._over:
@@ -395,19 +382,6 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             return observations, rewards32, terminated, truncated, infos, self._masks(infos)
         return observations, rewards32, terminated, truncated, infos
 
-    def _end(
-        self,
-        reason: EndReason,
-        truncated: dict[str, bool],
-        rewards: dict[str, float],
-        value: float,
-    ) -> None:
-        self.end_reason = reason
-        self._over = True
-        for name in self.agents:
-            truncated[name] = True
-            rewards[name] += value
-
     def _step_after_end(self, return_masks: bool) -> tuple[dict[str, Any], ...]:
         if self._last is None:
             raise EnvError("call reset() before step()")
@@ -422,13 +396,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
 
     # -- observations and info ------------------------------------------------------------------
 
-    def _battles(self) -> list[AbstractBattle]:
-        return [b for b in (self.battle(p) for p in self.possible_agents) if b is not None]
-
-    def _turn(self) -> int:
-        return max((b.turn for b in self._battles()), default=0)
-
-    def _observe(self, name: str, reward: float = 0.0, invalid: bool = False) -> Any:
+    def _observe(self, name: str) -> Any:
         """The player's observation: a new one (``makeObs``) when it must act or the episode is
         over; while it waits for the other side, the one of its last decision, without calling
         its Agent (a remote Agent costs no round trip for it)."""
@@ -436,27 +404,16 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             return self._observed[name]
         battle = self.battle(name)
         assert battle is not None
-        agent = self.agent_objects[name]
-        # A guarded or remote Agent takes a whole decision in one call when it knows, before
-        # makeObs, what the policy's step will be given (the mask aside, which makeObs gives):
-        # while the battle goes on, the next decision's; at its end, the policy's last step.
-        if isinstance(agent, ExpectsStep):
-            if self._needs_action(name):
-                info = self._info(name, {name: invalid}, mask=False)
-                agent.expect_step(float(np.float32(reward)), info)
-            elif self._over:
-                info = self._info(name, {name: invalid})
-                agent.expect_step(float(np.float32(reward)), info, done=True)
-        observation = self._observed[name] = agent.makeObs(battle)
+        observation = self._observed[name] = self.agent_objects[name].makeObs(battle)
         return observation
 
     def _needs_action(self, name: str) -> bool:
         return not self._over and self.session.seats[name].state is SeatState.NEEDS_ACTION
 
     def _mask(self, name: str) -> np.ndarray | None:
-        size = mask_size(self.action_spaces[name])
         if not self._needs_action(name):
-            return np.zeros(size, dtype=np.int8) if size else None
+            return idle_mask(self.action_spaces[name])
+        size = mask_size(self.action_spaces[name])
         battle = self.battle(name)
         assert battle is not None
         mask = self.agent_objects[name].action_mask(battle)
@@ -464,19 +421,16 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             mask = np.ones(size, dtype=np.int8)
         return mask
 
-    def _info(self, name: str, invalid: dict[str, bool], mask: bool = True) -> dict[str, Any]:
+    def _info(self, name: str, invalid: dict[str, bool]) -> dict[str, Any]:
         battle = self.battle(name)
         assert battle is not None
-        needs = self._needs_action(name)
-        return {
-            "needs_action": needs,
-            "team_preview": needs and bool(battle.teampreview),
-            "action_mask": self._mask(name) if mask else None,
-            "invalid_action": invalid.get(name, False),
-            "turn": battle.turn,
-            "battle_tag": battle.battle_tag,
-            "end_reason": self.end_reason,
-        }
+        return step_info(
+            battle,
+            needs_action=self._needs_action(name),
+            invalid=invalid.get(name, False),
+            end_reason=self.end_reason,
+            mask=self._mask(name),
+        )
 
     @staticmethod
     def _masks(infos: dict[str, dict[str, Any]]) -> dict[str, Any]:

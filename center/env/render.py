@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
-from edge.maple.battle_view import doubles_move_slots, move_slots, request_party
+from edge.contract.request import request_party
+from edge.maple.battle_view import doubles_move_slots, move_slots
 
 
 def _mon(mon: Pokemon, own: bool) -> str:

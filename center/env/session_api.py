@@ -3,7 +3,7 @@
 Which backends there are, and how each one's session is made, is the table of
 :mod:`center.env.backend`; a session (:class:`~center.env.battle_session.BattleSession`,
 :class:`~center.env.sim_session.SimSession`) implements :class:`BattleBackend`, so agents,
-delegators and edges cannot tell the backends apart.
+remote sides and edges cannot tell the backends apart.
 """
 
 from __future__ import annotations

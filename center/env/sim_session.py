@@ -2,7 +2,7 @@
 
 Each seat's frames (formatted as the server would send them, see ``center.showdown.sim_battle``)
 feed a :class:`~edge.maple.replica.ReplicaBattle` for that seat, the same code that rebuilds a
-battle on an edge, and are registered in :mod:`center.env.frames` for the delegators and the logs.
+battle on an edge, and are registered in :mod:`center.env.frames` for the remote sides and the logs.
 The simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
 orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
 

@@ -19,13 +19,14 @@ from poke_env.player import Player
 from center.env.backend import Backend
 from center.env.end_reason import EndReason
 from center.env.playable import mask_size, read_team
-from center.env.pokemon_env import PLAY_DEFAULT, PLAYERS, SIDES, PokemonEnv, RewardConfig
+from center.env.pokemon_env import PLAYERS, SIDES, DefaultChoice, PokemonEnv
+from center.env.rounds import RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.game_type import is_doubles_format
+from edge.contract.orders import MAX_INVALID_RETRIES
 from edge.contract.policy import StandalonePolicy
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
-from edge.maple.orders import MAX_INVALID_RETRIES
 
 logger = logging.getLogger(__name__)
 
@@ -182,13 +183,19 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         me, opp = PLAYERS
         # The learner's illegal actions in a row are bounded as in the match runner: then the
         # default move is played for it, so no policy (a deterministic one above all) stalls.
-        actions = {me: PLAY_DEFAULT if self._invalid_in_a_row >= MAX_INVALID_RETRIES else action}
+        actions = {
+            me: DefaultChoice.PLAY_DEFAULT
+            if self._invalid_in_a_row >= MAX_INVALID_RETRIES
+            else action
+        }
         total = 0.0
         opp_invalid = 0
         while True:
             if self._policy is not None and self._opp is not None and self._opp[3]["needs_action"]:
                 actions[opp] = (
-                    PLAY_DEFAULT if opp_invalid >= MAX_INVALID_RETRIES else self._opponent_action()
+                    DefaultChoice.PLAY_DEFAULT
+                    if opp_invalid >= MAX_INVALID_RETRIES
+                    else self._opponent_action()
                 )
             observations, rewards, terminated, truncated, infos = self.env.step(actions)
             total += float(rewards[me])

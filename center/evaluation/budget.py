@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edge.contract.orders import MAX_INVALID_RETRIES
 from edge.contract.runner import UserFailure
-from edge.maple.orders import MAX_INVALID_RETRIES
 
 __all__ = ["Budget", "clock_failure"]
 

@@ -1,4 +1,4 @@
-"""EdgeSource: each battle's sides as delegators to the blue and red edges (``sep_main``).
+"""EdgeSource: each battle's sides served by the blue and red edges (``sep_main``).
 
 The center reads ``candidates.json`` only as data (ids and teams) and imports no user module: the
 edge that plays a side resolves the model id from its own candidates.json.
@@ -31,17 +31,11 @@ from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
-from center.isolation.delegator import (
-    OPEN_TIMEOUT,
-    AgentDelegator,
-    EdgeSession,
-    PolicyDelegator,
-    bounded_load_limit,
-)
 from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_limit
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
-from edge.wire.messages import HelloReply, InstanceConfig
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, InstanceConfig
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +129,7 @@ class EdgeSource:
         config = InstanceConfig(side, player, battle_format, agent_seed)
         client = self.clients[side]
         # The open counts on the side's battle clock: it never waits past the clock either.
-        load_limit = min(self.load_limits.get(side, OPEN_TIMEOUT), budget.battle_time)
+        load_limit = min(self.load_limits.get(side, DEFAULT_LOAD_LIMIT), budget.battle_time)
         opened: list[float] = []
 
         def open_session() -> EdgeSession:
@@ -165,7 +159,7 @@ class EdgeSource:
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
             if exc.ename == "TimeoutError" and load_limit < self.load_limits.get(
-                side, OPEN_TIMEOUT
+                side, DEFAULT_LOAD_LIMIT
             ):
                 # The edge stopped the open at the deadline it was given: the battle clock's.
                 return _out_of_time(model_id, budget, opened[-1])
@@ -181,16 +175,12 @@ class EdgeSource:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
-            AgentDelegator(session),
-            PolicyDelegator(session),
+            RemoteSide(session),
             session.agent_full_name,
             budget,
-            in_process=False,
-            opened_s=opened[
-                -1
-            ],  # the open that succeeded; waiting for a lost edge is not the side's
+            # the open that succeeded; waiting for a lost edge is not the side's
+            opened_s=opened[-1],
         )
-        guard.output = lambda: "".join(session.output)
         with self._lock:
             closing = self._closing
             if not closing:

@@ -13,20 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
-import numpy as np
 
 from center.evaluation.budget import Budget
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
-from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
-from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
 from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import UserFailure
 from edge.contract.user_module import UserModel
+from edge.wire.messages import CallUsage
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +83,7 @@ class InProcessSource:
             policy = model.new_policy()
             name = model.agent_full_name(policy)
             opened = time.perf_counter() - start  # on the battle clock, as an edge's open is
-            return SideGuard(agent, policy, name, budget, in_process=True, opened_s=opened)
+            return SideGuard(InProcessSide(agent, policy, name), name, budget, opened_s=opened)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
             failure = UserFailure.of(exc, "loading the model")
             return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
@@ -96,19 +95,26 @@ class InProcessSource:
         return self.candidates[model_id].team
 
 
-class _NoAgent(Agent):
-    """Stands in for an Agent that could not be built; its side forfeits at once."""
+class _NoSide:
+    """Stands in for a side that could not be set up; it forfeits at once and is never asked."""
+
+    queues = False
+    last_usage: CallUsage | None = None
 
     def __init__(self) -> None:
-        super().__init__({}, {})
-        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
-        self.action_space = gymnasium.spaces.Discrete(11)
+        self.observation_space: gymnasium.Space[Any] = gymnasium.spaces.Box(0.0, 1.0, (1,))
+        self.action_space: gymnasium.Space[Any] = gymnasium.spaces.Discrete(11)
 
-    def makeObs(self, battle: Any) -> np.ndarray:
-        return np.zeros(1, np.float32)
+    def decide(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a failed side is never asked")
 
-    def deploy(self, battle: Any, action: Any) -> str:
-        return "/choose default"
+    reset = episode_end = decide
+
+    def output(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
 
 
 def failed_side(
@@ -119,8 +125,6 @@ def failed_side(
     failure: UserFailure | None = None,
 ) -> SideGuard:
     """A side that has already failed (so the battle is recorded as its forfeit)."""
-    guard = SideGuard(
-        _NoAgent(), StandalonePolicy(), f"{model_id}:{model_id}:none", budget, in_process=True
-    )
+    guard = SideGuard(_NoSide(), f"{model_id}:{model_id}:none", budget)
     guard.fail(status, f"setting up {model_id}: {detail}", failure)
     return guard

@@ -1,12 +1,13 @@
 """Playing scheduled battles between candidates and recording them.
 
-:func:`play_battle` plays one battle in a :class:`PokemonEnv` between two :class:`SideGuard`-wrapped
-sides and returns its :class:`BattleRecord` after writing the replay and the raw protocol log.
+:func:`play_battle` plays one battle on a :class:`PokemonEnv`'s battle session between two
+:class:`SideGuard`-held sides, each deciding in one call (:mod:`center.evaluation.battle_loop`), and
+returns its :class:`BattleRecord` after writing the replay and the raw protocol log.
 :func:`run_battles` plays a list of scheduled battles K at a time (one PokemonEnv per worker thread,
 reused from battle to battle), appending each record to battles.csv as it finishes.
 
 Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
-or delegators talking to edges (``sep_main``). A battle that fails because of the center's own
+or remote sides served by edges (``sep_main``). A battle that fails because of the center's own
 infrastructure (Showdown or the simulator host died, no battle could be started) is not recorded, so
 a rerun replays it; what a side does wrong is always recorded, with its status.
 
@@ -37,10 +38,10 @@ from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battle_files import remove_battle_files
+from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
 from center.evaluation.records import (
-    SIDE_STATUSES,
     BattleRecord,
     SideStatus,
     Winner,
@@ -51,7 +52,7 @@ from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.evaluation.side_guard import DEFAULT_ACTION, SideGuard
+from center.evaluation.side_guard import SideGuard
 from center.evaluation.side_opening import open_sides
 from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
 from center.files import COMPRESSED_SUFFIX
@@ -61,12 +62,9 @@ from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
 
-# What ends a battle on the center's side: not recorded, the battle is replayed.
-_INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
-
 
 class SideSource(Protocol):
-    """Provides each battle's sides: a guarded Agent and Policy for a candidate on a side."""
+    """Provides each battle's sides: a guarded side for a candidate on a side."""
 
     def open_side(
         self,
@@ -78,7 +76,7 @@ class SideSource(Protocol):
         username: str,
         agent_seed: int | None = None,
     ) -> SideGuard:
-        """The candidate's side for this battle (a fresh Agent, a policy, a fresh guard).
+        """The candidate's side for this battle (a fresh Agent and policy, a fresh guard).
 
         ``username`` is the Showdown name of the center's player for that side (an edge's replica
         battle needs it to tell its own side from the opponent's). ``agent_seed`` is the Agent's
@@ -125,61 +123,13 @@ def play_battle(
     sides: dict[str, SideGuard],
     settings: MatchSettings,
 ) -> BattleRecord:
-    """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record."""
+    """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record
+    (:func:`~center.evaluation.battle_loop.drive_battle` plays it)."""
     started_at, start = utc_now(), time.perf_counter()
-    budget = settings.budget
-    observations, infos = env.reset(seed=scheduled.seed)
-    rewards: dict[str, Any] = dict.fromkeys(PLAYERS, 0.0)
-    retries = dict.fromkeys(PLAYERS, 0)
-    invalid = dict.fromkeys(PLAYERS, 0)
-    forfeited: str | None = None
-    while env.agents:
-        forfeited = _first_fatal(sides)
-        if forfeited:
-            break
-        actions = {}
-        for p in env.agents:
-            if not infos[p]["needs_action"]:
-                continue
-            if retries[p] >= budget.max_invalid_retries:
-                actions[p] = DEFAULT_ACTION
-            else:
-                actions[p] = sides[p].act(observations[p], float(rewards[p]), False, infos[p])
-        forfeited = _first_fatal(sides)
-        if forfeited:
-            break
-        observations, rewards, _, _, infos = env.step(actions)
-        for p, info in infos.items():
-            if info["invalid_action"]:
-                invalid[p] += 1
-                retries[p] += 1
-                sides[p].stats.note(SideStatus.INVALID)
-            elif p in actions:
-                retries[p] = 0
-    if forfeited is None and env.end_reason in _INFRASTRUCTURE_REASONS:
+    forfeited, invalid = drive_battle(env, scheduled.seed, sides, settings.budget)
+    if forfeited is None and env.end_reason in INFRASTRUCTURE_REASONS:
         raise InfrastructureError(f"{scheduled.battle_id}: Showdown failed ({env.end_reason})")
-    if forfeited is not None:
-        env.forfeit(forfeited, reason=_forfeit_reason(sides[forfeited]))
-    for p in PLAYERS:
-        if forfeited is None:
-            sides[p].finish(observations.get(p), float(rewards.get(p, 0.0)), infos.get(p, {}))
     return _record(env, scheduled, sides, settings, forfeited, invalid, started_at, start)
-
-
-def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
-    for p in PLAYERS:
-        if sides[p].fatal is not None:
-            return p
-    return None
-
-
-def _forfeit_reason(side: SideGuard) -> EndReason:
-    """The end reason of a battle that ``side`` forfeited, by its fatal status (the status table's
-    ``forfeit_reason``: SideGuard makes only those statuses fatal)."""
-    reason = SIDE_STATUSES[side.stats.status].forfeit_reason
-    if reason is None:
-        raise ValueError(f"{side.stats.status} is not a status that forfeits a battle")
-    return reason
 
 
 def _record(
@@ -201,7 +151,7 @@ def _record(
         winner = (
             Winner.NONE if both_failed else Winner.RED if forfeited == "player_0" else Winner.BLUE
         )
-        end_reason = _forfeit_reason(sides[forfeited])
+        end_reason = forfeit_reason(sides[forfeited])
     elif env.end_reason == EndReason.WIN:
         winner = Winner.BLUE if blue_battle.won else Winner.RED
         end_reason = EndReason.WIN
@@ -480,9 +430,8 @@ def _play_one(
             source.close_side,
             scheduled.battle_id,
         )
-        env.set_agents(
-            {p: sides[p].agent for p in PLAYERS},
-            teams={p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS},
+        env.set_teams(
+            {p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS}
         )
         void = settings.edge_loss == "void"
         for p in PLAYERS:

@@ -1,3 +1,3 @@
-"""Remote agents seen from the center: the edge client and the Agent/Policy delegators.
+"""Remote sides seen from the center: the edge client, edge sessions and the remote side.
 
 Imports ``center.env`` (frames), ``edge.contract`` and ``edge.wire``; never evaluation."""

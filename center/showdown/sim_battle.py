@@ -3,7 +3,7 @@
 Commands go in as checked fields (a choice the center rebuilt itself, a forfeit); each player's
 output comes out as the frames the server would send that player (``>battle-…`` then the lines of
 one update, with the other side's secrets removed and an ``rqid`` in every request), so that poke-env
-battles, the delegators and the edges' replicas see what they see on the server. The battle's seeds
+battles, the remote sides and the edges' replicas see what they see on the server. The battle's seeds
 come from :mod:`center.showdown.sim_seeds`: the same seeds give the same battle.
 """
 

@@ -17,8 +17,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from edge.contract.decision import action_accepted, observation_accepted
+from edge.contract.orders import canonical_order
 from edge.errors import ContractError, InvalidActionError
-from edge.maple.orders import canonical_order
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes
 

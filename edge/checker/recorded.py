@@ -71,11 +71,6 @@ class _HandlerFailure(Exception):
     error: ErrorBody
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python scalars, as the center sends them."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 @dataclass
 class _Session:
     """One recorded battle played in one session of the checker's edge."""
@@ -294,8 +289,7 @@ class RecordedBattles:
 
     def decide(self, session: _Session, point: DecisionPoint, frames: list[str]) -> None:
         """One decision, as a battle makes it: one ``decide`` request (makeObs, action_mask,
-        policy.step and deploy on the edge), with the info the center gives the step; a
-        ``decide`` request with the center's own action when the action had to change. Every
+        policy.step and deploy on the edge), with the info the center gives the step. Every
         verdict is the checker's, from the observation, mask, action and order replied."""
         t = self.tallies
         where = point.where
@@ -360,9 +354,9 @@ class RecordedBattles:
                 legal = [int(i) for i in np.flatnonzero(mask)]
                 t["legal_actions"].fail(
                     f"policy.step chose action {int(action)}, which action_mask marks illegal "
-                    f"(legal: {legal}) at {where}; deploy was checked with action {legal[0]}"
+                    f"(legal: {legal}) at {where}; a battle penalizes it and asks again"
                 )
-                action, order, deploy_error = legal[0], None, None
+                return
         parts = None if mask is None or team_preview else multi_discrete_parts(mask, space)
         if parts is not None:
             chosen = [int(a) for a in np.asarray(action).ravel()]
@@ -372,18 +366,15 @@ class RecordedBattles:
             if not wrong:
                 t["legal_actions"].ok("every action the policy chose was legal by the mask")
             else:
-                fixed = [
-                    int(np.flatnonzero(part)[0]) if i in wrong and part.any() else a
-                    for i, (part, a) in enumerate(zip(parts, chosen, strict=True))
-                ]
                 t["legal_actions"].fail(
                     f"policy.step chose action {chosen}, whose part {wrong[0] + 1} action_mask "
                     f"marks illegal (legal there: {[int(i) for i in np.flatnonzero(parts[wrong[0]])]}"
-                    f") at {where}; deploy was checked with action {fixed}"
+                    f") at {where}; a battle penalizes it and asks again"
                 )
-                action, order, deploy_error = np.array(fixed, dtype=np.int64), None, None
-        if order is None and deploy_error is None:
-            order, deploy_error = self.deploy(session, action, where)
+                return
+        if order is None and deploy_error is None:  # an honest worker deploys an accepted action
+            t["deploy"].fail(f"the reply has no order for action {short_repr(action)} at {where}")
+            return
         if deploy_error is not None:
             if mask is None and deploy_error.code == ErrorCode.INVALID_ACTION:
                 # Without a mask the policy cannot know; a battle penalizes this, it is no crash.
@@ -403,22 +394,6 @@ class RecordedBattles:
             t["deploy"].ok("every order was legal for its request")
         except ContractError as exc:
             t["deploy"].fail(f"{exc} at {where}")
-
-    def deploy(
-        self, session: _Session, action: Any, where: str
-    ) -> tuple[str | None, ErrorBody | None]:
-        """A decide request with the checker's own action (no new frames): ``(order, None)`` or
-        ``(None, what deploy raised)``."""
-        request = DecideRequest([], given_action=True, action=_plain(action))
-        try:
-            reply: DecideReply = self.handle(
-                session, RequestType.DECIDE, request, label="deploy", where=where
-            )
-        except _HandlerFailure as failure:
-            return None, failure.error
-        if reply.deploy_error is not None:
-            return None, reply.deploy_error
-        return reply.order, None
 
     def end(self, session: _Session, frames: list[str], battle: AbstractBattle) -> None:
         """The battle's end, as a battle ends: one ``decide`` with ``done`` (the last

@@ -28,7 +28,6 @@ __all__ = [
     "Decision",
     "action_accepted",
     "decide",
-    "deploy_given",
     "is_team_choice",
     "observation_accepted",
     "order_text",
@@ -181,32 +180,14 @@ def decide(
     if not deploy or not decision.action_ok:
         return decision
     note("deploy")
-    _deploy(agent, battle, decision)
-    return decision
-
-
-def deploy_given(
-    agent: Agent,
-    battle: AbstractBattle,
-    action: Any,
-    on_call: Callable[[str], None] | None = None,
-) -> Decision:
-    """``deploy`` of an action the caller chose (not the policy's): no other user call. What
-    deploy raised is kept as data, as in :func:`decide`."""
-    decision = Decision(None, None, action=action, action_ok=True)
-    (on_call or _no_note)("deploy")
-    _deploy(agent, battle, decision)
-    return decision
-
-
-def _no_note(call: str) -> None:
-    pass
-
-
-def _deploy(agent: Agent, battle: AbstractBattle, decision: Decision) -> None:
     try:
         decision.order = order_text(agent.deploy(battle, decision.action))
     except MemoryError:
         raise
     except BaseException as exc:
         decision.deploy_error = exc
+    return decision
+
+
+def _no_note(call: str) -> None:
+    pass

@@ -30,7 +30,6 @@ from edge.contract.player import PLAYER_FUNCTION, PlayerPolicy, player_agent_cla
 from edge.contract.policy import StandalonePolicy
 from edge.contract.suggest import did_you_mean
 from edge.errors import CandidatesError, ContractError
-from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +41,6 @@ __all__ = [
     "load_user_model",
 ]
 
-# Not yet done: center.isolation.delegator imports this old name of edge.wire.messages'
-# DEFAULT_LOAD_LIMIT; it goes when the delegator imports that.
-LOAD_TIME_LIMIT = DEFAULT_LOAD_LIMIT
 
 REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
 OPTIONAL_FUNCTIONS = ("getUserAgentModelConfig", "isUserAgentSingleAsset")

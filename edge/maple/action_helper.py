@@ -14,15 +14,15 @@ pick drawn from the helper's seeded generator), so the mask is all ones there.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from poke_env.battle import AbstractBattle, Move, Pokemon
 from poke_env.player import BattleOrder, DefaultBattleOrder, SingleBattleOrder
 
+from edge.contract.request import active_request_moves, decision_required, team_order, team_size
 from edge.errors import InvalidActionError
-from edge.maple.battle_view import MAX_BENCH, active_request_moves, own_bench
+from edge.maple.battle_view import MAX_BENCH, own_bench
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +31,6 @@ MOVE_SLOTS = range(0, 4)
 TERA_SLOTS = range(4, 8)
 SWITCH_SLOTS = range(8, 10)
 STRUGGLE = 10
-
-
-def decision_required(battle: AbstractBattle) -> bool:
-    """Whether the battle's current request asks this player for a decision."""
-    request = battle.last_request
-    return bool(request) and not battle.finished and not request.get("wait", False)
-
-
-def team_size(battle: AbstractBattle) -> int:
-    """How many Pokémon a team-preview choice must bring (``maxChosenTeamSize``, else all)."""
-    request = battle.last_request or {}
-    n_team = len(request.get("side", {}).get("pokemon", [])) or len(battle.team)
-    size = request.get("maxChosenTeamSize") or n_team
-    return int(min(size, n_team))
 
 
 def _switch_targets(battle: AbstractBattle) -> list[Pokemon]:
@@ -161,17 +147,3 @@ def _as_index(idx: Any) -> int | None:
     if isinstance(idx, np.ndarray) and idx.shape == () and np.issubdtype(idx.dtype, np.integer):
         return int(idx)
     return None
-
-
-def team_order(battle: AbstractBattle, picks: Sequence[int]) -> str:
-    """Build ``/team`` for 0-based team indices, checking count, range and uniqueness."""
-    n_team = len((battle.last_request or {}).get("side", {}).get("pokemon", [])) or len(battle.team)
-    need = team_size(battle)
-    chosen = [int(p) for p in picks]
-    if len(set(chosen)) != len(chosen):
-        raise InvalidActionError(f"team choice {list(picks)} repeats a Pokémon")
-    if any(p < 0 or p >= n_team for p in chosen):
-        raise InvalidActionError(f"team choice {list(picks)} is out of range 0..{n_team - 1}")
-    if len(chosen) < need:
-        raise InvalidActionError(f"team choice {list(picks)} brings {len(chosen)}, needs {need}")
-    return "/team " + "".join(str(p + 1) for p in chosen)

@@ -13,16 +13,14 @@ from typing import Any
 
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
+from edge.contract.request import active_request_moves, request_party, slot_request_moves
 from edge.maple.battle_view import (
     MAX_BENCH,
     MAX_MOVES,
-    active_request_moves,
     doubles_move_slots,
     move_slots,
     opponent_bench,
     own_bench,
-    request_party,
-    slot_request_moves,
 )
 
 __all__ = ["OPP_TARGETS", "OWN_TARGETS", "POKEMON_TARGETS", "USERS", "BattleContext"]

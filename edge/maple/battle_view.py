@@ -13,26 +13,12 @@ move that action 1 uses, "bench 1" is the Pokémon that action 8 switches to. Bo
 
 from __future__ import annotations
 
-from typing import Any
-
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
+
+from edge.contract.request import active_request_moves, request_party, slot_request_moves
 
 MAX_MOVES = 4
 MAX_BENCH = 2
-
-
-def request_party(battle: AbstractBattle) -> list[Pokemon]:
-    """The player's team in Showdown's party order (request order), else poke-env's order."""
-    request: dict[str, Any] | None = battle.last_request or None
-    if request and request.get("side", {}).get("pokemon"):
-        party: list[Pokemon] = []
-        for entry in request["side"]["pokemon"]:
-            mon = battle.team.get(entry.get("ident", ""))
-            if mon is not None:
-                party.append(mon)
-        if party:
-            return party
-    return list(battle.team.values())
 
 
 def own_bench(battle: AbstractBattle) -> list[Pokemon]:
@@ -43,18 +29,6 @@ def own_bench(battle: AbstractBattle) -> list[Pokemon]:
 def opponent_bench(battle: AbstractBattle) -> list[Pokemon]:
     """The opponent's revealed non-active Pokémon, in the order they were seen."""
     return [mon for mon in battle.opponent_team.values() if not mon.active]
-
-
-def active_request_moves(battle: AbstractBattle) -> list[dict[str, Any]]:
-    """The move entries of the current request for the active Pokémon (may be empty)."""
-    request: dict[str, Any] | None = battle.last_request or None
-    if not request or request.get("wait") or request.get("teamPreview"):
-        return []
-    active = request.get("active") or []
-    if not active:
-        return []
-    moves: list[dict[str, Any]] = active[0].get("moves") or []
-    return moves
 
 
 def move_slots(battle: AbstractBattle) -> list[Move | None]:
@@ -81,19 +55,6 @@ def move_slots(battle: AbstractBattle) -> list[Move | None]:
     for i, move in enumerate(ordered[:MAX_MOVES]):
         slots[i] = move
     return slots
-
-
-def slot_request_moves(battle: AbstractBattle, slot: int) -> list[dict[str, Any]]:
-    """Doubles: the request's move entries of the active Pokémon in ``slot`` (0 or 1; may be
-    empty)."""
-    request: dict[str, Any] | None = battle.last_request or None
-    if not request or request.get("wait") or request.get("teamPreview"):
-        return []
-    active = request.get("active") or []
-    if slot >= len(active) or not isinstance(active[slot], dict):
-        return []
-    moves: list[dict[str, Any]] = active[slot].get("moves") or []
-    return moves
 
 
 def doubles_move_slots(battle: DoubleBattle, slot: int) -> list[Move | None]:

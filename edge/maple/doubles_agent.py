@@ -12,8 +12,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.data import GenData
 
 from edge.contract.agent import Agent, Order
+from edge.contract.request import team_order
 from edge.errors import InvalidActionError
-from edge.maple.action_helper import team_order
 from edge.maple.doubles_action_helper import DoublesActionHelper
 from edge.maple.state_observer import StateObserver
 

@@ -11,8 +11,9 @@ from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent, Order
 from edge.contract.game_type import is_doubles_format
+from edge.contract.request import team_order
 from edge.errors import ContractError, InvalidActionError
-from edge.maple.action_helper import ACTION_SPACE_SIZE, ActionHelper, team_order
+from edge.maple.action_helper import ACTION_SPACE_SIZE, ActionHelper
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.state_observer import StateObserver
 

@@ -22,7 +22,7 @@ from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent
 from edge.contract.candidates import Candidate, load_candidates
-from edge.contract.decision import decide, deploy_given
+from edge.contract.decision import decide
 from edge.contract.policy import StandalonePolicy
 from edge.contract.provenance import code_digest
 from edge.contract.randomness import seed_global_generators
@@ -225,25 +225,22 @@ class SessionHandlers:
         return OpenSessionReply(agent.observation_space, agent.action_space, name, digest)
 
     def decide(self, context: CallContext, body: DecideRequest) -> DecideReply:
-        """The side's decision in one call (:func:`edge.contract.decision.decide`, as the center's
-        guard and the checker run it; :func:`~edge.contract.decision.deploy_given` for the
-        center's own action). What the step or deploy raises travels back as data."""
+        """The side's decision in one call (:func:`edge.contract.decision.decide`, as an
+        in-process side and the checker run it). What the step or deploy raises travels back as
+        data."""
         session = self._session(context)
         battle = session.battle(body.frames)
         with self.captured(context):
-            if body.given_action:
-                decision = deploy_given(session.agent, battle, body.action, self.on_call)
-            else:
-                decision = decide(
-                    session.agent,
-                    session.policy,
-                    battle,
-                    body.reward,
-                    body.info,
-                    session.agent_full_name,
-                    done=body.done,
-                    on_call=self.on_call,
-                )
+            decision = decide(
+                session.agent,
+                session.policy,
+                battle,
+                body.reward,
+                body.info,
+                session.agent_full_name,
+                done=body.done,
+                on_call=self.on_call,
+            )
         step_error = deploy_error = None
         if decision.step_error is not None:
             step_error = replace(error_body(decision.step_error), call="policy.step")

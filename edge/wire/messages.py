@@ -66,10 +66,10 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "2.1"
+PROTOCOL_VERSION: Final = "3.0"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
-optional fields, message types or error codes (unknown body fields are ignored). 2.1 sends a
-uniform Box bound as one scalar, which a 2.0 center cannot read (docs/protocol.md)."""
+optional fields, message types or error codes (unknown body fields are ignored). The history of
+the versions is in docs/protocol.md."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
@@ -157,7 +157,7 @@ class OpenSessionReply:
 
 @dataclass(frozen=True, slots=True)
 class DecideRequest:
-    """The decision message (2.0: the only one): apply ``frames``, then run the side's decision.
+    """The decision message: apply ``frames``, then run the side's decision.
 
     - By default: ``makeObs`` and ``action_mask``, then, when ``info["needs_action"]`` is true and
       the observation lies in ``observation_space``, ``policy.step`` and ``deploy`` on the battle
@@ -168,23 +168,19 @@ class DecideRequest:
     - ``done``: the battle is over: ``makeObs`` and ``action_mask``, then the policy's last step
       (``done=True``) with ``reward`` and ``info`` as given (its mask included), when the
       observation lies in ``observation_space``. Nothing is deployed.
-    - ``given_action``: the center's own ``action`` is deployed on the battle as it stands; no
-      other user call is made (a stand-in asked to deploy another action than its policy's).
     """
 
     frames: list[str]
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
     done: bool = False
-    given_action: bool = False
-    action: Any = None
 
 
 @dataclass(frozen=True, slots=True)
 class DecideReply:
-    """What the decision gave: the observation and the Agent's mask (None with
-    ``given_action``), whether the policy stepped (``stepped``), the action and the order, or
-    what ``policy.step`` (``step_error``) or ``deploy`` (``deploy_error``) raised, as data."""
+    """What the decision gave: the observation and the Agent's mask, whether the policy stepped
+    (``stepped``), the action and the order, or what ``policy.step`` (``step_error``) or
+    ``deploy`` (``deploy_error``) raised, as data."""
 
     observation: Any
     action_mask: np.ndarray | None = None

@@ -22,7 +22,7 @@ import center
 from center.env.pokemon_env import PokemonEnv
 from center.env.single_env import SinglizedEnv
 from center.errors import EnvError
-from edge.maple.doubles_action_helper import PASS, slot_legal
+from edge.contract.doubles_slots import PASS, slot_legal
 
 pytestmark = pytest.mark.showdown
 
@@ -214,8 +214,8 @@ def test_maskable_ppo_trains_on_the_seeded_doubles_env():
 def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_position(sim_host):
     from poke_env.player import DoubleBattleOrder
 
+    from edge.contract.orders import canonical_order
     from edge.maple.doubles_agent import MapleDoublesAgent
-    from edge.maple.orders import canonical_order
 
     agents = {
         p: _OrderAgent(MapleDoublesAgent({}, {"battle_format": "gen9vgc2025regi"}))

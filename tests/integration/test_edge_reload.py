@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeRemoteError
-from center.isolation.delegator import EdgeSession
 from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import EdgeSession
 from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 from tests.integration.test_sandbox import Session, edge_deadline

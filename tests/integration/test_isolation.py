@@ -17,8 +17,8 @@ from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, play_battle
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
-from center.isolation.delegator import AgentDelegator, EdgeSession, PolicyDelegator
 from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import EdgeSession, RemoteSide
 from edge.contract.agent import Agent
 from edge.maple.maple_agent import MapleAgent
 from edge.wire.keys import generate_curve_config, generate_keypair
@@ -29,10 +29,11 @@ pytestmark = pytest.mark.showdown
 
 
 class _Twin(Agent):
-    """Plays with an in-process MapleAgent and asks the edge's replica for the same observation."""
+    """Plays with an in-process MapleAgent and asks the edge's replica for the same observation
+    (a decision of a side with nothing to do: the observation only)."""
 
     def __init__(
-        self, local: MapleAgent, remote: AgentDelegator, seen: list[tuple[np.ndarray, np.ndarray]]
+        self, local: MapleAgent, remote: RemoteSide, seen: list[tuple[np.ndarray, np.ndarray]]
     ):
         super().__init__({}, {})
         self.local, self.remote, self.seen = local, remote, seen
@@ -40,7 +41,9 @@ class _Twin(Agent):
 
     def makeObs(self, battle):
         mine = self.local.makeObs(battle)
-        self.seen.append((mine, self.remote.makeObs(battle)))
+        theirs = self.remote.decide(battle, 0.0, {"needs_action": False}, False, timeout=10.0)
+        assert not theirs.stepped
+        self.seen.append((mine, theirs.observation))
         return mine
 
     def action_mask(self, battle):
@@ -72,7 +75,7 @@ def test_replica_observations_equal_in_process_ones_bit_for_bit(
                     for p in PLAYERS
                 }
                 env.set_agents(
-                    {p: _Twin(MapleAgent(), AgentDelegator(sessions[p]), seen) for p in PLAYERS}
+                    {p: _Twin(MapleAgent(), RemoteSide(sessions[p]), seen) for p in PLAYERS}
                 )
                 _, infos = env.reset(seed=episode)
                 while env.agents:
@@ -92,57 +95,41 @@ def test_replica_observations_equal_in_process_ones_bit_for_bit(
         assert mine.tobytes() == theirs.tobytes(), f"observation {i} differs"
 
 
-def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(showdown, start_edges):
+def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(
+    showdown, start_edges, tmp_path
+):
     candidates = AGENTS / "candidates_regi.json"
     edges = start_edges(candidates)
     clients = {side: EdgeClient(edge.endpoint) for side, edge in edges.items()}
     source = EdgeSource(clients, candidates)
+    settings = MatchSettings("gen9bssregi", log_dir=tmp_path)
+    scheduled = ScheduledBattle("regi-1", "strong", "splash", 3, ("strong", "splash"), 0)
+    seen: dict[str, tuple[float, bool]] = {}
     try:
-        with PokemonEnv(
-            "gen9bssregi",
-            server=showdown,
-            teams={"player_0": source.team("strong"), "player_1": source.team("splash")},
-        ) as env:
+        with PokemonEnv("gen9bssregi", server=showdown) as env:
+            env.set_teams({"player_0": source.team("strong"), "player_1": source.team("splash")})
             names = env.usernames()
-            sessions = {
-                "player_0": EdgeSession(
-                    clients["blue"],
-                    "strong",
-                    _instance("player_0", "gen9bssregi"),
-                    names["player_0"],
-                ),
-                "player_1": EdgeSession(
-                    clients["red"],
-                    "splash",
-                    _instance("player_1", "gen9bssregi"),
-                    names["player_1"],
-                ),
+            sides = {
+                p: source.open_side(
+                    m, SIDES[p], scheduled, "gen9bssregi", settings.budget, names[p]
+                )
+                for p, m in (("player_0", "strong"), ("player_1", "splash"))
             }
-            agents = {p: AgentDelegator(s) for p, s in sessions.items()}
-            policies = {p: PolicyDelegator(s) for p, s in sessions.items()}
-            env.set_agents(agents)
-            observations, infos = env.reset(seed=3)
-            rewards = dict.fromkeys(PLAYERS, 0.0)
-            while env.agents:
-                actions = {}
-                for p in env.agents:
-                    if infos[p]["needs_action"]:
-                        space = agents[p]
-                        actions[p] = policies[p].step(
-                            observations[p],
-                            rewards[p],
-                            False,
-                            infos[p],
-                            "x",
-                            space.observation_space,
-                            space.action_space,
-                        )
-                observations, rewards, terminated, _, infos = env.step(actions)
-            assert terminated == {"player_0": True, "player_1": True}
-            assert rewards == {"player_0": np.float32(1.0), "player_1": np.float32(-1.0)}
+            for p, guard in sides.items():  # the reward each side's last step gets
+                finish = guard.finish
+
+                def last_step(battle, reward, info, p=p, finish=finish):
+                    seen[p] = (reward, info["needs_action"])
+                    return finish(battle, reward, info)
+
+                guard.finish = last_step  # type: ignore[method-assign]
+            record = play_battle(env, scheduled, sides, settings)
             assert env.battle("player_0").won
     finally:
         source.close()
+    assert record.winner.value == "blue" and record.end_reason.value == "win"
+    assert (record.blue_status, record.red_status) == (SideStatus.OK, SideStatus.OK)
+    assert seen == {"player_0": (1.0, False), "player_1": (-1.0, False)}
 
 
 @pytest.mark.parametrize("backend", ["server", "sim"])
@@ -183,7 +170,6 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
                     )
                     for p in PLAYERS
                 }
-                env.set_agents({p: sides[p].agent for p in PLAYERS})
                 return sides, scheduled
 
             sides, scheduled = battle(0)

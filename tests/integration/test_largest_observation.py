@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.isolation.delegator import EdgeSession
+from center.isolation.edge_session import EdgeSession
 from edge.wire.messages import InstanceConfig
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from center.env.pokemon_env import PokemonEnv, RewardConfig
+from center.env.pokemon_env import PokemonEnv
+from center.env.rounds import RewardConfig
 from center.errors import ResetTimeout
 from center.showdown import ShowdownServer
 from tests.integration.helpers import random_legal, team

@@ -29,6 +29,7 @@ import pytest
 import zmq
 import zmq.auth
 
+from center.env import frames as frame_registry
 from center.errors import (
     AuthenticationError,
     EdgeProtocolError,
@@ -38,8 +39,8 @@ from center.errors import (
     RemoteUserError,
     SideDisconnected,
 )
-from center.isolation.delegator import EdgeSession
 from center.isolation.edge_client import EdgeClient
+from center.isolation.edge_session import EdgeSession, RemoteSide
 from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, TransportError
 from edge.service.dispatch import CallContext
 from edge.service.server import EdgeSocketServer
@@ -103,10 +104,10 @@ class FakeSession:
         return OpenSessionReply(space, space, f"Fake:{body.model_id}:Fake")
 
     def decide(self, ctx: CallContext, body: DecideRequest) -> Any:
-        """A deploy of the center's action (``given_action``), a policy's step on
+        """A deploy of the action after ``deploy`` in the frames, a policy's step on
         ``info["what"]``, or else an observation of the frames."""
-        if body.given_action:
-            return self.deploy(body.action)
+        if body.frames[:1] == ["deploy"]:
+            return self.deploy(body.frames[1])
         if "what" in body.info:
             return self.policy_step(ctx, body.info["what"])
         return self.make_obs(ctx, body.frames)
@@ -160,8 +161,9 @@ class FakeSession:
             if action == "crash":
                 raise KeyError("the user's deploy is broken")
         except Exception as exc:
-            return DecideReply(None, action=action, deploy_error=error_body(exc, DEPLOY_CALL))
-        return DecideReply(None, action=action, order=f"/choose {action}")
+            error = error_body(exc, DEPLOY_CALL)
+            return DecideReply(None, stepped=True, action=action, deploy_error=error)
+        return DecideReply(None, stepped=True, action=action, order=f"/choose {action}")
 
 
 def step(what: Any) -> DecideRequest:
@@ -170,8 +172,8 @@ def step(what: Any) -> DecideRequest:
 
 
 def deploy(action: Any) -> DecideRequest:
-    """A decide request that deploys the center's own ``action``."""
-    return DecideRequest([], given_action=True, action=action)
+    """A decide request on which the fake's policy chooses ``action`` and deploys it."""
+    return DecideRequest(["deploy", action])
 
 
 @pytest.fixture
@@ -402,22 +404,37 @@ def test_what_deploy_raised_comes_back_as_data_with_its_code(
     assert (reply.deploy_error.code, reply.deploy_error.ename) == (code, ename)
 
 
-def test_the_delegator_matches_error_codes_not_names(client: EdgeClient):
+class _Battle:
+    """A battle whose frames are given (as EnvPlayer registers a battle's frames)."""
+
+    player_username = None
+
+    def __init__(self, frames: list[str]) -> None:
+        frame_registry.register(self, frames)  # type: ignore[arg-type]
+
+
+def test_the_remote_side_matches_error_codes_not_names(client: EdgeClient):
     config = InstanceConfig("blue", "player_0", "gen9randombattle")
     session = EdgeSession(client, "Random", config, "blue-1", timeout=WAIT)
+    side = RemoteSide(session)
     assert session.agent_full_name == "Fake:Random:Fake"
-    errors = {a: session.call(deploy(a)).deploy_error for a in ("illegal", "not a number", "crash")}
-    with pytest.raises(InvalidActionError, match="not legal"):
-        session.raise_remote(errors["illegal"], deploying=True)
-    with pytest.raises(InvalidActionError):
-        session.raise_remote(errors["not a number"], deploying=True)
-    with pytest.raises(RemoteUserError, match="KeyError"):
-        session.raise_remote(errors["crash"], deploying=True)
+
+    battles: list[_Battle] = []  # alive: the session tells battles apart by their id()
+
+    def decided(action: str) -> Any:
+        battles.append(_Battle(["deploy", action]))
+        return side.decide(battles[-1], 0.0, {}, False, timeout=WAIT)  # type: ignore[arg-type]
+
+    errors = {a: decided(a).deploy_error for a in ("illegal", "not a number", "crash")}
+    assert isinstance(errors["illegal"], InvalidActionError)
+    assert "not legal" in str(errors["illegal"])
+    assert isinstance(errors["not a number"], InvalidActionError)
+    assert isinstance(errors["crash"], RemoteUserError) and errors["crash"].ename == "KeyError"
     with pytest.raises(RemoteUserError, match="ValueError"):  # only deploy judges actions
         session.call(step("raise"))
     with pytest.raises(SideDisconnected, match="lost the session"):
         session.call(DecideRequest(["gone"]))
-    assert session.call(deploy("move 1")).order == "/choose move 1"
+    assert decided("move 1").order == "/choose move 1"
 
 
 def test_the_client_refuses_to_send_what_breaks_the_protocol(client: EdgeClient):
@@ -517,7 +534,8 @@ def error(ename: str, code: str = "") -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "raised", "text"),
     [
-        ({"v": "3.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "4.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "2.1"}, EdgeProtocolError, "incompatible protocol"),
         ({"v": "1.5"}, EdgeProtocolError, "incompatible protocol"),
         ({"type": "decide_reply", "body": {"observation": "x"}}, EdgeProtocolError, "expected"),
         ({"type": "make_obs_reply", "body": {}}, EdgeProtocolError, "bad reply"),

@@ -24,19 +24,19 @@ pytestmark = pytest.mark.showdown
 
 class RedEdgeLostMidBattle(InProcessSource):
     """In-process sides, except that red's edge goes away at its third decision of each battle
-    (as an EdgeSource's delegator marks it when its edge process dies)."""
+    (as a remote side marks it when its edge process dies)."""
 
     def open_side(self, model_id: str, side: str, *args: Any, **kwargs: Any) -> SideGuard:
         guard = super().open_side(model_id, side, *args, **kwargs)
         if side == "red":
-            act, calls = guard.act, itertools.count()
+            decide, calls = guard.decide, itertools.count()
 
-            def act_then_lose(*call: Any) -> Any:
+            def decide_then_lose(*call: Any) -> Any:
                 if next(calls) == 2:
                     guard.fail(SideStatus.DISCONNECT, "the red edge went away")
-                return act(*call)
+                return decide(*call)
 
-            guard.act = act_then_lose  # type: ignore[method-assign]
+            guard.decide = decide_then_lose  # type: ignore[method-assign]
         return guard
 
 

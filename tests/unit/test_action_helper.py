@@ -8,17 +8,11 @@ import numpy as np
 import pytest
 from poke_env.battle import Battle
 
+from edge.contract.orders import canonical_order
+from edge.contract.request import decision_required, team_order
 from edge.errors import InvalidActionError
-from edge.maple.action_helper import (
-    ACTION_SPACE_SIZE,
-    STRUGGLE,
-    SWITCH_SLOTS,
-    ActionHelper,
-    decision_required,
-    team_order,
-)
+from edge.maple.action_helper import ACTION_SPACE_SIZE, STRUGGLE, SWITCH_SLOTS, ActionHelper
 from edge.maple.battle_view import own_bench
-from edge.maple.orders import canonical_order
 from tests.fixtures.replay import all_recordings, replay_frames
 
 

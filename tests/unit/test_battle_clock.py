@@ -19,11 +19,13 @@ from center.evaluation import side_guard
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
 from center.evaluation.records import BattleRecord, SideRecord, SideStatus
+from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
 from center.report.sources import read_log_dir
 from edge.checker.checks import observation_size_warning
+from edge.contract.binding import bind_agent
 from edge.wire.envelopes import decode_reply, encode_reply
 from edge.wire.messages import OpenSessionReply, Reply
 from edge.wire.msgpack_values import (
@@ -33,7 +35,7 @@ from edge.wire.msgpack_values import (
 )
 from edge.wire.spaces import space_from_wire, space_to_wire, value_bytes
 from tests.fixtures.synthetic_battle import Mon, build_battle
-from tests.unit.test_side_guard_usage import Clock, FakeEdge, RemoteAgent, RemotePolicy, _decide
+from tests.unit.test_side_guard_usage import Clock, FakeEdge, _decide
 
 
 @pytest.fixture
@@ -53,21 +55,15 @@ CLOCKED = Budget(decision_time=2.0, bank=30.0, call_cap=10.0, battle_time=5.0)
 
 
 def _guard(edge: FakeEdge, opened_s: float = 0.0) -> SideGuard:
-    return SideGuard(
-        RemoteAgent(edge),  # type: ignore[arg-type]
-        RemotePolicy(edge),  # type: ignore[arg-type]
-        "slow:slow:slow",
-        CLOCKED,
-        in_process=False,
-        opened_s=opened_s,
-    )
+    return SideGuard(edge, "slow:slow:slow", CLOCKED, opened_s=opened_s)
 
 
 def test_calls_just_under_the_free_time_run_out_the_clock_and_forfeit(clock, battle):
     edge = FakeEdge(clock)
     guard = _guard(edge, opened_s=0.5)
-    edge.script = [(1.5, None, None)] * 3  # each call inside the free time; 5 s in all
-    _decide(guard, battle)
+    edge.script = [(1.5, None, None)] * 3  # each decision inside the free time; 5 s in all
+    for _ in range(3):
+        _decide(guard, battle)
     # Each call waits at most what is left on the clock (4.5 s, then 3, then 1.5).
     assert edge.timeouts == [pytest.approx(4.5), pytest.approx(3.0), pytest.approx(1.5)]
     assert guard.fatal is SideStatus.TIMEOUT
@@ -81,7 +77,8 @@ def test_a_side_inside_its_clock_plays_on(clock, battle):
     edge = FakeEdge(clock)
     guard = _guard(edge)
     edge.script = [(1.0, None, None)] * 3
-    _decide(guard, battle)
+    for _ in range(3):
+        _decide(guard, battle)
     assert guard.fatal is None and guard.stats.time_s == pytest.approx(3.0)
 
 
@@ -94,9 +91,8 @@ def test_opening_the_session_counts_on_the_clock(clock, battle):
 def test_once_the_battle_is_over_the_clock_only_shortens_waits(clock, battle):
     edge = FakeEdge(clock)
     guard = _guard(edge, opened_s=4.0)
-    guard.agent.expect_step(1.0, {}, done=True)  # the battle ended: its last calls follow
     edge.script = [(2.0, None, None)]
-    guard.agent.makeObs(battle)
+    guard.finish(battle, 1.0, {})  # the battle ended: its last calls
     assert edge.timeouts == [pytest.approx(1.0)]
     assert guard.fatal is None  # a decided battle is not forfeited afterwards
 
@@ -191,13 +187,22 @@ class _SleepyAgent:
         return "/choose default"
 
 
+class _NoPolicy:
+    def reset(self) -> None:
+        pass
+
+    def step(self, *args: Any) -> int:
+        return 0
+
+
 def test_in_process_a_call_waits_no_longer_than_the_clock_then_the_side_forfeits(battle):
     # 10 s free per decision: only the 0.3 s clock can cut a 5 s makeObs short.
     budget = Budget(decision_time=10.0, bank=0.0, call_cap=10.0, battle_time=0.3)
     agent = _SleepyAgent(5.0)
-    guard = SideGuard(agent, RemotePolicy(None), "s:s:s", budget, in_process=True)  # type: ignore[arg-type]
+    side = InProcessSide(bind_agent(agent), _NoPolicy(), "s:s:s")  # type: ignore[arg-type]
+    guard = SideGuard(side, "s:s:s", budget)
     try:
-        guard.agent.makeObs(battle)
+        _decide(guard, battle)
         assert guard.stats.timeouts == 1  # cut at the clock, not answered
         assert guard.fatal is SideStatus.TIMEOUT
         assert guard.stats.failure is not None

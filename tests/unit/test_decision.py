@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from center.evaluation.budget import Budget
-from center.evaluation.side_guard import INVALID_ACTION, SideGuard
+from center.evaluation.side import InProcessSide
+from center.evaluation.side_guard import SideGuard
 from edge.checker.checks import check_action, check_observation
+from edge.contract.binding import bind_agent
 from edge.contract.decision import action_accepted, is_team_choice, observation_accepted
 from edge.errors import ContractError
 
@@ -34,10 +36,15 @@ TEAM_PREVIEW_ACTIONS = [
 @pytest.mark.parametrize(("action", "accepted"), TEAM_PREVIEW_ACTIONS)
 def test_a_team_choice_is_judged_alike_by_the_battle_and_the_checker(action, accepted):
     assert action_accepted(SPACE, action, team_preview=True) is accepted
-    guard = _guard()
-    guard.policy.next = action
-    taken = guard.act(np.zeros(1, np.float32), 0.0, False, {"team_preview": True})
-    assert (taken is not INVALID_ACTION) is accepted
+    policy = _Policy()
+    policy.next = action
+    guard = _guard(policy)
+    try:
+        decision = guard.decide(None, 0.0, {"needs_action": True, "team_preview": True})
+        move = guard.judge(decision, team_preview=True)
+    finally:
+        guard.close()
+    assert (move.invalid is None) is accepted
     if accepted:
         check_action(action, SPACE, team_preview=True)
     else:
@@ -95,5 +102,6 @@ class _Policy:
         return self.next
 
 
-def _guard() -> SideGuard:
-    return SideGuard(_Agent(), _Policy(), "stub:stub:Policy", Budget(), in_process=True)
+def _guard(policy: _Policy) -> SideGuard:
+    side = InProcessSide(bind_agent(_Agent()), policy, "stub:stub:Policy")  # type: ignore[arg-type]
+    return SideGuard(side, "stub:stub:Policy", Budget())

@@ -7,7 +7,7 @@ import math
 import msgpack
 import pytest
 
-from center.isolation.delegator import OPEN_TIMEOUT, bounded_load_limit
+from center.isolation.edge_session import bounded_load_limit
 from edge.wire.envelopes import decode_reply, encode_reply
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT, HelloReply, Reply
 
@@ -20,19 +20,19 @@ def test_an_announced_limit_is_used_up_to_the_centers_bound():
 
 @pytest.mark.parametrize("announced", [0, -5.0, math.nan, None, "60", True, [60]])
 def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
-    assert bounded_load_limit(announced) == OPEN_TIMEOUT == DEFAULT_LOAD_LIMIT
+    assert bounded_load_limit(announced) == DEFAULT_LOAD_LIMIT == DEFAULT_LOAD_LIMIT
 
 
 def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
     # A hello reply without the optional load_limit (the field is optional).
     envelope = {
-        "v": "2.0",
+        "v": "3.0",
         "id": "2",
         "parent": "1",
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {"side": "blue", "protocol_version": "2.0", "models": ["a"], "instance": "x"},
+        "body": {"side": "blue", "protocol_version": "3.0", "models": ["a"], "instance": "x"},
         "output": "",
     }
     reply = decode_reply(msgpack.packb(envelope))

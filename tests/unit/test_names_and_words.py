@@ -34,11 +34,9 @@ LONG_DOCSTRINGS_NOT_YET_DONE = {
     "center/evaluation/match.py",
     "center/evaluation/records.py",
     "center/evaluation/side_guard.py",
-    "center/isolation/delegator.py",
     "edge/maple/action_helper.py",
     "edge/maple/battle_view.py",
     "edge/maple/doubles_action_helper.py",
-    "edge/maple/doubles_orders.py",
     "edge/maple/state_observer.py",
     "edge/service/routing.py",
     "edge/wire/codec.py",
@@ -47,11 +45,7 @@ LONG_DOCSTRINGS_NOT_YET_DONE = {
 }
 
 # Not yet done: old names still imported by a module of other work (the importer in brackets).
-ALIASES_NOT_YET_DONE = {
-    ("center/env/pokemon_env.py", "PLAY_DEFAULT"),
-    ("center/isolation/delegator.py", "OPEN_TIMEOUT"),  # [center/evaluation/edge_source.py, tests]
-    ("edge/contract/user_module.py", "LOAD_TIME_LIMIT"),  # [center/isolation/delegator.py]
-}
+ALIASES_NOT_YET_DONE: set[tuple[str, str]] = set()
 
 # Not yet done: modules of other work that offer names defined elsewhere, and their importers.
 REEXPORTS_NOT_YET_DONE = {
@@ -65,9 +59,7 @@ REEXPORTS_NOT_YET_DONE = {
 FOREIGN_IMPORTS_NOT_YET_DONE = {
     "center/env/pokemon_env.py",
     "edge/checker/__main__.py",
-    "edge/maple/doubles_orders.py",
     "edge/service/routing.py",
-    "tests/unit/test_load_limit_bounds.py",  # OPEN_TIMEOUT, while delegator.py keeps it
 }
 
 PROTOCOL_HISTORY = re.compile(
@@ -78,7 +70,6 @@ PROTOCOL_HISTORY = re.compile(
 PROTOCOL_HISTORY_NOT_YET_DONE = {
     "center/evaluation/records.py",
     "center/evaluation/side_guard.py",
-    "center/isolation/delegator.py",
     "edge/service/routing.py",
     "edge/wire/messages.py",
 }

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from poke_env.battle import Battle
 
+from edge.contract.orders import canonical_order
 from edge.contract.randomness import seed_global_generators
 from edge.contract.user_module import UserModel, load_user_model
 from edge.errors import ContractError
-from edge.maple.orders import canonical_order
 from tests.fixtures.replay import all_recordings, replay_frames
 
 ROOT = Path(__file__).resolve().parents[2]

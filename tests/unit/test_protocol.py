@@ -281,7 +281,7 @@ def test_error_reply_round_trips():
 
 def test_error_bodies_without_a_code_or_with_an_unknown_one_are_accepted():
     old = {
-        "v": "2.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": "3.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "error", "body": {"ename": "KeyError", "evalue": "'x'"},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(old)).body == ErrorBody("KeyError", "'x'", "", "")
@@ -346,9 +346,8 @@ def test_instance_config_gives_the_agent_a_plain_dict():
     [3, -1, 0.25, [0, 2, 1], "/team 213", np.int64(5), np.array([1, 0, 2]), None, {"a": 1}],
 )
 def test_actions_of_every_kind_round_trip(action):
-    body = DecideRequest(frames=[], given_action=True, action=action)
-    decoded = request_roundtrip("decide_request", body)
-    assert decoded.body.given_action is True
+    body = DecideReply(observation=None, stepped=True, action=action, order="/choose move 1")
+    decoded = decode_reply(encode_reply(ok_reply("decide_request", body)))
     assert_same(decoded.body.action, action)
 
 
@@ -373,14 +372,18 @@ def test_unknown_body_fields_are_ignored():
 
 
 def test_a_minor_version_bump_is_accepted():
-    assert decode_request(msgpack.packb(envelope(v="2.9"))).body == DecideRequest(["|turn|1"])
+    assert decode_request(msgpack.packb(envelope(v="3.9"))).body == DecideRequest(["|turn|1"])
 
 
-def test_a_1x_peer_is_refused():
-    """2.0 removed make_obs, policy_step and deploy: a 1.x center or edge is another major."""
-    with pytest.raises(ProtocolVersionError):
-        decode_request(msgpack.packb(envelope(v="1.5")))
-    assert not versions_compatible("1.5")
+@pytest.mark.parametrize("version", ["1.5", "2.0", "2.1"])
+def test_an_older_major_peer_is_refused(version):
+    """2.0 removed make_obs, policy_step and deploy; 3.0 removed decide's ``given_action``: a
+    center or edge of an older major version is refused, in one line that names both versions."""
+    with pytest.raises(ProtocolVersionError) as refused:
+        decode_request(msgpack.packb(envelope(v=version)))
+    assert version in str(refused.value) and "3.0" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert not versions_compatible(version)
 
 
 # -- numpy -----------------------------------------------------------------------------------
@@ -550,8 +553,8 @@ def test_bad_space_descriptions_are_protocol_errors(wire):
 
 
 def test_wrong_major_version_is_a_version_error():
-    with pytest.raises(ProtocolVersionError, match=r"3\.0"):
-        decode_request(msgpack.packb(envelope(v="3.0")))
+    with pytest.raises(ProtocolVersionError, match=r"4\.0"):
+        decode_request(msgpack.packb(envelope(v="4.0")))
 
 
 @pytest.mark.parametrize("version", [1, "1", "one.zero", "", "1.0.0"])
@@ -588,7 +591,6 @@ def test_missing_envelope_fields_are_refused(missing):
         {"type": "reset_request", "body": {"seed": True}},
         {"type": "decide_request", "body": {"frames": [], "reward": "1", "done": False}},
         {"type": "decide_request", "body": {"frames": [], "reward": 1, "done": 0}},
-        {"type": "decide_request", "body": {"frames": [], "reward": 1, "given_action": 1}},
         {"type": "decide_request", "body": {"frames": [], "reward": 1, "info": {}}, "session": ""},
         {"type": "make_obs_request", "body": {"frames": []}},
         {"type": "policy_step_request", "body": {"observation": 1, "reward": 1, "done": False}},
@@ -619,7 +621,7 @@ def test_malformed_msgpack_is_a_protocol_error(raw):
 
 def test_reply_validation():
     good = {
-        "v": "2.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": "3.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "ok", "body": {},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(good)).body == ResetReply()

@@ -19,10 +19,11 @@ from agents.learned_policy import DEFAULT_WEIGHTS
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
 from agents.random_agent import RandomPolicy
 from edge.contract.agent import Agent
+from edge.contract.orders import canonical_order
 from edge.contract.policy import StandalonePolicy
+from edge.contract.request import decision_required, team_size
 from edge.contract.user_module import UserModel, load_user_model
-from edge.maple.action_helper import ACTION_SPACE_SIZE, decision_required, team_size
-from edge.maple.orders import canonical_order
+from edge.maple.action_helper import ACTION_SPACE_SIZE
 from edge.maple.state_observer import StateObserver
 from tests.fixtures.replay import all_recordings, replay_frames
 from tests.fixtures.synthetic_battle import Mon, build_battle

@@ -16,11 +16,11 @@ from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.preflight import check_models
 from edge.checker.samples import decision_points, shipped_sample_battles
+from edge.contract.doubles_slots import PASS, action_size, encode_move
+from edge.contract.orders import canonical_order
 from edge.contract.user_module import load_user_model
 from edge.errors import ContractError
-from edge.maple.doubles_action_helper import PASS, action_size, encode_move
 from edge.maple.doubles_agent import DOUBLES_SPEC_PATH
-from edge.maple.orders import canonical_order
 from edge.maple.state_observer import StateObserver
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,8 @@
 """An in-process side takes a whole decision in one guarded call, as an edge's decide_request does.
 
 The agent and policy here are plain classes written from the contract (no base class from this
-project). The guard is driven the way PokemonEnv and the match loop drive it: ``expect_step``,
-``makeObs``, ``action_mask``, ``act``, ``deploy``.
+project). The guard is driven the way the match loop drives it: ``decide`` (one call into user
+code), then ``judge`` once every side of the round has decided; ``finish`` at the battle's end.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pytest
 
 from center.evaluation.budget import Budget
 from center.evaluation.records import SideStatus
-from center.evaluation.side_guard import DEFAULT_ACTION, SideGuard
-from edge.errors import InvalidActionError
+from center.evaluation.side import InProcessSide
+from center.evaluation.side_guard import DEFAULT_MOVE, Move, SideGuard
+from edge.contract.binding import bind_agent
 from tests.fixtures.synthetic_battle import Mon, build_battle
 
 ORDERS = ["/choose move 1", "/choose move 2"]
@@ -89,15 +90,17 @@ def battle():
 
 
 def _guard(agent: PlainAgent, policy: PlainPolicy, budget: Budget | None = None) -> SideGuard:
-    return SideGuard(agent, policy, "plain:plain:plain", budget or Budget(), in_process=True)  # type: ignore[arg-type]
+    name = "plain:plain:plain"
+    side = InProcessSide(bind_agent(agent), policy, name)  # type: ignore[arg-type]
+    return SideGuard(side, name, budget or Budget())
 
 
-def _info(battle: Any, mask: Any = None) -> dict[str, Any]:
-    """What PokemonEnv's info holds for a side that must act."""
+def _info(battle: Any) -> dict[str, Any]:
+    """What the match gives the step of a side that must act (the mask is the Agent's)."""
     return {
         "needs_action": True,
         "team_preview": False,
-        "action_mask": mask,
+        "action_mask": None,
         "invalid_action": False,
         "turn": battle.turn,
         "battle_tag": battle.battle_tag,
@@ -118,13 +121,9 @@ def _count_calls(guard: SideGuard) -> list[str]:
     return names
 
 
-def _decide(guard: SideGuard, battle: Any, reward: float = 0.25) -> tuple[Any, Any]:
-    """One decision, as PokemonEnv and the match loop make it."""
-    guard.agent.expect_step(reward, _info(battle))
-    observation = guard.agent.makeObs(battle)
-    mask = guard.agent.action_mask(battle)
-    action = guard.act(observation, reward, False, _info(battle, mask))
-    return action, guard.agent.deploy(battle, action)
+def _decide(guard: SideGuard, battle: Any, reward: float = 0.25) -> Move:
+    """One decision, as the match loop makes it."""
+    return guard.judge(guard.decide(battle, reward, _info(battle)), team_preview=False)
 
 
 def test_a_decision_is_one_call_into_user_code_with_the_arguments_the_loop_passes(battle):
@@ -134,7 +133,7 @@ def test_a_decision_is_one_call_into_user_code_with_the_arguments_the_loop_passe
     calls = _count_calls(guard)
     try:
         for _ in range(3):
-            assert _decide(guard, battle) == (0, "/choose move 1")
+            assert _decide(guard, battle) == Move("/choose move 1")
     finally:
         guard.close()
     assert calls == ["makeObs"] * 3
@@ -146,47 +145,46 @@ def test_a_decision_is_one_call_into_user_code_with_the_arguments_the_loop_passe
     assert len(guard.stats.decision_ms) == 3
 
 
-def test_a_step_with_other_arguments_than_expected_is_taken_again(battle):
+class OutsidePolicy(PlainPolicy):
+    def step(self, observation, reward, done, info, name, observation_space, action_space):
+        super().step(observation, reward, done, info, name, observation_space, action_space)
+        return 7  # not in Discrete(2)
+
+
+def test_an_action_outside_the_space_is_an_invalid_move_without_a_deploy(battle):
+    agent = PlainAgent()
+    guard = _guard(agent, OutsidePolicy(agent))
+    calls = _count_calls(guard)
+    try:
+        move = _decide(guard, battle)
+    finally:
+        guard.close()
+    assert move.order is None and move.invalid is not None
+    assert move.invalid.line().startswith("InvalidAction: policy.step returned an action outside")
+    assert calls == ["makeObs"]
+    assert agent.calls == ["makeObs", "action_mask", "step"]  # never deployed
+    assert guard.stats.decision_ms == []  # the decision goes on: the request is asked again
+
+
+def test_the_policy_gets_the_reward_and_invalid_flag_of_each_retry(battle):
     agent = PlainAgent()
     policy = PlainPolicy(agent)
     guard = _guard(agent, policy)
-    calls = _count_calls(guard)
     try:
-        guard.agent.expect_step(0.25, _info(battle))
-        observation = guard.agent.makeObs(battle)
-        mask = guard.agent.action_mask(battle)
-        action = guard.act(observation, 1.0, False, _info(battle, mask))  # another reward
-        assert guard.agent.deploy(battle, action) == "/choose move 1"
+        guard.decide(battle, 0.0, _info(battle))
+        guard.decide(battle, -0.01, {**_info(battle), "invalid_action": True})
     finally:
         guard.close()
-    assert calls == ["makeObs", "policy.step", "deploy"]
-    assert [reward for reward, _ in policy.seen] == [0.25, 1.0]
+    assert [(r, i["invalid_action"]) for r, i in policy.seen] == [(0.0, False), (-0.01, True)]
 
 
-def test_an_order_is_deployed_again_for_another_action(battle):
-    agent = PlainAgent()
-    guard = _guard(agent, PlainPolicy(agent))
-    calls = _count_calls(guard)
-    try:
-        guard.agent.expect_step(0.0, _info(battle))
-        observation = guard.agent.makeObs(battle)
-        guard.act(observation, 0.0, False, _info(battle, guard.agent.action_mask(battle)))
-        assert guard.agent.deploy(battle, 1) == "/choose move 2"
-    finally:
-        guard.close()
-    assert calls == ["makeObs", "deploy"]
-    assert agent.calls[-2:] == ["deploy 0", "deploy 1"]
-
-
-def test_what_the_step_raised_in_the_decision_call_forfeits_as_the_step(battle):
+def test_what_the_step_raised_in_the_decision_call_forfeits_when_judged(battle):
     agent = PlainAgent()
     guard = _guard(agent, PlainPolicy(agent, error=RuntimeError("step broke")))
     try:
-        guard.agent.expect_step(0.0, _info(battle))
-        observation = guard.agent.makeObs(battle)
-        assert guard.fatal is None  # makeObs itself answered
-        mask = guard.agent.action_mask(battle)
-        assert guard.act(observation, 0.0, False, _info(battle, mask)) == DEFAULT_ACTION
+        decision = guard.decide(battle, 0.0, _info(battle))
+        assert guard.fatal is None  # the call itself answered
+        assert guard.judge(decision, team_preview=False) == DEFAULT_MOVE
     finally:
         guard.close()
     assert guard.fatal is SideStatus.ERROR
@@ -194,30 +192,25 @@ def test_what_the_step_raised_in_the_decision_call_forfeits_as_the_step(battle):
     assert "deploy 0" not in agent.calls
 
 
-def test_what_deploy_raised_in_the_decision_call_is_an_invalid_action(battle):
+def test_what_deploy_raised_as_a_value_error_is_an_invalid_move(battle):
     agent = PlainAgent(deploy_error=ValueError("not that one"))
     guard = _guard(agent, PlainPolicy(agent))
     try:
-        guard.agent.expect_step(0.0, _info(battle))
-        observation = guard.agent.makeObs(battle)
-        action = guard.act(observation, 0.0, False, _info(battle, guard.agent.action_mask(battle)))
-        with pytest.raises(InvalidActionError, match="not that one"):
-            guard.agent.deploy(battle, action)
+        move = _decide(guard, battle)
     finally:
         guard.close()
-    assert guard.fatal is None and guard.stats.status is SideStatus.INVALID
+    assert move.order is None and move.invalid is not None
+    assert move.invalid.line() == "ValueError: not that one (in deploy)"
+    assert guard.fatal is None
 
 
 def test_what_deploy_raised_in_the_decision_call_forfeits_before_an_order_is_sent(battle):
     # A default move sent for a side whose deploy failed could end the battle in its favour: the
-    # match loop must see the forfeit when the action is asked for, before the orders go out.
+    # match loop must see the forfeit when the decision is judged, before the orders go out.
     agent = PlainAgent(deploy_error=RuntimeError("deploy broke"))
     guard = _guard(agent, PlainPolicy(agent))
     try:
-        guard.agent.expect_step(0.0, _info(battle))
-        observation = guard.agent.makeObs(battle)
-        mask = guard.agent.action_mask(battle)
-        assert guard.act(observation, 0.0, False, _info(battle, mask)) == DEFAULT_ACTION
+        assert _decide(guard, battle) == DEFAULT_MOVE
     finally:
         guard.close()
     assert guard.fatal is SideStatus.ERROR
@@ -230,9 +223,7 @@ def test_the_calls_of_a_decision_share_one_deadline(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.9)
     guard = _guard(agent, PlainPolicy(agent, sleep=0.4), budget)
     try:
-        guard.agent.expect_step(0.0, _info(battle))
-        guard.agent.makeObs(battle)
-        assert guard.agent.action_mask(battle) is None  # the timed-out decision plays the default
+        assert guard.decide(battle, 0.0, _info(battle)) is None  # the default move is played
     finally:
         guard.close()
     assert guard.stats.timeouts == 1 and guard.stats.status is SideStatus.TIMEOUT
@@ -245,8 +236,7 @@ def test_a_timeout_names_the_user_call_that_overran(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
     guard = _guard(agent, PlainPolicy(agent, sleep=1.0), budget)
     try:
-        guard.agent.expect_step(0.0, _info(battle))
-        guard.agent.makeObs(battle)
+        guard.decide(battle, 0.0, _info(battle))
     finally:
         guard.close()
     assert guard.stats.status is SideStatus.TIMEOUT
@@ -255,16 +245,13 @@ def test_a_timeout_names_the_user_call_that_overran(battle):
 
 
 def _end_info(battle: Any) -> dict[str, Any]:
-    """What PokemonEnv's info holds for every side once the battle is over."""
-    return {**_info(battle, np.zeros(2, dtype=np.int8)), "needs_action": False, "end_reason": "win"}
-
-
-def _end(guard: SideGuard, battle: Any, reward: float = 1.0) -> None:
-    """A battle's end, as PokemonEnv and the match loop make it."""
-    guard.agent.expect_step(reward, _end_info(battle), done=True)
-    observation = guard.agent.makeObs(battle)
-    guard.agent.onEpisodeEnd(battle)
-    guard.finish(observation, reward, _end_info(battle))
+    """What the match gives every side's last step once the battle is over."""
+    return {
+        **_info(battle),
+        "action_mask": np.zeros(2, dtype=np.int8),
+        "needs_action": False,
+        "end_reason": "win",
+    }
 
 
 def test_the_last_step_goes_with_the_last_makeObs_once(battle):
@@ -274,7 +261,7 @@ def test_the_last_step_goes_with_the_last_makeObs_once(battle):
     calls = _count_calls(guard)
     try:
         _decide(guard, battle)
-        _end(guard, battle)
+        guard.finish(battle, 1.0, _end_info(battle))
     finally:
         guard.close()
     assert calls == ["makeObs", "makeObs", "onEpisodeEnd"]
@@ -289,7 +276,7 @@ def test_a_last_step_past_its_deadline_is_not_taken_again(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
     guard = _guard(agent, PlainPolicy(agent, last_sleep=1.0), budget)
     try:
-        _end(guard, battle)
+        guard.finish(battle, 1.0, _end_info(battle))
     finally:
         guard.close()
     assert agent.calls.count("step done") == 1

@@ -83,22 +83,29 @@ class _Policy:
 
 
 def _guard(policy: _Policy):
+    from center.evaluation.side import InProcessSide
     from center.evaluation.side_guard import SideGuard
     from edge.maple.maple_agent import MapleAgent
 
-    return SideGuard(
-        MapleAgent(),
-        policy,
-        "a:b:c",
-        Budget(decision_time=0.05, bank=1.0, call_cap=0.1),
-        in_process=True,
-    )
+    side = InProcessSide(MapleAgent(), policy, "a:b:c")  # type: ignore[arg-type]
+    return SideGuard(side, "a:b:c", Budget(decision_time=0.05, bank=1.0, call_cap=0.1))
+
+
+def _decide(guard) -> object:
+    from tests.fixtures.synthetic_battle import Mon, build_battle
+
+    battle = build_battle([Mon("Pikachu", ("thunderbolt", "quickattack"))], [Mon("Eevee")])
+    info = {"needs_action": True, "team_preview": False, "action_mask": None}
+    return guard.judge(guard.decide(battle, 0.0, info), team_preview=False)
+
+
+from center.evaluation.side_guard import DEFAULT_MOVE  # noqa: E402
 
 
 def test_a_timeout_error_raised_by_user_code_is_an_error_not_a_timeout() -> None:
     guard = _guard(_Policy(exc=TimeoutError("mine")))
     try:
-        assert guard.act(None, 0.0, False, {}) == "__default__"
+        assert _decide(guard) == DEFAULT_MOVE
         assert guard.fatal is SideStatus.ERROR and guard.stats.timeouts == 0
     finally:
         guard.close()
@@ -107,7 +114,7 @@ def test_a_timeout_error_raised_by_user_code_is_an_error_not_a_timeout() -> None
 def test_a_call_past_its_deadline_is_a_timeout_with_the_default_move() -> None:
     guard = _guard(_Policy(seconds=0.5))
     try:
-        assert guard.act(None, 0.0, False, {}) == "__default__"
+        assert _decide(guard) == DEFAULT_MOVE
         assert guard.fatal is None and guard.stats.timeouts == 1
         assert guard.stats.status is SideStatus.TIMEOUT
     finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from center.env.end_reason import EndReason
-from center.evaluation import match
+from center.evaluation import battle_loop
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import failed_side
@@ -155,9 +155,9 @@ def test_a_forfeit_takes_its_failure_type_and_end_reason_from_the_table(status: 
         reason = SIDE_STATUSES[status].forfeit_reason
         if reason is None:
             with pytest.raises(ValueError, match="not a status that forfeits"):
-                match._forfeit_reason(guard)
+                battle_loop.forfeit_reason(guard)
         else:
-            assert match._forfeit_reason(guard) is reason
+            assert battle_loop.forfeit_reason(guard) is reason
     finally:
         guard.close()
 
@@ -218,6 +218,6 @@ def test_failure_type_and_forfeit_reason_come_from_the_table(
     guard = failed_side("m", Budget(), SideStatus.ERROR, "gone")
     try:
         assert guard.stats.error_line.startswith("Crash: ")
-        assert match._forfeit_reason(guard) is EndReason.TIMEOUT
+        assert battle_loop.forfeit_reason(guard) is EndReason.TIMEOUT
     finally:
         guard.close()

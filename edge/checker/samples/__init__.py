@@ -17,8 +17,8 @@ from pathlib import Path
 from poke_env.battle import AbstractBattle
 
 from edge.contract.game_type import is_doubles_format
+from edge.contract.request import decision_required
 from edge.errors import ReplicaError
-from edge.maple.action_helper import decision_required
 from edge.maple.replica import ReplicaBattle
 
 __all__ = [

@@ -1,16 +1,12 @@
-"""Checking an Agent's order against the current request, and rebuilding it canonically.
-
-Whatever an Agent's ``deploy`` returns (a poke-env ``BattleOrder`` or a ``/choose …`` / ``/team …``
-string) is parsed here and rebuilt from the battle's own legal options, so that only a command we
-built ourselves reaches Showdown. Accepted forms::
+"""The center's fairness rules for orders, shared by the match, ``PokemonEnv`` and the checker: an
+Agent's order checked against the current request and rebuilt from the battle's own legal options
+(only a command built here reaches Showdown), the default move, and how many illegal actions in a
+row a player may choose. Accepted forms (doubles: ``edge.contract.doubles_orders``)::
 
     /choose move <move id | name | slot 1-4> [terastallize]
     /choose switch <Pokémon name | species id | party position 1-6>
     /choose default
     /team <digits, e.g. 213>   or   /team 2, 1, 3          (team preview only)
-
-In a doubles battle (a poke-env ``DoubleBattle``) a ``/choose`` order names one choice per active
-slot: see ``edge.maple.doubles_orders``.
 """
 
 from __future__ import annotations
@@ -21,10 +17,15 @@ from poke_env.battle import AbstractBattle, DoubleBattle
 from poke_env.data import to_id_str
 from poke_env.player import BattleOrder
 
+from edge.contract.doubles_orders import canonical_doubles_choice
+from edge.contract.request import (
+    active_request_moves,
+    decision_required,
+    request_party,
+    team_order,
+    team_size,
+)
 from edge.errors import InvalidActionError
-from edge.maple.action_helper import decision_required, team_order, team_size
-from edge.maple.battle_view import active_request_moves, request_party
-from edge.maple.doubles_orders import canonical_doubles_choice
 
 MAX_ORDER_LENGTH = 200
 

@@ -1,17 +1,12 @@
-"""Checking a doubles order against the current request, and rebuilding it canonically.
-
-The doubles half of :func:`edge.maple.orders.canonical_order`. A doubles order names one choice per
-active slot, separated by a comma::
+"""Checking a doubles order against the current request, and rebuilding it canonically: the doubles
+half of :func:`edge.contract.orders.canonical_order`, one choice per active slot::
 
     /choose move <move id | name | slot 1-4> [terastallize] [target -2|-1|1|2], <second slot>
     /choose switch <party position 1-6 | Pokémon name | species id>, <second slot>
     /choose pass, <second slot>           (a slot with nothing to do)
     /choose default
 
-Each part is checked against that slot's legal choices (the same ones the doubles mask allows:
-``edge.maple.doubles_action_helper.slot_legal``), then the pair together: no Pokémon switched in
-by both slots, at most one terastallization. The rebuilt order names moves and switches by
-position (``/choose move 2 terastallize 1, switch 3``), so no nickname reaches Showdown.
+How each part and the pair are checked: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -22,14 +17,9 @@ from collections.abc import Mapping
 from poke_env.battle import DoubleBattle, Pokemon
 from poke_env.data import to_id_str
 
+from edge.contract.doubles_slots import PASS, decode, encode_move, slot_legal
+from edge.contract.request import slot_request_moves
 from edge.errors import InvalidActionError
-from edge.maple.doubles_action_helper import (
-    PASS,
-    decode,
-    encode_move,
-    slot_legal,
-    slot_request_moves,
-)
 
 __all__ = ["canonical_doubles_choice"]
 

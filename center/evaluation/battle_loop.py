@@ -1,0 +1,154 @@
+"""The loop of one battle: the seats of a battle session driven with the sides' decisions.
+
+Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`), given the
+reward and info its policy's step gets exactly as in :class:`PokemonEnv` (:mod:`center.env.rounds`);
+each order is checked against the request (:func:`canonical_order`) before Showdown sees it. An
+illegal action is penalized and asked again, up to ``max_invalid_retries`` in a row, then Showdown's
+default move is played; a side that fails (its guard's ``fatal``) forfeits.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from center.env.end_reason import EndReason
+from center.env.pokemon_env import PLAYERS, PokemonEnv
+from center.env.rounds import as_step_reward, idle_mask, step_info
+from center.env.session_api import SeatState
+from center.evaluation.budget import Budget
+from center.evaluation.records import SIDE_STATUSES
+from center.evaluation.side_guard import Move, SideGuard
+from edge.contract.agent import SEED_BOUND
+from edge.contract.decision import Decision
+from edge.contract.orders import canonical_order, default_order
+from edge.contract.runner import UserFailure
+from edge.errors import InvalidActionError
+
+__all__ = ["INFRASTRUCTURE_REASONS", "drive_battle", "forfeit_reason"]
+
+logger = logging.getLogger(__name__)
+
+#: What ends a battle on the center's side: not recorded, the battle is replayed.
+INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
+
+
+def drive_battle(
+    env: PokemonEnv, seed: int, sides: dict[str, SideGuard], budget: Budget
+) -> tuple[str | None, dict[str, int]]:
+    """Play one battle of ``env`` seeded by ``seed`` between ``sides`` (keyed player_0/player_1).
+
+    Returns the player that forfeited (None when the battle ended on Showdown: ``env.end_reason``
+    says how) and each player's count of illegal actions and orders. The sides' last step and
+    ``onEpisodeEnd`` run when the battle ends by its rules or its turn limit, not when a side
+    forfeited or the infrastructure failed (:data:`INFRASTRUCTURE_REASONS`).
+    """
+    for p in PLAYERS:  # from the secret: an Agent's seed must not tell it the battle's seed
+        sides[p].reset(env.run_secret.agent_seed(seed, p, SEED_BOUND))
+    env.start_battle(seed)
+    session = env.session
+    config = env.rewards
+    rewards = dict.fromkeys(PLAYERS, 0.0)
+    was_invalid = dict.fromkeys(PLAYERS, False)
+    retries = dict.fromkeys(PLAYERS, 0)
+    invalid = dict.fromkeys(PLAYERS, 0)
+    forfeited: str | None = None
+    while not env.over:
+        forfeited = _first_fatal(sides)
+        if forfeited:
+            break
+        session.drain()
+        decisions: dict[str, Decision | None] = {}
+        defaults: set[str] = set()
+        for p in PLAYERS:
+            seat = session.seats[p]
+            if seat.state is not SeatState.NEEDS_ACTION:
+                continue
+            assert seat.battle is not None
+            if retries[p] >= budget.max_invalid_retries:
+                defaults.add(p)  # Showdown's default move, without asking the side
+                continue
+            info = step_info(
+                seat.battle, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
+            )
+            decisions[p] = sides[p].decide(seat.battle, as_step_reward(rewards[p]), info)
+        forfeited = _first_fatal(sides)
+        if forfeited:
+            break
+        moves: dict[str, Move | None] = dict.fromkeys(defaults)
+        for p, decision in decisions.items():
+            preview = bool(session.seats[p].battle.teampreview)  # type: ignore[union-attr]
+            moves[p] = sides[p].judge(decision, team_preview=preview)
+        forfeited = _first_fatal(sides)
+        if forfeited:
+            break
+        rewards = dict.fromkeys(PLAYERS, 0.0)
+        was_invalid = dict.fromkeys(PLAYERS, False)
+        for p, move in moves.items():
+            battle = session.seats[p].battle
+            assert battle is not None
+            message = _message(sides[p], battle, move)
+            if message is None:  # illegal: penalized, and the same request is asked again
+                rewards[p] += config.invalid
+                was_invalid[p] = True
+                invalid[p] += 1
+                retries[p] += 1
+                continue
+            retries[p] = 0
+            session.submit(p, message)
+        end = env.end_round()
+        if end is not None:
+            for p in PLAYERS:
+                rewards[p] += end.rewards[p]
+    if forfeited is not None:
+        env.forfeit(forfeited, reason=forfeit_reason(sides[forfeited]))
+    elif env.end_reason not in INFRASTRUCTURE_REASONS:
+        for p in PLAYERS:
+            battle = env.battle(p)
+            assert battle is not None
+            info = step_info(
+                battle,
+                needs_action=False,
+                invalid=was_invalid[p],
+                end_reason=env.end_reason,
+                mask=idle_mask(sides[p].action_space),
+            )
+            sides[p].finish(battle, as_step_reward(rewards[p]), info)
+    return forfeited, invalid
+
+
+def forfeit_reason(side: SideGuard) -> EndReason:
+    """The end reason of a battle that ``side`` forfeited, by its fatal status (the status table's
+    ``forfeit_reason``: SideGuard makes only those statuses fatal)."""
+    reason = SIDE_STATUSES[side.stats.status].forfeit_reason
+    if reason is None:
+        raise ValueError(f"{side.stats.status} is not a status that forfeits a battle")
+    return reason
+
+
+def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
+    for p in PLAYERS:
+        if sides[p].fatal is not None:
+            return p
+    return None
+
+
+def _message(side: SideGuard, battle: Any, move: Move | None) -> str | None:
+    """What to send Showdown for ``move`` (None: Showdown's default move, played without asking
+    the side); None when the move is illegal."""
+    if move is None:
+        side.played_default()
+        return default_order(battle)
+    if move.invalid is not None:
+        side.invalid(move.invalid)
+        return None
+    if move.order is None:
+        return default_order(battle)
+    try:
+        # The center's one check of an order: rebuilt from the request, or refused.
+        return canonical_order(battle, move.order)
+    except ValueError as exc:  # InvalidActionError is one
+        logger.debug("%s: illegal order %r: %s", side.agent_full_name, move.order, exc)
+        reason = exc if isinstance(exc, InvalidActionError) else InvalidActionError(str(exc))
+        side.invalid(UserFailure.of(reason, "deploy"))
+        return None

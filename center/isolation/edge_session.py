@@ -1,0 +1,248 @@
+"""EdgeSession and RemoteSide: a candidate's side on an edge, seen from the center.
+
+An :class:`EdgeSession` is one session on an edge (one battle, one side); a :class:`RemoteSide` is
+the :class:`~center.evaluation.side.Side` it serves, one ``decide`` request per decision carrying
+the frames its player received since the last call. How errors map to statuses:
+docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import gymnasium
+import numpy as np
+from poke_env.battle import AbstractBattle
+
+from center.env import frames as frame_registry
+from center.errors import (
+    CallTimeout,
+    CenterError,
+    EdgeCallError,
+    EdgeFull,
+    EdgeRemoteError,
+    EdgeTimeout,
+    EdgeUnavailable,
+    RemoteUserError,
+    SideDisconnected,
+)
+from center.isolation.edge_client import EdgeClient
+from edge.contract.decision import Decision
+from edge.errors import InvalidActionError
+from edge.wire.messages import (
+    DEFAULT_LOAD_LIMIT,
+    MAX_LOAD_LIMIT,
+    CallUsage,
+    CloseSessionRequest,
+    DecideReply,
+    DecideRequest,
+    EpisodeEndRequest,
+    ErrorBody,
+    ErrorCode,
+    InstanceConfig,
+    OpenSessionRequest,
+    ResetRequest,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def bounded_load_limit(announced: Any) -> float:
+    """The open_session timeout for an edge that announced ``announced`` seconds (its hello):
+    bounded by MAX_LOAD_LIMIT, and the default for anything that is not a positive number."""
+    if isinstance(announced, bool) or not isinstance(announced, int | float):
+        return DEFAULT_LOAD_LIMIT
+    if not announced > 0:  # NaN included
+        return DEFAULT_LOAD_LIMIT
+    return float(min(announced, MAX_LOAD_LIMIT))
+
+
+OUTPUT_KEEP = 64 * 1024
+
+TIMEOUT_GRACE = 0.5
+"""Seconds a decision's call waits past its deadline for the edge's TIMEOUT reply, which names
+the user call that overran (the edge's deadline starts when the call reaches it)."""
+
+
+class EdgeSession:
+    """One session on an edge (one battle, one side)."""
+
+    def __init__(
+        self,
+        client: EdgeClient,
+        model_id: str,
+        instance_config: InstanceConfig,
+        username: str,
+        *,
+        timeout: float = DEFAULT_LOAD_LIMIT,
+    ) -> None:
+        self.client = client
+        self.model_id = model_id
+        self.instance_config = instance_config
+        self.session_id = uuid.uuid4().hex
+        #: the deadline of a call made without one (the open's)
+        self.timeout = timeout
+        #: what the last call cost on the edge (its reply's ``usage``), None when it did not say
+        self.last_usage: CallUsage | None = None
+        self.output: list[str] = []
+        self._output_size = 0
+        self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
+        self.username = username
+        reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout)
+        self.observation_space: gymnasium.Space[Any] = reply.observation_space
+        self.action_space: gymnasium.Space[Any] = reply.action_space
+        self.agent_full_name: str = reply.agent_full_name
+        #: the digest of the model's files on the edge ("" when the edge sent none)
+        self.code_digest: str = reply.code_digest
+
+    def call(
+        self, body: Any, timeout: float | None = None, queue_limit: float | None = None
+    ) -> Any:
+        """One request of this session (its type is the body's), its errors mapped to the side's
+        vocabulary. ``queue_limit`` (a call of the side's budget): the seconds it may wait on the
+        edge for a free CPU, credited to the side; such a call also waits a grace for the edge's
+        word when the edge stops it at its deadline (it names the user call that overran)."""
+        grace = TIMEOUT_GRACE if queue_limit is not None else 0.0
+        self.last_usage = None
+        try:
+            reply = self.client.call(
+                body,
+                session=self.session_id,
+                timeout=self.timeout if timeout is None else timeout,
+                queue_limit=queue_limit or None,
+                grace=grace,
+            )
+        except EdgeRemoteError as exc:
+            self.last_usage = exc.usage
+            self._keep_output(exc.output)
+            if exc.code == ErrorCode.UNKNOWN_SESSION:  # the edge restarted: it lost this battle
+                raise SideDisconnected(
+                    f"the edge at {self.client.address} lost the session"
+                ) from exc
+            if exc.code == ErrorCode.BUSY and isinstance(body, OpenSessionRequest):
+                raise EdgeFull(exc.evalue) from exc  # no worker for it now: the battle waits
+            if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
+                raise CallTimeout(exc.evalue, exc.call) from exc
+            raise RemoteUserError(exc.ename, exc.evalue, exc.traceback) from exc
+        except EdgeTimeout as exc:
+            if not self.client.connected:
+                raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
+            raise CallTimeout(str(exc)) from exc
+        except EdgeUnavailable as exc:
+            raise SideDisconnected(str(exc)) from exc
+        except EdgeCallError as exc:
+            raise RemoteUserError(type(exc).__name__, str(exc), "") from exc
+        self.last_usage = reply.usage
+        self._keep_output(reply.output)
+        return reply.body
+
+    def _keep_output(self, text: str) -> None:
+        if text and self._output_size < OUTPUT_KEEP:
+            text = text[: OUTPUT_KEEP - self._output_size]
+            self.output.append(text)
+            self._output_size += len(text)
+
+    def new_frames(self, battle: AbstractBattle) -> list[str]:
+        """The frames of ``battle`` this session has not forwarded yet."""
+        # One snapshot: poke-env's loop thread may append while we read.
+        frames = list(frame_registry.frames_of(battle) or [])
+        start = self._sent.get(id(battle), 0)
+        if battle.player_username and battle.player_username != self.username:
+            raise CenterError(
+                f"battle of {battle.player_username} handed to the session of {self.username}"
+            )
+        self._sent = {id(battle): len(frames)}
+        return list(frames[start:])
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Forget the session on the edge (best effort, short deadline)."""
+        try:
+            self.client.call(CloseSessionRequest(), session=self.session_id, timeout=timeout)
+        except EdgeCallError as exc:
+            logger.debug("closing session %s: %r", self.session_id, exc)
+
+
+class RemoteSide:
+    """The :class:`~center.evaluation.side.Side` an edge serves in ``session``: one request per
+    call (see the module docstring)."""
+
+    queues = True
+
+    def __init__(self, session: EdgeSession) -> None:
+        self.session = session
+        self.observation_space = session.observation_space
+        self.action_space = session.action_space
+
+    @property
+    def last_usage(self) -> CallUsage | None:
+        return self.session.last_usage
+
+    def decide(
+        self,
+        battle: AbstractBattle,
+        reward: float,
+        info: dict[str, Any],
+        done: bool,
+        *,
+        timeout: float,
+        queue_limit: float = 0.0,
+    ) -> Decision:
+        session = self.session
+        request = DecideRequest(session.new_frames(battle), reward, _plain_info(info), done)
+        reply: DecideReply = session.call(request, timeout, queue_limit)
+        return Decision(
+            reply.observation,
+            reply.action_mask,
+            stepped=reply.stepped,
+            action=reply.action,
+            order=reply.order,
+            step_error=None if reply.step_error is None else _raised(reply.step_error),
+            deploy_error=None if reply.deploy_error is None else _raised(reply.deploy_error),
+        )
+
+    def reset(self, seed: int | None, *, timeout: float, queue_limit: float = 0.0) -> None:
+        self.session.call(ResetRequest("agent", seed), timeout, queue_limit)
+        self.session.call(ResetRequest("policy"), timeout, queue_limit)
+
+    def episode_end(
+        self, battle: AbstractBattle, *, timeout: float, queue_limit: float = 0.0
+    ) -> None:
+        session = self.session
+        session.call(EpisodeEndRequest(session.new_frames(battle)), timeout, queue_limit)
+
+    def output(self) -> str:
+        return "".join(self.session.output)
+
+    def close(self) -> None:
+        """Nothing here: the session is its source's to close."""
+
+
+def _raised(error: ErrorBody) -> Exception:
+    """What user code on the edge raised, as an exception: an illegal action (deploy's
+    ``invalid_action``) or a RemoteUserError."""
+    if error.code == ErrorCode.INVALID_ACTION:
+        return InvalidActionError(error.evalue)
+    return RemoteUserError(error.ename, error.evalue, error.traceback)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python scalars (arrays travel as arrays)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
+    """What the policy may see of ``info``: the mask and the flags, nothing of the center's."""
+    keep = (
+        "team_preview",
+        "action_mask",
+        "turn",
+        "battle_tag",
+        "invalid_action",
+        "needs_action",
+        "end_reason",
+    )
+    return {k: _plain(info[k]) for k in keep if k in info}

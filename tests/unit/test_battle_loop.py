@@ -1,0 +1,171 @@
+"""The match loop drives the battle session's seats with the sides' whole decisions.
+
+The battle session here is a fake (the seats, submit, and a round that ends the battle after a
+given number of submitted rounds); the sides are fakes of the Side protocol with scripted
+decisions; the guards, the rewards, the infos and the order check are the real ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+
+from center.env.end_reason import EndReason
+from center.env.rounds import RewardConfig, RoundEnd
+from center.env.session_api import SeatState
+from center.evaluation.battle_loop import drive_battle
+from center.evaluation.budget import Budget
+from center.evaluation.records import SideStatus
+from center.evaluation.side_guard import SideGuard
+from center.showdown.sim_seeds import RunSecret
+from edge.contract.decision import Decision
+from tests.fixtures.synthetic_battle import Mon, build_battle
+
+PLAYERS = ("player_0", "player_1")
+
+
+class _Seat:
+    def __init__(self) -> None:
+        self.battle = build_battle([Mon("Pikachu", ("thunderbolt", "quickattack"))], [Mon("Eevee")])
+        self.state = SeatState.NEEDS_ACTION
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.seats = {p: _Seat() for p in PLAYERS}
+        self.sent: list[tuple[str, str]] = []
+
+    def drain(self) -> None:
+        pass
+
+    def submit(self, name: str, message: str) -> None:
+        assert self.seats[name].state is SeatState.NEEDS_ACTION
+        self.seats[name].state = SeatState.SUBMITTED
+        self.sent.append((name, message))
+
+
+class _Env:
+    """What the loop uses of PokemonEnv: its session, and a battle won by blue after ``rounds``
+    rounds in which both seats submitted."""
+
+    rewards = RewardConfig()
+    run_secret = RunSecret.random()
+
+    def __init__(self, rounds: int) -> None:
+        self.session = _Session()
+        self.rounds_left = rounds
+        self.over = False
+        self.end_reason: EndReason | None = None
+        self.forfeited: str | None = None
+
+    def start_battle(self, seed: int) -> None:
+        pass
+
+    def battle(self, name: str) -> Any:
+        return self.session.seats[name].battle
+
+    def end_round(self) -> RoundEnd | None:
+        seats = self.session.seats.values()
+        if any(seat.state is SeatState.NEEDS_ACTION for seat in seats):
+            return None
+        self.rounds_left -= 1
+        for seat in seats:
+            seat.state = SeatState.NEEDS_ACTION
+        if self.rounds_left:
+            return None
+        self.over, self.end_reason = True, EndReason.WIN
+        return RoundEnd(EndReason.WIN, {"player_0": 1.0, "player_1": -1.0}, True)
+
+    def forfeit(self, name: str, reason: EndReason) -> None:
+        self.over, self.end_reason, self.forfeited = True, reason, name
+
+
+class _Side:
+    """A side whose decisions are scripted: an order, or an exception for the call (makeObs
+    raised) or for the step (``step_error``)."""
+
+    queues = False
+    last_usage = None
+
+    def __init__(self, orders: list[Any]) -> None:
+        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.orders = orders
+        self.asked: list[tuple[float, dict[str, Any], bool]] = []
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        self.asked.append((reward, dict(info), done))
+        observation = np.zeros(1, np.float32)
+        if done:
+            return Decision(observation, None, stepped=True, action=0)
+        order = self.orders.pop(0) if self.orders else "/choose move 1"
+        if isinstance(order, Exception) and str(order) == "makeObs":
+            raise order
+        if isinstance(order, Exception):
+            return Decision(observation, None, stepped=True, step_error=order)
+        return Decision(observation, None, stepped=True, action=0, order=order)
+
+    def reset(self, seed, *, timeout, queue_limit) -> None:
+        pass
+
+    def episode_end(self, battle, *, timeout, queue_limit) -> None:
+        pass
+
+    def output(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
+
+
+def _guards(blue: _Side, red: _Side) -> dict[str, SideGuard]:
+    return {
+        p: SideGuard(s, f"{p}:m:p", Budget()) for p, s in zip(PLAYERS, (blue, red), strict=True)
+    }
+
+
+def test_an_illegal_order_is_penalized_and_asked_again_then_the_default_move_is_played():
+    illegal = "/choose move 9"
+    blue, red = _Side([illegal] * 3), _Side([])
+    env = _Env(rounds=3)
+    sides = _guards(blue, red)
+    forfeited, invalid = drive_battle(env, 1, sides, Budget())  # type: ignore[arg-type]
+    assert forfeited is None and invalid == {"player_0": 3, "player_1": 0}
+    # Asked three times in the first round, each time with the penalty and the flag of the illegal
+    # order before; the fourth time the default move is played without asking the side.
+    rewards = [round(r, 6) for r, _, done in blue.asked if not done]
+    flags = [info["invalid_action"] for _, info, done in blue.asked if not done]
+    assert rewards[:3] == [0.0, -0.01, -0.01] and flags[:3] == [False, True, True]
+    assert ("player_0", "/choose default") in env.session.sent
+    assert len([a for a in blue.asked if not a[2]]) == 3 + 2  # 3 illegal, then 2 legal rounds
+    assert sides["player_0"].stats.status is SideStatus.INVALID
+    assert sides["player_0"].stats.error_line.startswith("InvalidActionError: move '9'")
+    # The last step of each side: its end reward, nothing to do, the all-zero mask.
+    (last_reward, last_info, done) = blue.asked[-1]
+    assert done and last_reward == 1.0 and last_info["needs_action"] is False
+    assert last_info["action_mask"].tolist() == [0, 0] and last_info["end_reason"] == "win"
+    assert red.asked[-1][0] == -1.0
+
+
+def test_a_side_that_fails_to_observe_forfeits_before_the_other_sides_choice_counts():
+    blue, red = _Side([RuntimeError("makeObs")]), _Side([RuntimeError("step broke")])
+    env = _Env(rounds=3)
+    sides = _guards(blue, red)
+    forfeited, _ = drive_battle(env, 1, sides, Budget())  # type: ignore[arg-type]
+    assert forfeited == "player_0" and env.forfeited == "player_0"
+    assert sides["player_0"].fatal is SideStatus.ERROR
+    assert sides["player_1"].fatal is None  # its failed step was never judged
+    assert env.session.sent == []  # no order went out
+    assert all(not done for _, _, done in blue.asked + red.asked)  # no last step after a forfeit
+
+
+@pytest.mark.parametrize("failing", ["player_0", "player_1"])
+def test_a_failed_step_forfeits_before_any_order_of_the_round_is_sent(failing):
+    orders = {p: [RuntimeError("step broke")] if p == failing else [] for p in PLAYERS}
+    env = _Env(rounds=3)
+    sides = _guards(_Side(orders["player_0"]), _Side(orders["player_1"]))
+    forfeited, _ = drive_battle(env, 1, sides, Budget())  # type: ignore[arg-type]
+    assert forfeited == failing and env.session.sent == []
