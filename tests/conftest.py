@@ -1,9 +1,10 @@
 """Shared fixtures: the real local Pokémon Showdown server, started once per test session.
 
 Request ``showdown`` (a started ``ShowdownServer``), ``showdown_config`` (its poke-env
-``ServerConfiguration``) or ``sim_host`` (a started simulator host, the ``sim`` backend) by name. With ``SEP_SHOWDOWN_URL`` set, the tests use the server running
-there instead of starting one. Tests that use these fixtures get the ``showdown`` marker, so
-``pytest -m "not showdown"`` runs without node.
+``ServerConfiguration``) or ``sim_host`` (a started simulator host, the ``sim`` backend) by name.
+With ``SEP_SHOWDOWN_URL`` set, the tests use the server running there instead of starting one.
+Tests that use these fixtures get the ``showdown`` marker, so ``pytest -m "not showdown"`` runs
+without node. The ``slow`` and ``serial`` marks come from :mod:`tests.marks`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from center.errors import ShowdownError
 from center.showdown import ShowdownServer, find_install
 from center.showdown.sim_host import SimHost
+from tests import marks
 
 if TYPE_CHECKING:
     from poke_env.ps_client.server_configuration import ServerConfiguration
@@ -26,10 +28,19 @@ SHOWDOWN_FIXTURES = frozenset({"showdown", "showdown_config", "showdown_install"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs the real Showdown with ``showdown``."""
+    """Mark every test that needs the real Showdown with ``showdown``, and the slow and serial
+    ones with ``slow`` and ``serial`` (:mod:`tests.marks`)."""
     for item in items:
         if SHOWDOWN_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.showdown)
+    marks.apply(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under pytest-xdist, a ``serial`` test runs while no other test of the run does."""
+    with marks.turn(item):
+        yield
 
 
 def _fail(exc: ShowdownError) -> NoReturn:

@@ -21,9 +21,11 @@ def start_edges(tmp_path: Path) -> Iterator[Callable[..., dict[str, EdgeProcess]
             side: EdgeProcess(side, config, candidates, tmp_path / f"{side}.log")
             for side in ("blue", "red")
         }
-        for edge in edges.values():
+        for edge in edges.values():  # both at once: each waits mostly for its own start-up
             started.append(edge)
-            edge.start()
+            edge.launch()
+        for edge in edges.values():
+            edge.wait_ready(60.0)
         return edges
 
     yield start

@@ -45,6 +45,12 @@ class EdgeProcess:
         return f"tcp://{data[self.side]['host']}:{data[self.side]['port']}"
 
     def start(self, ready_timeout: float = 60.0) -> EdgeProcess:
+        self.launch()
+        self.wait_ready(ready_timeout)
+        return self
+
+    def launch(self) -> EdgeProcess:
+        """Start the process without waiting for it to answer (:meth:`wait_ready` does)."""
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             [
@@ -62,7 +68,6 @@ class EdgeProcess:
             cwd=self.cwd,
         )
         out.close()
-        self.wait_ready(ready_timeout)
         return self
 
     def client(self) -> EdgeClient:

@@ -1,0 +1,155 @@
+"""Which tests are ``slow`` and which run ``serial``, in one table each, and the lock that lets a
+serial test run alone when pytest-xdist runs tests side by side (``scripts/test.sh`` does).
+
+``slow``: a module whose tests each take about 5 s or more (real edges, battles, Ray, Chromium,
+benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the quick first run.
+
+``serial``: a test that must have the machine to itself. Edges share host-wide claims (worker user
+ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that opens sessions on
+its edges itself (no retry on ``EdgeBusy``), measures CPU time, emulates a small host's memory,
+times a budget or a clock, or uses fixed ports, would fail now and then beside another test.
+
+A name in a table that no longer names a test file fails the collection, so a rename cannot drop
+a mark silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+# Paths under tests/; "FILE::name" marks one test function (all its parameters) of FILE.
+SLOW = frozenset(
+    {
+        "integration/test_battle_clock.py",
+        "integration/test_bench_delegation.py",
+        "integration/test_bench_env.py",
+        "integration/test_bench_league.py",
+        "integration/test_bench_logdir.py",
+        "integration/test_bench_pairing.py",
+        "integration/test_bench_scale.py",
+        "integration/test_bench_sprt.py",
+        "integration/test_bench_template.py",
+        "integration/test_center_fair_play.py",
+        "integration/test_checker_battles.py",
+        "integration/test_checker_doubles_battles.py",
+        "integration/test_collusion.py",
+        "integration/test_demo.py",
+        "integration/test_doubles_env.py::test_maskable_ppo_trains_on_the_seeded_doubles_env",
+        "integration/test_doubles_outside.py",
+        "integration/test_edge_reload.py",
+        "integration/test_fair_play.py",
+        "integration/test_isolation.py",
+        "integration/test_largest_observation.py",
+        "integration/test_league.py",
+        "integration/test_llm_endpoints.py",
+        "integration/test_load_limit.py",
+        "integration/test_memory_attack.py",
+        "integration/test_model_template.py",
+        "integration/test_outside_agents_player.py",
+        "integration/test_outside_agents_replay.py",
+        "integration/test_outside_modules.py",
+        "integration/test_paired.py",
+        "integration/test_provenance.py",
+        "integration/test_ray_loopback.py",
+        "integration/test_readme_samples.py",
+        "integration/test_sample_agents_strength.py",
+        "integration/test_sandbox.py",
+        "integration/test_scale.py",
+        "integration/test_sim_backend.py",
+        "integration/test_sprt.py",
+        "integration/test_submit.py",
+        "integration/test_train_to_league.py",
+        "unit/test_scripts_type_check.py",
+    }
+)
+
+SERIAL = frozenset(
+    {
+        # Benchmarks: they measure, pin edges to CPUs, make freezer groups.
+        "integration/test_bench_delegation.py",
+        "integration/test_bench_env.py",
+        "integration/test_bench_freezer.py",
+        "integration/test_bench_league.py",
+        "integration/test_bench_logdir.py",
+        "integration/test_bench_pairing.py",
+        "integration/test_bench_scale.py",
+        "integration/test_bench_sprt.py",
+        "integration/test_bench_template.py",
+        # A clock, a load limit, a decision budget: timed against the edge's own CPU.
+        "integration/test_battle_clock.py",
+        "integration/test_load_limit.py",
+        # CPU time per decision, CPU hogs, memory over the limit, the host's memory budget.
+        "integration/test_center_fair_play.py",
+        "integration/test_fair_play.py",
+        "integration/test_memory_attack.py",
+        # Sessions opened on real edges by the test itself (EdgeBusy when another test's workers
+        # hold the host's memory budget), edges killed, a worker's exit timed.
+        "integration/test_edge_reload.py",
+        "integration/test_isolation.py",
+        "integration/test_largest_observation.py",
+        "integration/test_model_template.py",
+        "integration/test_sandbox.py",
+        # Ray clusters of several processes each, killed runners and nodes.
+        "integration/test_scale.py",
+        # sep_config.json's fixed ports; it counts every sep_edge started in the repository.
+        "integration/test_demo.py",
+    }
+)
+
+
+def _check(table: frozenset[str]) -> None:
+    for entry in table:
+        path = entry.split("::")[0]
+        if not (TESTS / path).is_file():
+            raise pytest.UsageError(f"tests/marks.py names {path}, which is not a test file")
+
+
+def _marked(item: pytest.Item, table: frozenset[str]) -> bool:
+    path = Path(str(item.path)).resolve()
+    if not path.is_relative_to(TESTS):
+        return False
+    name = path.relative_to(TESTS).as_posix()
+    function = getattr(item, "originalname", item.name)
+    return name in table or f"{name}::{function}" in table
+
+
+def apply(items: list[pytest.Item]) -> None:
+    """Add the ``slow`` and ``serial`` marks of the tables to the collected tests."""
+    _check(SLOW)
+    _check(SERIAL)
+    for item in items:
+        if _marked(item, SLOW):
+            item.add_marker(pytest.mark.slow)
+        if _marked(item, SERIAL):
+            item.add_marker(pytest.mark.serial)
+
+
+@contextlib.contextmanager
+def turn(item: pytest.Item) -> Iterator[None]:
+    """Hold the run's test lock for one test (setup, call, teardown) under pytest-xdist: shared
+    by ordinary tests, exclusive for a ``serial`` one. A serial test that waits holds the gate, so
+    no new ordinary test starts meanwhile. Without xdist there is nothing to share: no lock."""
+    workerinput = getattr(item.config, "workerinput", None)
+    if workerinput is None:
+        yield
+        return
+    # The run's own folder (pytest-N, the parent of each worker's basetemp): one lock per run.
+    folder = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
+    exclusive = item.get_closest_marker("serial") is not None
+    with (folder / "serial.gate").open("a") as gate, (folder / "serial.lock").open("a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
