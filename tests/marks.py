@@ -43,6 +43,7 @@ SLOW = frozenset(
         "integration/test_demo.py",
         "integration/test_doubles_env.py::test_maskable_ppo_trains_on_the_seeded_doubles_env",
         "integration/test_doubles_outside.py",
+        "integration/test_doubles_service.py",
         "integration/test_edge_reload.py",
         "integration/test_fair_play.py",
         "integration/test_isolation.py",
@@ -97,6 +98,7 @@ SERIAL = frozenset(
         "integration/test_model_template.py",
         "integration/test_sandbox.py",
         # Ray clusters of several processes each, killed runners and nodes.
+        "integration/test_doubles_service.py",
         "integration/test_scale.py",
         # sep_config.json's fixed ports; it counts every sep_edge started in the repository.
         "integration/test_demo.py",
