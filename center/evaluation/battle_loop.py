@@ -137,13 +137,14 @@ def _message(side: SideGuard, battle: Any, move: Move | None) -> str | None:
     """What to send Showdown for ``move`` (None: Showdown's default move, played without asking
     the side); None when the move is illegal."""
     if move is None:
-        side.played_default()
+        side.end_decision()
         return default_order(battle)
     if move.invalid is not None:
         side.invalid(move.invalid)
         return None
     if move.order is None:
         return default_order(battle)
+    side.end_decision()
     try:
         # The center's one check of an order: rebuilt from the request, or refused.
         return canonical_order(battle, move.order)

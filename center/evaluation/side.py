@@ -108,6 +108,10 @@ class InProcessSide:
             begin = time.thread_time()
             try:
                 return fn(phase.append)
+            except (SystemExit, KeyboardInterrupt) as exc:
+                # Raised by user code on its own thread (the organizer's Ctrl-C reaches the main
+                # thread, never this one): an error of the side's, not an exit of the center.
+                raise RuntimeError(f"user code raised {type(exc).__name__}({exc})") from exc
             finally:
                 cpu.append(time.thread_time() - begin)
 

@@ -37,7 +37,7 @@ from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SIDE_STATUSES, SideStatus
 from center.evaluation.side import Side
 from center.evaluation.side_stats import SideStats
-from edge.contract.decision import Decision, action_accepted
+from edge.contract.decision import Decision, action_accepted, observation_accepted
 from edge.contract.runner import UserFailure
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -124,7 +124,7 @@ class SideGuard:
         except Exception as exc:
             self._handle("makeObs", exc)
             return None
-        if not decision.stepped:  # the observation was refused: the policy was not asked
+        if not self._observed(decision):  # the observation was refused
             self._invalid_observation()
             self._end_decision()
             return None
@@ -152,16 +152,18 @@ class SideGuard:
             return Move(invalid=_OUTSIDE_ACTION_SPACE)
         if failed is not None:  # ValueError, InvalidActionError included: an illegal action
             return Move(invalid=UserFailure.of(failed, "deploy"))
-        self._end_decision()
+        # The decision ends (its time charged to the bank) when its order is sent: after every
+        # side's failure of the round has been judged, as when deploy was its own call.
         return Move(decision.order)
 
     def invalid(self, why: UserFailure) -> None:
         """The match refused the side's action or order (``why``): counted as INVALID."""
         self.stats.note(SideStatus.INVALID, why)
 
-    def played_default(self) -> None:
-        """The match played the default move for the side without asking it (too many illegal
-        actions in a row): the decision in progress ends there."""
+    def end_decision(self) -> None:
+        """The match sends the side's move (its order, or the default move played without asking
+        it after too many illegal actions in a row): the decision in progress ends there, its
+        time over the free allowance charged to the bank."""
         self._end_decision()
 
     def finish(self, battle: AbstractBattle, reward: float, info: dict[str, Any]) -> None:
@@ -178,7 +180,7 @@ class SideGuard:
         except Exception as exc:  # the last observation failed as any other would
             self._handle("makeObs", exc)
         else:
-            if not decision.stepped:
+            if not self._observed(decision):
                 self._invalid_observation()
             elif decision.step_error is not None:
                 logger.info(
@@ -193,6 +195,14 @@ class SideGuard:
             except Exception as exc:
                 logger.info("%s: onEpisodeEnd failed: %r", self.agent_full_name, exc)
         self._used, self._cpu = 0.0, None
+
+    def _observed(self, decision: Decision) -> bool:
+        """Whether the decision's observation is in the side's space, checked here against the
+        rebuilt built-in space: the side's own check (``stepped``) ran the user's Space class, on
+        an edge in code the center does not trust."""
+        return decision.stepped and observation_accepted(
+            self.observation_space, decision.observation
+        )
 
     def _invalid_observation(self) -> None:
         self.stats.invalid += 1

@@ -169,3 +169,69 @@ def test_a_failed_step_forfeits_before_any_order_of_the_round_is_sent(failing):
     sides = _guards(_Side(orders["player_0"]), _Side(orders["player_1"]))
     forfeited, _ = drive_battle(env, 1, sides, Budget())  # type: ignore[arg-type]
     assert forfeited == failing and env.session.sent == []
+
+
+class _OutOfSpaceSide(_Side):
+    """A side whose (edge-side) check said its observation was fine, but it is outside the space
+    (a user Space subclass whose ``contains`` accepts anything, or a forged ``stepped``)."""
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        decision = super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+        return Decision(
+            np.full(3, 7.0, np.float32),
+            None,
+            stepped=True,
+            action=decision.action,
+            order=decision.order,
+        )
+
+
+def test_an_observation_outside_the_space_is_refused_by_the_center_whatever_the_side_said():
+    blue, red = _OutOfSpaceSide(["/choose move 2"]), _Side([])
+    env = _Env(rounds=1)
+    sides = _guards(blue, red)
+    drive_battle(env, 1, sides, Budget())  # type: ignore[arg-type]
+    # The side's order was not played: the default move was, and the observation counted.
+    assert ("player_0", "/choose default") in env.session.sent
+    assert ("player_0", "/choose move 2") not in env.session.sent
+    assert sides["player_0"].stats.status is SideStatus.INVALID
+    assert sides["player_0"].stats.error_line.startswith("InvalidObservation")
+
+
+class _SlowSide(_Side):
+    """A side whose every call takes ``seconds`` (charged by its guard's clock: the guard times
+    the call itself)."""
+
+    def __init__(self, orders: list[Any], seconds: float) -> None:
+        super().__init__(orders)
+        self.seconds = seconds
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        import time
+
+        time.sleep(self.seconds)
+        return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+
+
+def test_a_side_that_fails_wins_nothing_from_the_other_sides_bank_charged_in_the_same_round():
+    # player_0's step raises; player_1 answers legally but spends its whole bank in that round.
+    # player_0 forfeits and player_1 wins: its bank is charged only when its order is sent,
+    # which never happens in a round where the other side forfeits.
+    budget = Budget(decision_time=0.01, bank=0.05, call_cap=1.0)
+    blue, red = _Side([RuntimeError("step broke")]), _SlowSide([], seconds=0.2)
+    env = _Env(rounds=3)
+    sides = {p: SideGuard(s, f"{p}:m:p", budget) for p, s in zip(PLAYERS, (blue, red), strict=True)}
+    forfeited, _ = drive_battle(env, 1, sides, budget)  # type: ignore[arg-type]
+    assert forfeited == "player_0"
+    assert sides["player_0"].fatal is SideStatus.ERROR
+    assert sides["player_1"].fatal is None
+
+
+def test_an_order_sent_ends_the_decision_and_charges_the_bank():
+    budget = Budget(decision_time=0.01, bank=0.05, call_cap=1.0)
+    blue, red = _Side([]), _SlowSide([], seconds=0.2)
+    env = _Env(rounds=3)
+    sides = {p: SideGuard(s, f"{p}:m:p", budget) for p, s in zip(PLAYERS, (blue, red), strict=True)}
+    forfeited, _ = drive_battle(env, 1, sides, budget)  # type: ignore[arg-type]
+    assert forfeited == "player_1" and sides["player_1"].fatal is SideStatus.TIMEOUT
+    assert sides["player_1"].stats.error_line.startswith("TimeBankExhausted")

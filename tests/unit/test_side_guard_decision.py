@@ -122,8 +122,11 @@ def _count_calls(guard: SideGuard) -> list[str]:
 
 
 def _decide(guard: SideGuard, battle: Any, reward: float = 0.25) -> Move:
-    """One decision, as the match loop makes it."""
-    return guard.judge(guard.decide(battle, reward, _info(battle)), team_preview=False)
+    """One decision, as the match loop makes it (a move sent ends the decision)."""
+    move = guard.judge(guard.decide(battle, reward, _info(battle)), team_preview=False)
+    if move.invalid is None:
+        guard.end_decision()
+    return move
 
 
 def test_a_decision_is_one_call_into_user_code_with_the_arguments_the_loop_passes(battle):
@@ -281,3 +284,19 @@ def test_a_last_step_past_its_deadline_is_not_taken_again(battle):
         guard.close()
     assert agent.calls.count("step done") == 1
     assert guard.stats.failure is not None and guard.stats.failure.where == "policy.step"
+
+
+class ExitingAgent(PlainAgent):
+    def makeObs(self, battle: Any) -> np.ndarray:
+        raise SystemExit(3)  # sys.exit(3) in user code
+
+
+def test_user_code_that_calls_sys_exit_is_the_sides_error_not_the_centers_exit(battle):
+    agent = ExitingAgent()
+    guard = _guard(agent, PlainPolicy(agent))
+    try:
+        assert guard.decide(battle, 0.0, _info(battle)) is None
+    finally:
+        guard.close()
+    assert guard.fatal is SideStatus.ERROR
+    assert "SystemExit" in guard.stats.error_line

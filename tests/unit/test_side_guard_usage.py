@@ -100,7 +100,9 @@ def _remote_guard(edge: FakeEdge, budget: Budget = BUDGET, opened_s: float = 0.0
 def _decide(guard: SideGuard, battle: Any) -> None:
     """One decision, as the match loop makes it."""
     info = {"needs_action": True, "team_preview": False, "action_mask": None}
-    guard.judge(guard.decide(battle, 0.0, info), team_preview=False)
+    move = guard.judge(guard.decide(battle, 0.0, info), team_preview=False)
+    if move.invalid is None:  # the move is sent: the decision ends there
+        guard.end_decision()
 
 
 def test_the_wait_for_a_cpu_the_edge_reports_is_credited_and_its_cpu_recorded(clock, battle):
