@@ -1,5 +1,5 @@
-"""SessionHandlers: the handlers of every session an edge serves (the AgentDelegatee and
-PolicyDelegatee of each).
+"""SessionHandlers: the handlers of every session an edge serves (its Agent, its
+Policy and its replica battle).
 
 One session per battle and side: its own Agent, its own Policy and a :class:`ReplicaBattle` fed
 with the frames the center forwards, the global generators seeded with the Agent's seed. Only
