@@ -9,6 +9,7 @@ docs/architecture.md.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -203,8 +204,18 @@ class RemoteSide:
         )
 
     def reset(self, seed: int | None, *, timeout: float, queue_limit: float = 0.0) -> None:
-        self.session.call(ResetRequest("agent", seed), timeout, queue_limit)
-        self.session.call(ResetRequest("policy"), timeout, queue_limit)
+        """The Agent's seed and reset, then the Policy's reset: two requests under one deadline
+        (as in-process), their costs reported as one call's."""
+        session = self.session
+        start = time.perf_counter()
+        session.call(ResetRequest("agent", seed), timeout, queue_limit)
+        first = session.last_usage
+        waited = first.queued if first is not None else 0.0
+        left = timeout - (time.perf_counter() - start - waited)
+        try:
+            session.call(ResetRequest("policy"), max(left, 0.001), max(queue_limit - waited, 0.0))
+        finally:
+            session.last_usage = _sum_usage(first, session.last_usage)
 
     def episode_end(
         self, battle: AbstractBattle, *, timeout: float, queue_limit: float = 0.0
@@ -246,3 +257,16 @@ def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
         "end_reason",
     )
     return {k: _plain(info[k]) for k in keep if k in info}
+
+
+def _sum_usage(first: CallUsage | None, second: CallUsage | None) -> CallUsage | None:
+    """Two calls' costs as one call's (None when neither edge call reported any)."""
+    if first is None or second is None:
+        return second or first
+    return CallUsage(
+        first.cpu + second.cpu,
+        first.queued + second.queued,
+        first.endpoint_requests + second.endpoint_requests,
+        first.endpoint_bytes + second.endpoint_bytes,
+        first.endpoint_tokens + second.endpoint_tokens,
+    )

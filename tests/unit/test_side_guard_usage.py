@@ -206,3 +206,37 @@ def test_in_process_the_cpu_of_the_thread_running_the_sides_code_is_recorded(bat
     assert cpu_ms >= 50.0  # the spin, measured on the user-code thread
     assert cpu_ms < wall_ms  # the sleep took wall time, not CPU time
     assert guard.stats.queued_s == 0.0
+
+
+class _ResetSession:
+    """What RemoteSide uses of an EdgeSession for a reset: each request takes ``took`` seconds of
+    real time and reports ``usage``; the deadline and credit of each request are recorded."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, took: float, usage: CallUsage) -> None:
+        self.took, self.usage = took, usage
+        self.calls: list[tuple[str, float, float | None]] = []
+        self.last_usage: CallUsage | None = None
+
+    def call(self, body: Any, timeout: float | None = None, queue_limit: float | None = None):
+        import time
+
+        self.calls.append((body.target, float(timeout or 0.0), queue_limit))
+        time.sleep(self.took)
+        self.last_usage = self.usage
+
+
+def test_a_remote_reset_is_two_requests_under_one_deadline_and_reports_both_costs():
+    from center.isolation.edge_session import RemoteSide
+
+    usage = CallUsage(cpu=0.01, queued=0.0, endpoint_requests=1)
+    session = _ResetSession(took=0.05, usage=usage)
+    side = RemoteSide(session)  # type: ignore[arg-type]
+    side.reset(7, timeout=1.0, queue_limit=0.5)
+    (agent, first, _), (policy, second, _) = session.calls
+    assert (agent, policy) == ("agent", "policy")
+    assert first == 1.0 and second < 1.0 - 0.04  # the second gets only what the first left
+    assert side.last_usage is not None
+    assert side.last_usage.cpu == pytest.approx(0.02) and side.last_usage.endpoint_requests == 2
