@@ -128,7 +128,7 @@ def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(
     finally:
         source.close()
     assert record.winner.value == "blue" and record.end_reason.value == "win"
-    assert (record.blue_status, record.red_status) == (SideStatus.OK, SideStatus.OK)
+    assert (record.blue_side.status, record.red_side.status) == (SideStatus.OK, SideStatus.OK)
     assert seen == {"player_0": (1.0, False), "player_1": (-1.0, False)}
 
 
