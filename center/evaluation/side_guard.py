@@ -126,7 +126,7 @@ class SideGuard:
             return None
         if not self._observed(decision):  # the observation was refused
             self._invalid_observation()
-            self._end_decision()
+            self.end_decision()
             return None
         return decision
 
@@ -159,12 +159,6 @@ class SideGuard:
     def invalid(self, why: UserFailure) -> None:
         """The match refused the side's action or order (``why``): counted as INVALID."""
         self.stats.note(SideStatus.INVALID, why)
-
-    def end_decision(self) -> None:
-        """The match sends the side's move (its order, or the default move played without asking
-        it after too many illegal actions in a row): the decision in progress ends there, its
-        time over the free allowance charged to the bank."""
-        self._end_decision()
 
     def finish(self, battle: AbstractBattle, reward: float, info: dict[str, Any]) -> None:
         """The battle is over: the policy's last step (``done``) with the last observation, then
@@ -274,12 +268,15 @@ class SideGuard:
         if isinstance(exc, SideDisconnected):
             self.fail(SideStatus.DISCONNECT, f"{what}: {exc}")
         elif isinstance(exc, CallTimeout):
-            self._end_decision()  # the default move is played
+            self.end_decision()  # the default move is played
         else:
             failure = _failure_of(exc, what)
             self.fail(SideStatus.ERROR, f"{what}: {failure.line()}", failure)
 
-    def _end_decision(self) -> None:
+    def end_decision(self) -> None:
+        """The match sends the side's move (its order, or the default move played without asking
+        it after too many illegal actions in a row): the decision in progress ends there, its
+        time over the free allowance charged to the bank."""
         if self._used <= 0.0:
             return
         self.stats.decision_ms.append(self._used * 1e3)
