@@ -49,6 +49,7 @@ SLOW = frozenset(
         "integration/test_isolation.py",
         "integration/test_largest_observation.py",
         "integration/test_league.py",
+        "integration/test_lenient_space.py",
         "integration/test_llm_endpoints.py",
         "integration/test_load_limit.py",
         "integration/test_memory_attack.py",
