@@ -1,23 +1,9 @@
 """``LOG_DIR/battles.csv``: the durable writer, the tolerant reader, and what is left to play.
 
-One row per finished battle (:class:`~center.evaluation.records.BattleRecord`, columns
-:data:`~center.evaluation.records.COLUMNS`), UTF-8, ``\\n`` line ends, a header once. Every row is
-one physical line (control characters in text fields are replaced by spaces) written with a single
-``write`` and then fsynced, so a ``kill -9`` loses at most the battles in progress. A last line
-without its ``\\n`` is a torn write: readers ignore it and :class:`ResultsWriter` truncates it before
-appending. A row is final: a battle that has a row (whatever its winner, ``none`` included) is never
-replayed; delete the row to replay it. Duplicate ``battle_id``: the first row wins, later ones are
-ignored with a warning.
-
-Typical use by a match runner (the writer first: its lock keeps a second run off the LOG_DIR; the
-run's parameters come from :func:`center.evaluation.run_info.open_run`)::
-
-    with ResultsWriter(log_dir) as writer:
-        run = open_run(log_dir, RunConfig("league", ids, n, battle_format, seed))
-        for battle in pending(run.schedule(), log_dir):
-            ...  # play it, then, from any thread:
-            writer.write(BattleRecord(battle_id=battle.battle_id, blue=battle.blue, ...,
-                                      blue_side=SideRecord(...), red_side=SideRecord(...)))
+One row per finished battle (:class:`~center.evaluation.records.BattleRecord`), one physical line
+written at once and fsynced, so a ``kill -9`` loses at most the battles in progress; a torn last
+line is ignored by readers and truncated by :class:`ResultsWriter`. A row is final; a duplicate
+``battle_id`` is ignored with a warning. docs/results.md, "How battles.csv is written", says how.
 """
 
 from __future__ import annotations
@@ -48,7 +34,6 @@ __all__ = [
     "ResultsReader",
     "ResultsWriter",
     "check_recorded",
-    "fsync_dir",
     "load_records",
     "pending",
 ]

@@ -1,13 +1,9 @@
 """BattleRecord and SideRecord: one finished battle, one row of battles.csv, and the enums of its
 columns.
 
-The columns (:data:`COLUMNS`) are a pinned interface: their names, order and values stay as they
-are. Each side's columns (``blue_status``, ``red_status``, ...) are the fields of its
-:class:`SideRecord`, declared once. ``winner`` is a :class:`Winner`, ``end_reason`` an
-:class:`~center.env.end_reason.EndReason`, a side's ``status`` a :class:`SideStatus` (what each
-means: the status table, :data:`SIDE_STATUSES`); a row holding another value is malformed.
-``replay`` and ``log`` are paths relative to ``LOG_DIR`` (:func:`replay_relpath`,
-:func:`log_relpath`); empty when there is none.
+The columns (:data:`COLUMNS`) are a pinned interface; each side's columns (``blue_status``,
+``red_status``, ...) are the fields of its :class:`SideRecord`, declared once; what each status
+means is the status table, :data:`SIDE_STATUSES`. docs/results.md describes every column.
 """
 
 from __future__ import annotations
@@ -141,7 +137,7 @@ class SideRecord:
     timeouts: int = 0
     #: CPU time per decision (ms), mean and max over the decisions measured: on an edge, of all
     #: the worker's processes (its supervisor's ``usage.cpu``); in-process, of the thread running
-    #: the side's code. Empty when no decision was measured (an edge older than protocol 1.4).
+    #: the side's code. Empty when no decision was measured.
     cpu_ms_mean: float | None = None
     cpu_ms_max: float | None = None
     #: the side's battle clock (s): the wall time of its calls as the center measured them,

@@ -31,7 +31,6 @@ __all__ = [
     "is_team_choice",
     "observation_accepted",
     "order_text",
-    "policy_mask",
 ]
 
 

@@ -1,14 +1,8 @@
 """ActionHelper: the Maple Discrete(11) action layout, its legality mask and its orders.
 
-| index | meaning |
-| ----- | ------- |
-| 0–3   | move in slot 1–4 (slot order of the request; a lone Recharge or locked move is slot 1) |
-| 4–7   | terastallize and use the move in slot 1–4 |
-| 8–9   | switch to bench 1 / bench 2 (``battle_view.own_bench`` order) |
-| 10    | Struggle; also Showdown's default choice when no other index is legal |
-
-At team preview the integer layout does not apply: any index means "the default team" (a random
-pick drawn from the helper's seeded generator), so the mask is all ones there.
+0–3 move in slot 1–4, 4–7 terastallize and move, 8–9 switch to bench 1/2, 10 Struggle (or
+Showdown's default when nothing else is legal); at team preview any index is the default team.
+The whole table: docs/environment.md, "The singles action layout".
 """
 
 from __future__ import annotations

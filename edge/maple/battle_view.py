@@ -1,14 +1,7 @@
-"""Stable slot views of a poke-env Battle, shared by StateObserver and ActionHelper.
+"""Stable slot views of a poke-env Battle, shared by StateObserver and ActionHelper, so that "move 2"
+in the observation is the move action 1 uses and "bench 1" the Pokémon action 8 switches to.
 
-The observation and the action layout must name the same things: "move 2" in the observation is the
-move that action 1 uses, "bench 1" is the Pokémon that action 8 switches to. Both read them here.
-
-- Move slots follow the order of the current request's active move list (Showdown's move-slot order),
-  falling back to the order poke-env learned the moves in when there is no request.
-- Bench slots are the player's non-active, non-fainted Pokémon in Showdown's party order (the order
-  of the request's ``side.pokemon``), falling back to ``battle.team`` order.
-- The opponent's bench is what the player has seen of it: non-active Pokémon of
-  ``battle.opponent_team`` in the order they were revealed, fainted ones included.
+How the slots are ordered: docs/observation.md, "Slots".
 """
 
 from __future__ import annotations

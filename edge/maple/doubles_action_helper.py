@@ -1,27 +1,10 @@
 """DoublesActionHelper: the Maple doubles action layout, per-slot legality masks and orders.
 
-One action is a pair, one index per active slot (``MultiDiscrete([N, N])``), numbered as poke-env's
-``DoublesEnv`` numbers them, so that an action means the same thing in both:
-
-| index          | meaning |
-| -------------- | ------- |
-| 0              | pass (the slot has nothing to do: its Pokémon fainted, or only the other slot switches) |
-| 1–6            | switch to the i-th Pokémon of ``battle.team`` (poke-env's team order) |
-| 7 + 5k + (t+2) | move slot k (0–3, the request's move order) at target t (-2, -1, 0, 1, 2) |
-| +20 · g        | with gimmick g: 1 mega, 2 z-move, 3 dynamax, 4 terastallize (Gen 9: only 4) |
-
-N is ``DoublesEnv.get_action_space_size(gen)`` (107 in Gen 9). Targets are Showdown's: 1 and 2 the
-opponent's slots, -1 and -2 the player's own (the ally, or the user itself), 0 no target (spread
-moves, self moves, Struggle, Recharge). Where poke-env differs: moves are indexed in the request's
-move order (poke-env: the order it learned them, the same for one's own team), and -2/-1 (default,
-forfeit) are not actions (they are outside a MultiDiscrete space anyway).
-
-The mask is the two slots' masks concatenated (length 2N), as MaskablePPO expects of a
-MultiDiscrete space. A per-slot mask cannot forbid a joint conflict (both slots switching to the
-same Pokémon, both terastallizing): :meth:`DoublesActionHelper.action_to_order` refuses such a
-pair, as the center refuses that order from any Agent, and
-:meth:`DoublesActionHelper.resolve_conflict` turns it into a legal one by changing the second
-slot's part (what ``MapleDoublesAgent.deploy`` does, counting it).
+One action is a pair of indices, one per active slot (``MultiDiscrete([N, N])``, N = 107 in Gen 9),
+numbered as poke-env's ``DoublesEnv`` numbers them; the mask is the two slots' masks concatenated.
+A joint conflict (both slots switching to one Pokémon, both terastallizing) is refused by
+:meth:`DoublesActionHelper.action_to_order` and repaired by :meth:`~DoublesActionHelper.
+resolve_conflict`. The table and where it differs from poke-env: docs/doubles.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """StateObserver: a poke-env Battle in, a fixed-length float32 vector out.
 
-The layout is data, not code: the spec (``edge.maple.state_spec``, by default
-``edge/maple/config/state_spec.yml``) lists feature groups, each naming an extractor of
-``edge.maple.features`` with its parameters and its bounds. The observer validates the spec once,
-then fills a fresh vector per call. Every element is clipped to its group's [low, high], so every
-observation lies in ``observation_space``. docs/observation.md describes each feature.
-
-"Move i" and "bench j" come from ``edge.maple.battle_view``, the slot order the action layout uses.
-At team preview every feature is 0 except ``battle.teampreview``.
+The layout is data: the spec (``edge/maple/config/state_spec.yml`` by default) lists feature groups,
+each naming an extractor of ``edge.maple.features`` with its parameters and bounds; every element is
+clipped to its group's bounds, so every observation lies in ``observation_space``. Slots come from
+``edge.maple.battle_view``; at team preview every feature is 0 but ``battle.teampreview``.
+docs/observation.md describes each feature.
 """
 
 from __future__ import annotations
