@@ -149,19 +149,31 @@ def expose(exposed: dict[str, list[str]], staging: Path) -> None:
             stage.rmdir()
 
 
+def _limit(default: int, rlimit: int, label: str, unit: str, *, own_user: bool = False) -> Any:
+    """A :class:`Limits` field: its rlimit, its start-up label and how its value reads (``size``,
+    ``seconds`` or ``count``); ``own_user``: applied only to a worker with a user id of its own."""
+    return dataclasses.field(
+        default=default,
+        metadata={"rlimit": rlimit, "label": label, "unit": unit, "own_user": own_user},
+    )
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Per-worker rlimits; 0 means no limit (cores are always off)."""
+    """Per-worker rlimits; 0 means no limit (cores are always off). Each field's metadata says
+    how it is applied and reported: a new limit is one field."""
 
-    memory: int = 4 * GiB
+    memory: int = _limit(4 * GiB, resource.RLIMIT_AS, "memory (address space)", "size")
     """Address space (RLIMIT_AS), bytes: an allocation past it fails (MemoryError)."""
-    cpu_seconds: int = 600
+    cpu_seconds: int = _limit(600, resource.RLIMIT_CPU, "CPU time", "seconds")
     """CPU time of a worker's life (RLIMIT_CPU); a worker past half of it is not reused."""
-    file_size: int = 64 * MiB
+    file_size: int = _limit(64 * MiB, resource.RLIMIT_FSIZE, "file size", "size")
     """Largest file the worker may write (RLIMIT_FSIZE), its captured output in one call too."""
-    open_files: int = 256
+    open_files: int = _limit(256, resource.RLIMIT_NOFILE, "open files", "count")
     """Open file descriptors (RLIMIT_NOFILE)."""
-    processes: int = 256
+    processes: int = _limit(
+        256, resource.RLIMIT_NPROC, "processes and threads", "count", own_user=True
+    )
     """Processes and threads (RLIMIT_NPROC), applied only when the worker has a user id of its
     own (the count is per user)."""
 
@@ -171,31 +183,32 @@ class Limits:
     def apply(self, *, own_user: bool) -> None:
         """Set the rlimits of the calling process (a worker, before any user code)."""
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if self.memory:
-            resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
-        if self.cpu_seconds:
-            # SIGXCPU at the soft limit; the kernel's SIGKILL a little later if it is ignored.
-            resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
-        if self.file_size:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size, self.file_size))
-        if self.open_files:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
-        if own_user and self.processes:
-            resource.setrlimit(resource.RLIMIT_NPROC, (self.processes, self.processes))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not value or (f.metadata["own_user"] and not own_user):
+                continue
+            hard = value + 5 if f.metadata["rlimit"] == resource.RLIMIT_CPU else value
+            # RLIMIT_CPU: SIGXCPU at the soft limit; the kernel's SIGKILL a little later if ignored.
+            resource.setrlimit(f.metadata["rlimit"], (value, hard))
 
     def lines(self) -> list[str]:
         """One line per limit, for the start-up report."""
-
-        def limited(value: int, text: str) -> str:
-            return text if value else "none"
-
-        return [
-            f"memory (address space): {limited(self.memory, format_size(self.memory))}",
-            f"CPU time: {limited(self.cpu_seconds, f'{self.cpu_seconds} s')} per worker",
-            f"file size: {limited(self.file_size, format_size(self.file_size))}",
-            f"open files: {limited(self.open_files, str(self.open_files))}",
-            "core dumps: off",
-        ]
+        lines = []
+        for f in dataclasses.fields(self):
+            value, unit = getattr(self, f.name), f.metadata["unit"]
+            text = (
+                "none"
+                if not value
+                else format_size(value)
+                if unit == "size"
+                else f"{value} s per worker"
+                if unit == "seconds"
+                else str(value)
+            )
+            if value and f.metadata["own_user"]:
+                text += " (with a user id of its own per worker)"
+            lines.append(f"{f.metadata['label']}: {text}")
+        return [*lines, "core dumps: off"]
 
 
 @dataclass(frozen=True)

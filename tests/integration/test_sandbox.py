@@ -317,7 +317,13 @@ def test_hostile_workers_end_only_their_own_sessions_with_their_causes(edge: Edg
 def test_the_edge_reports_its_limits_and_sandbox_at_start_up(edge: EdgeProcess):
     log = edge.log.read_text()
     assert "memory (address space): 1 GiB" in log
-    for line in ("CPU time: 600 s", "file size: 64 MiB", "open files: 256", "core dumps: off"):
+    for line in (
+        "CPU time: 600 s",
+        "file size: 64 MiB",
+        "open files: 256",
+        "processes and threads: 256",
+        "core dumps: off",
+    ):
         assert line in log
     for measure in ("unprivileged user: o", "no network: o", "process containment: o"):
         assert measure in log

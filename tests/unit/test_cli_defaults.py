@@ -22,6 +22,7 @@ from edge.checker.__main__ import _parser as checker_parser
 from edge.checker.run import check_user_module
 from edge.cli import sep_edge
 from edge.service.limit_options import (
+    LIMIT_OPTIONS,
     add_limit_arguments,
     limit_argv,
     limit_options,
@@ -51,10 +52,7 @@ MAIN_FIELDS: dict[str, tuple[type, str]] = {
     "max_restarts": (ScaleOptions, "max_restarts"),
 }
 LIMIT_FIELDS: dict[str, tuple[type, str]] = {
-    "memory_limit": (Limits, "memory"),
-    "cpu_limit": (Limits, "cpu_seconds"),
-    "file_size_limit": (Limits, "file_size"),
-    "open_files_limit": (Limits, "open_files"),
+    option.dest: (Limits, option.field) for option in LIMIT_OPTIONS if option.field
 }
 #: Options with a number for default that land in no dataclass field (checked elsewhere, or none).
 NOT_FIELDS = {"n", "concurrency", "load_limit", "max_workers", "verbose"}
