@@ -229,7 +229,7 @@ def _each_side(*names: str) -> tuple[str, ...]:
     return tuple(f"{side}_{name}" for side in SIDE_NAMES for name in names)
 
 
-COLUMNS: Final[tuple[str, ...]] = (
+_PLACED: Final[tuple[str, ...]] = (
     "battle_id",
     "blue",
     "red",
@@ -256,16 +256,24 @@ COLUMNS: Final[tuple[str, ...]] = (
     *_each_side("time_s"),
     *_each_side("endpoint_requests", "endpoint_bytes", "endpoint_tokens"),
 )
-"""The columns of battles.csv, in order: each :class:`BattleRecord` field but the sides, and each
-:class:`SideRecord` field once per side. A new column goes at the end."""
-
-PINNED_COLUMNS: tuple[str, ...] = COLUMNS[:12]
-"""The columns every battles.csv has (``battle_id`` to ``replay``); a file without them is not one."""
+"""The columns in the order files already have; the order of the pinned ones is part of the
+interface, and every later one keeps its place so that a LOG_DIR stays resumable."""
 
 _SIDE_FIELDS: Final = {f.name: f for f in dataclasses.fields(SideRecord)}
 _SHARED_FIELDS: Final = {
     f.name: f for f in dataclasses.fields(BattleRecord) if f.name not in ("blue_side", "red_side")
 }
+
+COLUMNS: Final[tuple[str, ...]] = (
+    *_PLACED,
+    *(name for name in _SHARED_FIELDS if name not in _PLACED),
+    *(c for c in _each_side(*_SIDE_FIELDS) if c not in _PLACED),
+)
+"""The columns of battles.csv, in order: each :class:`BattleRecord` field but the sides, and each
+:class:`SideRecord` field once per side. A new field is a new column, after the placed ones."""
+
+PINNED_COLUMNS: tuple[str, ...] = COLUMNS[:12]
+"""The columns every battles.csv has (``battle_id`` to ``replay``); a file without them is not one."""
 
 
 def _source(column: str) -> tuple[str | None, str]:
@@ -304,9 +312,13 @@ def _parse_measured(text: str) -> float | None:
 def _build_parsers() -> dict[str, Callable[[str], Any]]:
     parsers: dict[str, Callable[[str], Any]] = {}
     kinds = {"int": _parse_int, "float": _parse_float, "float | None": _parse_measured}
+    # text, or an enum the record's __post_init__ makes of the text
+    as_text = {"str", "SideStatus", "Winner", "EndReason"}
     for column, (side, name) in zip(COLUMNS, _SOURCES, strict=True):
         f = (_SIDE_FIELDS if side else _SHARED_FIELDS)[name]
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if kind not in kinds and kind not in as_text:
+            raise TypeError(f"battles.csv cannot read a {kind} (column {column}): add its parser")
         parsers[column] = kinds.get(kind, str)
     return parsers
 
