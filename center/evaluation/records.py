@@ -64,6 +64,8 @@ class SideStatusSpec:
     failure_type: str
     #: the battle's end reason when the side forfeits it with this status; None: never fatal
     forfeit_reason: EndReason | None
+    #: how the report shows it: ``muted`` (nothing wrong), ``warn`` or ``fail`` (a style each)
+    tone: str
 
 
 SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
@@ -73,6 +75,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         short="",
         failure_type="",
         forfeit_reason=None,
+        tone="muted",
     ),
     SideStatus.TIMEOUT: SideStatusSpec(
         severity=2,
@@ -80,6 +83,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         short="TO",
         failure_type="Timeout",
         forfeit_reason=EndReason.TIMEOUT,
+        tone="warn",
     ),
     SideStatus.ERROR: SideStatusSpec(
         severity=3,
@@ -87,6 +91,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         short="ERR",
         failure_type="Error",
         forfeit_reason=EndReason.ERROR,
+        tone="fail",
     ),
     SideStatus.INVALID: SideStatusSpec(
         severity=1,
@@ -94,6 +99,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         short="INV",
         failure_type="Invalid",
         forfeit_reason=None,
+        tone="warn",
     ),
     SideStatus.DISCONNECT: SideStatusSpec(
         severity=4,
@@ -101,13 +107,13 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         short="DC",
         failure_type="SideDisconnected",
         forfeit_reason=EndReason.DISCONNECT,
+        tone="fail",
     ),
 }
 """The status table: one row per :class:`SideStatus`, in the order of the standings' and the
 report's status columns. The guard (severity, failure type), the match (forfeit reason), the
 standings, their files, preflight and the report (columns) read what a status means here and loop
-over the rows, so a new status is a member of the enum and a row of this table (and, for its colour
-in the report, a rule in ``center/report/static/style.css``)."""
+over the rows, so a new status is a member of the enum and a row of this table."""
 
 FAILURE_STATUSES: Final = tuple(s for s, spec in SIDE_STATUSES.items() if spec.failure)
 """The statuses counted against a side, in the order of their columns."""

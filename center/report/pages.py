@@ -25,7 +25,7 @@ from center.env.backend import BACKENDS
 from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
 from center.evaluation.rating_methods import RATING_METHODS
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, Winner
+from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideStatus, Winner
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.voided import count_causes
@@ -83,6 +83,7 @@ def environment() -> jinja2.Environment:
     )
     env.globals["inline"] = lambda name: Markup(_static(name))
     env.filters.update(percent=_percent, rating=_rating, ms=_ms, href=_href, short_time=_short_time)
+    env.filters["tone"] = lambda status: SIDE_STATUSES[SideStatus(status)].tone
     env.filters["csp_hash"] = lambda script: Markup(script_hash_source(str(script)))
     return env
 

@@ -221,3 +221,14 @@ def test_failure_type_and_forfeit_reason_come_from_the_table(
         assert battle_loop.forfeit_reason(guard) is EndReason.TIMEOUT
     finally:
         guard.close()
+
+
+def test_every_status_tone_has_its_style() -> None:
+    # The report colours a status by its tone: a new status needs no new CSS rule.
+    css = (
+        Path(__file__).resolve().parents[2] / "center" / "report" / "static" / "style.css"
+    ).read_text(encoding="utf-8")
+    for status, spec in SIDE_STATUSES.items():
+        assert f".status-{spec.tone} " in css, status
+    assert SIDE_STATUSES[SideStatus.OK].tone == "muted"
+    assert all(SIDE_STATUSES[s].tone != "muted" for s in FAILURE_STATUSES)

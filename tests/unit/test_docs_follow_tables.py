@@ -1,0 +1,87 @@
+"""The numbers and lists the docs repeat from the code's tables say what the tables say: the
+status tables, the invalid-action reward and its retries, the default decision budget, the
+observation's size and the rating methods. A change to a table fails here until its docs follow."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from center.env.rounds import RewardConfig
+from center.evaluation.budget import Budget
+from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.records import SIDE_STATUSES
+from edge.contract.orders import MAX_INVALID_RETRIES
+from edge.maple.state_observer import StateObserver
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _read(name: str) -> str:
+    return (ROOT / name).read_text(encoding="utf-8")
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+@pytest.mark.parametrize("doc", ["docs/contract.md", "docs/running.md"])
+def test_status_tables_list_the_status_table(doc: str):
+    text = _read(doc)
+    table = text[text.index("| status | cause | effect |") :]
+    table = table[: table.index("\n\n")]
+    listed = re.findall(r"^\| `([A-Z]+)` \|", table, re.MULTILINE)
+    assert listed == [s.value for s in SIDE_STATUSES]
+
+
+@pytest.mark.parametrize(
+    "doc", ["docs/contract.md", "docs/running.md", "docs/environment.md", "README.md"]
+)
+def test_the_invalid_action_reward_and_its_retries(doc: str):
+    text = _read(doc)
+    rewards = re.findall(r"[−-](0\.\d+)[^|\n]{0,40}(?:request|illegal)", text)
+    rewards += re.findall(r"(?:illegal|invalid) action[^|\n]{0,12}[−-](0\.\d+)", text)
+    for found in rewards:
+        assert -_number(found) == RewardConfig().invalid, doc
+    for found in re.findall(r"after (\d+) retries", text):
+        assert int(found) == MAX_INVALID_RETRIES, doc
+    if doc != "README.md":
+        assert rewards, f"{doc} no longer states the invalid-action reward: update this test"
+
+
+def test_the_default_budget_in_the_docs():
+    budget = Budget()
+    contract, running = _read("docs/contract.md"), _read("docs/running.md")
+    for text in (contract, running):
+        free = re.search(r"`--decision-time` seconds \(default (\d+(?:\.\d+)?)\)", text)
+        bank = re.search(r"`--bank` seconds[^(]*\(default (\d+(?:\.\d+)?)\)", text)
+        assert free and _number(free.group(1)) == budget.decision_time
+        assert bank and _number(bank.group(1)) == budget.bank
+    cap = re.search(r"--call-cap\)` \(default (\d+(?:\.\d+)?) s\)", contract)
+    assert cap and _number(cap.group(1)) == budget.call_cap
+    summary = re.search(
+        r"\((\d+) s free per decision, a (\d+) s bank, (\d+) s per call\)", contract
+    )
+    assert summary, "contract.md's summary of the defaults moved: update this test"
+    assert tuple(map(float, summary.groups())) == (
+        budget.decision_time,
+        budget.bank,
+        budget.call_cap,
+    )
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/environment.md", "docs/observation.md"])
+def test_the_observation_size_in_the_docs(doc: str):
+    size = StateObserver().get_observation_dimension()
+    stated = re.findall(r"`Box` of (\d+)|dimension is \*\*(\d+)\*\*|shape \((\d+),\)", _read(doc))
+    assert stated, f"{doc} no longer states the observation size: update this test"
+    assert {int(next(n for n in groups if n)) for groups in stated} == {size}
+
+
+def test_the_rating_methods_table_in_results_md():
+    text = _read("docs/results.md")
+    table = text[text.index("| key | method |") :]
+    keys = re.findall(r"^\| `([a-z_]+)` \|", table[: table.index("\n\n")], re.MULTILINE)
+    assert keys == list(RATING_METHODS)
