@@ -360,3 +360,24 @@ def test_docs_describe_every_feature_group_and_the_dimension(observer: StateObse
         assert f"`{name}`" in text, name
     match = re.search(r"dimension is \*\*(\d+)\*\*", text)
     assert match and int(match.group(1)) == observer.get_observation_dimension()
+
+
+def test_docs_feature_table_gives_each_groups_indices(observer: StateObserver):
+    # An inserted feature shifts every later range: the table must say where each group lies.
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("## Features") : text.index("\n## ", text.index("## Features"))]
+    rows = re.findall(r"^\| (\d+)(?:–(\d+))? \| `([^`]+)` \| (\d+) \|", table, re.MULTILINE)
+    documented = [(name, int(first), int(last or first) + 1) for first, last, name, size in rows]
+    assert all(
+        int(size) == stop - start
+        for (_, start, stop), (*_, size) in zip(documented, rows, strict=True)
+    )
+    actual: list[tuple[str, int, int]] = []
+    for group in observer._groups:  # the layout the observer computed from the spec
+        name, start, stop = group.spec.name, group.start, group.stop
+        row = next((r for r in documented if r[0] == f"{name.split('.')[0]}.*"), None)
+        if row is not None and actual and actual[-1][0] == row[0]:
+            actual[-1] = (row[0], actual[-1][1], stop)  # one row for a family of groups
+        else:
+            actual.append((row[0] if row else name, start, stop))
+    assert documented == actual
