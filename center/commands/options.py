@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from center.env.backend import BACKENDS, Backend
+from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import ConfigError
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
@@ -167,9 +167,10 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "backend_choice",
             type=click.Choice(tuple(BACKENDS)),
             default=None,
-            help="Where battles run: Showdown's seeded simulator (reproducible: the same --seed "
-            "gives the same battles, and sep_replay re-plays any of them) or the Showdown server. "
-            "[default: sim; server when --server is given; on a rerun, the run's own]",
+            help="Where battles run: "
+            + "; ".join(f"{spec.name}: {spec.description}" for spec in BACKENDS.values())
+            + f". [default: {DEFAULT_RUN_BACKEND}; {server_url_backend()} when --server is given; "
+            "on a rerun, the run's own]",
         ),
         click.option(
             "--server",

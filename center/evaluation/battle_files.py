@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from center.env.backend import BACKENDS
 from center.errors import ResultsError
 from center.evaluation.records import LOG_SUBDIR, REPLAY_SUBDIR, log_relpath, replay_relpath
 from center.files import COMPRESSED_SUFFIX
@@ -26,6 +27,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_REPLAY_SUFFIXES = tuple(spec.replay.suffix for spec in BACKENDS.values() if spec.replay)
 _SIDE_SUFFIXES = tuple(
     f".{side}.{kind}" for side in ("blue", "red") for kind in ("out.gz", "out", "err")
 )
@@ -36,7 +38,8 @@ def battle_file_relpaths(battle_id: str) -> list[str]:
     pages built from them and the plain logs of runs recorded before logs were compressed."""
     replay = PurePosixPath(replay_relpath(battle_id))
     log = PurePosixPath(log_relpath(battle_id))
-    logs = [str(log), str(log.with_suffix(".input.log"))]
+    # the protocol log, and each backend's replay source (the simulator's input log)
+    logs = [str(log), *(str(log.with_suffix(suffix)) for suffix in _REPLAY_SUFFIXES)]
     return [
         str(replay),
         str(replay.with_suffix(".offline.html")),
