@@ -13,19 +13,16 @@ import contextlib
 import gc
 import mmap
 import os
-import select
 import signal
 import socket
-import struct
 import sys
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-import msgpack
-
 from edge.contract.provenance import code_digest
 from edge.contract.user_module import UserModel
 from edge.service.endpoints import open_endpoints
+from edge.service.fork_server import ForkServer, send
 from edge.service.learnsets import LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
@@ -45,11 +42,8 @@ from edge.service.sandbox import (
 from edge.service.userns import enter_user_namespace
 from edge.service.worker import WorkerSpec, _revive_poke_loop, run_worker
 
-__all__ = ["CREDENTIALS", "run_model_template"]
+__all__ = ["run_model_template"]
 
-_MAX_CONTROL_MESSAGE: Final = 1 << 20
-CREDENTIALS: Final = struct.Struct("3i")
-"""``struct ucred``: pid, uid, gid (``SCM_CREDENTIALS``)."""
 PR_SET_DUMPABLE: Final = 4
 EXIT_TEMPLATE_SETUP: Final = 88
 
@@ -63,7 +57,7 @@ def run_model_template(spec: WorkerSpec, ctl: socket.socket, close_zygote: Any) 
         template = os.fork()
     except BaseException as exc:
         with contextlib.suppress(BaseException):
-            _send(ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"[:2000]})
+            send(ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"[:2000]})
         os._exit(EXIT_TEMPLATE_SETUP)
     if template == 0:
         _Template(spec, ctl).run()
@@ -120,27 +114,20 @@ def _set_home(home: Path) -> None:
     os.environ["USER"] = os.environ["LOGNAME"] = "sep-worker"
 
 
-def _send(ctl: socket.socket, message: dict[str, Any], pid: int | None = None) -> None:
-    """Send a report; with ``pid``, the kernel vouches for it (``SCM_CREDENTIALS``: the
-    supervisor reads it in its own PID namespace)."""
-    data = msgpack.packb(message, use_bin_type=True)
-    if pid is None:
-        ctl.send(data)
-    else:
-        creds = CREDENTIALS.pack(pid, os.getuid(), os.getgid())
-        ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+class _Template(ForkServer):
+    """The template proper: pid 1 of its PID namespace, root only in its user namespace. Its
+    reports name a worker by its pid in this namespace (``local``); the kernel gives the
+    supervisor the host's."""
 
-
-class _Template:
-    """The template proper: pid 1 of its PID namespace, root only in its user namespace."""
+    pid_key = "local"
+    vouch_for_pid = True
 
     def __init__(self, spec: WorkerSpec, ctl: socket.socket) -> None:
+        super().__init__(ctl)
         self.spec = spec
-        self.ctl = ctl
         self.model = UserModel(spec.candidate)
         self.digest = ""
         self.own_pid_ns = -1
-        self.wake_r, self.wake_w = -1, -1
 
     def run(self) -> NoReturn:
         try:
@@ -154,14 +141,14 @@ class _Template:
             _revive_poke_loop()
         except BaseException as exc:
             with contextlib.suppress(BaseException):
-                _send(self.ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"})
+                send(self.ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"})
             os._exit(EXIT_TEMPLATE_SETUP)
         error = self.load()
         _pause_poke_loop()
         _warm_learnsets()
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
-        _send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
+        send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
         self.serve()
 
     def load(self) -> str:
@@ -174,62 +161,8 @@ class _Template:
             return f"{type(exc).__name__}: {exc}"[:2000]
         return ""
 
-    def serve(self) -> NoReturn:
-        self.wake_r, self.wake_w = os.pipe()
-        os.set_blocking(self.wake_r, False)
-        os.set_blocking(self.wake_w, False)
-        signal.set_wakeup_fd(self.wake_w)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        poller = select.poll()
-        poller.register(self.ctl, select.POLLIN)
-        poller.register(self.wake_r, select.POLLIN)
-        while True:
-            try:
-                events = poller.poll()
-            except InterruptedError:
-                continue
-            for fd, _ in events:
-                if fd == self.wake_r:
-                    with contextlib.suppress(OSError):
-                        while os.read(self.wake_r, 4096):
-                            pass
-                else:
-                    self.on_request()
-            self.reap()
-
-    def on_request(self) -> None:
-        try:
-            data, fds, _, _ = socket.recv_fds(self.ctl, _MAX_CONTROL_MESSAGE, 4)
-        except OSError:
-            os._exit(0)
-        if not data:
-            os._exit(0)  # the supervisor is gone
-        try:
-            message = msgpack.unpackb(data, raw=False, strict_map_key=True)
-            token = int(message["token"])
-            spec = WorkerSpec(message["spec"])
-        except Exception:
-            for fd in fds:
-                os.close(fd)
-            return
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            _send(self.ctl, {"op": "failed", "token": token, "error": "no channel"})
-            return
-        channel = socket.socket(fileno=fds[0])
-        try:
-            pid = self.fork(spec, channel)
-        except Exception as exc:
-            channel.close()
-            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
-            return
-        # Closed before the report: the supervisor may freeze the template as soon as it reads
-        # it, and a copy of the channel held here would keep the worker's end of file from it.
-        channel.close()
-        _send(self.ctl, {"op": "spawned", "token": token, "local": pid}, pid)
-
-    def fork(self, spec: WorkerSpec, channel: socket.socket) -> int:
+    def fork(self, message: dict[str, Any], channel: socket.socket) -> int:
+        spec = WorkerSpec(message["spec"])
         libc_call("unshare", CLONE_NEWPID)
         try:
             pid = os.fork()
@@ -247,22 +180,9 @@ class _Template:
         return pid
 
     def close_in_child(self) -> None:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        self.ctl.close()
-        for fd in (self.wake_r, self.wake_w, self.own_pid_ns):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            _send(self.ctl, {"op": "exit", "local": pid, "status": status})
+        super().close_in_child()
+        with contextlib.suppress(OSError):
+            os.close(self.own_pid_ns)
 
 
 def _warm_learnsets() -> None:

@@ -20,7 +20,7 @@ import msgpack
 
 from edge.service.cgroups import WorkerGroup
 from edge.service.fork_check import TemplateView
-from edge.service.model_template import CREDENTIALS
+from edge.service.fork_server import CREDENTIALS
 
 __all__ = ["ModelTemplate"]
 

@@ -26,6 +26,7 @@ import msgpack
 
 from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
+from edge.service.fork_server import MAX_CONTROL_MESSAGE, ForkServer, send
 from edge.service.learnsets import WARM_GEN, LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
@@ -49,8 +50,6 @@ logger = logging.getLogger(__name__)
 
 READY_TIMEOUT: Final = 120.0
 """Seconds the template may take to import what workers need."""
-
-_MAX_CONTROL_MESSAGE: Final = 1 << 20
 
 
 class ZygoteError(EdgeError):
@@ -150,7 +149,7 @@ class Zygote:
             events.append(message)
 
     def _receive(self, flags: int = 0) -> dict[str, Any] | None:
-        data = self.sock.recv(_MAX_CONTROL_MESSAGE, flags)
+        data = self.sock.recv(MAX_CONTROL_MESSAGE, flags)
         if not data:
             return None
         message = msgpack.unpackb(data, raw=False, strict_map_key=True)
@@ -184,8 +183,8 @@ def main(argv: list[str]) -> None:
     ctl = socket.socket(fileno=fd)
     _preload()
     hardening = _probe(uid_base, gid)
-    _send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
-    _Template(ctl, hardening).serve()
+    send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
+    _Template(ctl, LearnsetWarmer()).serve()
 
 
 def _preload() -> None:
@@ -332,81 +331,16 @@ def _pid_namespace_for_children(new: bool) -> Any:
         libc_call("setns", _OWN_PID_NS, CLONE_NEWPID)
 
 
-def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
-    ctl.send(msgpack.packb(message, use_bin_type=True))
+class _Template(ForkServer):
+    """The template's loop: fork workers on request, report their ends; warm poke-env's
+    learnsets in the gaps between requests."""
 
-
-class _Template:
-    """The template's loop: fork workers on request, report their ends."""
-
-    def __init__(self, ctl: socket.socket, hardening: Hardening) -> None:
-        self.ctl = ctl
-        self.hardening = hardening
-        self.wake_r, self.wake_w = os.pipe()
-        os.set_blocking(self.wake_r, False)
-        os.set_blocking(self.wake_w, False)
-        signal.set_wakeup_fd(self.wake_w)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-
-    def serve(self) -> None:
-        poller = select.poll()
-        poller.register(self.ctl, select.POLLIN)
-        poller.register(self.wake_r, select.POLLIN)
-        warming = LearnsetWarmer()
-        while True:
-            try:
-                # While data is left to warm, only look: requests come first, warming goes on
-                # in the gaps between them.
-                events = poller.poll(0 if warming.left else None)
-            except InterruptedError:
-                continue
-            if not events and warming.left:
-                warming.step()
-            for fd, _ in events:
-                if fd == self.wake_r:
-                    with contextlib.suppress(OSError):
-                        while os.read(self.wake_r, 4096):
-                            pass
-                elif fd == self.ctl.fileno():
-                    self.on_request()
-            self.reap()
-
-    def on_request(self) -> None:
-        try:
-            data, fds, _, _ = socket.recv_fds(self.ctl, _MAX_CONTROL_MESSAGE, 4)
-        except OSError:
-            os._exit(0)
-        if not data:
-            os._exit(0)  # the supervisor is gone
-        try:
-            message = msgpack.unpackb(data, raw=False, strict_map_key=True)
-            token = message["token"]
-            spec_data = message["spec"]
-        except Exception:
-            for fd in fds:
-                os.close(fd)
-            return
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            _send(self.ctl, {"op": "failed", "token": token, "error": "no channel"})
-            return
-        channel = socket.socket(fileno=fds[0])
-        try:
-            pid = self.fork(spec_data, channel)
-        except Exception as exc:
-            _send(self.ctl, {"op": "failed", "token": token, "error": repr(exc)[:1000]})
-        else:
-            _send(self.ctl, {"op": "spawned", "token": token, "pid": pid})
-        finally:
-            channel.close()
-
-    def fork(self, spec_data: dict[str, Any], channel: socket.socket) -> int:
+    def fork(self, message: dict[str, Any], channel: socket.socket) -> int:
         from edge.contract.provenance import code_digest
         from edge.service.worker import WorkerSpec, run_worker
 
-        spec = WorkerSpec(spec_data)
-        if "template" in spec_data:  # a model's template: it imports the module (user code)
+        spec = WorkerSpec(message["spec"])
+        if "template" in message["spec"]:  # a model's template: it imports the module (user code)
             from edge.service.model_template import run_model_template
 
             pid = os.fork()  # in the host's PID namespace: it makes its own, in its user's
@@ -424,26 +358,11 @@ class _Template:
         return pid
 
     def close_in_child(self) -> None:
-        """In a new worker: let go of everything that is the template's."""
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        self.ctl.close()
-        os.close(self.wake_r)
-        os.close(self.wake_w)
+        super().close_in_child()
         global _OWN_PID_NS
         if _OWN_PID_NS is not None:
             os.close(_OWN_PID_NS)
             _OWN_PID_NS = None
-
-    def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            _send(self.ctl, {"op": "exit", "pid": pid, "status": status})
 
 
 if __name__ == "__main__":
