@@ -18,6 +18,11 @@ from edge.wire.keys import center_curve_from_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+# Each worker's memory limit unless a test gives its own --memory-limit. Admission claims every
+# live worker's limit against the host's budget (edge/service/memory_admission.py): at the
+# default 4 GiB a 23 GiB host holds 5 workers, so tests beside each other were refused with
+# EdgeBusy; at 1 GiB (the sample and test agents need less) it holds about 20.
+TEST_MEMORY_LIMIT = ("--memory-limit", "1GiB")
 
 
 def free_port() -> int:
@@ -60,6 +65,7 @@ class EdgeProcess:
                 str(self.config),
                 "--candidates",
                 str(self.candidates),
+                *self.limits(),
                 *self.extra,
             ],
             stdout=out,
@@ -69,6 +75,12 @@ class EdgeProcess:
         )
         out.close()
         return self
+
+    def limits(self) -> tuple[str, ...]:
+        """:data:`TEST_MEMORY_LIMIT`, unless the test's own arguments set a memory limit."""
+        if any(arg.startswith("--memory-limit") for arg in self.extra):
+            return ()
+        return TEST_MEMORY_LIMIT
 
     def client(self) -> EdgeClient:
         """A center-side client of this edge, with the config's CURVE keys if it has some."""

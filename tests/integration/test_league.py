@@ -53,9 +53,9 @@ def _sep_main(edges: dict[str, EdgeProcess], showdown, log_dir: Path, *args: str
 
 
 def test_league_through_two_edges_writes_complete_consistent_results(
-    showdown, start_edges, tmp_path
+    showdown, shared_edges, tmp_path
 ):
-    edges = start_edges()
+    edges = shared_edges
     ids = ["good_random", "good_team_choice", "good_random_2"]
     run = subprocess.run(
         _sep_main(edges, showdown, tmp_path / "run", "--league", *ids, "-n", "2", "--seed", "5"),
@@ -88,9 +88,9 @@ def test_league_through_two_edges_writes_complete_consistent_results(
 
 
 def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
-    showdown, start_edges, tmp_path
+    showdown, shared_edges, tmp_path
 ):
-    edges = start_edges()
+    edges = shared_edges
     ids = [
         "good_random",
         "raises_in_step",
@@ -155,9 +155,9 @@ def test_failing_agents_lose_with_the_right_statuses_and_the_league_completes(
 
 
 def test_sep_main_killed_mid_league_resumes_without_loss_or_duplicates(
-    showdown, start_edges, tmp_path
+    showdown, shared_edges, tmp_path
 ):
-    edges = start_edges()
+    edges = shared_edges
     ids = ["good_random", "good_team_choice", "slow_first"]
     command = _sep_main(
         edges,
