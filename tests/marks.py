@@ -101,9 +101,6 @@ SERIAL = frozenset(
         "integration/test_fair_play.py::test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another",
         "integration/test_fair_play.py::test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_workers",
         "integration/test_sandbox.py",
-        # Ray clusters of several processes each, killed runners and nodes.
-        "integration/test_doubles_service.py",
-        "integration/test_scale.py",
         # sep_config.json's fixed ports; it counts every sep_edge started in the repository.
         "integration/test_demo.py",
     }

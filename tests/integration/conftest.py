@@ -7,26 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.edges import AGENTS, EdgeProcess, write_config
-
-
-def _start_pair(folder: Path, candidates: Path, extra: list[str]) -> dict[str, EdgeProcess]:
-    """A blue and a red edge (not started) with their config and logs in ``folder``."""
-    config = write_config(folder / "sep_config.json")
-    return {
-        side: EdgeProcess(side, config, candidates, folder / f"{side}.log", extra=list(extra))
-        for side in ("blue", "red")
-    }
-
-
-def _launch(edges: dict[str, EdgeProcess], started: list[EdgeProcess]) -> None:
-    """Launch both at once (each waits mostly for its own start-up), then wait for each; every
-    launched edge is in ``started`` first, so that a failed start is still stopped."""
-    for edge in edges.values():
-        started.append(edge)
-        edge.launch()
-    for edge in edges.values():
-        edge.wait_ready(60.0)
+from tests.integration.edges import AGENTS, EdgeProcess, edge_pair, launch_pair
 
 
 @pytest.fixture
@@ -36,8 +17,8 @@ def start_edges(tmp_path: Path) -> Iterator[Callable[..., dict[str, EdgeProcess]
     started: list[EdgeProcess] = []
 
     def start(candidates: Path = AGENTS / "candidates.json", *extra: str) -> dict[str, EdgeProcess]:
-        edges = _start_pair(tmp_path, candidates, list(extra))
-        _launch(edges, started)
+        edges = edge_pair(tmp_path, candidates, list(extra))
+        launch_pair(edges, started)
         return edges
 
     yield start
@@ -52,8 +33,9 @@ def shared_edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     log or processes, starts its own (``start_edges``)."""
     started: list[EdgeProcess] = []
     try:
-        edges = _start_pair(tmp_path_factory.mktemp("shared_edges"), AGENTS / "candidates.json", [])
-        _launch(edges, started)
+        folder = tmp_path_factory.mktemp("shared_edges")
+        edges = edge_pair(folder, AGENTS / "candidates.json", [])
+        launch_pair(edges, started)
         yield edges
     finally:
         for edge in started:

@@ -124,6 +124,25 @@ class EdgeProcess:
                 self.kill()
 
 
+def edge_pair(folder: Path, candidates: Path, extra: list[str]) -> dict[str, EdgeProcess]:
+    """A blue and a red edge (not started) with their config and logs in ``folder``."""
+    config = write_config(folder / "sep_config.json")
+    return {
+        side: EdgeProcess(side, config, candidates, folder / f"{side}.log", extra=list(extra))
+        for side in ("blue", "red")
+    }
+
+
+def launch_pair(edges: dict[str, EdgeProcess], started: list[EdgeProcess]) -> None:
+    """Launch both at once (each waits mostly for its own start-up), then wait for each; each
+    launched edge is in ``started`` first, so that a failed start is still stopped."""
+    for edge in edges.values():
+        started.append(edge)
+        edge.launch()
+    for edge in edges.values():
+        edge.wait_ready(60.0)
+
+
 def write_config(path: Path, extra: dict[str, dict] | None = None) -> Path:
     data = {side: {"host": "127.0.0.1", "port": free_port()} for side in ("blue", "red")}
     for side, section in (extra or {}).items():
