@@ -9,10 +9,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from center.errors import EdgeCallError
+from center.errors import EdgeCallError, EdgeFull
 from center.isolation.edge_client import EdgeClient
 from edge.wire.keys import center_curve_from_config
 
@@ -23,6 +25,23 @@ SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
 # default 4 GiB a 23 GiB host holds 5 workers, so tests beside each other were refused with
 # EdgeBusy; at 1 GiB (the sample and test agents need less) it holds about 20.
 TEST_MEMORY_LIMIT = ("--memory-limit", "1GiB")
+
+
+T = TypeVar("T")
+
+
+def when_room(open_session: Callable[[], T], wait: float = 300.0) -> T:
+    """``open_session()``, tried again while the edge has no room for it (``EdgeFull``: the
+    host's memory budget is taken by other tests' workers), as ``sep_main`` waits; for at most
+    ``wait`` seconds, then the refusal is raised."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return open_session()
+        except EdgeFull:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def free_port() -> int:
