@@ -5,11 +5,12 @@ serial test run alone when pytest-xdist runs tests side by side (``scripts/test.
 benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the quick first run.
 
 ``serial``: a test that must have the machine to itself. Edges share host-wide claims (worker user
-ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that opens sessions on
-its edges itself (no retry on ``EdgeBusy``), measures CPU time, emulates a small host's memory,
-times a budget or a clock, or uses fixed ports, would fail now and then beside another test.
-Opening sessions itself is no longer a reason: the tests' edges give each worker a 1 GiB memory
-limit (``tests/integration/edges.py``), so the host's budget holds the workers of several tests.
+ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that measures CPU
+time, emulates a small host's memory, times a budget or a clock, reads host-wide state another
+test's edges change, or uses fixed ports, would fail now and then beside another test. Opening
+sessions on its edges itself is not a reason: the tests' edges give each worker 1 GiB, and such a
+test waits while the budget is taken (``when_room``, ``tests/integration/edges.py``). Nor are Ray
+runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
 
 A name in a table that no longer names a test file fails the collection, so a rename cannot drop
 a mark silently.
