@@ -224,11 +224,12 @@ def _kill_red_edge_mid_league(edges, command, log_dir: Path, down_for: float | N
     league = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and league.poll() is None:
-            if _deciding_slow_first(edges["red"]):
-                break
-            time.sleep(0.005)
-        assert league.poll() is None and _deciding_slow_first(edges["red"]), _rows(log_dir)
+        deciding = False  # seen once: a second look may come after the 50 ms sleep has ended
+        while not deciding and time.monotonic() < deadline and league.poll() is None:
+            deciding = _deciding_slow_first(edges["red"])
+            if not deciding:
+                time.sleep(0.005)
+        assert league.poll() is None and deciding, _rows(log_dir)
         killed_at = datetime.now(UTC)
         edges["red"].kill()
         if down_for is not None:
