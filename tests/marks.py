@@ -5,9 +5,12 @@ serial test run alone when pytest-xdist runs tests side by side (``scripts/test.
 benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the quick first run.
 
 ``serial``: a test that must have the machine to itself. Edges share host-wide claims (worker user
-ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that opens sessions on
-its edges itself (no retry on ``EdgeBusy``), measures CPU time, emulates a small host's memory,
-times a budget or a clock, or uses fixed ports, would fail now and then beside another test.
+ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that measures CPU
+time, emulates a small host's memory, times a budget or a clock, reads host-wide state another
+test's edges change, or uses fixed ports, would fail now and then beside another test. Opening
+sessions on its edges itself is not a reason: the tests' edges give each worker 1 GiB, and such a
+test waits while the budget is taken (``when_room``, ``tests/integration/edges.py``). Nor are Ray
+runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
 
 A name in a table that no longer names a test file fails the collection, so a rename cannot drop
 a mark silently.
@@ -87,20 +90,18 @@ SERIAL = frozenset(
         # A clock, a load limit, a decision budget: timed against the edge's own CPU.
         "integration/test_battle_clock.py",
         "integration/test_load_limit.py",
-        # CPU time per decision, CPU hogs, memory over the limit, the host's memory budget.
+        # CPU time per decision, CPU hogs, the host's memory budget emulated or exhausted.
         "integration/test_center_fair_play.py",
-        "integration/test_fair_play.py",
+        "integration/test_fair_play.py::test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time",
+        "integration/test_fair_play.py::test_with_one_listed_cpu_one_worker_decides_at_a_time_pinned_to_it",
         "integration/test_memory_attack.py",
-        # Sessions opened on real edges by the test itself (EdgeBusy when another test's workers
-        # hold the host's memory budget), edges killed, a worker's exit timed.
-        "integration/test_edge_reload.py",
-        "integration/test_isolation.py",
-        "integration/test_largest_observation.py",
-        "integration/test_model_template.py",
+        # Host-wide state another test's edges change: the next edge on the host removes a killed
+        # edge's work folder; the host IPC namespace's SysV segments are listed; the edge's
+        # deadlines timed with a few seconds' margin.
+        "integration/test_fair_play.py::test_an_edge_removes_the_work_folder_a_killed_edge_left",
+        "integration/test_fair_play.py::test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another",
+        "integration/test_fair_play.py::test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_workers",
         "integration/test_sandbox.py",
-        # Ray clusters of several processes each, killed runners and nodes.
-        "integration/test_doubles_service.py",
-        "integration/test_scale.py",
         # sep_config.json's fixed ports; it counts every sep_edge started in the repository.
         "integration/test_demo.py",
     }

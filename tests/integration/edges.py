@@ -9,15 +9,39 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from center.errors import EdgeCallError
+from center.errors import EdgeCallError, EdgeFull
 from center.isolation.edge_client import EdgeClient
 from edge.wire.keys import center_curve_from_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+# Each worker's memory limit unless a test gives its own --memory-limit. Admission claims every
+# live worker's limit against the host's budget (edge/service/memory_admission.py): at the
+# default 4 GiB a 23 GiB host holds 5 workers, so tests beside each other were refused with
+# EdgeBusy; at 1 GiB (the sample and test agents need less) it holds about 20.
+TEST_MEMORY_LIMIT = ("--memory-limit", "1GiB")
+
+
+T = TypeVar("T")
+
+
+def when_room(open_session: Callable[[], T], wait: float = 300.0) -> T:
+    """``open_session()``, tried again while the edge has no room for it (``EdgeFull``: the
+    host's memory budget is taken by other tests' workers), as ``sep_main`` waits; for at most
+    ``wait`` seconds, then the refusal is raised."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return open_session()
+        except EdgeFull:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def free_port() -> int:
@@ -60,6 +84,7 @@ class EdgeProcess:
                 str(self.config),
                 "--candidates",
                 str(self.candidates),
+                *self.limits(),
                 *self.extra,
             ],
             stdout=out,
@@ -69,6 +94,12 @@ class EdgeProcess:
         )
         out.close()
         return self
+
+    def limits(self) -> tuple[str, ...]:
+        """:data:`TEST_MEMORY_LIMIT`, unless the test's own arguments set a memory limit."""
+        if any(arg.startswith("--memory-limit") for arg in self.extra):
+            return ()
+        return TEST_MEMORY_LIMIT
 
     def client(self) -> EdgeClient:
         """A center-side client of this edge, with the config's CURVE keys if it has some."""
@@ -110,6 +141,25 @@ class EdgeProcess:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def edge_pair(folder: Path, candidates: Path, extra: list[str]) -> dict[str, EdgeProcess]:
+    """A blue and a red edge (not started) with their config and logs in ``folder``."""
+    config = write_config(folder / "sep_config.json")
+    return {
+        side: EdgeProcess(side, config, candidates, folder / f"{side}.log", extra=list(extra))
+        for side in ("blue", "red")
+    }
+
+
+def launch_pair(edges: dict[str, EdgeProcess], started: list[EdgeProcess]) -> None:
+    """Launch both at once (each waits mostly for its own start-up), then wait for each; each
+    launched edge is in ``started`` first, so that a failed start is still stopped."""
+    for edge in edges.values():
+        started.append(edge)
+        edge.launch()
+    for edge in edges.values():
+        edge.wait_ready(60.0)
 
 
 def write_config(path: Path, extra: dict[str, dict] | None = None) -> Path:

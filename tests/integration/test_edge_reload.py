@@ -21,7 +21,7 @@ from center.errors import EdgeRemoteError
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession
 from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
-from tests.integration.edges import AGENTS, EdgeProcess, write_config
+from tests.integration.edges import AGENTS, EdgeProcess, when_room, write_config
 from tests.integration.test_sandbox import Session, edge_deadline
 
 WAIT = 60.0
@@ -82,7 +82,7 @@ def wait_for_models(client: EdgeClient, wanted: list[str]) -> None:
 
 
 def open_session(client: EdgeClient, model_id: str) -> EdgeSession:
-    return EdgeSession(client, model_id, CONFIG, "someone", timeout=WAIT)
+    return when_room(lambda: EdgeSession(client, model_id, CONFIG, "someone", timeout=WAIT))
 
 
 def test_a_new_entry_is_served_without_a_restart_and_the_refusal_says_how(start_edge, served):

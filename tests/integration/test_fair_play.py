@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from center.files import existing, read_text
-from tests.integration.edges import EdgeProcess, write_config
+from tests.integration.edges import EdgeProcess, edge_pair, launch_pair, write_config
 
 AGENTS = Path(__file__).resolve().parents[1] / "fairplay_agents" / "candidates.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
@@ -52,6 +52,22 @@ def edges(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, 
         yield started
     finally:
         for process in started.values():
+            process.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, EdgeProcess]]:
+    """A blue and a red edge serving tests/fairplay_agents, shared by the tests that only play
+    through them (every battle gets fresh workers), with the 1 GiB memory limit per worker that
+    the memory test counts on."""
+    started: list[EdgeProcess] = []
+    try:
+        folder = tmp_path_factory.mktemp("fair_play_edges")
+        edges = edge_pair(folder, AGENTS, ["--memory-limit", "1GiB"])
+        launch_pair(edges, started)
+        yield edges
+    finally:
+        for process in started:
             process.stop()
 
 
@@ -85,12 +101,12 @@ def printed(log_dir: Path, battle_id: str, side: str) -> str:
     return read_text(path) if existing(path) else ""
 
 
-def test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time(edges, tmp_path):
+def test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time(shared, tmp_path):
     """The hog's 8 spinning processes (each in a session of its own) are frozen between its calls
     and kept on its own CPU during them: the honest side's ~0.3 s of CPU per decision stays
     within its free time, so it never draws its (small) bank dry."""
     rows = play(
-        edges,
+        shared,
         tmp_path / "run",
         "cpu_honest",
         "cpu_hog",
@@ -134,12 +150,12 @@ def test_with_one_listed_cpu_one_worker_decides_at_a_time_pinned_to_it(edges, tm
         assert before[1] <= after[0] + 0.002, (before, after)  # one at a time, host-wide
 
 
-def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(edges, tmp_path):
+def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(shared, tmp_path):
     """Blue's and red's workers on one host leave notes in /tmp, /var/tmp, /dev/shm and their
     HOME, and look for the other side's: each sees only its own (a tmpfs of its own at each, a
     user id no other worker of the host has)."""
     log_dir = tmp_path / "run"
-    rows = play(edges, log_dir, "file_spy", "file_spy", "-n", "2", "--concurrency", "2")
+    rows = play(shared, log_dir, "file_spy", "file_spy", "-n", "2", "--concurrency", "2")
     assert len(rows) == 2
     wrote = 0
     for row in rows:
@@ -150,11 +166,12 @@ def test_a_worker_finds_no_file_of_a_worker_of_the_other_edge(edges, tmp_path):
     assert wrote >= 8, "the spy must have left notes for the test to mean anything"
 
 
-@pytest.mark.edge_args("--memory-limit", "1GiB")
-def test_memory_over_the_limit_in_several_processes_ends_the_worker_with_the_cause(edges, tmp_path):
+def test_memory_over_the_limit_in_several_processes_ends_the_worker_with_the_cause(
+    shared, tmp_path
+):
     """4 children of 320 MiB each, under the 1 GiB limit one by one, over it together: the
     worker is ended, its side booked ERROR with the cause, its opponent unharmed."""
-    rows = play(edges, tmp_path / "run", "plain_random", "memory_children", "-n", "1")
+    rows = play(shared, tmp_path / "run", "plain_random", "memory_children", "-n", "1")
     (row,) = rows
     assert row["red_status"] == "ERROR", row
     assert "memory limit 1 GiB (all its processes)" in row["red_error"], row
@@ -174,14 +191,14 @@ def _remove_shm(key: int) -> None:
         libc.shmctl(shmid, 0, None)  # IPC_RMID
 
 
-def test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another(edges, tmp_path):
+def test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another(shared, tmp_path):
     """Each worker has an IPC namespace of its own: a segment it leaves is not found by the next
     battle's worker nor by the other side's, and is gone from the host when the battle ends."""
     key = "5e9f0017"
     _remove_shm(int(key, 16))  # one left by an earlier run of unfixed code, say
     assert key not in _shm_keys()
     log_dir = tmp_path / "run"
-    rows = play(edges, log_dir, "shm_leaver", "shm_leaver", "-n", "2", "--concurrency", "1")
+    rows = play(shared, log_dir, "shm_leaver", "shm_leaver", "-n", "2", "--concurrency", "1")
     created = 0
     for row in rows:
         assert row["blue_status"] == row["red_status"] == "OK", row
@@ -194,7 +211,7 @@ def test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another(ed
 
 
 def test_what_a_module_remembers_of_the_first_battle_of_a_pair_is_gone_in_the_second(
-    edges, tmp_path
+    shared, tmp_path
 ):
     """In the twin battle each side holds the team its opponent had: a module that wrote its own
     team down (a module global, a file in its HOME) must find nothing of it in the second
@@ -202,7 +219,7 @@ def test_what_a_module_remembers_of_the_first_battle_of_a_pair_is_gone_in_the_se
     reused before): every battle starts from a fresh import."""
     log_dir = tmp_path / "run"
     rows = play(
-        edges,
+        shared,
         log_dir,
         "pair_memory",
         "plain_random",
@@ -299,13 +316,13 @@ def test_an_edge_removes_the_work_folder_a_killed_edge_left(tmp_path):
         second.stop()
 
 
-def test_a_worker_sees_no_process_but_its_own_in_proc(edges, tmp_path):
+def test_a_worker_sees_no_process_but_its_own_in_proc(shared, tmp_path):
     """``proc_spy`` reads /proc at every decision. On the host's /proc it found sep_main's
     command line, whose ``--seed`` is what the run secret comes from (and the opponent's workers,
     whose CPU counters are a timing side channel); a worker's own /proc shows its own processes
     only."""
     log_dir = tmp_path / "run"
-    rows = play(edges, log_dir, "proc_spy", "proc_spy", "-n", "1", "--seed", "424242")
+    rows = play(shared, log_dir, "proc_spy", "proc_spy", "-n", "1", "--seed", "424242")
     assert len(rows) == 1 and rows[0]["blue_status"] == rows[0]["red_status"] == "OK", rows
     for side in ("blue", "red"):
         out = printed(log_dir, rows[0]["battle_id"], side)

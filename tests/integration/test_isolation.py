@@ -23,7 +23,7 @@ from edge.contract.agent import Agent
 from edge.maple.maple_agent import MapleAgent
 from edge.wire.keys import generate_curve_config, generate_keypair
 from edge.wire.messages import InstanceConfig
-from tests.integration.edges import AGENTS, SEP_EDGE, EdgeProcess, write_config
+from tests.integration.edges import AGENTS, SEP_EDGE, EdgeProcess, when_room, write_config
 
 pytestmark = pytest.mark.showdown
 
@@ -69,8 +69,10 @@ def test_replica_observations_equal_in_process_ones_bit_for_bit(
             names = env.usernames()
             for episode in range(4):
                 sessions = {
-                    p: EdgeSession(
-                        clients[SIDES[p]], "good_random", _instance(p, battle_format), names[p]
+                    p: when_room(
+                        lambda p=p: EdgeSession(
+                            clients[SIDES[p]], "good_random", _instance(p, battle_format), names[p]
+                        )
                     )
                     for p in PLAYERS
                 }
@@ -110,8 +112,10 @@ def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(
             env.set_teams({"player_0": source.team("strong"), "player_1": source.team("splash")})
             names = env.usernames()
             sides = {
-                p: source.open_side(
-                    m, SIDES[p], scheduled, "gen9bssregi", settings.budget, names[p]
+                p: when_room(
+                    lambda p=p, m=m: source.open_side(
+                        m, SIDES[p], scheduled, "gen9bssregi", settings.budget, names[p]
+                    )
                 )
                 for p, m in (("player_0", "strong"), ("player_1", "splash"))
             }
@@ -160,13 +164,15 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
                 )
                 names = env.usernames()
                 sides = {
-                    p: source.open_side(
-                        "good_random",
-                        SIDES[p],
-                        scheduled,
-                        "gen9randombattle",
-                        settings.budget,
-                        names[p],
+                    p: when_room(
+                        lambda p=p: source.open_side(
+                            "good_random",
+                            SIDES[p],
+                            scheduled,
+                            "gen9randombattle",
+                            settings.budget,
+                            names[p],
+                        )
                     )
                     for p in PLAYERS
                 }

@@ -18,7 +18,7 @@ from center.isolation.edge_session import EdgeSession
 from edge.wire.messages import InstanceConfig
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes
-from tests.integration.edges import SEP_EDGE, EdgeProcess, write_config
+from tests.integration.edges import SEP_EDGE, EdgeProcess, when_room, write_config
 
 pytestmark = pytest.mark.showdown
 
@@ -39,12 +39,14 @@ def test_the_documented_maximum_observation_opens_a_session_and_plays(tmp_path):
             edge.start()
         client = edges[0].client()
         try:
-            session = EdgeSession(
-                client,
-                "largest_observation",
-                InstanceConfig("blue", "player_0", "gen9bssfactory", 1),
-                "someone",
-                timeout=60,
+            session = when_room(
+                lambda: EdgeSession(
+                    client,
+                    "largest_observation",
+                    InstanceConfig("blue", "player_0", "gen9bssfactory", 1),
+                    "someone",
+                    timeout=60,
+                )
             )
             space = session.observation_space
             assert space.shape == (MAX_OBSERVATION_BYTES // 4,) and space.dtype == np.float32

@@ -40,7 +40,14 @@ def edges(tmp_path: Path, *extra: str) -> Iterator[dict[str, EdgeProcess]]:
     """A blue and a red edge on this host serving tests/outside_agents' template_* modules."""
     config = write_config(tmp_path / "sep_config.json")
     started = {
-        side: EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=list(extra))
+        # A torch model: the edges' default worker limit (edge/service/sandbox.py), not the tests'.
+        side: EdgeProcess(
+            side,
+            config,
+            CANDIDATES,
+            tmp_path / f"{side}.log",
+            extra=["--memory-limit", "4GiB", *extra],
+        )
         for side in ("blue", "red")
     }
     try:

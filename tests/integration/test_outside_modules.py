@@ -55,8 +55,8 @@ def _check_plain_league(rows: list[dict[str, str]], log_dir: Path) -> None:
     )
 
 
-def test_plain_modules_through_real_edges(showdown, start_edges, tmp_path):
-    edges = start_edges()
+def test_plain_modules_through_real_edges(showdown, shared_edges, tmp_path):
+    edges = shared_edges
     log_dir = tmp_path / "run"
     run = subprocess.run(
         [
@@ -203,8 +203,8 @@ def test_a_malformed_sep_config_is_refused_before_the_log_dir(tmp_path):
     assert not log_dir.exists()
 
 
-def test_sep_main_names_an_edge_that_is_wrong_before_the_log_dir(start_edges, tmp_path):
-    edges = start_edges()
+def test_sep_main_names_an_edge_that_is_wrong_before_the_log_dir(shared_edges, tmp_path):
+    edges = shared_edges
     good = json.loads(edges["blue"].config.read_text())
     cases = {
         # nothing listens there
@@ -245,8 +245,8 @@ def test_sep_main_names_a_model_its_edge_does_not_serve(start_edges, tmp_path):
     assert not log_dir.exists()
 
 
-def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(start_edges, tmp_path):
-    edges = start_edges()
+def test_sep_main_plays_and_records_a_model_that_cannot_load_unless_strict(shared_edges, tmp_path):
+    edges = shared_edges
     config = edges["blue"].config
     strict = _sep_main_preflight(
         config, tmp_path / "strict", "missing_functions", "contract_example", extra=("--strict",)

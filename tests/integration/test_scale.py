@@ -451,7 +451,7 @@ def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
     marks = {"head": uuid.uuid4().hex, "second": uuid.uuid4().hex}
     port = free_port()
     address = f"127.0.0.1:{port}"
-    ray_cli = [str(Path(sys.executable).parent / "ray"), "start", "--disable-usage-stats"]
+    ray_cli = [*RAY, "start", "--disable-usage-stats"]  # no `ray` script needed on PATH or in bin
     # Short temp dirs: Ray's Unix sockets live there, and their paths have a length limit.
     temp = {node: tempfile.mkdtemp(prefix="sep-ray-", dir="/tmp") for node in marks}
     cpus = {"head": "2", "second": "1"}
