@@ -13,7 +13,7 @@ import asyncio
 import logging
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +43,18 @@ class Seat:
     state: SeatState = SeatState.IDLE
     retry: bool = False
     fresh: bool = False  # heard from Showdown since the last round was submitted
+
+    @property
+    def view(self) -> AbstractBattle | None:
+        """The seat's battle as the match reads it: a server's player keeps its poke-env Battle."""
+        return self.battle
+
+    @property
+    def frames(self) -> list[str]:
+        """Every raw frame the seat's player received in the current battle, in order."""
+        if self.battle is None:
+            return []
+        return self.player.frame_log.get(self.battle.battle_tag, [])
 
 
 class BattleSession:
@@ -113,6 +125,13 @@ class BattleSession:
         if seat is not None and seat.battle is not None:
             return seat.battle
         return self.last_battles.get(seat_name)
+
+    def view(self, seat_name: str) -> AbstractBattle | None:
+        """The seat's battle as the match reads it (its poke-env Battle)."""
+        return self.battle(seat_name)
+
+    def keep_battles(self, seat_names: Collection[str]) -> None:
+        """Nothing to do: a server's players are poke-env Players and keep their Battles."""
 
     @property
     def players(self) -> list[EnvPlayer]:

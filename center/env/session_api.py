@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal, Protocol
 
 from poke_env.battle import AbstractBattle
+
+from center.env.seat_view import BattleView
 
 __all__ = [
     "BattleBackend",
@@ -44,7 +46,19 @@ class SessionSeat(Protocol):
     def state(self) -> SeatState: ...
 
     @property
-    def battle(self) -> AbstractBattle | None: ...
+    def battle(self) -> AbstractBattle | None:
+        """The seat's poke-env Battle: None for a simulator seat whose Agent runs elsewhere."""
+        ...
+
+    @property
+    def view(self) -> BattleView | None:
+        """What the match reads of the seat's battle: request, turn, tag, result."""
+        ...
+
+    @property
+    def frames(self) -> list[str]:
+        """Every raw frame the seat received in the current battle, in order."""
+        ...
 
     @property
     def retry(self) -> bool:
@@ -106,7 +120,16 @@ class BattleBackend(Protocol):
         ...
 
     def battle(self, seat_name: str) -> AbstractBattle | None:
-        """The seat's battle in the current (or last) episode."""
+        """The seat's battle in the current (or last) episode (None where none is kept)."""
+        ...
+
+    def view(self, seat_name: str) -> BattleView | None:
+        """The seat's view of the current (or last) battle."""
+        ...
+
+    def keep_battles(self, seat_names: Collection[str]) -> None:
+        """From the next battle on, keep a poke-env Battle for ``seat_names`` only (the seats whose
+        Agent runs in this process: the simulator keeps views for the others)."""
         ...
 
     def set_teams(self, teams: dict[str, str | None]) -> None:
