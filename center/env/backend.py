@@ -28,14 +28,7 @@ from poke_env.ps_client.server_configuration import (
     ServerConfiguration,
 )
 
-from center.env.session_api import (
-    BattleBackend,
-    RoundOutcome,
-    RoundSeat,
-    SeatState,
-    SessionSeat,
-    await_round,
-)
+from center.env.session_api import BattleBackend
 from center.errors import EnvError
 
 if TYPE_CHECKING:
@@ -49,14 +42,8 @@ __all__ = [
     "DEFAULT_RUN_BACKEND",
     "Backend",
     "BackendSpec",
-    "BattleBackend",
     "BattleReplay",
-    "RoundOutcome",
-    "RoundSeat",
-    "SeatState",
     "SessionRequest",
-    "SessionSeat",
-    "await_round",
     "backend_spec",
     "resolve_server",
     "resolve_simulator",

@@ -26,7 +26,7 @@ from center.env.env_player import EnvPlayer, SeatEvent
 from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout
 
-__all__ = ["ABANDON_TIMEOUT", "BattleSession", "RoundOutcome", "Seat", "SeatState"]
+__all__ = ["ABANDON_TIMEOUT", "BattleSession", "Seat"]
 
 logger = logging.getLogger(__name__)
 

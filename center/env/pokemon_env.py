@@ -41,12 +41,13 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest, backend_spec
+from center.env.backend import Backend, SessionRequest, backend_spec
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
 from center.env.playable import mask_size, playable_format
 from center.env.rounds import RewardConfig, RoundEnd, idle_mask, settle_round, step_info
 from center.env.seat_view import BattleView
+from center.env.session_api import BattleBackend, SeatState
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
