@@ -125,7 +125,6 @@ def write_sep_config(path: Path) -> Path:
 
 
 @dataclass
-@dataclass
 class SeatFrames:
     """A session seat as a remote side reads it: the battle's view and its frames."""
 
@@ -137,6 +136,7 @@ class SeatFrames:
         return self.battle
 
 
+@dataclass
 class EdgeSubprocess:
     """One real ``sep_edge SIDE`` process, started here and stopped by its pid."""
 
