@@ -1,6 +1,6 @@
 """SeatView: what the center reads of a seat's battle, kept from its frames without poke-env.
 
-The request (``|request|``), the turn (``|turn|``), the tag, the players' names (``|player|``) and
+The request (``|request|``), the turn (``|turn|``), the tag, the opponent's name (``|title|``) and
 the result (``|win|``, ``|tie``): enough to judge orders, build a policy's info and record the
 battle. Named as poke-env's ``Battle`` names them, so that a server seat's ``Battle`` is read the
 same way (:class:`BattleView`). The simulator backend keeps one for every seat and a poke-env
@@ -81,8 +81,8 @@ class SeatView:
             elif line == "|tie" or line.startswith("|tie|"):
                 self._end(None)
                 events.append(("end", None))
-            elif line.startswith("|player|"):
-                self._player(line.split("|"))
+            elif line.startswith("|title|"):
+                self._title(line[len("|title|") :])
         return events
 
     def _end(self, won: bool | None) -> None:
@@ -90,7 +90,7 @@ class SeatView:
         self.lost = None if won is None else not won
         self.finished = True
 
-    def _player(self, parts: list[str]) -> None:
-        # |player|p2|NAME|avatar|rating: the opponent's name (the seat's own is known)
-        if len(parts) > 3 and parts[3] and parts[3] != self.player_username:
-            self.opponent_username = parts[3]
+    def _title(self, title: str) -> None:
+        # |title|P1 vs. P2, read as poke-env reads it: the one that is not this seat's player
+        first, _, second = title.partition(" vs. ")
+        self.opponent_username = first if first != self.player_username else second
