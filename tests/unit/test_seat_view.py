@@ -37,7 +37,7 @@ def test_the_view_reads_every_frame_as_the_battle_does(recording, username):
 
 def test_the_view_says_what_the_session_acts_on_in_order():
     view = SeatView("me")
-    frame = ">battle-x\n|error|[Unavailable choice] Can't switch\n|request|{\"wait\":true}\n|win|me"
+    frame = '>battle-x\n|error|[Unavailable choice] Can\'t switch\n|request|{"wait":true}\n|win|me'
     kinds = [kind for kind, _ in view.feed(frame)]
     assert kinds == ["error", "request", "end"]
     assert view.won is True and view.lost is False and view.battle_tag == "battle-x"
