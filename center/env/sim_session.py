@@ -3,7 +3,8 @@
 Each seat records its frames (formatted as the server would send them, see
 ``center.showdown.sim_battle``) and keeps a :class:`~center.env.seat_view.SeatView` of them; only a
 seat whose Agent runs in this process (:meth:`SimSession.keep_battles`) also feeds a
-:class:`~edge.maple.replica.ReplicaBattle`, the code that rebuilds a battle on an edge. The simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
+:class:`~edge.maple.replica.ReplicaBattle`, the code that rebuilds a battle on an edge. The
+simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
 orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
 
 A battle's seed, its players' team seeds and its tag all derive from the integer given to
@@ -117,13 +118,10 @@ class SimSession:
         self.teams = dict(teams or {})
         #: the key of the simulator's seeds and the tags (a fresh random one when none is given)
         self.secret = secret if secret is not None else RunSecret.random()
-        self.seats: dict[str, SimSeat] = {
-            name: SimSeat(name, slot, username, SeatView(username))
-            for name, slot, username in (
-                (name, slot, sim_username(username_prefix, slot))
-                for name, slot in zip(self.seat_names, SLOTS, strict=True)
-            )
-        }
+        self.seats: dict[str, SimSeat] = {}
+        for name, slot in zip(self.seat_names, SLOTS, strict=True):
+            username = sim_username(username_prefix, slot)
+            self.seats[name] = SimSeat(name, slot, username, SeatView(username))
         #: the seats whose player keeps a poke-env Battle (every seat unless told otherwise)
         self._battles_for = set(self.seats)
         self._by_slot = {seat.slot: seat for seat in self.seats.values()}
