@@ -127,6 +127,10 @@ class BattleBackend(Protocol):
         """The seat's view of the current (or last) battle."""
         ...
 
+    def frames(self, seat_name: str) -> list[str]:
+        """The raw frames the seat received in the current (or last) battle, in order."""
+        ...
+
     def keep_battles(self, seat_names: Collection[str]) -> None:
         """From the next battle on, keep a poke-env Battle for ``seat_names`` only (the seats whose
         Agent runs in this process: the simulator keeps views for the others)."""

@@ -159,6 +159,10 @@ class SimSession:
         seat = self.seats.get(seat_name)
         return seat.view if seat is not None else None
 
+    def frames(self, seat_name: str) -> list[str]:
+        seat = self.seats.get(seat_name)
+        return seat.frames if seat is not None else []
+
     def keep_battles(self, seat_names: Collection[str]) -> None:
         """From the next battle on, keep a poke-env Battle for ``seat_names`` only (the seats whose
         Agent runs in this process); the others have their view and frames."""

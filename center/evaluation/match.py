@@ -168,9 +168,7 @@ def _record(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_gzip(("\n".join(input_log) + "\n").encode("utf-8")))
     _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
-    _write_protocol_log(
-        settings.log_dir / log, {SIDES[p]: env.session.seats[p].frames for p in PLAYERS}
-    )
+    _write_protocol_log(settings.log_dir / log, {SIDES[p]: env.session.frames(p) for p in PLAYERS})
     for p in PLAYERS:
         _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
     stats = {SIDES[p]: sides[p].stats for p in PLAYERS}
