@@ -23,6 +23,7 @@ __all__ = [
     "RoundSeat",
     "SeatState",
     "SessionSeat",
+    "SideSeat",
     "await_round",
 ]
 
@@ -39,11 +40,8 @@ class SeatState(enum.Enum):
     FINISHED = "finished"
 
 
-class SessionSeat(Protocol):
-    """One controlled side of the current battle, as PokemonEnv reads it."""
-
-    @property
-    def state(self) -> SeatState: ...
+class SideSeat(Protocol):
+    """What a side deciding for a seat reads of it: its battle, its view, its frames."""
 
     @property
     def battle(self) -> AbstractBattle | None:
@@ -59,6 +57,13 @@ class SessionSeat(Protocol):
     def frames(self) -> list[str]:
         """Every raw frame the seat received in the current battle, in order."""
         ...
+
+
+class SessionSeat(SideSeat, Protocol):
+    """One controlled side of the current battle, as PokemonEnv reads it."""
+
+    @property
+    def state(self) -> SeatState: ...
 
     @property
     def retry(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import gymnasium
 from poke_env.battle import AbstractBattle
 
-from center.env.session_api import SessionSeat
+from center.env.session_api import SideSeat
 from center.errors import CallTimeout, CenterError
 from edge.contract.agent import Agent
 from edge.contract.decision import Decision, decide
@@ -60,7 +60,7 @@ class Side(Protocol):
 
     def decide(
         self,
-        seat: SessionSeat,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -77,7 +77,7 @@ class Side(Protocol):
         """A new battle: seed the Agent with ``seed``, reset the Agent and the Policy."""
         ...
 
-    def episode_end(self, seat: SessionSeat, *, timeout: float, queue_limit: float) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float) -> None:
         """The battle is over: the Agent's ``onEpisodeEnd``."""
         ...
 
@@ -132,7 +132,7 @@ class InProcessSide:
 
     def decide(
         self,
-        seat: SessionSeat,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -159,7 +159,7 @@ class InProcessSide:
 
         self._run("seed", reset, timeout)
 
-    def episode_end(self, seat: SessionSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         battle = _battle(seat)
         self._run("onEpisodeEnd", lambda note: self.agent.onEpisodeEnd(battle), timeout)
 
@@ -170,7 +170,7 @@ class InProcessSide:
         self._runner.close()
 
 
-def _battle(seat: SessionSeat) -> AbstractBattle:
+def _battle(seat: SideSeat) -> AbstractBattle:
     """The seat's poke-env Battle, which the session keeps for a side that ``needs_battle``."""
     if seat.battle is None:
         raise CenterError("the session kept no Battle for an in-process side's seat")

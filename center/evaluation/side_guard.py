@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import gymnasium
 
-from center.env.session_api import SessionSeat
+from center.env.session_api import SideSeat
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
@@ -110,7 +110,7 @@ class SideGuard:
         """Whether the side reads its seat's poke-env Battle (its Agent runs in this process)."""
         return self.side.needs_battle
 
-    def decide(self, seat: SessionSeat, reward: float, info: dict[str, Any]) -> Decision | None:
+    def decide(self, seat: SideSeat, reward: float, info: dict[str, Any]) -> Decision | None:
         """The side's whole decision for ``seat``'s current request, in one call to the side. ``info`` is
         the policy step's (its mask aside: the Agent's). None when there is no choice to judge:
         the side failed, timed out or gave an observation outside its space (the default move is
@@ -161,7 +161,7 @@ class SideGuard:
         """The match refused the side's action or order (``why``): counted as INVALID."""
         self.stats.note(SideStatus.INVALID, why)
 
-    def finish(self, seat: SessionSeat, reward: float, info: dict[str, Any]) -> None:
+    def finish(self, seat: SideSeat, reward: float, info: dict[str, Any]) -> None:
         """The battle is over: the policy's last step (``done``) with the last observation, then
         the Agent's ``onEpisodeEnd``. Failures are only logged."""
         self._over = True

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from center.env.session_api import SessionSeat
+from center.env.session_api import SideSeat
 from center.errors import (
     CallTimeout,
     CenterError,
@@ -144,7 +144,7 @@ class EdgeSession:
             self.output.append(text)
             self._output_size += len(text)
 
-    def new_frames(self, seat: SessionSeat) -> list[str]:
+    def new_frames(self, seat: SideSeat) -> list[str]:
         """The frames of ``seat``'s battle this session has not forwarded yet."""
         # One snapshot: poke-env's loop thread may append while we read (the server's seats).
         recorded = seat.frames
@@ -184,7 +184,7 @@ class RemoteSide:
 
     def decide(
         self,
-        seat: SessionSeat,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -219,7 +219,7 @@ class RemoteSide:
         finally:
             session.last_usage = _sum_usage(first, session.last_usage)
 
-    def episode_end(self, seat: SessionSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         session = self.session
         session.call(EpisodeEndRequest(session.new_frames(seat)), timeout, queue_limit)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
-from center.env.session_api import SessionSeat
+from center.env.session_api import SideSeat
 from center.errors import AuthenticationError, EdgeCallError
 from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
@@ -39,7 +39,7 @@ class _Twin(Agent):
         local: MapleAgent,
         remote: RemoteSide,
         seen: list[tuple[np.ndarray, np.ndarray]],
-        seat: Callable[[], SessionSeat],
+        seat: Callable[[], SideSeat],
     ):
         super().__init__({}, {})
         self.local, self.remote, self.seen, self.seat = local, remote, seen, seat
