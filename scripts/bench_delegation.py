@@ -33,7 +33,6 @@ import numpy as np
 import zmq
 from poke_env.battle import Battle
 
-from center.env import frames as frame_registry
 from center.errors import EdgeCallError
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide
@@ -123,6 +122,18 @@ def write_sep_config(path: Path) -> Path:
     data = {side: {"host": "127.0.0.1", "port": free_port()} for side in ("blue", "red")}
     path.write_text(json.dumps(data))
     return path
+
+
+@dataclass
+class SeatFrames:
+    """A session seat as a remote side reads it: the battle's view and its frames."""
+
+    battle: Battle
+    frames: list[str]
+
+    @property
+    def view(self) -> Battle:
+        return self.battle
 
 
 @dataclass
@@ -349,13 +360,16 @@ class DelegatedSide:
         self.side = RemoteSide(self.session)
         self.battle = Battle("battle-bench", username, logger, gen=9)
         self.frames = []
-        frame_registry.register(self.battle, self.frames)
+
+    def _seat(self) -> SeatFrames:
+        assert self.battle is not None
+        return SeatFrames(self.battle, self.frames)
 
     def decide(self, chunk: list[str], turn: int, split: bool = False) -> str:
         assert self.side is not None and self.battle is not None
         self.frames.extend(chunk)  # what EnvPlayer does when Showdown's messages arrive
         t0 = time.perf_counter()
-        decision = self.side.decide(self.battle, 0.0, _info(None, turn), False, timeout=30.0)
+        decision = self.side.decide(self._seat(), 0.0, _info(None, turn), False, timeout=30.0)
         if split:
             self.call_ms["decide (one round trip)"].append((time.perf_counter() - t0) * 1e3)
         return str(decision.order)

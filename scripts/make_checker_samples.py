@@ -70,7 +70,6 @@ def _untimed(frame: str) -> str:
 
 def doubles(battle_format: str, out: Path) -> None:
     """One seeded battle of random legal pairs on the simulator; player_0's frames."""
-    from center.env import frames as frame_registry
     from center.env.pokemon_env import PokemonEnv
     from center.showdown.sim_host import SimHost
     from center.showdown.sim_seeds import RunSecret
@@ -99,7 +98,7 @@ def doubles(battle_format: str, out: Path) -> None:
             _, _, _, _, infos = env.step(actions)
         battle = env.battle("player_0")
         assert battle is not None
-        recorded = frame_registry.frames_of(battle) or []
+        recorded = env.session.seats["player_0"].frames
         _write(
             out,
             battle_format,

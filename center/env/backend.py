@@ -8,8 +8,9 @@ Two backends play the same battles behind one interface
 - ``"sim"``: Showdown's own simulator in a managed node process
   (:class:`~center.env.sim_session.SimSession`), seeded: the same seed gives the same battle.
 
-Either way each player's protocol frames feed that player's poke-env ``Battle`` and are registered
-in :mod:`center.env.frames`, so agents, remote sides and edges cannot tell the backends apart.
+Either way each seat records its player's protocol frames and offers a view of its battle (a
+server's seat its poke-env ``Battle``; a simulator seat a Battle only where an Agent reads one
+here), so agents, remote sides and edges cannot tell the backends apart.
 
 Everything that differs between backends is a field of its :class:`BackendSpec` (looked up with
 :func:`backend_spec`); no other module compares a backend's name. A new backend is a row of
@@ -28,14 +29,7 @@ from poke_env.ps_client.server_configuration import (
     ServerConfiguration,
 )
 
-from center.env.session_api import (
-    BattleBackend,
-    RoundOutcome,
-    RoundSeat,
-    SeatState,
-    SessionSeat,
-    await_round,
-)
+from center.env.session_api import BattleBackend
 from center.errors import EnvError
 
 if TYPE_CHECKING:
@@ -49,14 +43,8 @@ __all__ = [
     "DEFAULT_RUN_BACKEND",
     "Backend",
     "BackendSpec",
-    "BattleBackend",
     "BattleReplay",
-    "RoundOutcome",
-    "RoundSeat",
-    "SeatState",
     "SessionRequest",
-    "SessionSeat",
-    "await_round",
     "backend_spec",
     "resolve_server",
     "resolve_simulator",

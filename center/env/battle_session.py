@@ -13,7 +13,7 @@ import asyncio
 import logging
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +26,7 @@ from center.env.env_player import EnvPlayer, SeatEvent
 from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout
 
-__all__ = ["ABANDON_TIMEOUT", "BattleSession", "RoundOutcome", "Seat", "SeatState"]
+__all__ = ["ABANDON_TIMEOUT", "BattleSession", "Seat"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,18 @@ class Seat:
     state: SeatState = SeatState.IDLE
     retry: bool = False
     fresh: bool = False  # heard from Showdown since the last round was submitted
+
+    @property
+    def view(self) -> AbstractBattle | None:
+        """The seat's battle as the match reads it: a server's player keeps its poke-env Battle."""
+        return self.battle
+
+    @property
+    def frames(self) -> list[str]:
+        """Every raw frame the seat's player received in the current battle, in order."""
+        if self.battle is None:
+            return []
+        return self.player.frame_log.get(self.battle.battle_tag, [])
 
 
 class BattleSession:
@@ -74,6 +86,8 @@ class BattleSession:
         self._challenge: Future[Any] | None = None
         #: each seat's battle when its players were last dropped (a dead server, a stuck forfeit)
         self.last_battles: dict[str, AbstractBattle] = {}
+        #: and the frames each seat's player had received of it
+        self.last_frames: dict[str, list[str]] = {}
 
     # -- players --------------------------------------------------------------------------------
 
@@ -104,6 +118,7 @@ class BattleSession:
             seat.player.disconnect()
             if seat.battle is not None:
                 self.last_battles[name] = seat.battle
+                self.last_frames[name] = seat.frames
         self.seats = {}
         self.battle_tag = None  # that battle is gone with its players
 
@@ -113,6 +128,21 @@ class BattleSession:
         if seat is not None and seat.battle is not None:
             return seat.battle
         return self.last_battles.get(seat_name)
+
+    def view(self, seat_name: str) -> AbstractBattle | None:
+        """The seat's battle as the match reads it (its poke-env Battle)."""
+        return self.battle(seat_name)
+
+    def frames(self, seat_name: str) -> list[str]:
+        """The frames the seat received in the current battle, or in its last one if the players
+        were dropped since."""
+        seat = self.seats.get(seat_name)
+        if seat is not None and seat.battle is not None:
+            return seat.frames
+        return self.last_frames.get(seat_name, [])
+
+    def keep_battles(self, seat_names: Collection[str]) -> None:
+        """Nothing to do: a server's players are poke-env Players and keep their Battles."""
 
     @property
     def players(self) -> list[EnvPlayer]:
@@ -192,7 +222,7 @@ class BattleSession:
         for seat in self.seats.values():
             seat.battle, seat.state, seat.retry, seat.fresh = None, SeatState.IDLE, False, False
         self.battle_tag = None
-        self.last_battles = {}
+        self.last_battles, self.last_frames = {}, {}
         first = self.seats[self.seat_names[0]].player
         opponent = self.opponent or self.seats[self.seat_names[1]].player
         self._challenge = asyncio.run_coroutine_threadsafe(

@@ -23,8 +23,6 @@ from poke_env.concurrency import POKE_LOOP
 from poke_env.player import BattleOrder, Player, SingleBattleOrder
 from poke_env.ps_client import AccountConfiguration
 
-from center.env import frames
-
 logger = logging.getLogger(__name__)
 
 EventKind = Literal["request", "wait", "finished", "disconnected"]
@@ -119,9 +117,6 @@ class EnvPlayer(Player):
         log = self.frame_log.setdefault(tag, [])
         log.append("\n".join("|".join(part) for part in split_messages))
         await super()._handle_battle_message(split_messages)
-        battle = self._battles.get(tag)
-        if battle is not None and frames.frames_of(battle) is None:
-            frames.register(battle, log)
 
     def reset_battles(self) -> None:
         """Forget finished battles and their frame logs (poke-env raises if one is still running)."""

@@ -41,11 +41,13 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import Backend, BattleBackend, SeatState, SessionRequest, backend_spec
+from center.env.backend import Backend, SessionRequest, backend_spec
 from center.env.end_reason import EndReason
 from center.env.env_player import disconnect_player
 from center.env.playable import mask_size, playable_format
 from center.env.rounds import RewardConfig, RoundEnd, idle_mask, settle_round, step_info
+from center.env.seat_view import BattleView
+from center.env.session_api import BattleBackend, SeatState
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
@@ -255,6 +257,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         """The poke-env Battle of ``agent`` in the current episode (its own view)."""
         return self.session.battle(agent)
 
+    def view(self, agent: str) -> BattleView | None:
+        """What the match reads of ``agent``'s battle (request, turn, tag, result): kept for every
+        seat, a poke-env Battle or not."""
+        return self.session.view(agent)
+
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -273,6 +280,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             # From the secret: an Agent's seed must not tell it the battle's seed.
             agent.seed(self.run_secret.agent_seed(episode_seed, agent_name, SEED_BOUND))
             agent.reset()
+        self.session.keep_battles(self.possible_agents)  # every Agent here reads its Battle
         self.start_battle(episode_seed)
         no_invalid = dict.fromkeys(self.possible_agents, False)
         self._observed = {}
@@ -338,7 +346,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 continue
             assert seat.battle is not None
             if actions[name] is DefaultChoice.PLAY_DEFAULT:
-                session.submit(name, default_order(seat.battle))
+                session.submit(name, default_order(seat.battle.last_request))
                 continue
             agent = self.agent_objects[name]
             try:
@@ -350,7 +358,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 continue
             try:
                 # The center's one check of an order: rebuilt from the request, or refused.
-                message = canonical_order(seat.battle, order)
+                message = canonical_order(seat.battle.last_request, order)
             except ValueError as exc:  # InvalidActionError is one
                 logger.debug("%s: illegal order %r: %s", name, order, exc)
                 rewards[name] += self.rewards.invalid

@@ -14,10 +14,10 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from poke_env.battle import AbstractBattle
 
 from center.env.end_reason import EndReason
 from center.env.playable import mask_size
+from center.env.seat_view import BattleView
 from center.env.session_api import BattleBackend, SeatState
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class RoundEnd:
 
 
 def step_info(
-    battle: AbstractBattle,
+    battle: BattleView,
     *,
     needs_action: bool,
     invalid: bool,
@@ -100,7 +100,7 @@ def settle_round(
         )
         session.abandon()
         return RoundEnd(EndReason.STEP_TIMEOUT, dict.fromkeys(names, 0.0), False)
-    battles = [session.battle(n) for n in names]
+    battles = [session.view(n) for n in names]
     if session.finished:
         rewards = {}
         for name, battle in zip(names, battles, strict=True):

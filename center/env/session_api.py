@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal, Protocol
 
 from poke_env.battle import AbstractBattle
+
+from center.env.seat_view import BattleView
 
 __all__ = [
     "BattleBackend",
@@ -21,6 +23,7 @@ __all__ = [
     "RoundSeat",
     "SeatState",
     "SessionSeat",
+    "SideSeat",
     "await_round",
 ]
 
@@ -37,14 +40,30 @@ class SeatState(enum.Enum):
     FINISHED = "finished"
 
 
-class SessionSeat(Protocol):
+class SideSeat(Protocol):
+    """What a side deciding for a seat reads of it: its battle, its view, its frames."""
+
+    @property
+    def battle(self) -> AbstractBattle | None:
+        """The seat's poke-env Battle: None for a simulator seat whose Agent runs elsewhere."""
+        ...
+
+    @property
+    def view(self) -> BattleView | None:
+        """What the match reads of the seat's battle: request, turn, tag, result."""
+        ...
+
+    @property
+    def frames(self) -> list[str]:
+        """Every raw frame the seat received in the current battle, in order."""
+        ...
+
+
+class SessionSeat(SideSeat, Protocol):
     """One controlled side of the current battle, as PokemonEnv reads it."""
 
     @property
     def state(self) -> SeatState: ...
-
-    @property
-    def battle(self) -> AbstractBattle | None: ...
 
     @property
     def retry(self) -> bool:
@@ -106,7 +125,20 @@ class BattleBackend(Protocol):
         ...
 
     def battle(self, seat_name: str) -> AbstractBattle | None:
-        """The seat's battle in the current (or last) episode."""
+        """The seat's battle in the current (or last) episode (None where none is kept)."""
+        ...
+
+    def view(self, seat_name: str) -> BattleView | None:
+        """The seat's view of the current (or last) battle."""
+        ...
+
+    def frames(self, seat_name: str) -> list[str]:
+        """The raw frames the seat received in the current (or last) battle, in order."""
+        ...
+
+    def keep_battles(self, seat_names: Collection[str]) -> None:
+        """From the next battle on, keep a poke-env Battle for ``seat_names`` only (the seats whose
+        Agent runs in this process: the simulator keeps views for the others)."""
         ...
 
     def set_teams(self, teams: dict[str, str | None]) -> None:

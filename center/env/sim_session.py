@@ -1,9 +1,10 @@
 """SimSession: the simulator backend of PokemonEnv, one seeded battle at a time on a SimHost.
 
-Each seat's frames (formatted as the server would send them, see ``center.showdown.sim_battle``)
-feed a :class:`~edge.maple.replica.ReplicaBattle` for that seat, the same code that rebuilds a
-battle on an edge, and are registered in :mod:`center.env.frames` for the remote sides and the logs.
-The simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
+Each seat records its frames (formatted as the server would send them, see
+``center.showdown.sim_battle``) and keeps a :class:`~center.env.seat_view.SeatView` of them; only a
+seat whose Agent runs in this process (:meth:`SimSession.keep_battles`) also feeds a
+:class:`~edge.maple.replica.ReplicaBattle`, the code that rebuilds a battle on an edge. The
+simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
 orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
 
 A battle's seed, its players' team seeds and its tag all derive from the integer given to
@@ -19,14 +20,13 @@ import logging
 import queue
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from poke_env.battle import AbstractBattle
 
-from center.env import frames as frame_registry
+from center.env.seat_view import SeatView
 from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.errors import EnvError, ResetTimeout, ShowdownError
 from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart
@@ -70,22 +70,28 @@ def _by_position(message: str, request: dict[str, Any] | None) -> str:
 
 @dataclass
 class SimSeat:
-    """One controlled side: its player's replica battle and where it stands in the round."""
+    """One controlled side: its frames, their view, its player's replica battle where one is kept,
+    and where it stands in the round."""
 
     name: str
     slot: str
     username: str
+    view: SeatView
     replica: ReplicaBattle | None = None
     frames: list[str] = field(default_factory=list)
     state: SeatState = SeatState.IDLE
     retry: bool = False
     fresh: bool = False  # heard from the simulator since the last round was submitted
     retry_next: bool = False  # a choice was refused: the next request asks again
-    request: dict[str, Any] | None = None  # the seat's last request, as the simulator sent it
 
     @property
     def battle(self) -> AbstractBattle | None:
         return self.replica.battle if self.replica is not None else None
+
+    @property
+    def request(self) -> dict[str, Any] | None:
+        """The seat's last request, as the simulator sent it (None before the first)."""
+        return self.view.last_request or None
 
 
 class SimSession:
@@ -112,10 +118,12 @@ class SimSession:
         self.teams = dict(teams or {})
         #: the key of the simulator's seeds and the tags (a fresh random one when none is given)
         self.secret = secret if secret is not None else RunSecret.random()
-        self.seats: dict[str, SimSeat] = {
-            name: SimSeat(name, slot, sim_username(username_prefix, slot))
-            for name, slot in zip(self.seat_names, SLOTS, strict=True)
-        }
+        self.seats: dict[str, SimSeat] = {}
+        for name, slot in zip(self.seat_names, SLOTS, strict=True):
+            username = sim_username(username_prefix, slot)
+            self.seats[name] = SimSeat(name, slot, username, SeatView(username))
+        #: the seats whose player keeps a poke-env Battle (every seat unless told otherwise)
+        self._battles_for = set(self.seats)
         self._by_slot = {seat.slot: seat for seat in self.seats.values()}
         self.sim: SimBattle | None = None
         self.seed: int | None = None
@@ -147,6 +155,19 @@ class SimSession:
         seat = self.seats.get(seat_name)
         return seat.battle if seat is not None else None
 
+    def view(self, seat_name: str) -> SeatView | None:
+        seat = self.seats.get(seat_name)
+        return seat.view if seat is not None else None
+
+    def frames(self, seat_name: str) -> list[str]:
+        seat = self.seats.get(seat_name)
+        return seat.frames if seat is not None else []
+
+    def keep_battles(self, seat_names: Collection[str]) -> None:
+        """From the next battle on, keep a poke-env Battle for ``seat_names`` only (the seats whose
+        Agent runs in this process); the others have their view and frames."""
+        self._battles_for = set(seat_names)
+
     @property
     def finished(self) -> bool:
         return all(seat.state is SeatState.FINISHED for seat in self.seats.values())
@@ -168,9 +189,12 @@ class SimSession:
         for seat, team_seed in zip(self.seats.values(), team_seeds, strict=True):
             team = self.teams.get(seat.name) or None
             players[seat.slot] = SimPlayer(seat.username, team, None if team else team_seed)
-            seat.replica = ReplicaBattle(seat.username, self.battle_format, team)
-            seat.frames = []
-            seat.request = None
+            seat.replica = (
+                ReplicaBattle(seat.username, self.battle_format, team)
+                if seat.name in self._battles_for
+                else None
+            )
+            seat.frames, seat.view = [], SeatView(seat.username)
             seat.state, seat.retry, seat.fresh, seat.retry_next = (
                 SeatState.IDLE,
                 False,
@@ -285,31 +309,26 @@ class SimSession:
                 logger.warning("simulator: %s", event.message)
 
     def _frame(self, seat: SimSeat, frame: str) -> None:
-        assert seat.replica is not None
         seat.frames.append(frame)
-        try:
-            seat.replica.feed([frame])
-        except ReplicaError as exc:  # poke-env cannot follow the battle: not the agents' fault
-            logger.error("%s: %s", seat.name, exc)
-            self.disconnected = True
-            self.disconnect_detail = f"poke-env could not apply a frame: {exc}"
-            return
-        battle = seat.replica.battle
-        if battle is not None and frame_registry.frames_of(battle) is None:
-            frame_registry.register(battle, seat.frames)
-        for line in frame.split("\n")[1:]:
-            if line.startswith("|request|"):
-                request = orjson.loads(line[len("|request|") :] or "{}")
-                seat.request = request
-                if request.get("wait"):
+        if seat.replica is not None:
+            try:
+                seat.replica.feed([frame])
+            except ReplicaError as exc:  # poke-env cannot follow the battle: not the agents' fault
+                logger.error("%s: %s", seat.name, exc)
+                self.disconnected = True
+                self.disconnect_detail = f"poke-env could not apply a frame: {exc}"
+                return
+        for kind, value in seat.view.feed(frame):
+            if kind == "request":
+                if value.get("wait"):
                     seat.state = SeatState.WAITING
                 else:
                     seat.state, seat.retry = SeatState.NEEDS_ACTION, seat.retry_next
                     seat.retry_next = False
                 seat.fresh = True
-            elif line.startswith("|error|"):
-                self._error(seat, line)
-            elif line.startswith("|win|") or line == "|tie" or line.startswith("|tie|"):
+            elif kind == "error":
+                self._error(seat, value)
+            else:
                 seat.state, seat.fresh = SeatState.FINISHED, True
 
     def _error(self, seat: SimSeat, line: str) -> None:

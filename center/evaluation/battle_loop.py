@@ -45,6 +45,9 @@ def drive_battle(
     """
     for p in PLAYERS:  # from the secret: an Agent's seed must not tell it the battle's seed
         sides[p].reset(env.run_secret.agent_seed(seed, p, SEED_BOUND))
+    # A poke-env Battle only for a side whose Agent reads one here (in-process); a remote side's
+    # seat keeps its frames and a view of them.
+    env.session.keep_battles([p for p in PLAYERS if sides[p].needs_battle])
     env.start_battle(seed)
     session = env.session
     config = env.rewards
@@ -64,20 +67,20 @@ def drive_battle(
             seat = session.seats[p]
             if seat.state is not SeatState.NEEDS_ACTION:
                 continue
-            assert seat.battle is not None
+            assert seat.view is not None
             if retries[p] >= budget.max_invalid_retries:
                 defaults.add(p)  # Showdown's default move, without asking the side
                 continue
             info = step_info(
-                seat.battle, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
+                seat.view, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
             )
-            decisions[p] = sides[p].decide(seat.battle, as_step_reward(rewards[p]), info)
+            decisions[p] = sides[p].decide(seat, as_step_reward(rewards[p]), info)
         forfeited = _first_fatal(sides)
         if forfeited:
             break
         moves: dict[str, Move | None] = dict.fromkeys(defaults)
         for p, decision in decisions.items():
-            preview = bool(session.seats[p].battle.teampreview)  # type: ignore[union-attr]
+            preview = bool(session.seats[p].view.teampreview)  # type: ignore[union-attr]
             moves[p] = sides[p].judge(decision, team_preview=preview)
         forfeited = _first_fatal(sides)
         if forfeited:
@@ -85,9 +88,9 @@ def drive_battle(
         rewards = dict.fromkeys(PLAYERS, 0.0)
         was_invalid = dict.fromkeys(PLAYERS, False)
         for p, move in moves.items():
-            battle = session.seats[p].battle
-            assert battle is not None
-            message = _message(sides[p], battle, move)
+            view = session.seats[p].view
+            assert view is not None
+            message = _message(sides[p], view.last_request, move)
             if message is None:  # illegal: penalized, and the same request is asked again
                 rewards[p] += config.invalid
                 was_invalid[p] = True
@@ -104,16 +107,16 @@ def drive_battle(
         env.forfeit(forfeited, reason=forfeit_reason(sides[forfeited]))
     elif env.end_reason not in INFRASTRUCTURE_REASONS:
         for p in PLAYERS:
-            battle = env.battle(p)
-            assert battle is not None
+            seat = session.seats[p]
+            assert seat.view is not None
             info = step_info(
-                battle,
+                seat.view,
                 needs_action=False,
                 invalid=was_invalid[p],
                 end_reason=env.end_reason,
                 mask=idle_mask(sides[p].action_space),
             )
-            sides[p].finish(battle, as_step_reward(rewards[p]), info)
+            sides[p].finish(seat, as_step_reward(rewards[p]), info)
     return forfeited, invalid
 
 
@@ -133,21 +136,21 @@ def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
     return None
 
 
-def _message(side: SideGuard, battle: Any, move: Move | None) -> str | None:
+def _message(side: SideGuard, request: dict[str, Any], move: Move | None) -> str | None:
     """What to send Showdown for ``move`` (None: Showdown's default move, played without asking
     the side); None when the move is illegal."""
     if move is None:
         side.end_decision()
-        return default_order(battle)
+        return default_order(request)
     if move.invalid is not None:
         side.invalid(move.invalid)
         return None
     if move.order is None:
-        return default_order(battle)
+        return default_order(request)
     side.end_decision()
     try:
         # The center's one check of an order: rebuilt from the request, or refused.
-        return canonical_order(battle, move.order)
+        return canonical_order(request, move.order)
     except ValueError as exc:  # InvalidActionError is one
         logger.debug("%s: illegal order %r: %s", side.agent_full_name, move.order, exc)
         reason = exc if isinstance(exc, InvalidActionError) else InvalidActionError(str(exc))

@@ -99,6 +99,7 @@ class _NoSide:
     """Stands in for a side that could not be set up; it forfeits at once and is never asked."""
 
     queues = False
+    needs_battle = False
     last_usage: CallUsage | None = None
 
     def __init__(self) -> None:

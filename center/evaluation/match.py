@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from center.env import frames
 from center.env.backend import Backend, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
@@ -142,7 +141,7 @@ def _record(
     started_at: str,
     start: float,
 ) -> BattleRecord:
-    blue_battle, red_battle = env.battle("player_0"), env.battle("player_1")
+    blue_battle, red_battle = env.view("player_0"), env.view("player_1")
     assert blue_battle is not None and red_battle is not None
     winner: Winner
     end_reason: EndReason
@@ -169,7 +168,7 @@ def _record(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_gzip(("\n".join(input_log) + "\n").encode("utf-8")))
     _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
-    _write_protocol_log(settings.log_dir / log, {"blue": blue_battle, "red": red_battle})
+    _write_protocol_log(settings.log_dir / log, {SIDES[p]: env.session.frames(p) for p in PLAYERS})
     for p in PLAYERS:
         _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
     stats = {SIDES[p]: sides[p].stats for p in PLAYERS}
@@ -255,14 +254,14 @@ def input_log_relpath(battle_id: str) -> str:
     return str(Path(log_relpath(battle_id)).with_suffix(".input.log"))
 
 
-def _write_protocol_log(path: Path, battles: dict[str, Any]) -> None:
+def _write_protocol_log(path: Path, frames: dict[str, list[str]]) -> None:
     """Every raw frame each side received, in order, as JSON lines {side, i, frame}, gzipped
     (``path`` with ``.gz`` added)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         json.dumps({"side": side, "i": i, "frame": frame}) + "\n"
-        for side, battle in battles.items()
-        for i, frame in enumerate(frames.frames_of(battle) or [])
+        for side, recorded in frames.items()
+        for i, frame in enumerate(recorded)
     ]
     path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip("".join(lines).encode("utf-8")))
 

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import gymnasium
 from poke_env.battle import AbstractBattle
 
-from center.errors import CallTimeout
+from center.env.session_api import SideSeat
+from center.errors import CallTimeout, CenterError
 from edge.contract.agent import Agent
 from edge.contract.decision import Decision, decide
 from edge.contract.policy import StandalonePolicy
@@ -44,6 +45,12 @@ class Side(Protocol):
     action_space: gymnasium.Space[Any]
 
     @property
+    def needs_battle(self) -> bool:
+        """Whether the side reads its seat's poke-env Battle (an Agent in this process); a side
+        that does not gets the seat's frames only."""
+        ...
+
+    @property
     def queues(self) -> bool:
         """Whether a call may wait for a free CPU before it runs (an edge's)."""
         ...
@@ -53,7 +60,7 @@ class Side(Protocol):
 
     def decide(
         self,
-        battle: AbstractBattle,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -61,7 +68,7 @@ class Side(Protocol):
         timeout: float,
         queue_limit: float,
     ) -> Decision:
-        """The decision on ``battle`` (:func:`edge.contract.decision.decide`); ``done``: the
+        """The decision on ``seat``'s battle (:func:`edge.contract.decision.decide`); ``done``: the
         battle is over, the policy's last step. ``info["action_mask"]`` is None while the battle
         goes on: the mask is the Agent's."""
         ...
@@ -70,7 +77,7 @@ class Side(Protocol):
         """A new battle: seed the Agent with ``seed``, reset the Agent and the Policy."""
         ...
 
-    def episode_end(self, battle: AbstractBattle, *, timeout: float, queue_limit: float) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float) -> None:
         """The battle is over: the Agent's ``onEpisodeEnd``."""
         ...
 
@@ -89,6 +96,7 @@ class InProcessSide:
     starts)."""
 
     queues = False
+    needs_battle = True
 
     def __init__(self, agent: Agent, policy: StandalonePolicy, agent_full_name: str) -> None:
         self.agent, self.policy, self.agent_full_name = agent, policy, agent_full_name
@@ -124,7 +132,7 @@ class InProcessSide:
 
     def decide(
         self,
-        battle: AbstractBattle,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -133,6 +141,7 @@ class InProcessSide:
         queue_limit: float = 0.0,
     ) -> Decision:
         agent, policy, name = self.agent, self.policy, self.agent_full_name
+        battle = _battle(seat)
         decision: Decision = self._run(
             "makeObs",
             lambda note: decide(agent, policy, battle, reward, info, name, done=done, on_call=note),
@@ -150,9 +159,8 @@ class InProcessSide:
 
         self._run("seed", reset, timeout)
 
-    def episode_end(
-        self, battle: AbstractBattle, *, timeout: float, queue_limit: float = 0.0
-    ) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
+        battle = _battle(seat)
         self._run("onEpisodeEnd", lambda note: self.agent.onEpisodeEnd(battle), timeout)
 
     def output(self) -> str:
@@ -160,3 +168,10 @@ class InProcessSide:
 
     def close(self) -> None:
         self._runner.close()
+
+
+def _battle(seat: SideSeat) -> AbstractBattle:
+    """The seat's poke-env Battle, which the session keeps for a side that ``needs_battle``."""
+    if seat.battle is None:
+        raise CenterError("the session kept no Battle for an in-process side's seat")
+    return seat.battle

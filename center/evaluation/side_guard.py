@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import gymnasium
-from poke_env.battle import AbstractBattle
 
+from center.env.session_api import SideSeat
 from center.errors import CallTimeout, SideDisconnected
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
@@ -105,10 +105,13 @@ class SideGuard:
             self._handle("reset", exc)
         self._used, self._cpu = 0.0, None
 
-    def decide(
-        self, battle: AbstractBattle, reward: float, info: dict[str, Any]
-    ) -> Decision | None:
-        """The side's whole decision for the current request, in one call to the side. ``info`` is
+    @property
+    def needs_battle(self) -> bool:
+        """Whether the side reads its seat's poke-env Battle (its Agent runs in this process)."""
+        return self.side.needs_battle
+
+    def decide(self, seat: SideSeat, reward: float, info: dict[str, Any]) -> Decision | None:
+        """The side's whole decision for ``seat``'s current request, in one call to the side. ``info`` is
         the policy step's (its mask aside: the Agent's). None when there is no choice to judge:
         the side failed, timed out or gave an observation outside its space (the default move is
         played). :meth:`judge` turns the decision into a move."""
@@ -117,9 +120,7 @@ class SideGuard:
         try:
             decision = self._call(
                 "makeObs",
-                lambda t, q: self.side.decide(
-                    battle, reward, info, False, timeout=t, queue_limit=q
-                ),
+                lambda t, q: self.side.decide(seat, reward, info, False, timeout=t, queue_limit=q),
             )
         except Exception as exc:
             self._handle("makeObs", exc)
@@ -160,7 +161,7 @@ class SideGuard:
         """The match refused the side's action or order (``why``): counted as INVALID."""
         self.stats.note(SideStatus.INVALID, why)
 
-    def finish(self, battle: AbstractBattle, reward: float, info: dict[str, Any]) -> None:
+    def finish(self, seat: SideSeat, reward: float, info: dict[str, Any]) -> None:
         """The battle is over: the policy's last step (``done``) with the last observation, then
         the Agent's ``onEpisodeEnd``. Failures are only logged."""
         self._over = True
@@ -169,7 +170,7 @@ class SideGuard:
         try:
             decision = self._call(
                 "makeObs",
-                lambda t, q: self.side.decide(battle, reward, info, True, timeout=t, queue_limit=q),
+                lambda t, q: self.side.decide(seat, reward, info, True, timeout=t, queue_limit=q),
             )
         except Exception as exc:  # the last observation failed as any other would
             self._handle("makeObs", exc)
@@ -184,7 +185,7 @@ class SideGuard:
             try:
                 self._call(
                     "onEpisodeEnd",
-                    lambda t, q: self.side.episode_end(battle, timeout=t, queue_limit=q),
+                    lambda t, q: self.side.episode_end(seat, timeout=t, queue_limit=q),
                 )
             except Exception as exc:
                 logger.info("%s: onEpisodeEnd failed: %r", self.agent_full_name, exc)

@@ -15,9 +15,8 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from poke_env.battle import AbstractBattle
 
-from center.env import frames as frame_registry
+from center.env.session_api import SideSeat
 from center.errors import (
     CallTimeout,
     CenterError,
@@ -89,7 +88,7 @@ class EdgeSession:
         self.last_usage: CallUsage | None = None
         self.output: list[str] = []
         self._output_size = 0
-        self._sent: dict[int, int] = {}  # id(battle) -> frames already forwarded
+        self._sent: dict[int, int] = {}  # id(the seat's frame list) -> frames already forwarded
         self.username = username
         reply = self.call(OpenSessionRequest(model_id, instance_config, username), timeout)
         self.observation_space: gymnasium.Space[Any] = reply.observation_space
@@ -145,17 +144,19 @@ class EdgeSession:
             self.output.append(text)
             self._output_size += len(text)
 
-    def new_frames(self, battle: AbstractBattle) -> list[str]:
-        """The frames of ``battle`` this session has not forwarded yet."""
-        # One snapshot: poke-env's loop thread may append while we read.
-        frames = list(frame_registry.frames_of(battle) or [])
-        start = self._sent.get(id(battle), 0)
-        if battle.player_username and battle.player_username != self.username:
+    def new_frames(self, seat: SideSeat) -> list[str]:
+        """The frames of ``seat``'s battle this session has not forwarded yet."""
+        # One snapshot: poke-env's loop thread may append while we read (the server's seats).
+        recorded = seat.frames
+        frames = list(recorded)
+        start = self._sent.get(id(recorded), 0)
+        view = seat.view
+        if view is not None and view.player_username != self.username:
             raise CenterError(
-                f"battle of {battle.player_username} handed to the session of {self.username}"
+                f"battle of {view.player_username} handed to the session of {self.username}"
             )
-        self._sent = {id(battle): len(frames)}
-        return list(frames[start:])
+        self._sent = {id(recorded): len(frames)}
+        return frames[start:]
 
     def close(self, timeout: float = 2.0) -> None:
         """Forget the session on the edge (best effort, short deadline)."""
@@ -170,6 +171,7 @@ class RemoteSide:
     call (see the module docstring)."""
 
     queues = True
+    needs_battle = False
 
     def __init__(self, session: EdgeSession) -> None:
         self.session = session
@@ -182,7 +184,7 @@ class RemoteSide:
 
     def decide(
         self,
-        battle: AbstractBattle,
+        seat: SideSeat,
         reward: float,
         info: dict[str, Any],
         done: bool,
@@ -191,7 +193,7 @@ class RemoteSide:
         queue_limit: float = 0.0,
     ) -> Decision:
         session = self.session
-        request = DecideRequest(session.new_frames(battle), reward, _plain_info(info), done)
+        request = DecideRequest(session.new_frames(seat), reward, _plain_info(info), done)
         reply: DecideReply = session.call(request, timeout, queue_limit)
         return Decision(
             reply.observation,
@@ -217,11 +219,9 @@ class RemoteSide:
         finally:
             session.last_usage = _sum_usage(first, session.last_usage)
 
-    def episode_end(
-        self, battle: AbstractBattle, *, timeout: float, queue_limit: float = 0.0
-    ) -> None:
+    def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         session = self.session
-        session.call(EpisodeEndRequest(session.new_frames(battle)), timeout, queue_limit)
+        session.call(EpisodeEndRequest(session.new_frames(seat)), timeout, queue_limit)
 
     def output(self) -> str:
         return "".join(self.session.output)

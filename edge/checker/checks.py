@@ -283,7 +283,7 @@ def check_action(action: Any, action_space: gymnasium.Space[Any], *, team_previe
 def check_order(battle: AbstractBattle, order: Any) -> str:
     """``order`` is legal for the battle's current request; returns the canonical command."""
     try:
-        return canonical_order(battle, order)
+        return canonical_order(battle.last_request or {}, order)
     except InvalidActionError as exc:
         shown = order.message if isinstance(order, BattleOrder) else order
         raise ContractError(

@@ -129,8 +129,8 @@ class ActionHelper:
         n_team = len((battle.last_request or {}).get("side", {}).get("pokemon", [])) or len(
             battle.team
         )
-        picks = self.rng.permutation(n_team)[: team_size(battle)]
-        return team_order(battle, [int(p) for p in picks])
+        picks = self.rng.permutation(n_team)[: team_size(battle.last_request or {})]
+        return team_order(battle.last_request or {}, [int(p) for p in picks])
 
 
 def _as_index(idx: Any) -> int | None:

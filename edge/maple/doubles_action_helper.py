@@ -120,8 +120,8 @@ class DoublesActionHelper:
         """A random team-preview choice of the required size, e.g. ``"/team 2631"``."""
         request = battle.last_request or {}
         n_team = len(request.get("side", {}).get("pokemon", [])) or len(battle.team)
-        picks = self.rng.permutation(n_team)[: team_size(battle)]
-        return team_order(battle, [int(p) for p in picks])
+        picks = self.rng.permutation(n_team)[: team_size(battle.last_request or {})]
+        return team_order(battle.last_request or {}, [int(p) for p in picks])
 
 
 def _as_pair(action: Any) -> tuple[int, int] | None:

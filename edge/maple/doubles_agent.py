@@ -85,7 +85,7 @@ class MapleDoublesAgent(Agent):
         ):
             return self.doubles.random_team(battle)  # an action of the space, not a team
         if isinstance(action, Sequence) and action:
-            return team_order(battle, [int(a) for a in action])
+            return team_order(battle.last_request or {}, [int(a) for a in action])
         raise InvalidActionError(
             f"{action!r} is neither a team choice nor an action of {self.action_space}"
         )

@@ -76,7 +76,7 @@ class MapleAgent(Agent):
         if isinstance(action, np.ndarray) and action.ndim == 1:
             action = action.tolist()
         if isinstance(action, Sequence) and action:
-            return team_order(battle, [int(a) for a in action])
+            return team_order(battle.last_request or {}, [int(a) for a in action])
         if action is None or self.action_space.contains(action):
             return self.helper.random_team(battle)
         raise InvalidActionError(

@@ -51,9 +51,7 @@ def _random_episode(env: PokemonEnv, seed: int) -> tuple[list[str], int]:
         invalid += sum(bool(i["invalid_action"]) for i in infos.values())
     battle = env.battle("player_0")
     assert battle is not None
-    from center.env import frames
-
-    return list(frames.frames_of(battle) or []), invalid
+    return list(env.session.seats["player_0"].frames), invalid
 
 
 @pytest.mark.parametrize("battle_format", sorted(TEAMS))
@@ -229,7 +227,7 @@ def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_posit
         orders = DoubleBattleOrder.join_orders(*battle.valid_orders)
         assert len(orders) > 20
         for order in orders:
-            rebuilt = canonical_order(battle, order)
+            rebuilt = canonical_order(battle.last_request or {}, order)
             assert re.fullmatch(
                 r"/choose (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass), (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass)",
                 rebuilt,

@@ -6,11 +6,13 @@ import json
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
+from center.env.session_api import SideSeat
 from center.errors import AuthenticationError, EdgeCallError
 from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
@@ -33,15 +35,21 @@ class _Twin(Agent):
     (a decision of a side with nothing to do: the observation only)."""
 
     def __init__(
-        self, local: MapleAgent, remote: RemoteSide, seen: list[tuple[np.ndarray, np.ndarray]]
+        self,
+        local: MapleAgent,
+        remote: RemoteSide,
+        seen: list[tuple[np.ndarray, np.ndarray]],
+        seat: Callable[[], SideSeat],
     ):
         super().__init__({}, {})
-        self.local, self.remote, self.seen = local, remote, seen
+        self.local, self.remote, self.seen, self.seat = local, remote, seen, seat
         self.observation_space, self.action_space = local.observation_space, local.action_space
 
     def makeObs(self, battle):
         mine = self.local.makeObs(battle)
-        theirs = self.remote.decide(battle, 0.0, {"needs_action": False}, False, timeout=10.0)
+        seat = self.seat()
+        assert seat.battle is battle
+        theirs = self.remote.decide(seat, 0.0, {"needs_action": False}, False, timeout=10.0)
         assert not theirs.stepped
         self.seen.append((mine, theirs.observation))
         return mine
@@ -77,7 +85,15 @@ def test_replica_observations_equal_in_process_ones_bit_for_bit(
                     for p in PLAYERS
                 }
                 env.set_agents(
-                    {p: _Twin(MapleAgent(), RemoteSide(sessions[p]), seen) for p in PLAYERS}
+                    {
+                        p: _Twin(
+                            MapleAgent(),
+                            RemoteSide(sessions[p]),
+                            seen,
+                            lambda p=p: env.session.seats[p],  # type: ignore[misc]
+                        )
+                        for p in PLAYERS
+                    }
                 )
                 _, infos = env.reset(seed=episode)
                 while env.agents:

@@ -28,7 +28,6 @@ from gymnasium.utils.env_checker import check_env
 
 import center  # registers the Gymnasium ids
 from center.commands.replay import replay_battle
-from center.env import frames
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.sim_session import SimSession
 from center.errors import EnvError
@@ -102,7 +101,7 @@ def _play(env: PokemonEnv, seed: int) -> tuple[object, int, list[str]]:
         _, _, _, _, infos = env.step(actions)
     battle = env.battle("player_0")
     assert battle is not None
-    logged = [re.sub(r"\|t:\|\d+", "", f) for f in frames.frames_of(battle) or []]
+    logged = [re.sub(r"\|t:\|\d+", "", f) for f in env.session.seats["player_0"].frames]
     return env.end_reason, battle.turn, logged
 
 

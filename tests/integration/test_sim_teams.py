@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from center.commands.replay import replay_battle
-from center.env.frames import frames_of
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EnvError
 from center.evaluation.battles_csv import ResultsWriter, load_records
@@ -88,7 +87,7 @@ def test_a_nickname_cannot_add_protocol_lines(sim_host):
         for p in ("player_0", "player_1"):
             battle = env.battle(p)
             assert battle is not None and not battle.finished
-            frames = "\n".join(frames_of(battle) or [])
+            frames = "\n".join(env.session.seats[p].frames)
             assert not any(
                 line and not line.startswith(("|", ">")) for line in frames.split("\n")
             ), frames

@@ -29,7 +29,6 @@ import pytest
 import zmq
 import zmq.auth
 
-from center.env import frames as frame_registry
 from center.errors import (
     AuthenticationError,
     EdgeProtocolError,
@@ -404,13 +403,13 @@ def test_what_deploy_raised_comes_back_as_data_with_its_code(
     assert (reply.deploy_error.code, reply.deploy_error.ename) == (code, ename)
 
 
-class _Battle:
-    """A battle whose frames are given (as EnvPlayer registers a battle's frames)."""
+class _Seat:
+    """A session seat whose frames are given (no view: the username is not checked)."""
 
-    player_username = None
+    view = None
 
     def __init__(self, frames: list[str]) -> None:
-        frame_registry.register(self, frames)  # type: ignore[arg-type]
+        self.frames = frames
 
 
 def test_the_remote_side_matches_error_codes_not_names(client: EdgeClient):
@@ -419,10 +418,10 @@ def test_the_remote_side_matches_error_codes_not_names(client: EdgeClient):
     side = RemoteSide(session)
     assert session.agent_full_name == "Fake:Random:Fake"
 
-    battles: list[_Battle] = []  # alive: the session tells battles apart by their id()
+    battles: list[_Seat] = []  # alive: the session tells battles apart by their id()
 
     def decided(action: str) -> Any:
-        battles.append(_Battle(["deploy", action]))
+        battles.append(_Seat(["deploy", action]))
         return side.decide(battles[-1], 0.0, {}, False, timeout=WAIT)  # type: ignore[arg-type]
 
     errors = {a: decided(a).deploy_error for a in ("illegal", "not a number", "crash")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 
 import numpy as np
@@ -45,7 +46,9 @@ def test_mask_is_never_empty_and_every_legal_index_gives_a_valid_order():
         for index in range(ACTION_SPACE_SIZE):
             if mask[index]:
                 order = helper.action_index_to_order(None, battle, index)
-                assert canonical_order(battle, order).startswith("/choose "), label
+                assert canonical_order(battle.last_request or {}, order).startswith("/choose "), (
+                    label
+                )
             else:
                 with pytest.raises(InvalidActionError):
                     helper.action_index_to_order(None, battle, index)
@@ -95,10 +98,10 @@ def test_random_team_is_reproducible_and_of_the_required_size():
 
 def test_team_order_checks_count_range_and_repeats():
     _, battle = next((lbl, b) for lbl, b in decision_points() if b.teampreview)
-    assert team_order(battle, [2, 0, 1]) == "/team 312"
+    assert team_order(battle.last_request or {}, [2, 0, 1]) == "/team 312"
     for bad in ([0, 0, 1], [0, 1], [0, 1, 6]):
         with pytest.raises(InvalidActionError):
-            team_order(battle, bad)
+            team_order(battle.last_request or {}, bad)
 
 
 def test_canonical_order_rebuilds_only_legal_commands():
@@ -108,9 +111,12 @@ def test_canonical_order_rebuilds_only_legal_commands():
         if not b.teampreview and not b.force_switch and b.available_moves
     )
     move = battle.available_moves[0]
-    assert canonical_order(battle, f"  /choose   move {move.id} ") == f"/choose move {move.id}"
-    assert canonical_order(battle, "/choose move 1").startswith("/choose move")
-    assert canonical_order(battle, "/choose default") == "/choose default"
+    assert (
+        canonical_order(battle.last_request or {}, f"  /choose   move {move.id} ")
+        == f"/choose move {move.id}"
+    )
+    assert canonical_order(battle.last_request or {}, "/choose move 1").startswith("/choose move")
+    assert canonical_order(battle.last_request or {}, "/choose default") == "/choose default"
     for bad in (
         "/choose move 9",
         "/choose move notamove",
@@ -122,15 +128,15 @@ def test_canonical_order_rebuilds_only_legal_commands():
         "x" * 500,
     ):
         with pytest.raises(InvalidActionError):
-            canonical_order(battle, bad)
+            canonical_order(battle.last_request or {}, bad)
 
 
 def test_canonical_order_at_team_preview_accepts_only_team_choices():
     _, battle = next((lbl, b) for lbl, b in decision_points() if b.teampreview)
-    assert canonical_order(battle, "/team 2, 1, 3") == "/team 213"
+    assert canonical_order(battle.last_request or {}, "/team 2, 1, 3") == "/team 213"
     for bad in ("/choose move 1", "/team 1", "/team 117", "/team 789"):
         with pytest.raises(InvalidActionError):
-            canonical_order(battle, bad)
+            canonical_order(battle.last_request or {}, bad)
 
 
 def test_a_switch_by_species_id_names_the_one_pokemon_of_that_species():
@@ -141,22 +147,30 @@ def test_a_switch_by_species_id_names_the_one_pokemon_of_that_species():
         if not b.teampreview
         and any(m.species == "rotomwash" and m.name == "Rotom" for m in b.available_switches)
     )
-    assert canonical_order(battle, "/choose switch rotomwash") == "/choose switch Rotom"
-    assert canonical_order(battle, "/choose switch Rotom") == "/choose switch Rotom"
+    assert (
+        canonical_order(battle.last_request or {}, "/choose switch rotomwash")
+        == "/choose switch Rotom"
+    )
+    assert (
+        canonical_order(battle.last_request or {}, "/choose switch Rotom") == "/choose switch Rotom"
+    )
     with pytest.raises(InvalidActionError, match="cannot switch to 'rotomheat' now"):
-        canonical_order(battle, "/choose switch rotomheat")
+        canonical_order(battle.last_request or {}, "/choose switch rotomheat")
 
 
-def test_a_switch_that_names_two_pokemon_is_refused(monkeypatch):
+def test_a_switch_that_names_two_pokemon_is_refused():
     battle, other = next(
         (b, b.available_switches[1])
         for _, b in decision_points()
         if not b.teampreview and len(b.available_switches) > 1
     )
     mon = battle.available_switches[0]
-    monkeypatch.setattr(other, "_name", mon.species)  # a nickname that is the other's species
+    request = copy.deepcopy(battle.last_request)
+    for entry in request["side"]["pokemon"]:  # a nickname that is the other's species
+        if entry["ident"][4:] == other.name:
+            entry["ident"] = entry["ident"][:4] + mon.species
     with pytest.raises(InvalidActionError, match=f"'{mon.species}' names 2 Pokémon of the team"):
-        canonical_order(battle, f"/choose switch {mon.species}")
+        canonical_order(request, f"/choose switch {mon.species}")
 
 
 def test_team_positions_are_battle_teams_order_and_the_opponent_shows_species_only():
@@ -169,7 +183,11 @@ def test_team_positions_are_battle_teams_order_and_the_opponent_shows_species_on
         previews += 1
         request = [entry["ident"] for entry in battle.last_request["side"]["pokemon"]]
         assert [f"{battle.player_role}: {mon.name}" for mon in battle.team.values()] == request
-        assert team_order(battle, [1, 0, 2]) == canonical_order(battle, "/team 213") == "/team 213"
+        assert (
+            team_order(battle.last_request or {}, [1, 0, 2])
+            == canonical_order(battle.last_request or {}, "/team 213")
+            == "/team 213"
+        )
         shown = battle.teampreview_opponent_team
         assert len(shown) == len(request) and all(mon.species for mon in shown)
         assert all(not mon.moves and mon.item in (None, "unknown_item") for mon in shown)

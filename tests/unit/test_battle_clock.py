@@ -34,7 +34,7 @@ from edge.wire.msgpack_values import (
     MAX_OBSERVATION_BYTES,
 )
 from edge.wire.spaces import space_from_wire, space_to_wire, value_bytes
-from tests.fixtures.synthetic_battle import Mon, build_battle
+from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 from tests.unit.test_side_guard_usage import Clock, FakeEdge, _decide
 
 
@@ -92,7 +92,7 @@ def test_once_the_battle_is_over_the_clock_only_shortens_waits(clock, battle):
     edge = FakeEdge(clock)
     guard = _guard(edge, opened_s=4.0)
     edge.script = [(2.0, None, None)]
-    guard.finish(battle, 1.0, {})  # the battle ended: its last calls
+    guard.finish(seat_of(battle), 1.0, {})  # the battle ended: its last calls
     assert edge.timeouts == [pytest.approx(1.0)]
     assert guard.fatal is None  # a decided battle is not forfeited afterwards
 

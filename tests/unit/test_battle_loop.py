@@ -30,6 +30,7 @@ PLAYERS = ("player_0", "player_1")
 class _Seat:
     def __init__(self) -> None:
         self.battle = build_battle([Mon("Pikachu", ("thunderbolt", "quickattack"))], [Mon("Eevee")])
+        self.view = self.battle
         self.state = SeatState.NEEDS_ACTION
 
 
@@ -37,6 +38,10 @@ class _Session:
     def __init__(self) -> None:
         self.seats = {p: _Seat() for p in PLAYERS}
         self.sent: list[tuple[str, str]] = []
+        self.kept: list[str] | None = None
+
+    def keep_battles(self, names: list[str]) -> None:
+        self.kept = list(names)
 
     def drain(self) -> None:
         pass
@@ -88,6 +93,7 @@ class _Side:
     raised) or for the step (``step_error``)."""
 
     queues = False
+    needs_battle = False
     last_usage = None
 
     def __init__(self, orders: list[Any]) -> None:
@@ -235,3 +241,11 @@ def test_an_order_sent_ends_the_decision_and_charges_the_bank():
     forfeited, _ = drive_battle(env, 1, sides, budget)  # type: ignore[arg-type]
     assert forfeited == "player_1" and sides["player_1"].fatal is SideStatus.TIMEOUT
     assert sides["player_1"].stats.error_line.startswith("TimeBankExhausted")
+
+
+def test_a_battle_is_kept_only_for_the_seat_of_a_side_that_reads_one():
+    env = _Env(rounds=1)
+    blue, red = _Side([]), _Side([])
+    blue.needs_battle = True  # an Agent in this process; red is remote (frames only)
+    drive_battle(env, 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
+    assert env.session.kept == ["player_0"]

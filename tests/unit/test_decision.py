@@ -13,6 +13,7 @@ from edge.checker.checks import check_action, check_observation
 from edge.contract.binding import bind_agent
 from edge.contract.decision import action_accepted, is_team_choice, observation_accepted
 from edge.errors import ContractError
+from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
 SPACE = gymnasium.spaces.Discrete(16)
 
@@ -40,7 +41,8 @@ def test_a_team_choice_is_judged_alike_by_the_battle_and_the_checker(action, acc
     policy.next = action
     guard = _guard(policy)
     try:
-        decision = guard.decide(None, 0.0, {"needs_action": True, "team_preview": True})
+        seat = seat_of(build_battle([Mon("Pikachu")], [Mon("Eevee")]))
+        decision = guard.decide(seat, 0.0, {"needs_action": True, "team_preview": True})
         move = guard.judge(decision, team_preview=True)
     finally:
         guard.close()

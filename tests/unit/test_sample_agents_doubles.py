@@ -68,7 +68,9 @@ def test_maxpower_answers_every_recorded_doubles_decision_with_a_legal_order(bat
                 agent.action_space,
             )
             assert agent.action_space.contains(action), point.kind
-            order = canonical_order(battle, agent.deploy(battle, action))  # raises when illegal
+            order = canonical_order(
+                battle.last_request or {}, agent.deploy(battle, action)
+            )  # raises when illegal
             if not battle.teampreview:
                 assert mask is not None and all(mask[k * N + action[k]] for k in (0, 1))
                 moves += order.count("move ")

@@ -19,7 +19,7 @@ from center.evaluation.records import SideStatus
 from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import DEFAULT_MOVE, Move, SideGuard
 from edge.contract.binding import bind_agent
-from tests.fixtures.synthetic_battle import Mon, build_battle
+from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
 ORDERS = ["/choose move 1", "/choose move 2"]
 
@@ -123,7 +123,7 @@ def _count_calls(guard: SideGuard) -> list[str]:
 
 def _decide(guard: SideGuard, battle: Any, reward: float = 0.25) -> Move:
     """One decision, as the match loop makes it (a move sent ends the decision)."""
-    move = guard.judge(guard.decide(battle, reward, _info(battle)), team_preview=False)
+    move = guard.judge(guard.decide(seat_of(battle), reward, _info(battle)), team_preview=False)
     if move.invalid is None:
         guard.end_decision()
     return move
@@ -174,8 +174,8 @@ def test_the_policy_gets_the_reward_and_invalid_flag_of_each_retry(battle):
     policy = PlainPolicy(agent)
     guard = _guard(agent, policy)
     try:
-        guard.decide(battle, 0.0, _info(battle))
-        guard.decide(battle, -0.01, {**_info(battle), "invalid_action": True})
+        guard.decide(seat_of(battle), 0.0, _info(battle))
+        guard.decide(seat_of(battle), -0.01, {**_info(battle), "invalid_action": True})
     finally:
         guard.close()
     assert [(r, i["invalid_action"]) for r, i in policy.seen] == [(0.0, False), (-0.01, True)]
@@ -185,7 +185,7 @@ def test_what_the_step_raised_in_the_decision_call_forfeits_when_judged(battle):
     agent = PlainAgent()
     guard = _guard(agent, PlainPolicy(agent, error=RuntimeError("step broke")))
     try:
-        decision = guard.decide(battle, 0.0, _info(battle))
+        decision = guard.decide(seat_of(battle), 0.0, _info(battle))
         assert guard.fatal is None  # the call itself answered
         assert guard.judge(decision, team_preview=False) == DEFAULT_MOVE
     finally:
@@ -226,7 +226,9 @@ def test_the_calls_of_a_decision_share_one_deadline(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.9)
     guard = _guard(agent, PlainPolicy(agent, sleep=0.4), budget)
     try:
-        assert guard.decide(battle, 0.0, _info(battle)) is None  # the default move is played
+        assert (
+            guard.decide(seat_of(battle), 0.0, _info(battle)) is None
+        )  # the default move is played
     finally:
         guard.close()
     assert guard.stats.timeouts == 1 and guard.stats.status is SideStatus.TIMEOUT
@@ -239,7 +241,7 @@ def test_a_timeout_names_the_user_call_that_overran(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
     guard = _guard(agent, PlainPolicy(agent, sleep=1.0), budget)
     try:
-        guard.decide(battle, 0.0, _info(battle))
+        guard.decide(seat_of(battle), 0.0, _info(battle))
     finally:
         guard.close()
     assert guard.stats.status is SideStatus.TIMEOUT
@@ -264,7 +266,7 @@ def test_the_last_step_goes_with_the_last_makeObs_once(battle):
     calls = _count_calls(guard)
     try:
         _decide(guard, battle)
-        guard.finish(battle, 1.0, _end_info(battle))
+        guard.finish(seat_of(battle), 1.0, _end_info(battle))
     finally:
         guard.close()
     assert calls == ["makeObs", "makeObs", "onEpisodeEnd"]
@@ -279,7 +281,7 @@ def test_a_last_step_past_its_deadline_is_not_taken_again(battle):
     budget = Budget(decision_time=0.0, bank=5.0, call_cap=0.3)
     guard = _guard(agent, PlainPolicy(agent, last_sleep=1.0), budget)
     try:
-        guard.finish(battle, 1.0, _end_info(battle))
+        guard.finish(seat_of(battle), 1.0, _end_info(battle))
     finally:
         guard.close()
     assert agent.calls.count("step done") == 1
@@ -295,7 +297,7 @@ def test_user_code_that_calls_sys_exit_is_the_sides_error_not_the_centers_exit(b
     agent = ExitingAgent()
     guard = _guard(agent, PlainPolicy(agent))
     try:
-        assert guard.decide(battle, 0.0, _info(battle)) is None
+        assert guard.decide(seat_of(battle), 0.0, _info(battle)) is None
     finally:
         guard.close()
     assert guard.fatal is SideStatus.ERROR

@@ -24,7 +24,7 @@ from center.evaluation.side_guard import SideGuard
 from edge.contract.binding import bind_agent
 from edge.contract.decision import Decision
 from edge.wire.messages import CallUsage
-from tests.fixtures.synthetic_battle import Mon, build_battle
+from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
 BUDGET = Budget(decision_time=2.0, bank=5.0, call_cap=10.0)
 
@@ -100,7 +100,7 @@ def _remote_guard(edge: FakeEdge, budget: Budget = BUDGET, opened_s: float = 0.0
 def _decide(guard: SideGuard, battle: Any) -> None:
     """One decision, as the match loop makes it."""
     info = {"needs_action": True, "team_preview": False, "action_mask": None}
-    move = guard.judge(guard.decide(battle, 0.0, info), team_preview=False)
+    move = guard.judge(guard.decide(seat_of(battle), 0.0, info), team_preview=False)
     if move.invalid is None:  # the move is sent: the decision ends there
         guard.end_decision()
 

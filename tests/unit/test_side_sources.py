@@ -92,11 +92,11 @@ def _guard(policy: _Policy):
 
 
 def _decide(guard) -> object:
-    from tests.fixtures.synthetic_battle import Mon, build_battle
+    from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
     battle = build_battle([Mon("Pikachu", ("thunderbolt", "quickattack"))], [Mon("Eevee")])
     info = {"needs_action": True, "team_preview": False, "action_mask": None}
-    return guard.judge(guard.decide(battle, 0.0, info), team_preview=False)
+    return guard.judge(guard.decide(seat_of(battle), 0.0, info), team_preview=False)
 
 
 from center.evaluation.side_guard import DEFAULT_MOVE  # noqa: E402

@@ -1,0 +1,96 @@
+"""SeatView: what the center reads of a seat's battle, kept from its frames without poke-env.
+
+The request (``|request|``), the turn (``|turn|``), the tag, the opponent's name (``|title|``) and
+the result (``|win|``, ``|tie``): enough to judge orders, build a policy's info and record the
+battle. Named as poke-env's ``Battle`` names them, so that a server seat's ``Battle`` is read the
+same way (:class:`BattleView`). The simulator backend keeps one for every seat and a poke-env
+``Battle`` only for the seats whose Agent runs in this process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+__all__ = ["BattleView", "SeatView"]
+
+
+class BattleView(Protocol):
+    """What the match and PokemonEnv read of a seat's battle (a :class:`SeatView` or a poke-env
+    ``Battle``)."""
+
+    @property
+    def battle_tag(self) -> str: ...
+    @property
+    def last_request(self) -> dict[str, Any]: ...
+    @property
+    def turn(self) -> int: ...
+    @property
+    def teampreview(self) -> bool: ...
+    @property
+    def won(self) -> bool | None: ...
+    @property
+    def lost(self) -> bool | None: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def player_username(self) -> str: ...
+    @property
+    def opponent_username(self) -> str | None: ...
+
+
+class SeatView:
+    """One seat's battle as its frames tell it (see the module docstring)."""
+
+    def __init__(self, username: str) -> None:
+        self.player_username = username
+        self.opponent_username: str | None = None
+        self.battle_tag = ""
+        self.last_request: dict[str, Any] = {}
+        self.turn = 0
+        self.won: bool | None = None
+        self.lost: bool | None = None
+        self.finished = False
+
+    @property
+    def teampreview(self) -> bool:
+        return bool(self.last_request.get("teamPreview"))
+
+    def feed(self, frame: str) -> list[tuple[str, Any]]:
+        """Apply one frame; returns what a session acts on, in order: ``("request", request)``,
+        ``("error", line)`` and ``("end", None)``."""
+        lines = frame.split("\n")
+        if not self.battle_tag and lines[0].startswith(">"):
+            self.battle_tag = lines[0][1:]
+        events: list[tuple[str, Any]] = []
+        for line in lines[1:]:
+            if line.startswith("|request|"):
+                body = line[len("|request|") :]
+                request = orjson.loads(body) if body else {}
+                if body:
+                    self.last_request = request
+                events.append(("request", request))
+            elif line.startswith("|turn|"):
+                self.turn = int(line[len("|turn|") :])
+            elif line.startswith("|error|"):
+                events.append(("error", line))
+            elif line.startswith("|win|"):
+                self._end(line[len("|win|") :] == self.player_username)
+                events.append(("end", None))
+            elif line == "|tie" or line.startswith("|tie|"):
+                self._end(None)
+                events.append(("end", None))
+            elif line.startswith("|title|"):
+                self._title(line[len("|title|") :])
+        return events
+
+    def _end(self, won: bool | None) -> None:
+        self.won = won
+        self.lost = None if won is None else not won
+        self.finished = True
+
+    def _title(self, title: str) -> None:
+        # |title|P1 vs. P2, read as poke-env reads it: the one that is not this seat's player
+        first, _, second = title.partition(" vs. ")
+        self.opponent_username = first if first != self.player_username else second
