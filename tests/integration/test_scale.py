@@ -78,7 +78,7 @@ def _cmdline(pid: int) -> str:
 
 def _runners(mark: str) -> list[int]:
     """The battle runners' processes (Ray names its actor processes after the class)."""
-    return [pid for pid in _marked(mark) if _cmdline(pid).startswith("ray::BattleRunner")]
+    return [pid for pid in _marked(mark) if _cmdline(pid).startswith("ray::HostedRunner")]
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:

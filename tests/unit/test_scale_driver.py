@@ -110,6 +110,9 @@ class ScriptedPool:
         if answer is not None:
             raise answer
 
+    def no_runner_left(self, why: str) -> str:
+        return f"no battle runner left ({why})"
+
 
 def _drive(tmp_path: Path, pool: ScriptedPool, schedule=SCHEDULE, **kwargs):
     with ResultsWriter(tmp_path) as writer:
