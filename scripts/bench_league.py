@@ -41,10 +41,11 @@ from center.env.env_player import unique_username
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, SideSource, run_battles, start_backend
+from center.evaluation.match import MatchSettings, SideSource, start_backend
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient
+from center.scale.local_pool import run_local
 from center.showdown import SHOWDOWN_VERSION, ShowdownServer
 
 logger = logging.getLogger(__name__)
@@ -188,11 +189,9 @@ def run_league(
     concurrency: int,
     result: ModeResult,
 ) -> None:
-    """run_battles as sep_main / sep_eval call it; records go to ``writer``."""
+    """run_local as sep_main / sep_eval call it; records go to ``writer``."""
     start = time.perf_counter()
-    summary = run_battles(
-        schedule, source, settings, writer, server=backend, concurrency=concurrency
-    )
+    summary = run_local(schedule, source, settings, writer, server=backend, concurrency=concurrency)
     elapsed = time.perf_counter() - start
     result.add(elapsed, len(summary.played))
     result.failed += len(summary.failed)

@@ -25,11 +25,12 @@ from bench_delegation import EdgeSubprocess, conditions, cpu_seconds, write_sep_
 from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
-from center.evaluation.match import MatchSettings, run_battles, start_backend
+from center.evaluation.match import MatchSettings, start_backend
 from center.evaluation.records import COLUMNS, BattleRecord, SideRecord, SideStatus, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.isolation.edge_client import EdgeClient
 from center.scale.driver import drive_battles
+from center.scale.local_pool import run_local
 from center.scale.outcome import BattleOutcome, OutcomeKind
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ def ceiling(config: Path, work: Path, battles: int, levels: Sequence[int]) -> No
             assert host.pid is not None
             cpu, host_cpu, start = time.process_time(), cpu_seconds(host.pid), time.perf_counter()
             with ResultsWriter(log_dir) as writer:
-                summary = run_battles(
+                summary = run_local(
                     schedule, source, settings, writer, server=host, concurrency=level
                 )
             wall = time.perf_counter() - start
@@ -206,6 +207,9 @@ class SyntheticPool:
 
     def probe_result(self, handle: Hashable) -> None:
         raise AssertionError("synthetic runners are never lost")
+
+    def no_runner_left(self, why: str) -> str:
+        return f"no synthetic runner left ({why})"
 
 
 def driver(work: Path, battles: int, runners: int, concurrency: int, file_kb: float) -> None:

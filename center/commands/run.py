@@ -29,13 +29,7 @@ from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.collusion import check_collusion, collusion_lines
 from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
-from center.evaluation.match import (
-    MatchSettings,
-    RunSummary,
-    SideSource,
-    run_battles,
-    start_backend,
-)
+from center.evaluation.match import MatchSettings, SideSource, start_backend
 from center.evaluation.preflight import check_models, failure_summary, validate_teams
 from center.evaluation.provenance import check_code, describe_change, source_digests
 from center.evaluation.run_info import (
@@ -49,7 +43,9 @@ from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings_output import format_standings, write_standings
 from center.evaluation.voided import given_up, voids_by_candidate
+from center.scale.driver import RunSummary
 from center.scale.launch import ScaleOptions, run_on_runners
+from center.scale.local_pool import run_local
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
@@ -238,7 +234,7 @@ def run_command(
                     max_voids=opts.max_voids,
                 )
                 if scale is None:
-                    summary = run_battles(
+                    summary = run_local(
                         todo,
                         source,
                         settings,

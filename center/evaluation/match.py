@@ -2,9 +2,9 @@
 
 :func:`play_battle` plays one battle on a :class:`PokemonEnv`'s battle session between two
 :class:`SideGuard`-held sides, each deciding in one call (:mod:`center.evaluation.battle_loop`), and
-returns its :class:`BattleRecord` after writing the replay and the raw protocol log.
-:func:`run_battles` plays a list of scheduled battles K at a time (one PokemonEnv per worker thread,
-reused from battle to battle), appending each record to battles.csv as it finishes.
+returns its :class:`BattleRecord` after writing the replay and the raw protocol log;
+:func:`play_one` opens the sides first. Many battles are handed out by the driver
+(:mod:`center.scale.driver`) to a runner pool whose runners call :func:`play_one`.
 
 Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
 or remote sides served by edges (``sep_main``). A battle that fails because of the center's own
@@ -20,14 +20,10 @@ replay pages are built from them by the report, on demand.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 import logging
-import queue
-import threading
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -38,7 +34,6 @@ from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battle_files import remove_battle_files
 from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
-from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
 from center.evaluation.records import (
     BattleRecord,
@@ -48,12 +43,10 @@ from center.evaluation.records import (
     replay_relpath,
 )
 from center.evaluation.run_info import software_versions, utc_now
-from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sequential import EarlyStop
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.side_opening import open_sides
-from center.evaluation.voided import DEFAULT_MAX_VOIDS, note_voided, replay_allowed
+from center.evaluation.voided import DEFAULT_MAX_VOIDS
 from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
@@ -109,8 +102,8 @@ class MatchSettings:
     #: whether the format's players bring teams; in a format that deals them (random formats),
     #: a team in candidates.json is never sent to Showdown
     brought_teams: bool = True
-    #: the key of the simulator's seeds, battle tags and Agent seeds (None: :func:`run_battles`
-    #: takes LOG_DIR's, see ``center.evaluation.run_secret``)
+    #: the key of the simulator's seeds, battle tags and Agent seeds (None: ``run_local`` takes
+    #: LOG_DIR's, see ``center.evaluation.run_secret``)
     run_secret: RunSecret | None = None
     #: voidings of one battle (this run and its reruns) after which it is not played again
     max_voids: int | None = DEFAULT_MAX_VOIDS
@@ -280,133 +273,15 @@ def start_backend(backend: Backend, server_url: str | None = None) -> Any:
     return spec.start(server_url)
 
 
-@dataclass
-class RunSummary:
-    """What :func:`run_battles` did; ``stopped`` says why it stopped early (an edge down);
-    ``skipped`` the battles not started because their sequential test had decided."""
-
-    played: list[BattleRecord]
-    failed: list[tuple[ScheduledBattle, str]]
-    stopped: str = ""
-    skipped: list[ScheduledBattle] = field(default_factory=list)
-
-
-def run_battles(
-    schedule: Sequence[ScheduledBattle],
-    source: SideSource,
-    settings: MatchSettings,
-    writer: ResultsWriter,
-    *,
-    server: Any,
-    concurrency: int = 2,
-    on_done: Callable[[BattleRecord | None], None] | None = None,
-    retries: int = 1,
-    early_stop: EarlyStop | None = None,
-) -> RunSummary:
-    """Play ``schedule`` K at a time, appending each record to ``writer`` as it finishes.
-
-    ``server`` is what the battles run on: what :func:`start_backend` started for
-    ``settings.backend`` (a ShowdownServer, or a SimHost shared by every worker). Battles start in
-    schedule order (a pair's two battles one after the other). ``early_stop`` (an SPRT) observes
-    each record right after it is written, in writing order, and is asked before each battle
-    starts whether to skip it; battles in flight when it decides are still played and recorded.
-    A voided battle (the center's infrastructure failed) is noted with its cause in
-    ``voided.jsonl`` (:mod:`center.evaluation.voided`).
-    """
-    if settings.run_secret is None:
-        settings = dataclasses.replace(settings, run_secret=secure_log_dir(settings.log_dir, None))
-    jobs: queue.Queue[tuple[ScheduledBattle, int]] = queue.Queue()
-    for scheduled in schedule:
-        jobs.put((scheduled, 0))
-    played: list[BattleRecord] = []
-    failed: list[tuple[ScheduledBattle, str]] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-    # Set (under ``lock``) by an interrupt: a battle that ends after it, its sessions closed under
-    # it, is not booked (a rerun plays it).
-    interrupted = threading.Event()
-    stopped: list[str] = []
-    skipped: list[ScheduledBattle] = []
-
-    def worker(index: int) -> None:
-        env = PokemonEnv(
-            settings.battle_format,
-            backend=settings.backend,
-            server=server,
-            max_turns=settings.max_turns,
-            # On the simulator the names are part of the reproducible battle: the same everywhere.
-            username_prefix=backend_spec(settings.backend).username_prefix("sep", str(index)),
-            run_secret=settings.run_secret,
-        )
-        try:
-            while not stop.is_set():
-                try:
-                    scheduled, attempt = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                if early_stop is not None and early_stop.skip(scheduled):
-                    with lock:
-                        skipped.append(scheduled)
-                    continue
-                record = None
-                try:
-                    record = _play_one(env, scheduled, source, settings)
-                    with lock:  # the early stop sees the records in the order they are written
-                        if interrupted.is_set():
-                            return
-                        writer.write(record)
-                        played.append(record)
-                        if early_stop is not None:
-                            early_stop.observe(record)
-                except EdgeDown as exc:  # nothing more can be played: stop, book nothing
-                    logger.warning("%s", exc)
-                    note_voided(settings.log_dir, scheduled.battle_id, f"not played: {exc}")
-                    with lock:
-                        stopped.append(str(exc))
-                    stop.set()
-                    continue  # not played: the progress bar does not count it
-                except InfrastructureError as exc:
-                    logger.warning("%s; attempt %d", exc, attempt + 1)
-                    note_voided(settings.log_dir, scheduled.battle_id, str(exc))
-                    again = replay_allowed(
-                        settings.log_dir, scheduled.battle_id, settings.max_voids
-                    )
-                    if attempt < retries and again:
-                        jobs.put((scheduled, attempt + 1))
-                        continue
-                    why = "" if again else f" (voided {settings.max_voids} times: not replayed)"
-                    with lock:
-                        failed.append((scheduled, f"{exc}{why}"))
-                except Exception as exc:
-                    logger.exception("battle %s failed", scheduled.battle_id)
-                    with lock:
-                        failed.append((scheduled, f"{type(exc).__name__}: {exc}"))
-                if on_done is not None:
-                    on_done(record)
-        finally:
-            env.close()
-
-    threads = [
-        threading.Thread(target=worker, args=(i,), name=f"battle-{i}", daemon=True)
-        for i in range(max(1, min(concurrency, len(schedule))))
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(timeout=0.5)
-    except KeyboardInterrupt:
-        with lock:
-            interrupted.set()
-        stop.set()
-        raise
-    return RunSummary(played, failed, stopped[0] if stopped else "", skipped)
-
-
-def _play_one(
+def play_one(
     env: PokemonEnv, scheduled: ScheduledBattle, source: SideSource, settings: MatchSettings
 ) -> BattleRecord:
+    """Open the sides of ``scheduled``, play it in ``env`` and return its record.
+
+    What a battle runner (:mod:`center.scale.runner`) does with each battle handed to it. Raises
+    :class:`EdgeDown` when an edge stayed down through its wait, :class:`InfrastructureError` when
+    the battle is void (its files are removed).
+    """
     names = {"player_0": scheduled.blue, "player_1": scheduled.red}
     sides: dict[str, SideGuard] = {}
     # What an attempt that was never booked left (an interrupted or killed run): this attempt's
@@ -458,15 +333,3 @@ def _play_one(
                 source.close_side(guard)
             except Exception as exc:
                 logger.warning("closing a side of %s: %r", scheduled.battle_id, exc)
-
-
-def play_one(
-    env: PokemonEnv, scheduled: ScheduledBattle, source: SideSource, settings: MatchSettings
-) -> BattleRecord:
-    """Open the sides of ``scheduled``, play it in ``env`` and return its record.
-
-    What :func:`run_battles` does for each battle, for a caller with its own loop (a battle runner
-    of :mod:`center.scale`). Raises :class:`EdgeDown` when an edge stayed down through its wait,
-    :class:`InfrastructureError` when the battle is void (its files are removed).
-    """
-    return _play_one(env, scheduled, source, settings)

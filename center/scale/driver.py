@@ -1,9 +1,11 @@
-"""The driver: hands the schedule's battles out to runners in order, records what comes back.
+"""The battle driver: hands the schedule's battles out to a runner pool, records what comes back.
 
-The only writer of LOG_DIR: a recorded battle's files, then its row through the durable
-:class:`ResultsWriter` (a group commit), so a killed driver loses only the battles in flight. A
-battle is handed out once at a time and recorded at most once. A void is handed out again (up to
-``retries`` times), a lost runner's battle too; a run with no runner left stops, resumable.
+The one loop of every run, whatever plays the battles: this process's threads
+(:mod:`center.scale.local_pool`) or Ray runners (:mod:`center.scale.ray_pool`). The only writer of
+LOG_DIR: a recorded battle's files, then its row through the durable :class:`ResultsWriter` (a
+group commit), so a killed driver loses only the battles in flight. A battle is handed out once at
+a time and recorded at most once. A void is handed out again (up to ``retries`` times), a lost
+runner's battle too; a run with no runner left stops, resumable.
 """
 
 from __future__ import annotations
@@ -12,19 +14,19 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from center.evaluation.battle_files import write_battle_files
+from center.evaluation.battle_files import remove_battle_files, write_battle_files
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import RunSummary
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
+from center.evaluation.sequential import EarlyStop
 from center.evaluation.voided import note_voided, replay_allowed
 from center.scale.outcome import BattleOutcome, OutcomeKind
 
-__all__ = ["RunnerLost", "RunnerPool", "drive_battles"]
+__all__ = ["RunSummary", "RunnerLost", "RunnerPool", "drive_battles"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +40,20 @@ class RunnerLost(Exception):
         self.final = final
 
 
+@dataclass
+class RunSummary:
+    """What :func:`drive_battles` did; ``stopped`` says why it stopped early (no runner left, an
+    edge down); ``skipped`` the battles not handed out because their sequential test had decided."""
+
+    played: list[BattleRecord]
+    failed: list[tuple[ScheduledBattle, str]]
+    stopped: str = ""
+    skipped: list[ScheduledBattle] = field(default_factory=list)
+
+
 class RunnerPool(Protocol):
-    """Runners that play handed-out battles (Ray actors, or synthetic ones in the benchmark)."""
+    """Runners that play handed-out battles: this process's threads, Ray actors, or synthetic ones
+    in the benchmark and the tests."""
 
     @property
     def size(self) -> int:
@@ -66,6 +80,11 @@ class RunnerPool(Protocol):
         """Return if the probed runner answered; :class:`RunnerLost` if it did not."""
         ...
 
+    def no_runner_left(self, why: str) -> str:
+        """The line that says why the run stopped once no runner can play (``why``: what retired
+        them, e.g. ``red edge down (…)``)."""
+        ...
+
 
 @dataclass
 class _Flight:
@@ -83,6 +102,7 @@ def drive_battles(
     concurrency: int,
     on_done: Callable[[BattleRecord | None], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    early_stop: EarlyStop | None = None,
     retries: int = 1,
     max_voids: int | None = None,
     poll_s: float = 0.5,
@@ -91,9 +111,12 @@ def drive_battles(
     """Play ``schedule`` on ``pool``'s runners, ``concurrency`` battles in flight per runner.
 
     Battles are taken from ``schedule`` lazily and in order (a voided battle goes first again,
-    unless voided ``max_voids`` times in LOG_DIR).
-    Returns what :func:`center.evaluation.match.run_battles` returns; ``stopped`` says why the run
-    stopped before its end (no runner left), and stays empty when ``stop()`` ended it.
+    unless voided ``max_voids`` times in LOG_DIR, each voiding noted in ``voided.jsonl``).
+    ``early_stop`` (an SPRT) is asked before each hand-out whether to skip the battle and told of
+    each record right after it is written, in writing order; battles in flight when it decides are
+    still recorded. ``stopped`` says why the run stopped before its end (no runner left), and
+    stays empty when ``stop()`` ended it. An interrupt (Ctrl-C) leaves at once: nothing that comes
+    back after it is recorded.
     """
     battles = _Lookahead(schedule)
     again: deque[tuple[ScheduledBattle, int]] = deque()
@@ -102,6 +125,7 @@ def drive_battles(
     live = set(range(pool.size))
     played: list[BattleRecord] = []
     failed: list[tuple[ScheduledBattle, str]] = []
+    skipped: list[ScheduledBattle] = []
     recorded: set[str] = set()
     why_lost: list[str] = []
     probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
@@ -109,12 +133,19 @@ def drive_battles(
     handing_out = True
 
     def next_battle() -> tuple[ScheduledBattle, int] | None:
-        if not handing_out:
-            return None
-        if again:
-            return again.popleft()
-        battle = battles.next()
-        return None if battle is None else (battle, 0)
+        while handing_out:
+            if again:
+                battle, attempt = again.popleft()
+            else:
+                taken = battles.next()
+                if taken is None:
+                    return None
+                battle, attempt = taken, 0
+            if early_stop is not None and early_stop.skip(battle):
+                skipped.append(battle)
+                continue
+            return battle, attempt
+        return None
 
     def fill() -> None:
         # One battle per runner in turn, so that battles spread over every runner.
@@ -157,10 +188,23 @@ def drive_battles(
             if not written:
                 continue
             played.append(result)
+            if early_stop is not None:
+                early_stop.observe(result)
             if on_done is not None:
                 on_done(result)
             if stop is not None and stop():
                 handing_out = False
+
+    def void(flight: _Flight, cause: str) -> None:
+        """Not recorded: noted, and none of its files left (a killed run's stale ones)."""
+        note_voided(log_dir, flight.battle.battle_id, cause)
+        remove_battle_files(log_dir, flight.battle.battle_id)
+
+    def give_up(flight: _Flight, why: str) -> None:
+        remove_battle_files(log_dir, flight.battle.battle_id)
+        failed.append((flight.battle, why))
+        if on_done is not None:
+            on_done(None)
 
     def lost(runner: int, exc: RunnerLost) -> None:
         if exc.final:
@@ -204,37 +248,33 @@ def drive_battles(
                 outcome = pool.result(handle)
             except RunnerLost as exc:
                 logger.warning("%s voided: %s", flight.battle.battle_id, exc)
-                note_voided(log_dir, flight.battle.battle_id, f"its battle runner was lost: {exc}")
+                void(flight, f"its battle runner was lost: {exc}")
                 again.appendleft((flight.battle, flight.attempt))
                 lost(flight.runner, exc)
                 continue
             if outcome.kind == OutcomeKind.RECORDED:
                 finished.append((outcome, flight))
-            elif outcome.kind == OutcomeKind.EDGE_DOWN:
-                note_voided(log_dir, flight.battle.battle_id, f"not played: {outcome.message}")
+            elif outcome.kind == OutcomeKind.EDGE_DOWN:  # not played: its runner can play no more
+                void(flight, f"not played: {outcome.message}")
                 again.appendleft((flight.battle, flight.attempt))
                 retire(flight.runner, outcome.message)
-            elif outcome.kind == OutcomeKind.VOID and flight.attempt < retries:
-                note_voided(log_dir, flight.battle.battle_id, outcome.message)
+            elif outcome.kind == OutcomeKind.VOID:
                 logger.warning("%s; attempt %d", outcome.message, flight.attempt + 1)
-                if replay_allowed(log_dir, flight.battle.battle_id, max_voids):
+                void(flight, outcome.message)
+                if not replay_allowed(log_dir, flight.battle.battle_id, max_voids):
+                    give_up(flight, f"{outcome.message} (voided {max_voids} times: not replayed)")
+                elif flight.attempt < retries:
                     again.appendleft((flight.battle, flight.attempt + 1))
-                    continue
-                why = f"{outcome.message} (voided {max_voids} times: not replayed)"
-                failed.append((flight.battle, why))
-                if on_done is not None:
-                    on_done(None)
+                else:
+                    give_up(flight, outcome.message)
             else:
-                failed.append((flight.battle, outcome.message))
-                if on_done is not None:
-                    on_done(None)
+                give_up(flight, outcome.message)
         record(finished)
         fill()
     stopped = ""
     if not live and (again or battles.peek() is not None):
-        stopped = why_lost[-1] if len(set(why_lost)) == 1 else "; ".join(dict.fromkeys(why_lost))
-        stopped = f"no battle runner left ({stopped})"
-    return RunSummary(played, failed, stopped)
+        stopped = pool.no_runner_left("; ".join(dict.fromkeys(why_lost)))
+    return RunSummary(played, failed, stopped, skipped)
 
 
 class _Lookahead:

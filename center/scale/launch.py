@@ -1,16 +1,16 @@
-"""``--workers`` / ``--ray`` of sep_main: the runner pool started, driven, and always stopped."""
+"""``--workers`` / ``--ray`` of sep_main: the Ray runner pool started, driven, and always stopped."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import MatchSettings, RunSummary
+from center.evaluation.match import MatchSettings
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.scale.driver import drive_battles
+from center.scale.driver import RunSummary, drive_battles
 from center.scale.loopback import describe, keep_local_ray_on_loopback, ray_listeners
 from center.scale.spec import RunnerSpec, SourceSpec
 
@@ -41,22 +41,10 @@ def run_on_runners(
     early_stop: EarlyStop | None = None,
     say: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Play ``todo`` on Ray runners, this process being the driver and LOG_DIR's only writer.
-
-    ``early_stop`` (an SPRT) is consulted as :func:`center.evaluation.match.run_battles` does:
-    before a battle is handed out (``skip``), and told of each record in the order written.
-    ``say`` is told, once the runners of a local Ray have started, where that Ray listens
-    (:func:`center.scale.loopback.describe`)."""
-    schedule: Iterable[ScheduledBattle] = todo
-    if early_stop is not None:
-        schedule = (battle for battle in todo if not early_stop.skip(battle))
-
-    def done(record: BattleRecord | None) -> None:
-        if record is not None and early_stop is not None:
-            early_stop.observe(record)
-        if on_done is not None:
-            on_done(record)
-
+    """Play ``todo`` on Ray runners, this process being the driver and LOG_DIR's only writer
+    (:func:`~center.scale.driver.drive_battles`, as :func:`~center.scale.local_pool.run_local`
+    on this process's threads). ``say`` is told, once the runners of a local Ray have started,
+    where that Ray listens (:func:`center.scale.loopback.describe`)."""
     if scale.address is None:  # a local Ray: before Ray is imported, which reads it
         keep_local_ray_on_loopback()
     from center.scale.ray_pool import RayRunnerPool  # Ray, only now
@@ -72,12 +60,13 @@ def run_on_runners(
         if scale.address is None and say is not None:
             say(describe(ray_listeners()))
         return drive_battles(
-            schedule,
+            todo,
             pool,
             writer,
             settings.log_dir,
             concurrency=concurrency,
-            on_done=done,
+            on_done=on_done,
             stop=stop,
+            early_stop=early_stop,
             max_voids=settings.max_voids,
         )

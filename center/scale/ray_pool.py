@@ -19,7 +19,7 @@ from center.errors import ConfigError
 from center.evaluation.schedule import ScheduledBattle
 from center.scale.driver import RunnerLost
 from center.scale.outcome import BattleOutcome, battle_to_wire
-from center.scale.runner import BattleRunner
+from center.scale.runner import HostedRunner
 from center.scale.spec import RunnerSpec
 
 try:
@@ -53,7 +53,7 @@ def _short(exc: BaseException) -> str:
 
 
 class RayRunnerPool:
-    """``workers`` BattleRunner actors (None with ``address``: one per node of the cluster).
+    """``workers`` :class:`HostedRunner` actors (None with ``address``: one per node of the cluster).
 
     ``address`` None starts a local Ray for this run (stopped by :meth:`close`); ``"auto"`` or
     ``host:port`` joins an existing cluster, whose runners :meth:`close` stops. A runner whose
@@ -99,7 +99,7 @@ class RayRunnerPool:
         try:
             if workers is None:
                 workers = sum(1 for node in ray.nodes() if node.get("Alive"))
-            remote = ray.remote(BattleRunner).options(
+            remote = ray.remote(HostedRunner).options(
                 num_cpus=1,
                 max_restarts=max_restarts,
                 max_task_retries=0,
@@ -168,6 +168,10 @@ class RayRunnerPool:
             raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=False) from exc
         except ray.exceptions.RayActorError as exc:
             raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=True) from exc
+
+    def no_runner_left(self, why: str) -> str:
+        """``no battle runner left (why)``."""
+        return f"no battle runner left ({why})"
 
     def close(self) -> None:
         """Stop every runner (their simulator hosts and edge connections), then a local Ray."""

@@ -1,10 +1,9 @@
-"""BattleRunner: plays handed-out battles with its own simulator host (or server) and edges.
+"""BattleRunner: plays handed-out battles on a backend with a side source, into a folder of its own.
 
-A runner is a plain class; :mod:`center.scale.ray_pool` makes it a Ray actor whose ``play`` runs
-in up to ``--concurrency`` threads at once. Each thread keeps its own PokemonEnv from battle to
-battle, as :func:`center.evaluation.match.run_battles` does. Files are played into a private
-folder and shipped back with the record, as written (gzipped logs): the driver alone writes
-LOG_DIR, in the same layout as a run in one process.
+The one player of a pool's battles, in this process's threads (:mod:`center.scale.local_pool`) or
+in a Ray actor (:mod:`center.scale.ray_pool`). Each thread keeps its own PokemonEnv from battle to
+battle. Files are played into a private folder and shipped back with the record, as written
+(gzipped logs): the driver alone writes LOG_DIR.
 """
 
 from __future__ import annotations
@@ -22,41 +21,38 @@ from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
 from center.evaluation.battle_files import read_battle_files, remove_battle_files
-from center.evaluation.match import play_one, start_backend
+from center.evaluation.match import MatchSettings, SideSource, play_one, start_backend
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
 
-__all__ = ["BattleRunner"]
+__all__ = ["BattleRunner", "HostedRunner"]
 
 logger = logging.getLogger(__name__)
 
 
 class BattleRunner:
-    """Runner ``index`` of a run: starts its backend and connects to its edges on construction."""
+    """Plays battles on ``server`` (what ``start_backend`` started) with sides from ``source``.
 
-    def __init__(self, spec: RunnerSpec, index: int) -> None:
-        self.index = index
-        self.work_dir = Path(tempfile.mkdtemp(prefix=f"sep-runner-{index}-"))
-        self.settings = dataclasses.replace(spec.settings, log_dir=self.work_dir)
+    ``name`` is the runner's part of its envs' Showdown usernames (``sep{name}{thread}``), unique
+    within the run. ``settings.log_dir`` is replaced by a private folder.
+    """
+
+    def __init__(self, settings: MatchSettings, source: SideSource, server: Any, name: str) -> None:
+        self.name = name
+        self.work_dir = Path(tempfile.mkdtemp(prefix=f"sep-runner-{name or 0}-"))
+        self.settings = dataclasses.replace(settings, log_dir=self.work_dir)
+        self.source = source
+        self.server = server
         self._lock = threading.Lock()
         self._local = threading.local()
         self._envs: list[PokemonEnv] = []
-        self.server: Any = start_backend(self.settings.backend, spec.server_url)
-        try:
-            self.source = spec.source.build(index)
-        except BaseException:
-            self.server.stop()
-            raise
-
-    def ping(self) -> int:
-        """The runner's process id: it is up and constructed."""
-        return os.getpid()
+        self._threads = 0
 
     def _env(self) -> PokemonEnv:
         env: PokemonEnv | None = getattr(self._local, "env", None)
         if env is None:
             with self._lock:
-                thread = len(self._envs)
+                thread, self._threads = self._threads, self._threads + 1
                 env = PokemonEnv(
                     self.settings.battle_format,
                     backend=self.settings.backend,
@@ -64,7 +60,7 @@ class BattleRunner:
                     max_turns=self.settings.max_turns,
                     # On the simulator the names are part of the reproducible battle.
                     username_prefix=backend_spec(self.settings.backend).username_prefix(
-                        "sep", f"{self.index}t{thread}"
+                        "sep", f"{self.name}{thread}"
                     ),
                     run_secret=self.settings.run_secret,  # the driver's: the same battles
                 )
@@ -93,17 +89,58 @@ class BattleRunner:
         remove_battle_files(self.work_dir, battle_id)
         return outcome
 
+    def release_env(self) -> None:
+        """Close the calling thread's env (a thread that plays no more)."""
+        env: PokemonEnv | None = getattr(self._local, "env", None)
+        if env is None:
+            return
+        self._local.env = None
+        with self._lock:
+            self._envs.remove(env)
+        _close(env)
+
     def close(self) -> None:
-        """Close the envs, the edge connections and the simulator host (or server)."""
+        """Close every env and remove the private folder (the source and server are the
+        caller's)."""
         with self._lock:
             envs, self._envs = self._envs, []
         for env in envs:
-            try:
-                env.close()
-            except Exception as exc:
-                logger.warning("closing an env: %r", exc)
+            _close(env)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def _close(env: PokemonEnv) -> None:
+    try:
+        env.close()
+    except Exception as exc:
+        logger.warning("closing an env: %r", exc)
+
+
+class HostedRunner:
+    """Runner ``index`` of a scaled-out run (a Ray actor): a BattleRunner with a backend and edge
+    connections of its own, started on construction from ``spec``."""
+
+    def __init__(self, spec: RunnerSpec, index: int) -> None:
+        self.server: Any = start_backend(spec.settings.backend, spec.server_url)
+        try:
+            self.source = spec.source.build(index)
+        except BaseException:
+            self.server.stop()
+            raise
+        self.runner = BattleRunner(spec.settings, self.source, self.server, f"{index}t")
+
+    def ping(self) -> int:
+        """The runner's process id: it is up and constructed."""
+        return os.getpid()
+
+    def play(self, battle: dict[str, object]) -> BattleOutcome:
+        """:meth:`BattleRunner.play`."""
+        return self.runner.play(battle)
+
+    def close(self) -> None:
+        """Close the envs, the edge connections and the simulator host (or server)."""
+        self.runner.close()
         close = getattr(self.source, "close", None)
         if close is not None:
             close()
         self.server.stop()
-        shutil.rmtree(self.work_dir, ignore_errors=True)

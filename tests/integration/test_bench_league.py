@@ -44,7 +44,7 @@ def test_bench_league_plays_every_mode_and_prints_the_ratios(showdown, tmp_path)
     for mode in MODES:
         assert float(table[mode][1]) > 0, run.stdout  # battles/s
         assert any(line.strip().startswith(f"{mode}: 2 battles") for line in lines), run.stdout
-    for mode in MODES[:4]:  # every battle through run_battles was played and OK
+    for mode in MODES[:4]:  # every battle through run_local was played and OK
         assert any(f"{mode}: 2 battles" in line and "OK/OK 2" in line for line in lines)
         assert (tmp_path / mode / "battles.csv").exists()
     cpu = {line.split()[0]: line for line in lines if " center " in line and "total" in line}

@@ -767,7 +767,7 @@ def test_report_of_an_sprt_match_shows_the_test_the_pairs_and_how_they_were_comp
 ):
     from center.evaluation.voided import note_voided
 
-    # A voiding as run_battles notes it (test_league kills a real edge for the real thing).
+    # A voiding as the driver notes it (test_league kills a real edge for the real thing).
     note_voided(
         sprt_match, "heuristic-vs-random-0002", "heuristic-vs-random-0002: the simulator died"
     )

@@ -78,7 +78,7 @@ def _cmdline(pid: int) -> str:
 
 def _runners(mark: str) -> list[int]:
     """The battle runners' processes (Ray names its actor processes after the class)."""
-    return [pid for pid in _marked(mark) if _cmdline(pid).startswith("ray::BattleRunner")]
+    return [pid for pid in _marked(mark) if _cmdline(pid).startswith("ray::HostedRunner")]
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -364,6 +364,74 @@ def test_an_edge_that_stays_down_retires_every_runner_and_the_rerun_completes(
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     rows = _complete(tmp_path / "run", 12)
     assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+
+
+def _voidings(log_dir: Path) -> list[tuple[str, str]]:
+    """voided.jsonl's (battle id, cause) in order, the cause without its battle id and details."""
+    noted = []
+    for line in (log_dir / "voided.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        cause = re.sub(r"\(.*\)", "(…)", doc["cause"].replace(f"{doc['battle_id']}: ", ""))
+        noted.append((doc["battle_id"], cause))
+    return noted
+
+
+@pytest.mark.timeout(900)  # two pools, each killed and rerun: minutes on 2 loaded cores
+def test_both_runner_pools_void_a_battle_whose_edge_is_killed_and_stop_alike_while_it_is_down(
+    start_edges, tmp_path
+):
+    """The same league on this process's threads and on a Ray runner: the red edge is killed -9
+    in the middle of a decision and stays down. Each pool voids that battle, notes it, stops
+    resumable with the same battles played and the same line (save the Ray pool's "no battle
+    runner left"), leaves no file of the voided attempt; restarted, the reruns end alike."""
+    from tests.integration.test_league import _deciding_slow_first
+
+    edges = start_edges()
+    config = edges["blue"].config
+    args = ("--league", "slow_first", "good_random", "-n", "4", "--seed", "8", "--edge-wait", "3")
+    pools = {"local": ("--concurrency", "1"), "ray": ("--concurrency", "1", "--workers", "1")}
+    seen: dict[str, tuple[object, ...]] = {}
+    for name, extra in pools.items():
+        league = League(config, tmp_path / name, *args)
+        proc = league.start(*extra)
+        try:
+            _wait_until(
+                lambda p=proc: _deciding_slow_first(edges["red"]) or p.poll() is not None,
+                300,
+                "slow_first deciding on the red edge",
+            )
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            edges["red"].kill()
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
+        assert proc.returncode == 1, err[-3000:]
+        last = err.strip().splitlines()[-1]
+        if name == "ray":
+            assert last.startswith("error: no battle runner left (red edge down"), last
+            last = last.replace("no battle runner left (", "", 1).replace(");", ";", 1)
+        assert last.startswith("error: red edge down") and last.endswith("rerun to resume"), last
+        stopped = _outcomes(league.log_dir)
+        voided = _voidings(league.log_dir)
+        assert voided[0][1] == "the red edge was lost mid-battle; voided", voided
+        assert all(cause.startswith("not played: red edge down") for _, cause in voided[1:])
+        assert not list((league.log_dir / "logs").glob("*.err"))  # the voided attempt's
+        _nothing_left(league.mark)
+        edges["red"].start()
+        rerun = league.run(*extra)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        rows = _complete(league.log_dir, 4)
+        assert all(r["blue_status"] == "OK" and r["red_status"] == "OK" for r in rows)
+        seen[name] = (
+            re.sub(r"\(.*\)", "(…)", last),
+            stopped,
+            [v for v, _ in voided[:1]],
+            sorted(set(voided)),
+            _outcomes(league.log_dir),
+        )
+    assert seen["local"] == seen["ray"]
 
 
 @pytest.fixture

@@ -34,9 +34,10 @@ from center.errors import EnvError
 from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, run_battles
+from center.evaluation.match import MatchSettings
 from center.evaluation.schedule import schedule_match
 from center.files import read_text
+from center.scale.local_pool import run_local
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_seeds import public_seeds
@@ -354,7 +355,7 @@ def test_a_simulator_host_killed_mid_battle_voids_it_and_the_run_completes(tmp_p
 
     try:
         with caplog.at_level(logging.WARNING), ResultsWriter(tmp_path) as writer:
-            summary = run_battles(
+            summary = run_local(
                 schedule, source, settings, writer, server=host, concurrency=1, on_done=on_done
             )
     finally:

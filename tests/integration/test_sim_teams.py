@@ -16,9 +16,10 @@ from center.errors import EnvError
 from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, run_battles
+from center.evaluation.match import MatchSettings
 from center.evaluation.schedule import schedule_match
 from center.files import read_text
+from center.scale.local_pool import run_local
 from center.showdown import validate_team
 from center.showdown.sim_seeds import RunSecret
 
@@ -136,7 +137,7 @@ def test_sep_replay_confirms_a_battle_whose_nicknames_hold_line_breaks_of_unicod
     settings = MatchSettings("gen9bssregi", log_dir, Budget(), backend="sim")
     schedule = schedule_match("nick", "plain", 1, 5)
     with ResultsWriter(log_dir) as writer:
-        summary = run_battles(
+        summary = run_local(
             schedule, InProcessSource(candidates), settings, writer, server=sim_host, concurrency=1
         )
     assert not summary.failed and len(summary.played) == 1
@@ -176,7 +177,7 @@ def test_a_run_in_a_format_that_deals_teams_plays_the_dealt_ones(sim_host, tmp_p
         run_secret=RunSecret(bytes([1]) * 32),
     )
     with ResultsWriter(log_dir) as writer:
-        summary = run_battles(
+        summary = run_local(
             schedule_match("strong", "splash", 2, 5),
             InProcessSource(candidates),
             settings,

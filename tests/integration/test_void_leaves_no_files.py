@@ -13,10 +13,11 @@ from center.evaluation.battle_files import battle_file_relpaths
 from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, run_battles
+from center.evaluation.match import MatchSettings
 from center.evaluation.records import SideStatus
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import SideGuard
+from center.scale.local_pool import run_local
 from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
@@ -45,7 +46,7 @@ def test_a_battle_voided_twice_is_not_played_and_leaves_no_file(tmp_path, sim_ho
     settings = MatchSettings("gen9bssfactory", tmp_path, Budget(), backend="sim")
     (battle,) = schedule_match("good_random", "good_team_choice", 1, 5)
     with ResultsWriter(tmp_path) as writer:
-        summary = run_battles([battle], source, settings, writer, server=sim_host, retries=1)
+        summary = run_local([battle], source, settings, writer, server=sim_host, retries=1)
     assert [b.battle_id for b, _ in summary.failed] == [battle.battle_id]
     assert "lost mid-battle; voided" in summary.failed[0][1]
     assert load_records(tmp_path) == []
@@ -69,7 +70,7 @@ def test_files_of_an_attempt_that_was_never_booked_are_gone_when_the_battle_is_p
     stale.write_text("DISCONNECT: the red edge went away\n")
     assert f"logs/{battle.battle_id}.red.err" in battle_file_relpaths(battle.battle_id)
     with ResultsWriter(tmp_path) as writer:
-        summary = run_battles([battle], source, settings, writer, server=sim_host)
+        summary = run_local([battle], source, settings, writer, server=sim_host)
     assert not summary.failed
     (record,) = load_records(tmp_path)
     assert record.red_side.status is SideStatus.OK

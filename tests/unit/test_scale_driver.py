@@ -110,6 +110,9 @@ class ScriptedPool:
         if answer is not None:
             raise answer
 
+    def no_runner_left(self, why: str) -> str:
+        return f"no battle runner left ({why})"
+
 
 def _drive(tmp_path: Path, pool: ScriptedPool, schedule=SCHEDULE, **kwargs):
     with ResultsWriter(tmp_path) as writer:
@@ -300,3 +303,64 @@ def test_without_the_ray_extra_workers_is_one_clear_error():
     assert run.stdout.strip() == (
         "--workers and --ray need Ray: pip install 'maple-sep[ray]' (or ./scripts/setup.sh)"
     )
+
+
+def test_every_voiding_is_noted_and_a_void_leaves_no_stale_file_of_a_killed_run(tmp_path):
+    """The last attempt's voiding is noted too (``--max-voids`` counts it), and what a killed run
+    left of the battle (an ``.err`` saying DISCONNECT) is gone: the driver alone writes LOG_DIR."""
+    from center.evaluation.voided import times_voided
+
+    doomed = SCHEDULE[0]
+    stale = tmp_path / "logs" / f"{doomed.battle_id}.red.err"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("DISCONNECT: the red edge went away\n")
+
+    def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
+        if battle.battle_id == doomed.battle_id:
+            return BattleOutcome(OutcomeKind.VOID, battle.battle_id, message="showdown died")
+        return played(battle)
+
+    summary = _drive(tmp_path, ScriptedPool(1, behaviour), schedule=SCHEDULE[:3], retries=1)
+    assert [(b.battle_id, why) for b, why in summary.failed] == [
+        (doomed.battle_id, "showdown died")
+    ]
+    assert times_voided(tmp_path, doomed.battle_id) == 2
+    assert not stale.exists()
+
+
+class _StopAfter:
+    """An early stop that decides once ``count`` records were observed: later battles skipped."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.observed: list[str] = []
+        self.asked: list[str] = []
+
+    def observe(self, record: BattleRecord) -> None:
+        self.observed.append(record.battle_id)
+
+    def skip(self, scheduled: ScheduledBattle) -> bool:
+        self.asked.append(scheduled.battle_id)
+        return len(self.observed) >= self.count
+
+
+def test_the_early_stop_sees_records_in_writing_order_and_is_asked_before_each_hand_out(tmp_path):
+    voided_once: set[str] = set()
+
+    def behaviour(runner: int, battle: ScheduledBattle, attempt: int):
+        if battle.index == 1 and battle.battle_id not in voided_once:
+            voided_once.add(battle.battle_id)
+            return BattleOutcome(OutcomeKind.VOID, battle.battle_id, message="showdown died")
+        return played(battle)
+
+    tests = _StopAfter(3)
+    summary = _drive(tmp_path, ScriptedPool(1, behaviour), early_stop=tests)
+    assert tests.observed == _ids(tmp_path) == [r.battle_id for r in summary.played]
+    # A voided battle is asked about again before it is handed out again.
+    (again,) = voided_once
+    assert tests.asked.count(again) == 2
+    # Every battle not recorded was skipped, none lost; those in flight at the decision count.
+    assert {b.battle_id for b in summary.skipped} == {b.battle_id for b in SCHEDULE} - set(
+        tests.observed
+    )
+    assert len(summary.played) >= 3
