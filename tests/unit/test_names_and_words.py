@@ -39,7 +39,6 @@ LONG_DOCSTRINGS_NOT_YET_DONE = {
     "edge/maple/doubles_action_helper.py",
     "edge/maple/state_observer.py",
     "edge/service/routing.py",
-    "edge/wire/codec.py",
     "edge/wire/keys.py",
     "edge/wire/sep_config.py",
 }
@@ -54,7 +53,6 @@ REEXPORTS_NOT_YET_DONE = {
     "center/evaluation/battles_csv.py",
     "edge/contract/decision.py",
     "edge/maple/doubles_action_helper.py",
-    "edge/wire/codec.py",
 }
 FOREIGN_IMPORTS_NOT_YET_DONE = {
     "center/env/pokemon_env.py",
