@@ -1,20 +1,6 @@
-"""The sandbox's router: each request to its session's worker, the restore history, and what a
-worker's end or overrun means to its session.
-
-The router is the dispatcher (:class:`~edge.service.server.Dispatcher`) of the sandboxed edge's
-socket server. It routes every request by its session id to that session's worker without decoding
-its body (only ``open_session``, which picks the model, is decoded), and forwards the worker's
-encoded reply to the center after checking that it answers that very request and claims no error
-code only the supervisor may give (``edge.service.worker_io``), with the call's ``usage`` added.
-It keeps each session's replayable requests (the restore history), and ends sessions whose center
-left or that sat idle. It composes the worker pool (``edge.service.worker_pool``), the workers'
-channels (``edge.service.worker_io``) and the call scheduler (``edge.service.scheduling``: CPUs and
-deadlines), and polls them in the server's loop.
-
-Deadlines and deaths (``edge.service.worker_ends``): a call past its deadline has its worker killed
-and is answered ``timeout``; the session goes on in a fresh worker restored from its history (a new
-Agent and Policy, the replica battle fed every frame). A worker that dies is its session's end: the
-call running and any later call are answered ``worker_died`` with the cause.
+"""The sandbox's router (the edge server's dispatcher): each request to its session's worker as
+bytes, by the message table's ``handled_by``; the restore history; what a worker's reply, end or
+overrun means to its session (docs/sandbox.md, docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -62,7 +48,7 @@ __all__ = ["SessionRouter"]
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
 DEFAULT_CALL_TIMEOUT: Final = 60.0
-"""Seconds a call may run when its request carries no timeout (a center older than 1.3)."""
+"""Seconds a call may run when its request carries no timeout."""
 
 CENTER_GONE_GRACE: Final = 5.0
 """Seconds a session outlives its center's connection, for the center to come back (a network

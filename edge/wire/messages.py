@@ -103,7 +103,7 @@ class HelloReply(msgspec.Struct, frozen=True):
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
-    sessions. ``load_limit`` (1.5) is the seconds this edge gives a battle's ``open_session`` to
+    sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to
     load a model (``sep_edge --load-limit``).
     """
 
@@ -138,8 +138,8 @@ class OpenSessionRequest(msgspec.Struct, frozen=True):
 class OpenSessionReply(msgspec.Struct, frozen=True):
     """The Agent's spaces and the ``agentName:modelName:policyName`` of the session.
 
-    ``code_digest`` (1.4): the digest of the model's files on the edge
-    (:func:`edge.contract.provenance.code_digest`); empty from an older edge.
+    ``code_digest``: the digest of the model's files on the edge
+    (:func:`edge.contract.provenance.code_digest`).
     """
 
     observation_space: gymnasium.Space[Any]
@@ -212,9 +212,9 @@ class CloseSessionReply(msgspec.Struct, frozen=True):
 
 
 class ErrorCode(StrEnum):
-    """What went wrong, in the ``code`` of an error body (1.2): what a receiver matches on.
+    """What went wrong, in the ``code`` of an error body: what a receiver matches on.
 
-    A receiver treats a code it does not know, or none (a 1.1 peer), like ``user_error``.
+    A receiver treats a code it does not know, or none, like ``user_error``.
     """
 
     PROTOCOL = "protocol"
@@ -238,10 +238,10 @@ class ErrorCode(StrEnum):
     """The edge's own session logic failed (no battle frames yet, a frame the replica cannot
     apply, too many open sessions)."""
     TIMEOUT = "timeout"
-    """The call did not return by its ``timeout`` (1.3): the edge killed the worker running it.
+    """The call did not return by its ``timeout``: the edge killed the worker running it.
     The center books a timeout."""
     WORKER_DIED = "worker_died"
-    """The worker process serving the session died (an exit, a signal, a limit) (1.3); the
+    """The worker process serving the session died (an exit, a signal, a limit); the
     ``evalue`` says how. The center books an error of the user's code."""
 
 
@@ -275,20 +275,20 @@ _UNKNOWN_CODE: Final = ErrorCodeSpec(supervisor_only=False, ends_worker=True)
 
 
 def error_code_spec(code: str) -> ErrorCodeSpec:
-    """The row of ``code``; a code this side does not know, or none (a 1.1 peer), is taken as a
+    """The row of ``code``; a code this side does not know, or none, is taken as a
     failure of user code, as ``user_error`` is."""
     return ERROR_CODES.get(code, _UNKNOWN_CODE)
 
 
 class ErrorBody(msgspec.Struct, frozen=True):
     """Body of every reply with status ``error``: the exception's type name, message, traceback
-    (for humans) and the :class:`ErrorCode` (for programs; ``""`` from a 1.1 peer)."""
+    (for humans) and the :class:`ErrorCode` (for programs; ``""`` when the peer gave none)."""
 
     ename: str
     evalue: str
     traceback: str = ""
     code: str = ""
-    #: (2.0) the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
+    #: the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
     #: when unknown (or not a user call)
     call: str = ""
 
@@ -447,7 +447,7 @@ def versions_compatible(version: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and (1.3) the
+    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and the
     ``timeout`` in seconds after which the caller gives up, so that the edge can stop the call."""
 
     type: str
@@ -455,16 +455,16 @@ class Request:
     body: Any
     session: str = ""
     timeout: float | None = None
-    #: (1.4) seconds the caller credits for waiting for a free CPU before the call starts; an edge
+    #: seconds the caller credits for waiting for a free CPU before the call starts; an edge
     #: that has waited this long starts the call anyway
     queue_limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CallUsage:
-    """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
+    """What a call cost on the edge, measured by the edge's supervisor, never by the worker:
     ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
-    request waited for a free CPU before it started. (2.1) What the call's worker asked of the
+    request waited for a free CPU before it started. What the call's worker asked of the
     organizer's model endpoints (``sep_edge --endpoint``) while it ran: requests, bytes (both
     ways) and the tokens their replies reported (OpenAI-style ``usage``)."""
 
@@ -569,7 +569,7 @@ def error_body(exc: BaseException, call: str | None = None) -> ErrorBody:
 
 
 def policy_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarray | None:
-    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask`` (1.3).
+    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask``.
 
     The center does not trust a mask: one that is not an integer or boolean array (of ``n``
     entries for a ``Discrete(n)`` space) is ignored, and without one every action is allowed

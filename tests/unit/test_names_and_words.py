@@ -38,7 +38,6 @@ LONG_DOCSTRINGS_NOT_YET_DONE = {
     "edge/maple/battle_view.py",
     "edge/maple/doubles_action_helper.py",
     "edge/maple/state_observer.py",
-    "edge/service/routing.py",
     "edge/wire/keys.py",
     "edge/wire/sep_config.py",
 }
@@ -57,7 +56,6 @@ REEXPORTS_NOT_YET_DONE = {
 FOREIGN_IMPORTS_NOT_YET_DONE = {
     "center/env/pokemon_env.py",
     "edge/checker/__main__.py",
-    "edge/service/routing.py",
 }
 
 PROTOCOL_HISTORY = re.compile(
@@ -68,8 +66,6 @@ PROTOCOL_HISTORY = re.compile(
 PROTOCOL_HISTORY_NOT_YET_DONE = {
     "center/evaluation/records.py",
     "center/evaluation/side_guard.py",
-    "edge/service/routing.py",
-    "edge/wire/messages.py",
 }
 
 

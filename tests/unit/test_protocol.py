@@ -174,13 +174,14 @@ def test_document_message_table_matches_the_code():
     rows = {}
     for line in DOC.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and cells[0].startswith("`") and cells[0].endswith("_request`"):
+        if len(cells) == 6 and cells[0].startswith("`") and cells[0].endswith("_request`"):
             rows[cells[0].strip("`")] = cells
     assert set(rows) == set(MESSAGES)
     for request_type, spec in MESSAGES.items():
-        _, reply, session, request_body, reply_body = rows[request_type]
+        _, reply, session, handled_by, request_body, reply_body = rows[request_type]
         assert reply == f"`{spec.reply_type}`"
         assert session == ("yes" if spec.needs_session else "no")
+        assert handled_by == spec.handled_by
         for cell, cls in ((request_body, spec.request_body), (reply_body, spec.reply_body)):
             documented = re.findall(r"(\*?)`(\w+)`", cell)
             fields = msgspec.structs.fields(cls)
