@@ -36,6 +36,7 @@ from edge.wire.messages import (
 from edge.wire.msgpack_values import (
     DEFAULT_MAX_MESSAGE_SIZE,
     check_value,
+    checked_ext,
     dec_hook,
     decode_with,
     enc_hook,
@@ -62,6 +63,9 @@ class _Body:
         self.cls = cls
         self.decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(
             cls, dec_hook=dec_hook, ext_hook=numpy_ext
+        )
+        self.checker: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(
+            cls, dec_hook=dec_hook, ext_hook=checked_ext
         )
         fields = msgspec.structs.fields(cls)
         self.free = tuple(f.name for f in fields if f.type is Any or get_origin(f.type) is dict)
@@ -99,7 +103,7 @@ class _Body:
         except (TypeError, ValueError, OverflowError) as exc:
             raise ProtocolError(f"{where}: cannot encode: {exc}") from exc
         try:
-            self.decoder.decode(raw)
+            self.checker.decode(raw)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"{where}: {exc}") from exc
         except msgspec.DecodeError as exc:
