@@ -262,4 +262,4 @@ class Connection:
 def readable(sock: zmq.Socket[bytes]) -> bool:
     """Whether a message waits on ``sock`` (its ZMQ_EVENTS, which also processes its commands):
     asked before each read, since a read that finds none raises, which costs more."""
-    return bool(sock.getsockopt(EVENTS) & POLLIN)
+    return bool(int(sock.getsockopt(EVENTS)) & POLLIN)
