@@ -22,6 +22,9 @@ from edge.wire.transport import HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS
 
 __all__ = [
     "HANDSHAKE_FAILURES",
+    "NOBLOCK",
+    "POLLIN",
+    "POLLOUT",
     "REBUILD_DELAY_S",
     "Connection",
     "deadline_error",
@@ -32,6 +35,12 @@ __all__ = [
 ]
 
 logger = logging.getLogger("center.isolation.edge_client")  # the client's log, whose part this is
+
+# Plain ints: zmq's flags are enums, whose operators cost microseconds on every call.
+POLLIN: Final = int(zmq.POLLIN)
+POLLOUT: Final = int(zmq.POLLOUT)
+NOBLOCK: Final = int(zmq.NOBLOCK)
+EVENTS: Final = int(zmq.EVENTS)
 
 RECONNECT_IVL_MS: Final = 100
 RECONNECT_IVL_MAX_MS: Final = 1000
@@ -253,4 +262,4 @@ class Connection:
 def readable(sock: zmq.Socket[bytes]) -> bool:
     """Whether a message waits on ``sock`` (its ZMQ_EVENTS, which also processes its commands):
     asked before each read, since a read that finds none raises, which costs more."""
-    return bool(int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
+    return bool(int(sock.getsockopt(EVENTS)) & POLLIN)

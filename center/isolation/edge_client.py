@@ -27,7 +27,14 @@ from center.errors import (
     EdgeRemoteError,
     EdgeUnavailable,
 )
-from center.isolation.connection import Connection, deadline_error, readable
+from center.isolation.connection import (
+    NOBLOCK,
+    POLLIN,
+    POLLOUT,
+    Connection,
+    deadline_error,
+    readable,
+)
 from edge.errors import ProtocolError, ProtocolVersionError
 from edge.wire.envelopes import decode_reply, encode_request
 from edge.wire.headers import peek_header
@@ -409,7 +416,7 @@ class EdgeClient:
             wake_at = deadline
             if dealer is not None:
                 sending = conn.sending and bool(self._outbox)
-                self._poller.register(dealer, zmq.POLLIN | (zmq.POLLOUT if sending else 0))
+                self._poller.register(dealer, POLLIN | (POLLOUT if sending else 0))
             elif self._outbox:
                 wake_at = min(wake_at, conn.rebuild_at)
             with self._lock:
@@ -423,9 +430,9 @@ class EdgeClient:
             if monitor is not None and monitor in events:
                 self._read_monitor()
             if dealer is not None and dealer is conn.dealer and dealer in events:
-                if events[dealer] & zmq.POLLIN:
+                if events[dealer] & POLLIN:
                     self._receive_all()
-                if events[dealer] & zmq.POLLOUT and conn.sending:
+                if events[dealer] & POLLOUT and conn.sending:
                     self._send_all()
 
     def _shut_down(self) -> None:
@@ -459,7 +466,7 @@ class EdgeClient:
                 pending = self._pending.get(msg_id)
                 if pending is not None:
                     try:
-                        dealer.send(raw, zmq.NOBLOCK)
+                        dealer.send(raw, NOBLOCK)
                     except zmq.Again:
                         return
                     pending.sent = True
@@ -471,7 +478,7 @@ class EdgeClient:
             return
         while readable(dealer):
             try:
-                frames = dealer.recv_multipart(zmq.NOBLOCK)
+                frames = dealer.recv_multipart(NOBLOCK)
             except zmq.Again:
                 return
             if len(frames) != 1:

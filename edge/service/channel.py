@@ -3,7 +3,7 @@ Unix stream socket made before the worker is sandboxed (so it works in the worke
 namespace).
 
 A frame is a 4-byte big-endian length, then that many bytes: one kind byte and the payload. The
-payloads are wire messages (msgpack, see ``edge.wire.codec``) or short texts: nothing is pickled,
+payloads are wire messages (msgpack, see ``edge.wire.envelopes``) or short texts: nothing is pickled,
 because the worker runs untrusted code. The supervisor reads with :class:`FrameReader`, which
 bounds what a hostile worker can make it buffer.
 """

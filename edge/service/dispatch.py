@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import zmq
 
 from edge.errors import ProtocolError
+from edge.wire.headers import RequestHeader
 from edge.wire.messages import ErrorBody, Request
 
 __all__ = ["CallContext", "Dispatcher", "Handler", "ReplySink"]
@@ -56,8 +57,9 @@ class Dispatcher(Protocol):
         """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
         timeout): what is theirs may end."""
 
-    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        """Serve one request that is not a hello (its raw bytes, from ``routing_id``)."""
+    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
+        """Serve one request the message table does not give to the server (its raw bytes, from
+        ``routing_id``, and the envelope the server read: a request is peeked once)."""
 
     def release(self) -> None:
         """The server's sockets are closed: free what the dispatcher holds."""

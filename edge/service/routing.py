@@ -1,20 +1,6 @@
-"""The sandbox's router: each request to its session's worker, the restore history, and what a
-worker's end or overrun means to its session.
-
-The router is the dispatcher (:class:`~edge.service.server.Dispatcher`) of the sandboxed edge's
-socket server. It routes every request by its session id to that session's worker without decoding
-its body (only ``open_session``, which picks the model, is decoded), and forwards the worker's
-encoded reply to the center after checking that it answers that very request and claims no error
-code only the supervisor may give (``edge.service.worker_io``), with the call's ``usage`` added.
-It keeps each session's replayable requests (the restore history), and ends sessions whose center
-left or that sat idle. It composes the worker pool (``edge.service.worker_pool``), the workers'
-channels (``edge.service.worker_io``) and the call scheduler (``edge.service.scheduling``: CPUs and
-deadlines), and polls them in the server's loop.
-
-Deadlines and deaths (``edge.service.worker_ends``): a call past its deadline has its worker killed
-and is answered ``timeout``; the session goes on in a fresh worker restored from its history (a new
-Agent and Policy, the replica battle fed every frame). A worker that dies is its session's end: the
-call running and any later call are answered ``worker_died`` with the cause.
+"""The sandbox's router (the edge server's dispatcher): each request to its session's worker as
+bytes, by the message table's ``handled_by``; the restore history; what a worker's reply, end or
+overrun means to its session (docs/sandbox.md, docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -41,15 +27,16 @@ from edge.service.worker_ends import MAX_HISTORY_BYTES, WorkerEnds
 from edge.service.worker_handle import Job, WorkerHandle
 from edge.service.worker_io import PollSet, WorkerChannels, reply_violation
 from edge.service.worker_pool import WorkerPool
-from edge.wire.codec import decode_request, encode_reply, peek_reply, peek_request, with_usage
+from edge.wire.envelopes import decode_request, encode_reply
+from edge.wire.headers import RequestHeader, peek_reply, with_usage
 from edge.wire.messages import (
     EVALUE_LIMIT,
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
+    HandledBy,
     OpenSessionRequest,
     Reply,
-    RequestType,
     error_code_spec,
     reply_type_for,
     spec_for,
@@ -61,7 +48,7 @@ __all__ = ["SessionRouter"]
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
 DEFAULT_CALL_TIMEOUT: Final = 60.0
-"""Seconds a call may run when its request carries no timeout (a center older than 1.3)."""
+"""Seconds a call may run when its request carries no timeout."""
 
 CENTER_GONE_GRACE: Final = 5.0
 """Seconds a session outlives its center's connection, for the center to come back (a network
@@ -122,25 +109,19 @@ class SessionRouter(WorkerEnds):
 
     # -- requests from the center -------------------------------------------------------------
 
-    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        server = self.server
-        try:
-            header = peek_request(raw, max_size=server.max_message_size)
-        except ProtocolError:
-            try:  # the full decoder gives the precise reason for the error reply
-                decode_request(raw, max_size=server.max_message_size)
-            except ProtocolError as exc:
-                server.refuse_undecodable(routing_id, raw, exc)
-            return
-        session = header.session
+    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
         job = Job(raw, header, routing_id, header.timeout or DEFAULT_CALL_TIMEOUT)
-        if header.type == RequestType.OPEN_SESSION:
-            self._open(job)
-            return
+        serve = {HandledBy.ROUTER: self._open, HandledBy.WORKER: self._route}
+        serve[spec_for(header.type).handled_by](job)
+
+    def _route(self, job: Job) -> None:
+        """A request for its session's worker (answered here when the session is gone)."""
+        assert job.header is not None
+        session = job.header.session
         worker = self._sessions.get(session)
         if worker is not None:
             self._submit(worker, job)
-        elif header.type == RequestType.CLOSE_SESSION:
+        elif spec_for(job.header.type).ends_session:
             self._reply_closed(job)
         elif session in self._dead_sessions:
             self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", self._dead_sessions[session])
@@ -210,9 +191,8 @@ class SessionRouter(WorkerEnds):
     def _submit(self, worker: WorkerHandle, job: Job) -> None:
         assert job.header is not None and job.raw is not None
         if len(worker.queue) >= MAX_PENDING_PER_SESSION:
-            self.server.refuse_busy(
-                job.routing_id or b"", job.header.id, job.header.session, job.header.type
-            )
+            waiting = f"session {job.header.session!r} already has too many requests waiting"
+            self._fail(job, ErrorCode.BUSY, "EdgeBusy", waiting)
             return
         if spec_for(job.header.type).replayed_on_restore:
             worker.history_bytes += len(job.raw)
@@ -230,7 +210,7 @@ class SessionRouter(WorkerEnds):
             return
         job = worker.queue.popleft()
         assert job.raw is not None and job.header is not None
-        if job.header.type == RequestType.OPEN_SESSION:
+        if spec_for(job.header.type).handled_by is HandledBy.ROUTER:
             # Answer before the center gives up: a model that cannot be built in time is an error
             # of the model, which the center can only tell from the edge's answer.
             job.timeout = max(job.timeout * 0.95, job.timeout - 1.0)
@@ -253,7 +233,8 @@ class SessionRouter(WorkerEnds):
         server.send(job.routing_id or b"", encode_reply(reply, max_size=server.max_message_size))
 
     def _fail(self, job: Job, code: ErrorCode, ename: str, evalue: str, call: str = "") -> None:
-        """Answer ``job`` with an error of the supervisor's (restores are not answered)."""
+        """Answer ``job`` with an error of the supervisor's (restores are not answered); a code
+        that ends a worker (the error-code table) ends the session's, as a worker's own does."""
         if job.header is None or job.routing_id is None:
             return
         evalue = truncate_text(evalue, EVALUE_LIMIT, keep="head")
@@ -263,6 +244,9 @@ class SessionRouter(WorkerEnds):
             job.routing_id,
             server.error_reply(job.header.id, job.header.session, job.header.type, error),
         )
+        worker = self._sessions.get(job.header.session)
+        if worker is not None and error_code_spec(code).ends_worker:
+            worker.tainted = True
 
     # -- sessions: binding, ending -----------------------------------------------------------
 
@@ -347,12 +331,12 @@ class SessionRouter(WorkerEnds):
             worker.tainted = True
         if job.routing_id is not None:
             server.send(job.routing_id, raw)
-        if job.header.type == RequestType.CLOSE_SESSION:
+        if spec_for(job.header.type).ends_session:
             # The center is done with the session, whatever the worker says: one that fails to
             # close must not keep it, and its place on the edge, until it expires.
             worker.tainted = worker.tainted or header.status != "ok"
             self._end_session(worker, keep=True)
-        elif job.header.type == RequestType.OPEN_SESSION and header.status == "error":
+        elif spec_for(job.header.type).handled_by is HandledBy.ROUTER and header.status == "error":
             # The center neither uses nor closes a session that failed to open: its worker, and
             # the host memory it claims, must not wait for it to expire.
             self._end_session(worker, keep=True)

@@ -33,14 +33,17 @@ from edge.service.replies import (
     undecodable_error,
 )
 from edge.wire.envelopes import decode_request
-from edge.wire.headers import peek_header, peek_request
+from edge.wire.headers import RequestHeader, peek_header, peek_request
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
+    MESSAGES,
     PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
+    HandledBy,
     HelloReply,
+    HelloRequest,
     Request,
     RequestType,
 )
@@ -282,17 +285,21 @@ class EdgeSocketServer:
         )
         self.send(routing_id, self.error_reply(msg_id, session, msg_type, error))
 
-    def _answer_hello(self, routing_id: bytes, raw: bytes) -> None:
+    def _serve_here(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
+        """Answer a request the message table gives to the socket server itself."""
         try:
             request = decode_request(raw, max_size=self._max_size)
         except ProtocolError as exc:
             self.refuse_undecodable(routing_id, raw, exc)
             return
+        answer = {RequestType.HELLO: self._hello}[RequestType(header.type)]
+        self.send(routing_id, self.ok_reply(request, answer(request.body), ""))
+
+    def _hello(self, body: HelloRequest) -> HelloReply:
         models = self._models() if callable(self._models) else self._models
-        body = HelloReply(
+        return HelloReply(
             self._side, PROTOCOL_VERSION, [str(m) for m in models], self._instance, self._load_limit
         )
-        self.send(routing_id, self.ok_reply(request, body, ""))
 
     # -- the I/O loop (continued) --------------------------------------------------------------
 
@@ -330,14 +337,15 @@ class EdgeSocketServer:
             self._warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
             return
         routing_id, raw = frames
-        try:
-            hello = peek_request(raw, max_size=self._max_size).type == RequestType.HELLO
-        except ProtocolError:
-            hello = False  # the full decoder says what is wrong, in the error reply
-        if hello:
-            self._answer_hello(routing_id, raw)
+        try:  # the request's one peek: the table says who serves it
+            header = peek_request(raw, max_size=self._max_size)
+        except ProtocolError as exc:
+            self.refuse_undecodable(routing_id, raw, exc)
+            return
+        if MESSAGES[header.type].handled_by is HandledBy.SERVER:
+            self._serve_here(routing_id, raw, header)
         else:
-            self._dispatcher.dispatch(routing_id, raw)
+            self._dispatcher.dispatch(routing_id, raw, header)
 
     def ok_reply(self, request: Request, body: Any, output: str) -> bytes:
         """An encoded ok reply to ``request``."""

@@ -15,9 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent
@@ -243,9 +244,13 @@ class SessionHandlers:
             )
         step_error = deploy_error = None
         if decision.step_error is not None:
-            step_error = replace(error_body(decision.step_error), call="policy.step")
+            step_error = msgspec.structs.replace(
+                error_body(decision.step_error), call="policy.step"
+            )
         if decision.deploy_error is not None:
-            deploy_error = replace(error_body(decision.deploy_error, DEPLOY_CALL), call="deploy")
+            deploy_error = msgspec.structs.replace(
+                error_body(decision.deploy_error, DEPLOY_CALL), call="deploy"
+            )
         return DecideReply(
             decision.observation,
             decision.mask,

@@ -21,9 +21,10 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, NoReturn
+
+import msgspec
 
 from edge.contract.candidates import Candidate
 from edge.contract.user_module import UserModel
@@ -396,7 +397,7 @@ class _Worker:
             return self.error_reply(request.id, request.session, request.type, error, output), True
         except BaseException as exc:  # user code may raise anything, SystemExit included
             output = self.take_output()
-            error = replace(error_body(exc, request.type), call=self.call)
+            error = msgspec.structs.replace(error_body(exc, request.type), call=self.call)
             return self.error_reply(request.id, request.session, request.type, error, output), False
         finally:
             if self.call:

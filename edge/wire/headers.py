@@ -1,67 +1,168 @@
-"""Headers: what an edge reads of a message without decoding it in full.
-
-:func:`peek_request` and :func:`peek_reply` read an envelope's small fields in C and skip its
-body, so what they cost does not depend on what the body holds (an edge's supervisor routes a
-sandboxed worker's messages as bytes this way); :func:`with_usage` adds the supervisor's ``usage``
-to an encoded reply; :func:`peek_header` is the best-effort id, session and type of a message that
-failed to decode, to address the error reply.
+"""Envelopes as declared Structs, and what is read of a message without decoding its body: the
+one peek of a request (:func:`peek_request`), a worker's reply (:func:`peek_reply`), the best-effort
+header of a bad message (:func:`peek_header`), and :func:`with_usage` for a supervisor's ``usage``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Final
+from typing import Annotated, Any, Final, Literal
 
-import msgpack
+import msgspec
 
-from edge.errors import MessageTooLarge, ProtocolError
-from edge.wire.envelope_fields import (
-    MAX_ID_LENGTH,
-    MAX_TYPE_LENGTH,
-    check_id,
-    check_session,
-    check_text,
-    check_timeout,
-    check_version,
-    usage_to_wire,
+from edge.errors import ProtocolError, ProtocolVersionError
+from edge.wire.messages import (
+    MAX_CALL_TIMEOUT,
+    PROTOCOL_VERSION,
+    CallUsage,
+    MessageHeader,
+    MessageSpec,
+    spec_for,
+    versions_compatible,
 )
-from edge.wire.messages import CallUsage, MessageHeader, spec_for
-from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE, opaque_ext, unpack
-from edge.wire.spaces import required_field
+from edge.wire.msgpack_values import (
+    DECODE_ERRORS,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    check_size,
+    decode_with,
+    opaque_ext,
+)
 
 __all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_TYPE_LENGTH",
+    "ReplyEnvelope",
     "ReplyHeader",
+    "RequestEnvelope",
     "RequestHeader",
     "peek_header",
     "peek_reply",
     "peek_request",
+    "usage_to_wire",
     "with_usage",
 ]
 
+MAX_ID_LENGTH: Final = 128
+"""Longest message id, parent id or session id, in characters."""
 
-def peek_header(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> MessageHeader:
-    """Best-effort id, session and type of a message that failed to decode; never raises.
+MAX_TYPE_LENGTH: Final = 64
+"""Longest message type, in characters."""
 
-    Used to address an error reply to a bad request; array extensions are not validated here.
-    """
-    unknown = MessageHeader(id=None, parent=None, session="", type=None)
+MAX_ENDPOINT_COUNT: Final = 1 << 62
+
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
+SessionId = Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
+TypeName = Annotated[str, msgspec.Meta(max_length=MAX_TYPE_LENGTH)]
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_CALL_TIMEOUT)]
+UsedSeconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_CALL_TIMEOUT)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_ENDPOINT_COUNT)]
+
+
+class EndpointUsage(msgspec.Struct, frozen=True):
+    """``usage.endpoint``: what the call's worker asked of the model endpoints."""
+
+    requests: Count = 0
+    bytes: Count = 0
+    tokens: Count = 0
+
+
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A reply's ``usage``, as it travels."""
+
+    cpu: UsedSeconds
+    queued: UsedSeconds
+    endpoint: EndpointUsage | None = None
+
+
+class RequestEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    """A request as it travels, its body left encoded (``msgspec.Raw``)."""
+
+    v: str
+    id: Id
+    session: SessionId
+    type: TypeName
+    timeout: Seconds | None = None
+    queue_limit: Seconds | None = None
+    body: msgspec.Raw
+
+
+class ReplyEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    """A reply as it travels, its body left encoded (``msgspec.Raw``)."""
+
+    v: str
+    id: Id
+    parent: Id
+    session: SessionId
+    type: TypeName
+    status: Literal["ok", "error"]
+    body: msgspec.Raw
+    output: str = ""
+    usage: Usage | None = None
+
+
+class _Version(msgspec.Struct):
+    v: str
+
+
+class _ErrorCode(msgspec.Struct):
+    code: str = ""
+
+
+class _Loose(msgspec.Struct):
+    id: Any = None
+    parent: Any = None
+    session: Any = None
+    type: Any = None
+
+
+_REQUESTS: Final = msgspec.msgpack.Decoder(RequestEnvelope, ext_hook=opaque_ext)
+_REPLIES: Final = msgspec.msgpack.Decoder(ReplyEnvelope, ext_hook=opaque_ext)
+_VERSIONS: Final = msgspec.msgpack.Decoder(_Version, ext_hook=opaque_ext)
+_ERROR_CODES: Final = msgspec.msgpack.Decoder(_ErrorCode, ext_hook=opaque_ext)
+_LOOSE: Final = msgspec.msgpack.Decoder(_Loose, ext_hook=opaque_ext)
+_USAGE: Final = msgspec.msgpack.Encoder()
+
+
+def check_version(version: str) -> None:
+    """ProtocolVersionError unless a peer's protocol ``version`` is compatible with this side's."""
+    if not versions_compatible(version):
+        raise ProtocolVersionError(
+            f"peer speaks protocol version {version[:16]!r}, this side speaks {PROTOCOL_VERSION}"
+        )
+
+
+def _envelope(decoder: msgspec.msgpack.Decoder[Any], raw: Any, max_size: int) -> Any:
+    """The envelope ``decoder`` reads from ``raw``, its version checked first: a peer of another
+    major version is told so, whatever else its message breaks."""
+    check_size(raw, max_size)
     try:
-        envelope = unpack(raw, max_size, ext_hook=opaque_ext)
-    except ProtocolError:
-        return unknown
-    if not isinstance(envelope, dict):
-        return unknown
+        envelope = decoder.decode(raw)
+    except DECODE_ERRORS as exc:
+        try:
+            version = _VERSIONS.decode(raw).v
+        except DECODE_ERRORS:
+            version = PROTOCOL_VERSION
+        check_version(version)
+        decode_with(decoder.decode, raw)  # raises the ProtocolError saying what is wrong
+        raise ProtocolError(f"invalid message: {exc}") from exc  # pragma: no cover
+    check_version(envelope.v)
+    return envelope
 
-    def text(key: str, limit: int) -> str | None:
-        value = envelope.get(key)
-        return value if isinstance(value, str) and 0 < len(value) <= limit else None
 
-    return MessageHeader(
-        id=text("id", MAX_ID_LENGTH),
-        parent=text("parent", MAX_ID_LENGTH),
-        session=text("session", MAX_ID_LENGTH) or "",
-        type=text("type", MAX_TYPE_LENGTH),
-    )
+def request_envelope(raw: bytes, max_size: int) -> tuple[RequestEnvelope, MessageSpec]:
+    """The envelope of a request and its row of the message table; ProtocolError for anything
+    that is not a valid one (its body aside)."""
+    envelope: RequestEnvelope = _envelope(_REQUESTS, raw, max_size)
+    spec = spec_for(envelope.type)
+    if spec.needs_session and not envelope.session:
+        raise ProtocolError(f"{spec.request_type} needs a session id")
+    return envelope, spec
+
+
+def reply_envelope(raw: bytes, max_size: int) -> ReplyEnvelope:
+    """The envelope of a reply; ProtocolError for anything that is not a valid one."""
+    envelope: ReplyEnvelope = _envelope(_REPLIES, raw, max_size)
+    return envelope
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,141 +185,89 @@ class ReplyHeader:
     type: str
     status: str
     code: str
-    #: whether the reply carries ``usage``, which only an edge's supervisor may set (1.4)
+    #: whether the reply carries ``usage``, which only an edge's supervisor may set
     has_usage: bool = False
 
 
-_HEADER_KEYS: Final = frozenset(
-    {"v", "id", "parent", "session", "type", "status", "timeout", "queue_limit", "usage"}
-)
-
-
-def _unpacker(size: int) -> msgpack.Unpacker:
-    """A streaming unpacker for one message of ``size`` bytes, every length capped by it."""
-    return msgpack.Unpacker(
-        raw=False,
-        strict_map_key=True,
-        ext_hook=opaque_ext,
-        max_buffer_size=max(size, 1),
-        max_str_len=size,
-        max_bin_len=size,
-        max_array_len=size,
-        max_map_len=size,
-        max_ext_len=size,
+def peek_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> RequestHeader:
+    """The id, session, type and timeouts of a request, its body skipped (not built): what an
+    edge reads once per request to serve or route it; ProtocolError when they are invalid."""
+    envelope, spec = request_envelope(raw, max_size)
+    return RequestHeader(
+        envelope.id, envelope.session, spec.request_type, envelope.timeout, envelope.queue_limit
     )
 
 
 _MAX_ERROR_FIELDS: Final = 16
-"""Fields an error body may have for :func:`peek_reply` (an ErrorBody has four)."""
-
-
-def _peek_envelope(raw: bytes, max_size: int, *, reply: bool) -> dict[str, Any]:
-    """The envelope's small fields, read in C without building the body, which is skipped (an
-    error reply's ``code`` is then read from its body and lands in ``code``); ProtocolError for
-    anything unexpected. What it costs does not depend on what the body holds: a sandboxed
-    worker's replies are read this way by the edge's I/O thread."""
-    if not isinstance(raw, bytes):
-        raise ProtocolError(f"a message must be bytes, not {type(raw).__name__}")
-    if len(raw) > max_size:
-        raise MessageTooLarge(f"message of {len(raw)} bytes exceeds the maximum of {max_size}")
-    unpacker = _unpacker(len(raw))
-    found: dict[str, Any] = {}
-    seen: set[Any] = set()
-    body_at: int | None = None
-    try:
-        unpacker.feed(raw)
-        for _ in range(unpacker.read_map_header()):
-            key = unpacker.unpack()
-            if key in seen:  # a full decoder keeps the last one: never read another value
-                raise ProtocolError(f"envelope field {key!r} appears twice")
-            seen.add(key)
-            if key == "body":
-                body_at = unpacker.tell()  # read after the loop, once the status is known
-                unpacker.skip()
-            elif key in _HEADER_KEYS:
-                found[key] = unpacker.unpack()
-            else:
-                unpacker.skip()
-        if reply and body_at is not None and found.get("status") == "error":
-            found["code"] = _error_code(raw, body_at)
-    except ProtocolError:
-        raise
-    except Exception as exc:  # msgpack's ValueError, TypeError, OutOfData, ...
-        raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
-    return found
-
-
-def _error_code(raw: bytes, at: int) -> Any:
-    """The ``code`` of the error body at offset ``at`` of ``raw`` ("" when it has none), reading
-    no other value: a body of many fields, or whose keys or code are no text, is refused."""
-    unpacker = _unpacker(len(raw) - at)
-    unpacker.feed(memoryview(raw)[at:])
-    try:
-        fields = unpacker.read_map_header()
-    except ValueError:
-        return ""  # not a map: the full decoder says what is wrong
-    if fields > _MAX_ERROR_FIELDS:
-        raise ProtocolError(f"an error body of {fields} fields")
-    code: Any = ""
-    for _ in range(fields):
-        if not _text_at(raw, at + unpacker.tell()):
-            raise ProtocolError("an error body's keys must be str")
-        if unpacker.unpack() != "code":
-            unpacker.skip()
-        elif _text_at(raw, at + unpacker.tell()):
-            code = unpacker.unpack()
-        else:
-            raise ProtocolError("an error body's code must be a str")
-    return code
-
-
-def _text_at(raw: bytes, offset: int) -> bool:
-    """Whether the msgpack value at ``offset`` is a str (fixstr, str 8, str 16 or str 32)."""
-    return offset < len(raw) and (0xA0 <= raw[offset] <= 0xBF or raw[offset] in (0xD9, 0xDA, 0xDB))
-
-
-def peek_request(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> RequestHeader:
-    """The id, session, type and timeout of a request, without decoding its body.
-
-    What an edge's supervisor needs to route a request it forwards as bytes; ProtocolError when
-    those fields are missing or invalid (the worker that gets the request decodes it in full).
-    """
-    envelope = _peek_envelope(raw, max_size, reply=False)
-    check_version(required_field(envelope, "v", str))
-    msg_type = required_field(envelope, "type", str)
-    spec = spec_for(msg_type)
-    msg_id = required_field(envelope, "id", str)
-    check_id(msg_id, "id")
-    session = required_field(envelope, "session", str)
-    check_session(session, spec)
-    timeout = envelope.get("timeout")
-    queue_limit = envelope.get("queue_limit")
-    return RequestHeader(
-        msg_id,
-        session,
-        spec.request_type,
-        None if timeout is None else check_timeout(timeout),
-        None if queue_limit is None else check_timeout(queue_limit),
-    )
+"""Fields an error body may have for :func:`peek_reply` (an ErrorBody has five)."""
 
 
 def peek_reply(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> ReplyHeader:
-    """The parent, session, type, status and (error replies) code of a reply, without decoding
-    an ok reply's body; ProtocolError when they are missing or invalid."""
-    envelope = _peek_envelope(raw, max_size, reply=True)
-    parent = required_field(envelope, "parent", str)
-    check_id(parent, "parent")
-    session = required_field(envelope, "session", str)
-    check_text(session, "session", MAX_ID_LENGTH)
-    msg_type = required_field(envelope, "type", str)
-    check_text(msg_type, "type", MAX_TYPE_LENGTH)
-    status = required_field(envelope, "status", str)
-    if status not in ("ok", "error"):
-        raise ProtocolError(f"reply status must be 'ok' or 'error', not {status!r}")
-    code = envelope.get("code", "") if status == "error" else ""
-    if not isinstance(code, str):
-        raise ProtocolError("an error body's code must be a str")
-    return ReplyHeader(parent, session, msg_type, status, code, "usage" in envelope)
+    """The parent, session, type, status and (error replies) code of a reply, its body otherwise
+    skipped, at a cost that does not depend on what the body holds; ProtocolError when they are
+    missing or invalid."""
+    envelope = decode_with(lambda data: reply_envelope(data, max_size), raw)
+    code = ""
+    if envelope.status == "error":
+        body = bytes(envelope.body)
+        if _map_size(body) > _MAX_ERROR_FIELDS:
+            raise ProtocolError("an error body of too many fields")
+        code = decode_with(_ERROR_CODES.decode, body).code
+    return ReplyHeader(
+        envelope.parent,
+        envelope.session,
+        envelope.type,
+        envelope.status,
+        code,
+        envelope.usage is not None,
+    )
+
+
+def _map_size(raw: bytes) -> int:
+    """The entries a msgpack map at the start of ``raw`` declares (0 for anything else)."""
+    lead = raw[0] if raw else 0
+    if 0x80 <= lead <= 0x8F:
+        return lead & 0x0F
+    if lead == 0xDE:
+        return int.from_bytes(raw[1:3], "big")
+    if lead == 0xDF:
+        return int.from_bytes(raw[1:5], "big")
+    return 0
+
+
+def peek_header(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> MessageHeader:
+    """Best-effort id, session and type of a message that failed to decode; never raises.
+
+    Used to address an error reply to a bad request; array extensions are not validated here.
+    """
+    unknown = MessageHeader(id=None, parent=None, session="", type=None)
+    try:
+        check_size(raw, max_size)
+        loose = _LOOSE.decode(raw)
+    except (ProtocolError, *DECODE_ERRORS):
+        return unknown
+
+    def text(value: Any, limit: int) -> str | None:
+        return value if isinstance(value, str) and 0 < len(value) <= limit else None
+
+    return MessageHeader(
+        id=text(loose.id, MAX_ID_LENGTH),
+        parent=text(loose.parent, MAX_ID_LENGTH),
+        session=text(loose.session, MAX_ID_LENGTH) or "",
+        type=text(loose.type, MAX_TYPE_LENGTH),
+    )
+
+
+def usage_to_wire(usage: CallUsage) -> Usage:
+    """A call's usage as it travels (``endpoint`` only when the call used a model endpoint)."""
+    counts = (usage.endpoint_requests, usage.endpoint_bytes, usage.endpoint_tokens)
+    endpoint = EndpointUsage(*map(int, counts)) if any(counts) else None
+    return Usage(float(usage.cpu), float(usage.queued), endpoint)
+
+
+def usage_from_wire(usage: Usage) -> CallUsage:
+    endpoint = usage.endpoint or EndpointUsage()
+    return CallUsage(usage.cpu, usage.queued, endpoint.requests, endpoint.bytes, endpoint.tokens)
 
 
 def with_usage(raw: bytes, usage: CallUsage) -> bytes:
@@ -243,5 +292,4 @@ def with_usage(raw: bytes, usage: CallUsage) -> bytes:
         header = b"\xde" + count.to_bytes(2, "big")
     else:
         header = b"\xdf" + count.to_bytes(4, "big")
-    field = msgpack.packb("usage") + msgpack.packb(usage_to_wire(usage))
-    return header + rest + field
+    return header + rest + _USAGE.encode("usage") + _USAGE.encode(usage_to_wire(usage))

@@ -1,23 +1,20 @@
-"""The messages between the center and an edge: the version, the message table, the typed bodies,
-the envelopes, and the error codes of error replies.
-
-This module is the single source of truth of what the messages mean; :mod:`edge.wire.codec` turns
-them into bytes and back. ``docs/protocol.md`` describes the same thing for humans; a test keeps
-the two in agreement.
+"""The messages between the center and an edge: the version, the message table, the typed bodies
+(msgspec Structs: the codec decodes and checks them in one pass), the envelopes, and the error codes
+of error replies. ``docs/protocol.md`` describes the same for humans; a test keeps them in agreement.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 import traceback as traceback_module
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Literal
 
 import gymnasium
+import msgspec
 import numpy as np
 
 from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaError
@@ -42,6 +39,7 @@ __all__ = [
     "ErrorBody",
     "ErrorCode",
     "ErrorCodeSpec",
+    "HandledBy",
     "HelloReply",
     "HelloRequest",
     "InstanceConfig",
@@ -66,7 +64,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "3.0"
+PROTOCOL_VERSION: Final = "4.0"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored). The history of
 the versions is in docs/protocol.md."""
@@ -95,19 +93,17 @@ _VERSION_RE: Final = re.compile(r"(\d{1,4})\.(\d{1,4})")
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class HelloRequest:
+class HelloRequest(msgspec.Struct, frozen=True):
     """Liveness and version check; ``client`` names the caller in the edge's log."""
 
     client: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class HelloReply:
+class HelloReply(msgspec.Struct, frozen=True):
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
-    sessions. ``load_limit`` (1.5) is the seconds this edge gives a battle's ``open_session`` to
+    sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to
     load a model (``sep_edge --load-limit``).
     """
 
@@ -118,8 +114,7 @@ class HelloReply:
     load_limit: float = DEFAULT_LOAD_LIMIT
 
 
-@dataclass(frozen=True, slots=True)
-class InstanceConfig:
+class InstanceConfig(msgspec.Struct, frozen=True):
     """The Agent's ``instanceConfig`` (user-module contract)."""
 
     side: str
@@ -129,11 +124,10 @@ class InstanceConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The plain dict passed to ``AgentClass(modelConfig, instanceConfig)``."""
-        return dataclasses.asdict(self)
+        return msgspec.structs.asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
-class OpenSessionRequest:
+class OpenSessionRequest(msgspec.Struct, frozen=True):
     """Create the Agent, the Policy and the replica battle of one battle and side."""
 
     model_id: str
@@ -141,12 +135,11 @@ class OpenSessionRequest:
     username: str
 
 
-@dataclass(frozen=True, slots=True)
-class OpenSessionReply:
+class OpenSessionReply(msgspec.Struct, frozen=True):
     """The Agent's spaces and the ``agentName:modelName:policyName`` of the session.
 
-    ``code_digest`` (1.4): the digest of the model's files on the edge
-    (:func:`edge.contract.provenance.code_digest`); empty from an older edge.
+    ``code_digest``: the digest of the model's files on the edge
+    (:func:`edge.contract.provenance.code_digest`).
     """
 
     observation_space: gymnasium.Space[Any]
@@ -155,8 +148,7 @@ class OpenSessionReply:
     code_digest: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class DecideRequest:
+class DecideRequest(msgspec.Struct, frozen=True):
     """The decision message: apply ``frames``, then run the side's decision.
 
     - By default: ``makeObs`` and ``action_mask``, then, when ``info["needs_action"]`` is true and
@@ -172,12 +164,11 @@ class DecideRequest:
 
     frames: list[str]
     reward: float = 0.0
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = msgspec.field(default_factory=dict)
     done: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class DecideReply:
+class DecideReply(msgspec.Struct, frozen=True):
     """What the decision gave: the observation and the Agent's mask, whether the policy stepped
     (``stepped``), the action and the order, or what ``policy.step`` (``step_error``) or
     ``deploy`` (``deploy_error``) raised, as data."""
@@ -191,45 +182,39 @@ class DecideReply:
     step_error: ErrorBody | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ResetRequest:
+class ResetRequest(msgspec.Struct, frozen=True):
     """Reset the Agent or the Policy of the session, re-seeding the Agent first when ``seed``."""
 
     target: Literal["agent", "policy"] = "agent"
     seed: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ResetReply:
+class ResetReply(msgspec.Struct, frozen=True):
     """Empty."""
 
 
-@dataclass(frozen=True, slots=True)
-class EpisodeEndRequest:
+class EpisodeEndRequest(msgspec.Struct, frozen=True):
     """Apply the last frames of the battle, then ``onEpisodeEnd``."""
 
     frames: list[str]
 
 
-@dataclass(frozen=True, slots=True)
-class EpisodeEndReply:
+class EpisodeEndReply(msgspec.Struct, frozen=True):
     """Empty."""
 
 
-@dataclass(frozen=True, slots=True)
-class CloseSessionRequest:
+class CloseSessionRequest(msgspec.Struct, frozen=True):
     """Forget the session (Agent, Policy, replica)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CloseSessionReply:
+class CloseSessionReply(msgspec.Struct, frozen=True):
     """Empty."""
 
 
 class ErrorCode(StrEnum):
-    """What went wrong, in the ``code`` of an error body (1.2): what a receiver matches on.
+    """What went wrong, in the ``code`` of an error body: what a receiver matches on.
 
-    A receiver treats a code it does not know, or none (a 1.1 peer), like ``user_error``.
+    A receiver treats a code it does not know, or none, like ``user_error``.
     """
 
     PROTOCOL = "protocol"
@@ -253,10 +238,10 @@ class ErrorCode(StrEnum):
     """The edge's own session logic failed (no battle frames yet, a frame the replica cannot
     apply, too many open sessions)."""
     TIMEOUT = "timeout"
-    """The call did not return by its ``timeout`` (1.3): the edge killed the worker running it.
+    """The call did not return by its ``timeout``: the edge killed the worker running it.
     The center books a timeout."""
     WORKER_DIED = "worker_died"
-    """The worker process serving the session died (an exit, a signal, a limit) (1.3); the
+    """The worker process serving the session died (an exit, a signal, a limit); the
     ``evalue`` says how. The center books an error of the user's code."""
 
 
@@ -290,21 +275,20 @@ _UNKNOWN_CODE: Final = ErrorCodeSpec(supervisor_only=False, ends_worker=True)
 
 
 def error_code_spec(code: str) -> ErrorCodeSpec:
-    """The row of ``code``; a code this side does not know, or none (a 1.1 peer), is taken as a
+    """The row of ``code``; a code this side does not know, or none, is taken as a
     failure of user code, as ``user_error`` is."""
     return ERROR_CODES.get(code, _UNKNOWN_CODE)
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorBody:
+class ErrorBody(msgspec.Struct, frozen=True):
     """Body of every reply with status ``error``: the exception's type name, message, traceback
-    (for humans) and the :class:`ErrorCode` (for programs; ``""`` from a 1.1 peer)."""
+    (for humans) and the :class:`ErrorCode` (for programs; ``""`` when the peer gave none)."""
 
     ename: str
     evalue: str
     traceback: str = ""
     code: str = ""
-    #: (2.0) the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
+    #: the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
     #: when unknown (or not a user call)
     call: str = ""
 
@@ -329,19 +313,33 @@ class RequestType(StrEnum):
     CLOSE_SESSION = "close_session_request"
 
 
+class HandledBy(StrEnum):
+    """Who serves a request on an edge (the message table's ``handled_by``)."""
+
+    SERVER = "server"
+    """The socket server answers it itself, even when every worker is busy."""
+    ROUTER = "router"
+    """The sandbox's router reads its body (to pick or bind a worker), then its worker runs it."""
+    WORKER = "worker"
+    """The router forwards its bytes to the worker of its session, which runs it."""
+
+
 @dataclass(frozen=True, slots=True)
 class MessageSpec:
     """One row of the message table: a request type, its bodies, whether it needs a session,
-    whether its body carries battle frames (``frames``), and whether an edge replays it to
-    restore a session on a fresh worker after a timeout (its frames only, no user call but the
-    Agent's and Policy's construction and reset)."""
+    who serves it (``handled_by``), whether its body carries battle frames (``frames``), whether
+    an edge replays it to restore a session on a fresh worker after a timeout (its frames only,
+    no user call but the Agent's and Policy's construction and reset), and whether it ends its
+    session (answered ok when the session is gone already)."""
 
     request_type: RequestType
     request_body: type
     reply_body: type
     needs_session: bool
+    handled_by: HandledBy = HandledBy.WORKER
     carries_frames: bool = False
     replayed_on_restore: bool = False
+    ends_session: bool = False
 
     @property
     def reply_type(self) -> str:
@@ -352,12 +350,19 @@ class MessageSpec:
 MESSAGES: Final[Mapping[str, MessageSpec]] = {
     spec.request_type: spec
     for spec in (
-        MessageSpec(RequestType.HELLO, HelloRequest, HelloReply, needs_session=False),
+        MessageSpec(
+            RequestType.HELLO,
+            HelloRequest,
+            HelloReply,
+            needs_session=False,
+            handled_by=HandledBy.SERVER,
+        ),
         MessageSpec(
             RequestType.OPEN_SESSION,
             OpenSessionRequest,
             OpenSessionReply,
             needs_session=True,
+            handled_by=HandledBy.ROUTER,
             replayed_on_restore=True,
         ),
         MessageSpec(
@@ -384,7 +389,11 @@ MESSAGES: Final[Mapping[str, MessageSpec]] = {
             replayed_on_restore=True,
         ),
         MessageSpec(
-            RequestType.CLOSE_SESSION, CloseSessionRequest, CloseSessionReply, needs_session=True
+            RequestType.CLOSE_SESSION,
+            CloseSessionRequest,
+            CloseSessionReply,
+            needs_session=True,
+            ends_session=True,
         ),
     )
 }
@@ -438,7 +447,7 @@ def versions_compatible(version: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and (1.3) the
+    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and the
     ``timeout`` in seconds after which the caller gives up, so that the edge can stop the call."""
 
     type: str
@@ -446,16 +455,16 @@ class Request:
     body: Any
     session: str = ""
     timeout: float | None = None
-    #: (1.4) seconds the caller credits for waiting for a free CPU before the call starts; an edge
+    #: seconds the caller credits for waiting for a free CPU before the call starts; an edge
     #: that has waited this long starts the call anyway
     queue_limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CallUsage:
-    """(1.4) What a call cost on the edge, measured by the edge's supervisor, never by the worker:
+    """What a call cost on the edge, measured by the edge's supervisor, never by the worker:
     ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
-    request waited for a free CPU before it started. (2.1) What the call's worker asked of the
+    request waited for a free CPU before it started. What the call's worker asked of the
     organizer's model endpoints (``sep_edge --endpoint``) while it ran: requests, bytes (both
     ways) and the tokens their replies reported (OpenAI-style ``usage``)."""
 
@@ -560,7 +569,7 @@ def error_body(exc: BaseException, call: str | None = None) -> ErrorBody:
 
 
 def policy_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarray | None:
-    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask`` (1.3).
+    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask``.
 
     The center does not trust a mask: one that is not an integer or boolean array (of ``n``
     entries for a ``Discrete(n)`` space) is ignored, and without one every action is allowed

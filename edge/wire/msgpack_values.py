@@ -1,38 +1,48 @@
-"""The msgpack value layer of the wire: any protocol value to bytes and back, with the size and
-nesting limits, numpy arrays and scalars as msgpack extension types, and a structure walk that
-makes hostile input harmless.
-
-Encoding never pickles. Decoding treats every byte as hostile: whatever the input, :func:`unpack`
-returns a value or raises :class:`~edge.errors.ProtocolError` (or a subclass), nothing else. Arrays
-and numpy scalars use the format of :mod:`edge.wire.spaces`. This layer knows nothing of
-envelopes or message bodies (see :mod:`edge.wire.envelopes` and :mod:`edge.wire.body_conversion`).
+"""The msgpack value layer of the wire (msgspec): the size and nesting limits, numpy arrays and
+scalars as extension types, and the walk that keeps free-form values (``Any`` fields) within the
+protocol. Encoding never pickles; decoding raises :class:`~edge.errors.ProtocolError` (or a
+subclass) for any input that is not a protocol value.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Annotated, Any, Final, get_origin
 
-import msgpack
+import gymnasium
+import msgspec
 import numpy as np
 
 from edge.errors import MessageTooLarge, ProtocolError
-from edge.wire.spaces import array_from_wire, array_to_wire, scalar_from_wire, scalar_to_wire
+from edge.wire.spaces import (
+    MAX_NDIM,
+    array_to_wire,
+    dtype_from_wire,
+    scalar_from_wire,
+    scalar_to_wire,
+    space_from_wire,
+    space_to_wire,
+)
 
 __all__ = [
+    "DECODE_ERRORS",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "EXT_NDARRAY",
     "EXT_NUMPY_SCALAR",
     "MAX_ACTION_BYTES",
     "MAX_NESTING_DEPTH",
     "MAX_OBSERVATION_BYTES",
-    "check_structure",
+    "check_size",
+    "check_value",
+    "checked_ext",
+    "dec_hook",
     "decode_value",
+    "enc_hook",
     "encode_value",
     "numpy_ext",
     "opaque_ext",
     "pack",
-    "unpack",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 8 * 1024 * 1024
@@ -56,23 +66,132 @@ EXT_NDARRAY: Final = 1
 EXT_NUMPY_SCALAR: Final = 2
 """msgpack extension code of a numpy scalar: payload = msgpack ``[dtype, data]``."""
 
+DECODE_ERRORS: Final = (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError)
+"""What msgspec raises for bytes that are not what a decoder expects (invalid UTF-8 is a
+``UnicodeDecodeError``, a nesting past the interpreter's limit a ``RecursionError``)."""
 
-def encode_value(value: Any, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:
-    """Encode any protocol value (the codec of ``Any`` fields), e.g. for logs and tests."""
-    return pack(value, max_size)
+_LEAVES: Final = (str, int, float, bool, bytes, np.ndarray, np.generic, type(None))
+_PLAIN_LEAVES: Final = frozenset({str, float, bool, bytes, np.ndarray, type(None)})
+_INT64_RANGE: Final = (-(2**63), 2**64 - 1)
 
 
-def decode_value(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Any:
-    """Decode what :func:`encode_value` produced; ProtocolError for anything else."""
-    return unpack(raw, max_size, ext_hook=numpy_ext)
+def enc_hook(obj: Any) -> Any:
+    """What msgspec calls for a type it does not encode itself: arrays and numpy scalars become
+    extensions, spaces their maps; anything else is refused."""
+    if isinstance(obj, float):  # numpy.float64 travels as a float
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return msgspec.msgpack.Ext(EXT_NDARRAY, _PAYLOAD.encode(array_to_wire(obj)))
+    if isinstance(obj, np.generic):
+        return msgspec.msgpack.Ext(EXT_NUMPY_SCALAR, _PAYLOAD.encode(scalar_to_wire(obj)))
+    if isinstance(obj, gymnasium.Space):
+        return space_to_wire(obj)
+    raise ProtocolError(f"cannot encode a {type(obj).__name__}")
+
+
+_PAYLOAD: Final = msgspec.msgpack.Encoder()
+_ARRAY_FIELDS: Final = msgspec.msgpack.Decoder(
+    tuple[
+        str,
+        Annotated[list[Annotated[int, msgspec.Meta(ge=0)]], msgspec.Meta(max_length=MAX_NDIM)],
+        bytes,
+    ]
+)
+_SCALAR_FIELDS: Final = msgspec.msgpack.Decoder(tuple[str, bytes])
+
+
+def numpy_ext(code: int, data: memoryview) -> Any:
+    """The ``ext_hook`` that decodes numpy arrays and scalars (writable copies) and refuses any
+    other extension (:mod:`edge.wire.spaces` describes their format)."""
+    return _numpy(code, data, copy=True)
+
+
+def checked_ext(code: int, data: memoryview) -> Any:
+    """:func:`numpy_ext` checking only: arrays are read-only views of ``data`` (an encoder that
+    checks its own output need not copy a large observation)."""
+    return _numpy(code, data, copy=False)
+
+
+def _numpy(code: int, data: memoryview, *, copy: bool) -> Any:
+    try:
+        if code == EXT_NDARRAY:
+            text, shape, buffer = _ARRAY_FIELDS.decode(data)
+            dtype = dtype_from_wire(text)
+            if dtype is None:
+                raise ProtocolError(f"array extension: unsupported dtype {text!r}")
+            if math.prod(shape) * dtype.itemsize != len(buffer):
+                raise ProtocolError("array extension: data size does not match dtype and shape")
+            array = np.frombuffer(buffer, dtype=dtype).reshape(shape)
+            return array.copy() if copy else array
+        if code == EXT_NUMPY_SCALAR:
+            return scalar_from_wire(list(_SCALAR_FIELDS.decode(data)))
+    except DECODE_ERRORS as exc:
+        raise ProtocolError(f"malformed numpy extension: {exc}") from exc
+    raise ProtocolError(f"unknown msgpack extension type {code}")
+
+
+def opaque_ext(code: int, data: memoryview) -> Any:
+    """The ``ext_hook`` that reads every extension as None, validating nothing (header peeks)."""
+    return None
+
+
+def dec_hook(tp: type, obj: Any) -> Any:
+    """What msgspec calls for a field of a type it does not know: arrays (already decoded by
+    :func:`numpy_ext`) and spaces (from their maps)."""
+    if tp is np.ndarray:
+        if isinstance(obj, np.ndarray):
+            return obj
+        raise ProtocolError(f"expected an array, not {type(obj).__name__}")
+    if (get_origin(tp) or tp) is gymnasium.Space:
+        check_value(obj, 2)
+        return space_from_wire(obj)
+    raise ProtocolError(f"no decoder for {tp!r}")  # pragma: no cover - a body the wire lacks
+
+
+def check_size(raw: Any, max_size: int) -> None:
+    """ProtocolError unless ``raw`` is bytes; MessageTooLarge past ``max_size`` bytes."""
+    if not isinstance(raw, bytes | bytearray | memoryview):
+        raise ProtocolError(f"a message must be bytes, not {type(raw).__name__}")
+    if len(raw) > max_size:
+        raise MessageTooLarge(f"message of {len(raw)} bytes exceeds the maximum of {max_size}")
+
+
+def check_value(value: Any, depth: int, *, encoding: bool = False) -> None:
+    """ProtocolError unless ``value``, whose container would sit at ``depth + 1``, is a protocol
+    value: str-keyed maps, arrays, the leaves msgpack and numpy give, and no deeper than
+    :data:`MAX_NESTING_DEPTH`. Maps with other keys would let a peer flood a dict with colliding
+    hashes; sets and other objects must not be sent as arrays."""
+    if type(value) in _PLAIN_LEAVES:
+        return
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            if level + 1 > MAX_NESTING_DEPTH:
+                raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels")
+            for key, member in item.items():
+                if not isinstance(key, str):
+                    raise ProtocolError(f"map keys must be str, not {type(key).__name__}")
+                if not isinstance(member, _LEAVES):
+                    stack.append((member, level + 1))
+        elif isinstance(item, list | tuple):
+            if level + 1 > MAX_NESTING_DEPTH:
+                raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels")
+            stack.extend((member, level + 1) for member in item if not isinstance(member, _LEAVES))
+        elif isinstance(item, int) and not _INT64_RANGE[0] <= item <= _INT64_RANGE[1]:
+            raise ProtocolError(f"integer {item} does not fit 64 bits")
+        elif encoding and not isinstance(item, (*_LEAVES, msgspec.Struct, gymnasium.Space)):
+            raise ProtocolError(f"cannot encode a {type(item).__name__}")
+
+
+_ENCODER: Final = msgspec.msgpack.Encoder(enc_hook=enc_hook)
 
 
 def pack(obj: Any, max_size: int) -> bytes:
-    """``obj`` as msgpack (numpy arrays and scalars as extensions); ProtocolError for what the
-    decoder would refuse, MessageTooLarge past ``max_size`` bytes."""
-    _check_encodable(obj)
+    """``obj`` as msgpack; ProtocolError for what cannot travel, MessageTooLarge past
+    ``max_size`` bytes. ``obj``'s free-form values must have been checked (:func:`check_value`)."""
     try:
-        raw = msgpack.packb(obj, default=_ext_of, use_bin_type=True)
+        raw = _ENCODER.encode(obj)
     except ProtocolError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:
@@ -82,147 +201,36 @@ def pack(obj: Any, max_size: int) -> bytes:
     return raw
 
 
-def _check_encodable(obj: Any) -> None:
-    """Refuse what the decoder would refuse: too deep, or map keys that are not str."""
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            if depth + 1 > MAX_NESTING_DEPTH:
-                raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels")
-            for key, value in item.items():
-                if not isinstance(key, str):
-                    raise ProtocolError(f"map keys must be str, not {type(key).__name__}")
-                stack.append((value, depth + 1))
-        elif isinstance(item, list | tuple):
-            if depth + 1 > MAX_NESTING_DEPTH:
-                raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels")
-            stack.extend((value, depth + 1) for value in item)
+def encode_value(value: Any, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> bytes:
+    """Encode any protocol value (what ``Any`` fields hold), e.g. for logs and tests."""
+    if isinstance(value, gymnasium.Space):
+        raise ProtocolError("a space is not a value")
+    check_value(value, 0, encoding=True)
+    return pack(value, max_size)
 
 
-def _ext_of(obj: Any) -> msgpack.ExtType:
-    if isinstance(obj, np.ndarray):
-        return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(array_to_wire(obj)))
-    if isinstance(obj, np.generic):
-        return msgpack.ExtType(EXT_NUMPY_SCALAR, msgpack.packb(scalar_to_wire(obj)))
-    raise ProtocolError(f"cannot encode a {type(obj).__name__}")
+_VALUES: Final = msgspec.msgpack.Decoder(ext_hook=numpy_ext)
 
 
-def numpy_ext(code: int, data: bytes) -> Any:
-    """The ``ext_hook`` that decodes numpy arrays and scalars and refuses any other extension."""
-    if code == EXT_NDARRAY:
-        return array_from_wire(unpack(data, len(data), ext_hook=_no_ext))
-    if code == EXT_NUMPY_SCALAR:
-        return scalar_from_wire(unpack(data, len(data), ext_hook=_no_ext))
-    raise ProtocolError(f"unknown msgpack extension type {code}")
+def decode_value(raw: bytes, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Any:
+    """Decode what :func:`encode_value` produced; ProtocolError for anything else."""
+    check_size(raw, max_size)
+    value = decode_with(_VALUES.decode, raw)
+    check_value(value, 0)
+    return value
 
 
-def _no_ext(code: int, data: bytes) -> Any:
-    raise ProtocolError("nested msgpack extension")
-
-
-def opaque_ext(code: int, data: bytes) -> Any:
-    """The ``ext_hook`` that reads every extension as None, validating nothing (header peeks)."""
-    return None
-
-
-def unpack(raw: bytes, max_size: int, *, ext_hook: Callable[[int, bytes], Any]) -> Any:
-    """One msgpack value from ``raw``, its structure checked first (:func:`check_structure`);
-    ProtocolError (or MessageTooLarge) for anything else, whatever the bytes."""
-    if not isinstance(raw, bytes | bytearray | memoryview):
-        raise ProtocolError(f"a message must be bytes, not {type(raw).__name__}")
-    size = len(raw)
-    if size > max_size:
-        raise MessageTooLarge(f"message of {size} bytes exceeds the maximum of {max_size}")
-    check_structure(raw)
+def decode_with(decode: Callable[[Any], Any], raw: Any) -> Any:
+    """``decode(raw)``, any failure of msgspec's (or of a hook) a ProtocolError."""
     try:
-        return msgpack.unpackb(
-            raw,
-            raw=False,
-            use_list=True,
-            strict_map_key=True,
-            ext_hook=ext_hook,
-            max_str_len=size,
-            max_bin_len=size,
-            max_array_len=size,
-            max_map_len=size,
-            max_ext_len=size,
-        )
+        return decode(raw)
     except ProtocolError:
         raise
-    except Exception as exc:  # msgpack raises ValueError, TypeError, UnicodeDecodeError...
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid message: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"malformed msgpack: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels") from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - msgspec's own
         raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
-
-
-# Bytes taken by a msgpack object after its type byte, for the fixed-size types.
-_FIXED_SIZE: Final[dict[int, int]] = {
-    0xC0: 0, 0xC2: 0, 0xC3: 0,  # nil, false, true
-    0xCA: 4, 0xCB: 8,  # float 32, 64
-    0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,  # uint 8..64
-    0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8,  # int 8..64
-    0xD4: 2, 0xD5: 3, 0xD6: 5, 0xD7: 9, 0xD8: 17,  # fixext 1..16 (type byte + data)
-}  # fmt: skip
-# Length-prefixed types: width of the length field, extra bytes after it (the ext type byte).
-_SIZED: Final[dict[int, tuple[int, int]]] = {
-    0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0),  # bin 8..32
-    0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1),  # ext 8..32
-    0xD9: (1, 0), 0xDA: (2, 0), 0xDB: (4, 0),  # str 8..32
-}  # fmt: skip
-
-
-def check_structure(raw: bytes | bytearray | memoryview) -> None:
-    """Walk the msgpack structure without building it: complete, one object, not too deep.
-
-    msgpack preallocates each container at its declared length; checking first that every
-    declared element is present keeps what the decoder allocates proportional to the input.
-    """
-    data = bytes(raw)
-    end = len(data)
-    pos = 0
-    pending: list[int] = []  # elements still expected by each open container
-    remaining = 1
-    while True:
-        if remaining == 0:
-            if not pending:
-                break
-            remaining = pending.pop()
-            continue
-        if pos >= end:
-            raise ProtocolError("malformed msgpack: truncated message")
-        byte = data[pos]
-        remaining -= 1
-        pos += 1
-        count = -1
-        if byte <= 0x7F or byte >= 0xE0:  # positive and negative fixint
-            continue
-        if byte <= 0x8F:
-            count = 2 * (byte & 0x0F)
-        elif byte <= 0x9F:
-            count = byte & 0x0F
-        elif byte <= 0xBF:
-            pos += byte & 0x1F
-            continue
-        elif byte in _FIXED_SIZE:
-            pos += _FIXED_SIZE[byte]
-            continue
-        elif byte in _SIZED:
-            width, extra = _SIZED[byte]
-            pos += width + extra + int.from_bytes(data[pos : pos + width], "big")
-            continue
-        elif byte in (0xDC, 0xDE):
-            count = int.from_bytes(data[pos : pos + 2], "big") * (2 if byte == 0xDE else 1)
-            pos += 2
-        elif byte in (0xDD, 0xDF):
-            count = int.from_bytes(data[pos : pos + 4], "big") * (2 if byte == 0xDF else 1)
-            pos += 4
-        else:  # 0xC1 is never used
-            raise ProtocolError(f"malformed msgpack: invalid type byte 0x{byte:02x}")
-        if count > end - pos:
-            raise ProtocolError("malformed msgpack: container longer than the message")
-        if len(pending) + 1 > MAX_NESTING_DEPTH:
-            raise ProtocolError(f"message nested deeper than {MAX_NESTING_DEPTH} levels")
-        if count:
-            pending.append(remaining)
-            remaining = count
-    if pos != end:
-        raise ProtocolError("malformed msgpack: truncated message or trailing bytes")

@@ -7,6 +7,7 @@ Everything here raises :class:`~edge.errors.ProtocolError` for what breaks the f
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from typing import Any, Final
@@ -66,6 +67,7 @@ def checked_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return dtype
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_from_wire(text: str) -> np.dtype[Any] | None:
     """The dtype named by ``text`` (numpy's ``dtype.str``); None when it may not travel."""
     if _DTYPE_RE.fullmatch(text) is None:

@@ -23,6 +23,7 @@ from edge.service.dispatch import CallContext, Handler, ReplySink
 from edge.service.replies import unsupported_error
 from edge.service.server import EdgeSocketServer
 from edge.wire.envelopes import decode_request
+from edge.wire.headers import RequestHeader
 from edge.wire.messages import MESSAGES, Request, RequestType, error_body
 
 __all__ = ["HandlerThreads", "SessionLanes", "handler_server"]
@@ -107,8 +108,8 @@ class HandlerThreads:
     def release(self) -> None:
         pass
 
-    def dispatch(self, routing_id: bytes, raw: bytes) -> None:
-        """Decode the request and queue it for its handler."""
+    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
+        """Decode the request and queue it for its handler (a worker's part: the whole body)."""
         server = self._server
         try:
             request = decode_request(raw, max_size=server.max_message_size)

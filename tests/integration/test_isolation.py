@@ -319,6 +319,10 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
         ):
             reply = exchange(raw)
             assert reply is not None and not reply.ok and reply.body.ename, raw
+        for version in ("3.0", "3.1"):  # a center of the previous major version: one line
+            reply = exchange(envelope(v=version, type="decide_request", session="s", body={}))
+            assert reply is not None and reply.body.code == "version", reply
+            assert version in reply.body.evalue and "\n" not in reply.body.evalue
         exchange(b"\x00" * (9 * 1024 * 1024), expect_reply=False)  # over the size limit: refused
         sock.close()  # ZeroMQ drops a peer that sent an oversized message: reconnect
         sock = context.socket(zmq.DEALER)

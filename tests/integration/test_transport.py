@@ -533,7 +533,9 @@ def error(ename: str, code: str = "") -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "raised", "text"),
     [
-        ({"v": "4.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "5.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "3.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "3.1", "body": {"x": 1}}, EdgeProtocolError, "incompatible protocol"),
         ({"v": "2.1"}, EdgeProtocolError, "incompatible protocol"),
         ({"v": "1.5"}, EdgeProtocolError, "incompatible protocol"),
         ({"type": "decide_reply", "body": {"observation": "x"}}, EdgeProtocolError, "expected"),

@@ -9,7 +9,13 @@ import pytest
 
 from center.isolation.edge_session import bounded_load_limit
 from edge.wire.envelopes import decode_reply, encode_reply
-from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT, HelloReply, Reply
+from edge.wire.messages import (
+    DEFAULT_LOAD_LIMIT,
+    MAX_LOAD_LIMIT,
+    PROTOCOL_VERSION,
+    HelloReply,
+    Reply,
+)
 
 
 def test_an_announced_limit_is_used_up_to_the_centers_bound():
@@ -26,13 +32,18 @@ def test_a_nonsense_limit_from_an_edge_gets_the_default(announced):
 def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
     # A hello reply without the optional load_limit (the field is optional).
     envelope = {
-        "v": "3.0",
+        "v": PROTOCOL_VERSION,
         "id": "2",
         "parent": "1",
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {"side": "blue", "protocol_version": "3.0", "models": ["a"], "instance": "x"},
+        "body": {
+            "side": "blue",
+            "protocol_version": PROTOCOL_VERSION,
+            "models": ["a"],
+            "instance": "x",
+        },
         "output": "",
     }
     reply = decode_reply(msgpack.packb(envelope))

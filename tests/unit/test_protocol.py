@@ -4,7 +4,6 @@ ProtocolError whatever it is fed."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import re
 from collections import OrderedDict
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import gymnasium
 import msgpack
+import msgspec
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -114,7 +114,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
 
 
 def assert_same(actual: Any, expected: Any, where: str = "value") -> None:
-    """Deep equality that understands arrays (dtype and shape included), spaces, dataclasses."""
+    """Deep equality that understands arrays (dtype and shape included), spaces, Structs."""
     if isinstance(expected, np.ndarray):
         assert isinstance(actual, np.ndarray), where
         assert actual.dtype == expected.dtype, where
@@ -125,9 +125,9 @@ def assert_same(actual: Any, expected: Any, where: str = "value") -> None:
         assert actual == expected, where
     elif isinstance(expected, gymnasium.Space):
         assert actual == expected, where
-    elif dataclasses.is_dataclass(expected):
+    elif isinstance(expected, msgspec.Struct):
         assert type(actual) is type(expected), where
-        for f in dataclasses.fields(expected):
+        for f in msgspec.structs.fields(expected):
             assert_same(getattr(actual, f.name), getattr(expected, f.name), f"{where}.{f.name}")
     elif isinstance(expected, dict):
         assert isinstance(actual, dict) and list(actual) == list(expected), where
@@ -174,22 +174,20 @@ def test_document_message_table_matches_the_code():
     rows = {}
     for line in DOC.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and cells[0].startswith("`") and cells[0].endswith("_request`"):
+        if len(cells) == 6 and cells[0].startswith("`") and cells[0].endswith("_request`"):
             rows[cells[0].strip("`")] = cells
     assert set(rows) == set(MESSAGES)
     for request_type, spec in MESSAGES.items():
-        _, reply, session, request_body, reply_body = rows[request_type]
+        _, reply, session, handled_by, request_body, reply_body = rows[request_type]
         assert reply == f"`{spec.reply_type}`"
         assert session == ("yes" if spec.needs_session else "no")
+        assert handled_by == spec.handled_by
         for cell, cls in ((request_body, spec.request_body), (reply_body, spec.reply_body)):
             documented = re.findall(r"(\*?)`(\w+)`", cell)
-            fields = dataclasses.fields(cls)
+            fields = msgspec.structs.fields(cls)
             assert [name for _, name in documented] == [f.name for f in fields], request_type
             for (star, _), f in zip(documented, fields, strict=True):
-                optional = f.default is not dataclasses.MISSING or (
-                    f.default_factory is not dataclasses.MISSING
-                )
-                assert bool(star) == optional, f"{request_type}: {f.name} optional marker"
+                assert bool(star) != f.required, f"{request_type}: {f.name} optional marker"
 
 
 def documented_section(title: str) -> str:
@@ -215,7 +213,7 @@ def test_document_error_body_fields_match_the_code():
     match = re.search(r"An \*\*error body\*\* is `\{([^}]*)\}`", section)
     assert match is not None, "docs/protocol.md must spell the error body as `{field: type, ...}`"
     documented = [part.split(":")[0].strip() for part in match.group(1).split(",")]
-    assert documented == [f.name for f in dataclasses.fields(ErrorBody)]
+    assert documented == [f.name for f in msgspec.structs.fields(ErrorBody)]
 
 
 def test_every_error_code_has_one_row_in_the_error_code_table():
@@ -233,7 +231,7 @@ def test_every_error_code_has_one_row_in_the_error_code_table():
 
 def test_the_message_table_says_which_requests_carry_frames_and_which_are_replayed():
     for spec in MESSAGES.values():
-        fields = {f.name for f in dataclasses.fields(spec.request_body)}
+        fields = {f.name for f in msgspec.structs.fields(spec.request_body)}
         assert spec.carries_frames == ("frames" in fields), spec.request_type
         if spec.carries_frames:  # the replica must see every frame again on a fresh worker
             assert spec.replayed_on_restore, spec.request_type
@@ -281,7 +279,7 @@ def test_error_reply_round_trips():
 
 def test_error_bodies_without_a_code_or_with_an_unknown_one_are_accepted():
     old = {
-        "v": "3.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": PROTOCOL_VERSION, "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "error", "body": {"ename": "KeyError", "evalue": "'x'"},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(old)).body == ErrorBody("KeyError", "'x'", "", "")
@@ -372,18 +370,24 @@ def test_unknown_body_fields_are_ignored():
 
 
 def test_a_minor_version_bump_is_accepted():
-    assert decode_request(msgpack.packb(envelope(v="3.9"))).body == DecideRequest(["|turn|1"])
+    assert decode_request(msgpack.packb(envelope(v="4.9"))).body == DecideRequest(["|turn|1"])
 
 
-@pytest.mark.parametrize("version", ["1.5", "2.0", "2.1"])
-def test_an_older_major_peer_is_refused(version):
-    """2.0 removed make_obs, policy_step and deploy; 3.0 removed decide's ``given_action``: a
-    center or edge of an older major version is refused, in one line that names both versions."""
+@pytest.mark.parametrize("version", ["1.5", "2.0", "2.1", "3.0", "3.1"])
+@pytest.mark.parametrize("decode", [decode_request, decode_reply], ids=["edge", "center"])
+def test_an_older_major_peer_is_refused(version, decode):
+    """4.0 declared the wire as msgspec Structs: a center or edge of an older major version is
+    refused, in one line that names both versions, whatever else its message breaks."""
+    message = envelope(v=version, parent="c-1", status="ok", type="decide_reply")
+    if decode is decode_request:
+        message = envelope(v=version)
     with pytest.raises(ProtocolVersionError) as refused:
-        decode_request(msgpack.packb(envelope(v=version)))
-    assert version in str(refused.value) and "3.0" in str(refused.value)
+        decode(msgpack.packb(message))
+    assert version in str(refused.value) and PROTOCOL_VERSION in str(refused.value)
     assert "\n" not in str(refused.value)
     assert not versions_compatible(version)
+    with pytest.raises(ProtocolVersionError):  # the version is told before the body's faults
+        decode(msgpack.packb({**message, "body": {"frames": 3, "observation": {1: 2}}}))
 
 
 # -- numpy -----------------------------------------------------------------------------------
@@ -553,8 +557,8 @@ def test_bad_space_descriptions_are_protocol_errors(wire):
 
 
 def test_wrong_major_version_is_a_version_error():
-    with pytest.raises(ProtocolVersionError, match=r"4\.0"):
-        decode_request(msgpack.packb(envelope(v="4.0")))
+    with pytest.raises(ProtocolVersionError, match=r"5\.0"):
+        decode_request(msgpack.packb(envelope(v="5.0")))
 
 
 @pytest.mark.parametrize("version", [1, "1", "one.zero", "", "1.0.0"])
@@ -621,7 +625,7 @@ def test_malformed_msgpack_is_a_protocol_error(raw):
 
 def test_reply_validation():
     good = {
-        "v": "3.0", "id": "e", "parent": "c", "session": "", "type": "reset_reply",
+        "v": PROTOCOL_VERSION, "id": "e", "parent": "c", "session": "", "type": "reset_reply",
         "status": "ok", "body": {},
     }  # fmt: skip
     assert decode_reply(msgpack.packb(good)).body == ResetReply()
