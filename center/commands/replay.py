@@ -21,6 +21,7 @@ from center.commands.suggest import swapped_battle_id
 from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, backend_spec
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import load_records
+from center.evaluation.match import replay_source_relpath
 from center.evaluation.records import BattleRecord, Winner, log_relpath
 from center.evaluation.run_info import read_run_config
 from center.evaluation.run_secret import SECRET_FILE, read_run_secret
@@ -199,7 +200,7 @@ def replay_battle(log_dir: Path, battle_id: str, host: Any = None) -> ReplayRepo
             f"{log_dir} ran on --backend {spec.name}, which cannot replay a battle (--backend "
             f"{able} can)"
         )
-    input_path = log_dir / Path(log_relpath(battle_id)).with_suffix(replay.suffix)
+    input_path = log_dir / replay_source_relpath(replay, battle_id)
     try:
         text = read_text(input_path)
     except OSError as exc:

@@ -279,6 +279,9 @@ class BattleSession:
         """A battle has started on Showdown and is not over."""
         return self.battle_tag is not None and not self.finished
 
+    def replay_source(self) -> list[str] | None:
+        return None  # the server draws its teams and rolls: nothing replays its battles
+
     def set_teams(self, teams: dict[str, str | None]) -> None:
         """Teams for the next battles (formats where teams are brought)."""
         self.teams = dict(teams)

@@ -243,15 +243,10 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._over = True
         self.agents = []
 
-    def input_log(self) -> list[str] | None:
-        """Every line written to the simulator for the last battle, once it has ended (waiting a
-        little for the simulator's word); None on the server backend, which keeps no input log."""
-        from center.env.sim_session import SimSession
-
-        session = self._session
-        if not isinstance(session, SimSession):
-            return None
-        return session.input_log()
+    def replay_source(self) -> list[str] | None:
+        """What the backend replays the last battle from, once it has ended (the simulator's
+        input log, waiting a little for its word); None on a backend that cannot replay."""
+        return self.session.replay_source()
 
     def battle(self, agent: str) -> AbstractBattle | None:
         """The poke-env Battle of ``agent`` in the current episode (its own view)."""

@@ -141,6 +141,11 @@ class BattleBackend(Protocol):
         Agent runs in this process: the simulator keeps views for the others)."""
         ...
 
+    def replay_source(self) -> list[str] | None:
+        """What the backend plays the last battle again from (``BackendSpec.replay``), once it has
+        ended; None where it keeps nothing (empty: the battle did not end)."""
+        ...
+
     def set_teams(self, teams: dict[str, str | None]) -> None:
         """Teams for the next battles (formats where teams are brought)."""
         ...

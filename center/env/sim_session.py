@@ -140,7 +140,7 @@ class SimSession:
     def battle_tag(self) -> str | None:
         return self.sim.tag if self.sim is not None else None
 
-    def input_log(self, timeout: float = ABANDON_TIMEOUT) -> list[str]:
+    def replay_source(self, timeout: float = ABANDON_TIMEOUT) -> list[str]:
         """Every line written to the simulator for the last battle, once it has ended.
 
         Waits (up to ``timeout``) for the simulator's word that the battle is over, which follows

@@ -13,7 +13,7 @@ a rerun replays it; what a side does wrong is always recorded, with its status.
 
 Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
 seed fixes everything but the agents' choices and each battle's simulator input log is kept
-(``logs/ID.input.log.gz``, see :func:`input_log_relpath`) for ``sep_replay``, or the Showdown
+(``logs/ID.input.log.gz``, see :func:`replay_source_relpath`) for ``sep_replay``, or the Showdown
 server. The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the
 replay pages are built from them by the report, on demand.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from center.env.backend import Backend, backend_spec, server_url_backend
+from center.env.backend import Backend, BattleReplay, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
@@ -151,15 +151,17 @@ def _record(
         winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)
     log = log_relpath(scheduled.battle_id)
-    input_log = env.input_log()
-    if input_log is not None:  # the simulator: what replays the battle, or the battle is void
-        if not input_log:
+    source, replay_spec = env.replay_source(), backend_spec(env.backend).replay
+    if source is not None and replay_spec is not None:  # what replays it, or the battle is void
+        if not source:
             raise InfrastructureError(
-                f"{scheduled.battle_id}: the simulator did not report the end of the battle"
+                f"{scheduled.battle_id}: the {env.backend} backend did not report the end of the "
+                "battle"
             )
-        path = settings.log_dir / (input_log_relpath(scheduled.battle_id) + COMPRESSED_SUFFIX)
+        path = settings.log_dir / replay_source_relpath(replay_spec, scheduled.battle_id)
+        path = path.with_name(path.name + COMPRESSED_SUFFIX)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(_gzip(("\n".join(input_log) + "\n").encode("utf-8")))
+        path.write_bytes(_gzip(("\n".join(source) + "\n").encode("utf-8")))
     _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
     _write_protocol_log(settings.log_dir / log, {SIDES[p]: env.session.frames(p) for p in PLAYERS})
     for p in PLAYERS:
@@ -241,10 +243,11 @@ def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def input_log_relpath(battle_id: str) -> str:
-    """A battle's simulator input log, relative to LOG_DIR (``logs/ID.input.log``; stored with
-    ``.gz`` added, read by :func:`center.files.read_text`)."""
-    return str(Path(log_relpath(battle_id)).with_suffix(".input.log"))
+def replay_source_relpath(replay: BattleReplay, battle_id: str) -> str:
+    """Where a battle's replay source goes, relative to LOG_DIR: the protocol log's path with the
+    backend's suffix (the simulator's ``logs/ID.input.log``; stored with ``.gz`` added, read by
+    :func:`center.files.read_text`)."""
+    return str(Path(log_relpath(battle_id)).with_suffix(replay.suffix))
 
 
 def _write_protocol_log(path: Path, frames: dict[str, list[str]]) -> None:

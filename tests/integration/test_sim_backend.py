@@ -194,7 +194,7 @@ def test_no_text_an_agent_writes_reaches_the_simulator(sim_host):
             )
             assert "bad choice" in _next(session.sim, "error").message, choice  # type: ignore[arg-type]
         env.forfeit("player_0")
-        log = env.input_log()
+        log = env.replay_source()
         assert log and not any(">eval" in line or "\n" in line for line in log)
         assert log[-1] == ">forcelose p1" and sim_host.pid == pid
 

@@ -64,7 +64,7 @@ def test_switches_reach_the_pokemon_chosen_whatever_its_nickname(sim_host):
             pytest.fail(f"a legal switch could not be sent: {exc}")
         assert battle.active_pokemon.species == "greattusk"
         env.forfeit("player_1")
-        log = env.input_log()
+        log = env.replay_source()
     assert log is not None
     choices = [line for line in log if line.startswith(">p1 switch")]
     assert len(choices) == 2

@@ -15,7 +15,7 @@ from center.commands import replay as replay_command
 from center.commands.replay import replay_battle, sep_replay
 from center.env.backend import BACKENDS, BackendSpec, BattleReplay, backend_spec
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import input_log_relpath
+from center.evaluation.match import replay_source_relpath
 from center.evaluation.records import BattleRecord, SideRecord, SideStatus, log_relpath
 from center.evaluation.run_info import RunConfig, open_run
 from center.showdown.sim_battle import SimPlayer, SimStart
@@ -66,7 +66,10 @@ def test_the_simulator_replays_from_the_input_log_the_match_keeps() -> None:
     sim = backend_spec("sim").replay
     assert sim is not None and sim.source == "input log"
     battle_id = "a-vs-b-0000"
-    assert str(Path(log_relpath(battle_id)).with_suffix(sim.suffix)) == input_log_relpath(battle_id)
+    assert replay_source_relpath(sim, battle_id) == "logs/a-vs-b-0000.input.log"
+    assert str(Path(log_relpath(battle_id)).with_suffix(sim.suffix)) == replay_source_relpath(
+        sim, battle_id
+    )
 
 
 def test_the_server_cannot_replay() -> None:

@@ -222,7 +222,7 @@ def test_seat_states_follow_requests_waits_refusals_and_the_end() -> None:
     session.abandon(forfeiter="player_1")  # waits for the simulator's word
     assert host.sent[-1] == {"op": "forfeit", "id": "1-0", "side": "p2"}
     assert session.finished and session.battle("player_0").won  # type: ignore[union-attr]
-    assert session.input_log(0) == [">forcelose p2"]
+    assert session.replay_source(0) == [">forcelose p2"]
     assert not session.live
 
 
@@ -233,7 +233,7 @@ def test_a_dead_host_is_a_disconnect() -> None:
     session.submit("player_0", "/team 123")
     host.battles[0].crash("the simulator host (pid 1) died")
     assert session.await_round(1.0) == "disconnected"
-    assert "died" in session.disconnect_detail and session.input_log(0) == []
+    assert "died" in session.disconnect_detail and session.replay_source(0) == []
 
 
 def test_the_backend_is_recorded_in_run_json_and_a_rerun_keeps_it(tmp_path) -> None:
