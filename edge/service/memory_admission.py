@@ -182,6 +182,16 @@ class MemoryClaims:
             (self.folder / f"memory-{self._pid}-{key}.claim").unlink()
         os.close(fd)
 
+    def hand_over(self, key: int, new_key: int) -> None:
+        """Make ``key``'s claim ``new_key``'s (the same bytes, never refused)."""
+        if new_key in self._held:
+            raise ValueError(f"memory already claimed for {new_key}")
+        with self._admission():
+            old = self.folder / f"memory-{self._pid}-{key}.claim"
+            old.rename(self.folder / f"memory-{self._pid}-{new_key}.claim")  # (the lock stays)
+            self._held[new_key] = self._held.pop(key)
+            self._sizes[new_key] = self._sizes.pop(key)
+
     def held(self) -> dict[int, int]:
         """This process's claims: key -> bytes."""
         return dict(self._sizes)
@@ -275,6 +285,14 @@ class MemoryAdmission:
 
     def release(self, number: int) -> None:
         self.claims.release(number)
+
+    def hand_over(self, number: int, new_number: int) -> bool:
+        """Give worker ``number``'s claim (a killed worker's, whose memory is being freed) to
+        ``new_number``; False when it holds none."""
+        if number not in self.claims.held():
+            return False
+        self.claims.hand_over(number, new_number)
+        return True
 
     def others_waiting(self) -> bool:
         """Whether another edge of the host has a worker waiting for room."""

@@ -164,7 +164,7 @@ class WorkerEnds:
         worker.session = None
         self.worker_gone(worker, cause)
         # ... and restore the session on another, before anything else.
-        replacement = self._pool.acquire(worker.model_id, worker.candidate)
+        replacement = self._pool.acquire(worker.model_id, worker.candidate, replacing=worker)
         if replacement is None:
             cause += " (no worker free to restore the session)"
             self._remember_dead(session, cause)

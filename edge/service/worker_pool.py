@@ -169,9 +169,16 @@ class WorkerPool(TemplateEvents):
             for worker in [w for w in idle if w.candidate != self._candidates.get(model_id)]:
                 self.retire(worker, "its entry in candidates.json changed")
 
-    def acquire(self, model_id: str, candidate: Candidate | None = None) -> WorkerHandle | None:
+    def acquire(
+        self,
+        model_id: str,
+        candidate: Candidate | None = None,
+        replacing: WorkerHandle | None = None,
+    ) -> WorkerHandle | None:
         """An idle worker of the model, or a new one; None when the edge is full. ``candidate``:
-        the entry to start it with (a restored session keeps its own), by default the model's."""
+        the entry to start it with (a restored session keeps its own), by default the model's;
+        ``replacing``: the killed worker whose session it takes, whose memory claim it inherits
+        (the room a restored session needs is that worker's, not yet reaped)."""
         candidate = candidate or self._candidates[model_id]
         idle = self._idle.get(model_id, [])
         while idle:
@@ -192,7 +199,7 @@ class WorkerPool(TemplateEvents):
                 return None
             self.retire(oldest, "evicted: the edge needed its place for another model")
         try:
-            return self._spawn(model_id, candidate)
+            return self._spawn(model_id, candidate, replacing)
         except NoMemoryRoom as exc:
             for worker in [w for ws in self._idle.values() for w in ws]:  # their room, once gone
                 self.retire(worker, "evicted: the host's memory budget is taken")
@@ -202,10 +209,17 @@ class WorkerPool(TemplateEvents):
             logger.error("cannot start a worker for %s: %s", model_id, exc)
             return None
 
-    def _spawn(self, model_id: str, candidate: Candidate) -> WorkerHandle:
+    def _spawn(
+        self, model_id: str, candidate: Candidate, replacing: WorkerHandle | None = None
+    ) -> WorkerHandle:
         zygote = self._live_zygote()
         number = next(self._numbers)
-        if self.admission is not None and not self.admission.admit(number):
+        inherited = (
+            replacing is not None
+            and self.admission is not None
+            and self.admission.hand_over(replacing.number, number)
+        )
+        if self.admission is not None and not inherited and not self.admission.admit(number):
             raise NoMemoryRoom(self.admission.why_refused())
         template: ModelTemplate | None = None
         try:

@@ -30,6 +30,7 @@ import pytest
 from center.errors import EdgeRemoteError
 from edge.service.memory_admission import MemoryBudget
 from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
+from tests.integration.edges import AGENTS as TEST_AGENTS
 from tests.integration.edges import EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
@@ -311,3 +312,60 @@ def test_a_worker_the_host_killed_for_its_own_shortage_is_not_blamed(
         if client is not None:
             client.close()
         edge.stop()
+
+
+def test_a_session_restored_after_its_timeout_needs_no_room_beyond_its_killed_workers(
+    tmp_path: Path, small_host: Path
+):
+    # The host's budget holds exactly the battle's two workers. A call past its deadline kills
+    # its worker and the session is restored on a new one before the killed one is reaped: the
+    # new worker takes over the killed one's claim, so the side is booked for its timeouts
+    # (TIMEOUT), not for a session the edge could not restore (ERROR).
+    config = write_config(tmp_path / "sep_config.json")
+    candidates = TEST_AGENTS / "candidates.json"
+    limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB"]
+    edges = {
+        side: EdgeProcess(side, config, candidates, tmp_path / f"{side}.log", extra=limits)
+        for side in ("blue", "red")
+    }
+    log_dir, main_log = tmp_path / "run", tmp_path / "sep_main.log"
+    try:
+        with inside(small_host):
+            for edge in edges.values():
+                edge.start()
+            run = subprocess.run(
+                [
+                    *SEP_MAIN,
+                    "sleeps_in_step",  # 30 s in every step: every call passes its deadline
+                    "good_random",
+                    "-n",
+                    "1",
+                    "--decision-time",
+                    "1.5",
+                    "--bank",
+                    "4",
+                    "--call-cap",
+                    "1.5",
+                    "-l",
+                    str(log_dir),
+                    "--config",
+                    str(config),
+                    "--candidates",
+                    str(candidates),
+                    "-q",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=main_log.open("w"),
+                timeout=280,
+            )
+        assert run.returncode == 0, main_log.read_text()[-4000:]
+        with (log_dir / "battles.csv").open(newline="") as f:
+            (row,) = list(csv.DictReader(f))
+        assert row["blue_status"] == "TIMEOUT", row
+        assert row["red_status"] == "OK" and row["winner"] == "red", row
+        log = edges["blue"].log.read_text()
+        assert "passed its deadline" in log  # a worker was killed and the session restored
+        assert "no worker free to restore the session" not in log
+    finally:
+        for edge in edges.values():
+            edge.stop()

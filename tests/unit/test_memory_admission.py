@@ -89,6 +89,30 @@ def test_a_released_claim_makes_room_and_admission_waits_while_refused(folder: P
         admission.close()
 
 
+def test_a_restored_sessions_worker_inherits_its_killed_workers_claim(folder: Path):
+    # The killed worker's exit is reaped later: its claim is the room its replacement needs.
+    budget = MemoryBudget(budget=GiB, host=2 * GiB, where="the host's RAM", reserve=GiB)
+    admission = MemoryAdmission(512 * MiB, budget, folder)
+    other = MemoryClaims(GiB, folder)  # another edge of the host, seeing the same claims
+    try:
+        assert admission.admit(1) and admission.admit(2)
+        assert not admission.admit(3)  # full: a fresh claim is refused
+        assert admission.hand_over(1, 3)  # worker 3 replaces killed worker 1
+        assert other.claimed_on_host() == GiB  # the same bytes, still claimed host-wide
+        assert sorted(p.name for p in folder.glob("memory-*.claim")) == [
+            f"memory-{os.getpid()}-2.claim",
+            f"memory-{os.getpid()}-3.claim",
+        ]
+        admission.release(1)  # the killed worker reaped: its claim went with the hand-over
+        assert other.claimed_on_host() == GiB
+        assert not admission.hand_over(1, 4)  # nothing left to hand over
+        admission.release(3)
+        assert other.claimed_on_host() == 512 * MiB
+    finally:
+        admission.close()
+        other.close()
+
+
 def test_a_worker_limit_larger_than_the_budget_is_refused_at_start_up(folder: Path):
     budget = MemoryBudget(budget=GiB, host=2 * GiB, where="the host's RAM", reserve=GiB)
     with pytest.raises(ValueError, match="no worker could start; lower --memory-limit"):
