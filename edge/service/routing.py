@@ -119,7 +119,9 @@ class SessionRouter(WorkerEnds):
         assert job.header is not None
         session = job.header.session
         worker = self._sessions.get(session)
-        if worker is not None:
+        if worker is not None and worker.job is not None and spec_for(job.header.type).ends_session:
+            self._close_busy(worker, job)
+        elif worker is not None:
             self._submit(worker, job)
         elif spec_for(job.header.type).ends_session:
             self._reply_closed(job)
@@ -132,6 +134,22 @@ class SessionRouter(WorkerEnds):
                 "UnknownSession",
                 f"no session {session!r} on this edge",
             )
+
+    def _close_busy(self, worker: WorkerHandle, job: Job) -> None:
+        """The center closes a session whose worker is in a call (an interrupted run, a call it
+        gave up on): the call's answer is wanted no more, so the worker is stopped now and the
+        close answered, rather than after the call returns or passes its deadline."""
+        assert worker.job is not None
+        logger.info(
+            "session %s (%s) closed by its center during %s: stopping its worker %d",
+            worker.session,
+            worker.model_id,
+            worker.job.what,
+            worker.number,
+        )
+        self._pool.kill(worker)
+        self.worker_gone(worker, "the session was closed by its center", ErrorCode.UNKNOWN_SESSION)
+        self._reply_closed(job)
 
     def peers_gone(self, routing_ids: list[bytes]) -> None:
         """A center went away without closing its sessions (Ctrl-C, kill -9, a lost host): end

@@ -280,7 +280,7 @@ def test_an_interrupted_sep_main_closes_its_sessions_on_the_edges(tmp_path: Path
             or len((tmp_path / "run" / "battles.csv").read_text().splitlines()) <= 1
         ), "an interrupted battle was booked"
         # Both places free again: nothing serves the old run. An edge answers a session's close
-        # once the call it runs returns or passes its deadline (here 6 s), not sooner.
+        # at once, stopping a worker that is still in the session's call.
         for process in edges.values():
             assert _wait_until(lambda p=process: _free(p, 2), 60), f"{process.side} edge is full"
             # Closed by the center, not reaped by the edge when the center's connection was gone

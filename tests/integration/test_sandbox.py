@@ -737,3 +737,35 @@ def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_p
         after.close()
     finally:
         client.close()
+
+
+def test_a_close_during_a_call_stops_the_worker_and_is_answered_at_once(edge: EdgeProcess):
+    # An interrupted run closes its sessions while their calls run: the edge must not wait for
+    # the call (here 30 s of sleep) to free the worker, or the
+    # center, which waits a few seconds, leaves and the session is reaped as abandoned.
+    client = edge.client()
+    try:
+        sleeper = Session(client, "sleeps_in_step", "sleeper")
+        failure: list[BaseException] = []
+
+        def decide() -> None:
+            try:
+                sleeper.decide(timeout=120.0)
+            except BaseException as exc:
+                failure.append(exc)
+
+        call = threading.Thread(target=decide, daemon=True)
+        call.start()
+        time.sleep(2.0)  # the decision is sent, and in the policy's sleep
+        assert call.is_alive()
+        client.request(CloseSessionRequest(), session="sleeper", timeout=15.0)
+        call.join(30.0)
+        assert not call.is_alive()  # the running call was answered too, with an error
+        assert failure and isinstance(failure[0], EdgeRemoteError), failure
+        assert "closed by its center" in str(failure[0]), failure
+        honest = Session(client, "good_random", "after-close")
+        reply, _ = honest.decide()
+        assert reply.stepped and reply.step_error is None, reply
+        honest.close()
+    finally:
+        client.close()
