@@ -1,20 +1,10 @@
 """Where an environment's battles run: the declared table of backends (:data:`BACKENDS`).
 
-Two backends play the same battles behind one interface
-(:class:`~center.env.session_api.BattleBackend`):
-
-- ``"server"``: the local Showdown server over WebSocket, through poke-env players
-  (:class:`~center.env.battle_session.BattleSession`). Showdown draws teams and rolls on the server.
-- ``"sim"``: Showdown's own simulator in a managed node process
-  (:class:`~center.env.sim_session.SimSession`), seeded: the same seed gives the same battle.
-
-Either way each seat records its player's protocol frames and offers a view of its battle (a
-server's seat its poke-env ``Battle``; a simulator seat a Battle only where an Agent reads one
-here), so agents, remote sides and edges cannot tell the backends apart.
-
-Everything that differs between backends is a field of its :class:`BackendSpec` (looked up with
-:func:`backend_spec`); no other module compares a backend's name. A new backend is a row of
-:data:`BACKENDS` (and its name in :data:`Backend`).
+``"server"`` plays on the local Showdown server through poke-env players (its seats keep their
+poke-env Battles); ``"sim"`` in Showdown's own simulator, seeded (a seat keeps a Battle only where an
+Agent here reads one). Both behind :class:`~center.env.session_api.BattleBackend`; everything that
+differs is a field of a :class:`BackendSpec` (:func:`backend_spec`), and no other module compares a
+backend's name. A new backend is a row of :data:`BACKENDS` (docs/development.md).
 """
 
 from __future__ import annotations

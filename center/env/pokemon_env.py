@@ -1,30 +1,11 @@
 """PokemonEnv: the Maple multi-agent environment (PettingZoo parallel API) on Pokémon Showdown.
 
-Agents are ``player_0`` and ``player_1``. Observations and orders go through one Agent object per
-player (``makeObs``, ``action_mask``, ``deploy``; the default is :class:`edge.MapleAgent`): plain
-Agents, for training. (A match between candidates drives the battle's seats itself with whole
-decisions, :mod:`center.evaluation.match`, with the rewards and infos of :mod:`center.env.rounds`.)
-
-Battles run on a backend (``center.env.backend``): ``backend="server"`` (the default, as the
-environment's specification requires) plays on the local Showdown server over WebSocket;
-``backend="sim"`` plays in Showdown's own simulator, seeded, so that ``reset(seed)`` makes the whole
-episode reproducible for deterministic agents (teams, damage rolls and speed ties included). The
-simulator's seeds derive from ``seed`` with the environment's ``run_secret`` (a fresh random one
-unless given; see ``center.showdown.sim_seeds``): pass the same secret to reproduce a battle in
-another environment. The Agents' seeds come from the same secret, never from ``seed`` itself.
-
-Formats: singles and doubles formats of the pinned Showdown; anything else is refused at
-construction in one line. In a doubles format (``gen9vgc2025regi``, ``gen9doublesou``) every battle
-is a poke-env ``DoubleBattle`` and the default Agent is ``MapleDoublesAgent`` (docs/doubles.md).
-
-Episode flow: ``reset`` starts a battle and returns the first request of each player
-(the team preview in ``gen9bssfactory``: ``info[p]["team_preview"]`` is True and the action is a
-team choice). ``step`` sends each player's order and returns when Showdown has answered every side.
-A player whose ``info[p]["needs_action"]`` is False has nothing to decide (it waits for the other
-side): its action is ignored, and its observation is the one of its last decision (its Agent's
-``makeObs`` is called once per decision, and once more when the episode ends). An illegal action
-earns ``rewards.invalid`` at once and leaves the same request open; the order is never sent to
-Showdown. The action ``DefaultChoice.PLAY_DEFAULT`` plays Showdown's default choice without asking the Agent.
+Agents ``player_0`` and ``player_1`` observe and order through one Agent object per player
+(``makeObs``, ``action_mask``, ``deploy``; by default :class:`edge.MapleAgent`, or
+``MapleDoublesAgent`` in a doubles format), on the server or the seeded simulator
+(:mod:`center.env.backend`). Rewards and infos are :mod:`center.env.rounds`', which a match between
+candidates shares. The episode flow, waiting players, illegal actions and formats:
+docs/environment.md.
 """
 
 from __future__ import annotations

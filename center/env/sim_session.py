@@ -1,17 +1,11 @@
 """SimSession: the simulator backend of PokemonEnv, one seeded battle at a time on a SimHost.
 
-Each seat records its frames (formatted as the server would send them, see
-``center.showdown.sim_battle``) and keeps a :class:`~center.env.seat_view.SeatView` of them; only a
-seat whose Agent runs in this process (:meth:`SimSession.keep_battles`) also feeds a
-:class:`~edge.maple.replica.ReplicaBattle`, the code that rebuilds a battle on an edge. The
-simulator has no timer and no ``rqid`` check: the caller's deadlines are the timer, and only
-orders rebuilt by ``canonical_order`` are sent (anything else is refused before the stream).
-
-A battle's seed, its players' team seeds and its tag all derive from the integer given to
-:meth:`SimSession.start_battle` under the session's :class:`~center.showdown.sim_seeds.RunSecret`
-(so that the players, who see the tag, cannot compute the seeds), and the players' names from the
-seats: the same secret, seed and choices give the same battle, frame for frame (apart from the
-``|t:|`` timestamps).
+Each seat records its frames and keeps a :class:`~center.env.seat_view.SeatView` of them; only a
+seat whose Agent runs here (:meth:`SimSession.keep_battles`) also feeds a poke-env
+:class:`~edge.maple.replica.ReplicaBattle`. Only orders rebuilt by ``canonical_order`` reach the
+stream. A battle's seeds and tag derive from :meth:`SimSession.start_battle`'s integer under the
+session's :class:`~center.showdown.sim_seeds.RunSecret`: the same secret, seed and choices give the
+same battle, frame for frame (docs/environment.md, "Backends: the seeded simulator and the server").
 """
 
 from __future__ import annotations

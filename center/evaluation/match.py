@@ -1,21 +1,11 @@
-"""Playing scheduled battles between candidates and recording them.
+"""Playing one scheduled battle between candidates and recording it.
 
-:func:`play_battle` plays one battle on a :class:`PokemonEnv`'s battle session between two
-:class:`SideGuard`-held sides, each deciding in one call (:mod:`center.evaluation.battle_loop`), and
-returns its :class:`BattleRecord` after writing the replay and the raw protocol log;
-:func:`play_one` opens the sides first. Many battles are handed out by the driver
-(:mod:`center.scale.driver`) to a runner pool whose runners call :func:`play_one`.
-
-Where the sides come from is a :class:`SideSource`: user modules imported in-process (``sep_eval``)
-or remote sides served by edges (``sep_main``). A battle that fails because of the center's own
-infrastructure (Showdown or the simulator host died, no battle could be started) is not recorded, so
-a rerun replays it; what a side does wrong is always recorded, with its status.
-
-Battles run on a backend (:func:`start_backend`): the seeded simulator (``sim``), where a battle's
-seed fixes everything but the agents' choices and each battle's simulator input log is kept
-(``logs/ID.input.log.gz``, see :func:`replay_source_relpath`) for ``sep_replay``, or the Showdown
-server. The logs are written gzipped in every mode (:mod:`center.evaluation.battle_files`); the
-replay pages are built from them by the report, on demand.
+:func:`play_battle` plays a battle on a :class:`PokemonEnv`'s session between two
+:class:`SideGuard`-held sides (:mod:`center.evaluation.battle_loop`) and writes its logs;
+:func:`play_one` opens the sides first. Sides come from a :class:`SideSource` (in-process modules
+for ``sep_eval``, edges for ``sep_main``); a failure of the center's own infrastructure is not
+recorded (a rerun plays the battle), what a side does wrong always is. Many battles: the driver,
+:mod:`center.scale.driver`.
 """
 
 from __future__ import annotations

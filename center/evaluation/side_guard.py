@@ -1,23 +1,10 @@
-"""SideGuard: one side's decisions behind deadlines, a bank, counters and statuses.
+"""SideGuard: one side's decisions behind deadlines, a bank, a battle clock, counters and statuses.
 
 The guard holds a :class:`~center.evaluation.side.Side` (in-process or on an edge) and asks it for
-each decision in one call, under a budget in the manner of Kaggle environments and Lux AI:
-
-- a *decision* (the calls between two orders) may take ``decision_time`` seconds for free;
-- beyond that, time is drawn from the side's ``bank`` of overage;
-- one call waits at most ``decision_time`` left + ``min(bank, call_cap)``. A call that does not
-  answer by then is a **timeout**: the side plays Showdown's default move, and the time waited is
-  charged to the bank. A bank that runs dry forfeits the battle (status TIMEOUT).
-- on an edge, a call may first wait for a free CPU (``sep_edge --cpus``): the guard credits that
-  wait (the reply's ``usage.queued``), bounded per call and per battle
-  (:mod:`center.evaluation.queue_credit`), so that an edge cannot buy its side time.
-- a *battle clock* (``battle_time``): the wall time of all the side's calls in a battle, its open
-  included (``opened_s``). No call waits past what is left; running out forfeits (TIMEOUT).
-
-What goes wrong becomes a status, never an exception in the match loop: an exception in user code
-forfeits the battle (ERROR); a lost edge forfeits it (DISCONNECT); an observation outside its space
-plays the default move (INVALID); an illegal action is counted (INVALID) and the match penalizes
-it and asks again, up to a bound.
+each decision in one call under its :class:`~center.evaluation.budget.Budget`: free time per
+decision, a bank of overage, a cap per call, the battle clock, and credit for a call's wait for an
+edge's CPU (:mod:`center.evaluation.queue_credit`). What goes wrong becomes a status, never an
+exception in the match loop. The rules: docs/running.md, "Time, failures and statuses".
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """CurveZMQ keys: generate, write, load, and the ``curve`` sections of ``sep_config.json``.
 
-Keys are Z85 text (40 characters). A key pair is stored the way pyzmq's ``zmq.auth`` stores it:
-``NAME.key`` holds the public key, ``NAME.key_secret`` both (readable by the owner only), so
-``zmq.auth.load_certificate`` reads them too.
-
-``sep_config.json`` keeps its minimal shape; ``curve`` sections are optional additions::
-
-    {
-      "blue":   {"host": "192.0.2.10", "port": 51000,
-                 "curve": {"public_key": "<z85>", "secret_key_file": "keys/blue.key_secret",
-                           "authorized_clients": ["<z85 of the center's public key>"]}},
-      "red":    {"host": "192.0.2.11", "port": 51010, "curve": {...}},
-      "center": {"curve": {"public_key": "<z85>", "secret_key_file": "keys/center.key_secret"}}
-    }
-
-Relative key files are resolved against the folder of ``sep_config.json``; each host needs only its
-own secret file. ``authorized_clients`` defaults to the center's public key.
+Keys are Z85 text, stored as pyzmq's ``zmq.auth`` stores them (``NAME.key`` public,
+``NAME.key_secret`` both, owner-only), so ``zmq.auth.load_certificate`` reads them too. The
+``curve`` sections and how relative key files resolve: docs/protocol.md, "Authentication: CurveZMQ".
 """
 
 from __future__ import annotations

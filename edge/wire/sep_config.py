@@ -4,13 +4,8 @@ Pinned minimal shape::
 
     {"blue": {"host": "127.0.0.1", "port": 51000}, "red": {"host": "127.0.0.1", "port": 51010}}
 
-Optional ``curve`` sections are described in :mod:`edge.wire.keys`. For a center spread over
-battle runners (``sep_main --workers``), a side may also be a list of edges, each with its own
-host, port and optional ``curve`` section; each runner uses one edge of each list::
-
-    {"blue": [{"host": "10.0.0.1", "port": 51000}, {"host": "10.0.0.2", "port": 51000}], ...}
-
-A ``sep_edge`` serves one edge: its config names one edge per side.
+A side may also be a list of edges, one per battle runner (``sep_main --workers``, docs/scale.md);
+a ``sep_edge`` serves one edge. The ``curve`` sections: :mod:`edge.wire.keys`.
 """
 
 from __future__ import annotations

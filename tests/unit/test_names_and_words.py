@@ -25,35 +25,12 @@ MAX_DOCSTRING_LINES = 8
 """A module docstring says what the module is in this many lines or fewer; the lines of a literal
 block (after a line ending in ``::``: an exception tree, a file's example) are not counted."""
 
-# Not yet done: modules rewritten by other work of the same round, whose docstrings are still long.
-LONG_DOCSTRINGS_NOT_YET_DONE = {
-    "center/env/backend.py",
-    "center/env/pokemon_env.py",
-    "center/env/sim_session.py",
-    "center/evaluation/match.py",
-    "center/evaluation/side_guard.py",
-    "edge/wire/keys.py",
-    "edge/wire/sep_config.py",
-}
-
-# Not yet done: old names still imported by a module of other work (the importer in brackets).
-ALIASES_NOT_YET_DONE: set[tuple[str, str]] = set()
-
-# Not yet done: modules of other work that offer names defined elsewhere, and their importers.
-REEXPORTS_NOT_YET_DONE: set[str] = set()
-FOREIGN_IMPORTS_NOT_YET_DONE = {
-    "center/env/pokemon_env.py",
-    "edge/checker/__main__.py",
-}
 
 PROTOCOL_HISTORY = re.compile(
     r"protocol \d+\.\d+|\b\d+\.x (peer|center|edge)|\ba \d+\.\d+ (peer|center|edge)\b"
     r"|older than (protocol )?\d+\.\d+|an older (edge|center|peer)",
     re.IGNORECASE,
 )
-PROTOCOL_HISTORY_NOT_YET_DONE = {
-    "center/evaluation/side_guard.py",
-}
 
 
 def _modules(*folders: str) -> Iterator[Path]:
@@ -135,19 +112,10 @@ def test_module_docstrings_say_what_the_module_is_in_a_few_lines():
         doc = ast.get_docstring(_tree(path), clean=False)
         if doc and docstring_lines(doc) > MAX_DOCSTRING_LINES:
             long[_rel(path)] = docstring_lines(doc)
-    assert set(long) <= LONG_DOCSTRINGS_NOT_YET_DONE, (
+    assert not long, (
         f"module docstrings over {MAX_DOCSTRING_LINES} lines (move the explanation to docs/): "
-        f"{ {p: n for p, n in long.items() if p not in LONG_DOCSTRINGS_NOT_YET_DONE} }"
+        f"{long}"
     )
-
-
-def test_not_yet_done_lists_name_only_what_is_left():
-    """Each exemption names a file that still needs it, so a finished one is struck off."""
-    for rel in LONG_DOCSTRINGS_NOT_YET_DONE:
-        doc = ast.get_docstring(_tree(ROOT / rel), clean=False) or ""
-        assert docstring_lines(doc) > MAX_DOCSTRING_LINES, f"{rel} is done: strike it off"
-    for rel, name in ALIASES_NOT_YET_DONE:
-        assert (rel, name) in set(_aliases(ROOT / rel)), f"{rel}: {name} is gone: strike it off"
 
 
 def _aliases(path: Path) -> Iterator[tuple[str, str]]:
@@ -172,16 +140,16 @@ def _names_something(value: ast.expr) -> bool:
 
 def test_no_module_keeps_an_alias_of_an_old_name():
     found = {a for path in _modules(*PACKAGES) for a in _aliases(path)}
-    assert found <= ALIASES_NOT_YET_DONE, (
+    assert not found, (
         "module-level aliases (import the name where it is defined, under its own name): "
-        f"{sorted(found - ALIASES_NOT_YET_DONE)}"
+        f"{sorted(found)}"
     )
 
 
 def test_only_a_package_offers_names_defined_elsewhere():
     offered = {}
     for path in _modules(*PACKAGES):
-        if path.name == "__init__.py" or _rel(path) in REEXPORTS_NOT_YET_DONE:
+        if path.name == "__init__.py":
             continue
         tree = _tree(path)
         foreign = sorted(set(_all(tree)) - _defined(tree))
@@ -195,8 +163,6 @@ def test_importers_take_a_name_from_the_module_that_defines_it():
     defined = {name: _defined(_tree(p)) for name, p in modules.items()}
     wrong = []
     for path in _modules(*IMPORTERS):
-        if _rel(path) in FOREIGN_IMPORTS_NOT_YET_DONE:
-            continue
         for node in ast.walk(_tree(path)):
             if not isinstance(node, ast.ImportFrom) or node.module not in modules:
                 continue
@@ -214,8 +180,6 @@ def test_importers_take_a_name_from_the_module_that_defines_it():
 def test_protocol_history_is_in_docs_protocol_md_only(folder):
     notes = []
     for path in _modules(folder):
-        if _rel(path) in PROTOCOL_HISTORY_NOT_YET_DONE:
-            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if PROTOCOL_HISTORY.search(line):
                 notes.append(f"{_rel(path)}:{number}: {line.strip()}")
