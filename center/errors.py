@@ -35,6 +35,7 @@ Exception tree::
         ├── CallTimeout            the call did not answer by its deadline (also a TimeoutError)
         ├── SideDisconnected       the side's edge is gone (also a ConnectionError)
         └── RemoteUserError        user code on the edge raised: carries ename, evalue, traceback
+            └── EdgeInternalError  the edge's own code failed for the session (code ``internal``)
 """
 
 from __future__ import annotations
@@ -176,3 +177,9 @@ class RemoteUserError(SideError):
     def __init__(self, ename: str, evalue: str, traceback: str) -> None:
         super().__init__(f"{ename}: {evalue}")
         self.ename, self.evalue, self.traceback = ename, evalue, traceback
+
+
+class EdgeInternalError(RemoteUserError):
+    """The edge says its own code failed for the session (the code ``internal``: poke-env could
+    not follow the battle's frames, say). The worker runs user code, which could forge this: the
+    center checks what it can itself before it blames or spares the side."""

@@ -276,9 +276,8 @@ class EdgeSource:
         connections.
 
         Best effort, within ``timeout`` seconds in all: the closes go out at once, each waiting
-        for its reply in a thread of its own, since an edge answers a session's close only once
-        the call it is running returns (or passes its deadline). Sides opened from now on are
-        closed at once.
+        for its reply in a thread of its own (an edge stops a worker still in the session's call
+        and answers at once). Sides opened from now on are closed at once.
         """
         with self._lock:
             self._closing = True

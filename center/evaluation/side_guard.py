@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import gymnasium
 
 from center.env.session_api import SideSeat
-from center.errors import CallTimeout, SideDisconnected
+from center.errors import CallTimeout, InfrastructureError, SideDisconnected
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
 from center.evaluation.records import SIDE_STATUSES, SideStatus
@@ -252,7 +252,10 @@ class SideGuard:
             self._clock(elapsed, self._overran or what)
 
     def _handle(self, what: str, exc: BaseException) -> None:
-        """Turn an exception from a call into the side's status."""
+        """Turn an exception from a call into the side's status (the center's own failure, an
+        InfrastructureError, voids the battle instead: it is raised again)."""
+        if isinstance(exc, InfrastructureError):
+            raise exc
         if isinstance(exc, SideDisconnected):
             self.fail(SideStatus.DISCONNECT, f"{what}: {exc}")
         elif isinstance(exc, CallTimeout):

@@ -22,15 +22,18 @@ from center.errors import (
     CenterError,
     EdgeCallError,
     EdgeFull,
+    EdgeInternalError,
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
+    InfrastructureError,
     RemoteUserError,
     SideDisconnected,
 )
 from center.isolation.edge_client import EdgeClient
 from edge.contract.decision import Decision
-from edge.errors import InvalidActionError
+from edge.errors import InvalidActionError, ReplicaError
+from edge.maple.replica import ReplicaBattle
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
     MAX_LOAD_LIMIT,
@@ -125,6 +128,8 @@ class EdgeSession:
                 raise EdgeFull(exc.evalue) from exc  # no worker for it now: the battle waits
             if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
                 raise CallTimeout(exc.evalue, exc.call) from exc
+            if exc.code == ErrorCode.INTERNAL:
+                raise EdgeInternalError(exc.ename, exc.evalue, exc.traceback) from exc
             raise RemoteUserError(exc.ename, exc.evalue, exc.traceback) from exc
         except EdgeTimeout as exc:
             if not self.client.connected:
@@ -194,7 +199,11 @@ class RemoteSide:
     ) -> Decision:
         session = self.session
         request = DecideRequest(session.new_frames(seat), reward, _plain_info(info), done)
-        reply: DecideReply = session.call(request, timeout, queue_limit)
+        try:
+            reply: DecideReply = session.call(request, timeout, queue_limit)
+        except EdgeInternalError:
+            self._check_frames(seat)
+            raise
         return Decision(
             reply.observation,
             reply.action_mask,
@@ -221,7 +230,23 @@ class RemoteSide:
 
     def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         session = self.session
-        session.call(EpisodeEndRequest(session.new_frames(seat)), timeout, queue_limit)
+        try:
+            session.call(EpisodeEndRequest(session.new_frames(seat)), timeout, queue_limit)
+        except EdgeInternalError:
+            self._check_frames(seat)
+            raise
+
+    def _check_frames(self, seat: SideSeat) -> None:
+        """After the edge said its own code failed: when poke-env cannot follow the seat's frames
+        here either, the battle is void (InfrastructureError), not the side's fault; otherwise
+        the side is booked for it as for any error its worker reports."""
+        config = self.session.instance_config
+        try:
+            replica = ReplicaBattle(self.session.username, config.battle_format)
+            for frame in seat.frames:  # one at a time: a whole battle is more than one feed takes
+                replica.feed([frame])
+        except ReplicaError as exc:
+            raise InfrastructureError(f"poke-env cannot follow the battle: {exc}") from exc
 
     def output(self) -> str:
         return "".join(self.session.output)

@@ -292,6 +292,7 @@ class MemoryAdmission:
         if number not in self.claims.held():
             return False
         self.claims.hand_over(number, new_number)
+        self.claims.waiting(False)  # as an admitted claim: this edge waits for no room now
         return True
 
     def others_waiting(self) -> bool:

@@ -222,7 +222,11 @@ class WorkerPool(TemplateEvents):
         if self.admission is not None and not inherited and not self.admission.admit(number):
             raise NoMemoryRoom(self.admission.why_refused())
         template: ModelTemplate | None = None
-        try:
+        slot: int | None = None
+        group: WorkerGroup | None = None
+        ours: socket.socket | None = None
+        theirs: socket.socket | None = None
+        try:  # whatever fails from here gives back what was taken: claim, user id, group, sockets
             if self.templates is not None and self.templates.on:
                 self.templates.instance = self.instance
                 try:
@@ -231,47 +235,41 @@ class WorkerPool(TemplateEvents):
                     )
                 finally:
                     self._templates_ended()  # (one whose module's files changed)
-        except BaseException:
-            if self.admission is not None:
-                self.admission.release(number)
-            raise
-        if template is not None:
-            slot = template.claim_uid()  # a user id of the model's block
-        elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
-            slot = self._uid_claims.claim_lowest()
-        else:
-            slot = next(i for i in itertools.count() if i not in self._slots_in_use)
-        group: WorkerGroup | None = None
-        if self.cgroups.any:
-            group = WorkerGroup(self.cgroups, f"w{number}")
-            try:
-                group.create(memory=self.limits.memory, processes=self.limits.processes)
-            except OSError as exc:
-                logger.warning("no control groups for worker %d: %s", number, exc)
-                group.remove()
-                group = None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        ours.setblocking(False)
-        home = self.home_base / (f"t{template.serial}-w{slot}" if template else f"w{slot}")
-        spec = WorkerSpec.build(
-            side=self._side,
-            instance=self.instance,
-            slot=slot,
-            home=str(home),
-            max_message_size=self._max_size,
-            limits=self.limits,
-            hardening=self.hardening,
-            candidate=candidate,
-            cgroup_procs=group.join_paths() if group is not None else [],
-            keep_paths=self._keep_paths(candidate),
-            endpoints=self._endpoint_paths(candidate),
-        )
-        worker = WorkerHandle(
-            number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
-        )
-        worker.group = group
-        worker.candidate = candidate
-        try:
+            if template is not None:
+                slot = template.claim_uid()  # a user id of the model's block
+            elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
+                slot = self._uid_claims.claim_lowest()
+            else:
+                slot = next(i for i in itertools.count() if i not in self._slots_in_use)
+            if self.cgroups.any:
+                group = WorkerGroup(self.cgroups, f"w{number}")
+                try:
+                    group.create(memory=self.limits.memory, processes=self.limits.processes)
+                except OSError as exc:
+                    logger.warning("no control groups for worker %d: %s", number, exc)
+                    group.remove()
+                    group = None
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours.setblocking(False)
+            home = self.home_base / (f"t{template.serial}-w{slot}" if template else f"w{slot}")
+            spec = WorkerSpec.build(
+                side=self._side,
+                instance=self.instance,
+                slot=slot,
+                home=str(home),
+                max_message_size=self._max_size,
+                limits=self.limits,
+                hardening=self.hardening,
+                candidate=candidate,
+                cgroup_procs=group.join_paths() if group is not None else [],
+                keep_paths=self._keep_paths(candidate),
+                endpoints=self._endpoint_paths(candidate),
+            )
+            worker = WorkerHandle(
+                number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
+            )
+            worker.group = group
+            worker.candidate = candidate
             if template is not None:
                 assert self.templates is not None
                 worker.held = True  # until the supervisor has checked it (fork_check)
@@ -279,13 +277,18 @@ class WorkerPool(TemplateEvents):
                 template.spawn(number, self.templates.worker_spec(spec, slot), theirs)
             else:
                 zygote.spawn(number, spec, theirs)
-        except ZygoteError:
-            ours.close()
-            if template is not None:
+        except BaseException:
+            for end in (ours, theirs):
+                if end is not None:
+                    end.close()
+            if slot is not None and template is not None:
                 template.release_uid(slot)
-            elif self._uid_claims is not None:
+            elif slot is not None and self._uid_claims is not None:
                 self._uid_claims.release(slot)
-            if self.admission is not None:
+            if inherited:  # back to the killed worker, whose exit (reaped later) frees it
+                assert self.admission is not None and replacing is not None
+                self.admission.hand_over(number, replacing.number)
+            elif self.admission is not None:
                 self.admission.release(number)
             if group is not None:
                 group.remove()

@@ -97,7 +97,9 @@ def test_a_restored_sessions_worker_inherits_its_killed_workers_claim(folder: Pa
     try:
         assert admission.admit(1) and admission.admit(2)
         assert not admission.admit(3)  # full: a fresh claim is refused
+        assert (folder / f"memory-wait-{os.getpid()}").exists()  # what other edges see
         assert admission.hand_over(1, 3)  # worker 3 replaces killed worker 1
+        assert not (folder / f"memory-wait-{os.getpid()}").exists()  # it waits no more
         assert other.claimed_on_host() == GiB  # the same bytes, still claimed host-wide
         assert sorted(p.name for p in folder.glob("memory-*.claim")) == [
             f"memory-{os.getpid()}-2.claim",
