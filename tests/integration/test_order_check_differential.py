@@ -24,6 +24,7 @@ from edge.contract.party import name_of, species_of
 from edge.contract.request import party, slot_moves
 from edge.errors import InvalidActionError
 from tests.fixtures import battle_orders
+from tests.fixtures.replay import VIEWED
 
 pytestmark = pytest.mark.showdown
 
@@ -103,19 +104,6 @@ def _candidates(battle: AbstractBattle, rng: random.Random) -> list[str]:
     if len(request.get("active") or request.get("forceSwitch") or ()) == 2:
         return _doubles(request, rng)
     return _singles(request)
-
-
-VIEWED = (
-    "battle_tag",
-    "last_request",
-    "turn",
-    "teampreview",
-    "won",
-    "lost",
-    "finished",
-    "player_username",
-    "opponent_username",
-)
 
 
 def _same_view(session: SimSession) -> None:

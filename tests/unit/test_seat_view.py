@@ -6,19 +6,8 @@ from __future__ import annotations
 import pytest
 
 from center.env.seat_view import SeatView
-from tests.fixtures.replay import all_recordings, replay_frames
+from tests.fixtures.replay import VIEWED, all_recordings, replay_frames
 
-VIEWED = (
-    "battle_tag",
-    "last_request",
-    "turn",
-    "teampreview",
-    "won",
-    "lost",
-    "finished",
-    "player_username",
-    "opponent_username",
-)
 RECORDINGS = [(r, user) for r in all_recordings() for user in r.usernames]
 
 
