@@ -1,5 +1,5 @@
-"""The edge's socket server: a ZeroMQ ROUTER socket, its CURVE authentication (a ZAP handler),
-``hello``, and the replies; a :class:`Dispatcher` it holds serves the other requests.
+"""The edge's socket server: a ZeroMQ ROUTER socket, its CURVE authentication (pyzmq's
+``zmq.auth`` handler, told which client keys to let in), ``hello``, and the replies; a :class:`Dispatcher` it holds serves the other requests.
 
 One I/O thread owns every socket and runs the dispatcher too. A request the server cannot decode
 gets an error reply when its id can be read, and is dropped with a log line otherwise: nothing a
@@ -22,7 +22,7 @@ from types import FrameType, TracebackType
 from typing import Any, Final
 
 import zmq
-from zmq.utils import z85
+from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
@@ -54,7 +54,7 @@ __all__ = ["EdgeSocketServer"]
 
 logger = logging.getLogger(__name__)
 
-ZAP_DOMAIN: Final = b"maple-sep"
+ZAP_DOMAIN: Final = "maple-sep"
 
 _WARN_INTERVAL_S: Final = 60.0
 
@@ -115,14 +115,14 @@ class EdgeSocketServer:
         self._peer_fd: dict[bytes, int] = {}
 
         self._context = zmq.Context()
-        self._zap: zmq.Socket[bytes] | None = None
+        self._auth: ThreadAuthenticator | None = None
         try:
             if curve is not None:
                 # The ZAP handler must exist before any client connects: without one, libzmq
                 # lets every CURVE client in.
-                self._zap = self._context.socket(zmq.REP)
-                self._zap.linger = 0
-                self._zap.bind("inproc://zeromq.zap.01")
+                self._auth = ThreadAuthenticator(self._context, log=logger)
+                self._auth.start()
+                self._auth.configure_curve_callback(ZAP_DOMAIN, _AuthorizedClients(self))
             self._router: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
             self._router.linger = 0
             self._router.setsockopt(zmq.MAXMSGSIZE, max_message_size)
@@ -135,7 +135,7 @@ class EdgeSocketServer:
                 self._router.curve_secretkey = curve.keypair.secret.encode("ascii")
                 self._router.curve_publickey = curve.keypair.public.encode("ascii")
                 self._router.curve_server = True
-                self._router.zap_domain = ZAP_DOMAIN
+                self._router.zap_domain = ZAP_DOMAIN.encode("ascii")
             self._monitor = self._router.get_monitor_socket(
                 zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
                 | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -153,6 +153,8 @@ class EdgeSocketServer:
             self._wake_r.setblocking(False)
             self._wake_w.setblocking(False)
         except BaseException:
+            if self._auth is not None:
+                self._auth.stop()
             self._context.destroy(linger=0)
             raise
         logger.info(
@@ -268,7 +270,7 @@ class EdgeSocketServer:
         """An error reply to a request that cannot be decoded (dropped when it has no id)."""
         header = peek_header(raw, max_size=self._max_size)
         if header.id is None:
-            self._warn("undecodable", f"dropped an undecodable message ({exc})")
+            self.warn("undecodable", f"dropped an undecodable message ({exc})")
             return
         logger.warning("bad request %s: %s", header.id, exc)
         self.send(
@@ -308,20 +310,16 @@ class EdgeSocketServer:
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._monitor, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
-        if self._zap is not None:
-            poller.register(self._zap, zmq.POLLIN)
         while not self._stop_requested:
             timeout = self._dispatcher.before_poll(poller)
             events = dict(poller.poll(timeout))
             self._dispatcher.after_poll(events)
             if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
                 self._drain_wake()
-            if self._zap is not None and self._zap in events:
-                self._handle_zap()
             if self._monitor in events:
                 self._handle_monitor()
             if self._router in events:
-                for _ in range(256):  # bounded, so replies and ZAP are not starved
+                for _ in range(256):  # bounded, so replies are not starved
                     try:
                         parts = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                     except zmq.Again:
@@ -334,7 +332,7 @@ class EdgeSocketServer:
 
     def _on_message(self, frames: list[bytes]) -> None:
         if len(frames) != 2:
-            self._warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
+            self.warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
             return
         routing_id, raw = frames
         try:  # the request's one peek: the table says who serves it
@@ -413,26 +411,6 @@ class EdgeSocketServer:
         except OSError:
             pass
 
-    def _handle_zap(self) -> None:
-        """Answer one ZAP request: CURVE clients whose key is authorized, nobody else."""
-        assert self._zap is not None and self._curve is not None
-        frames = self._zap.recv_multipart()
-        request_id = frames[1] if len(frames) > 1 else b""
-        status, text, user = b"400", b"not authorized", b""
-        if len(frames) >= 7 and frames[0] == b"1.0" and frames[5] == b"CURVE":
-            address = frames[3].decode(errors="replace")
-            client_key = z85.encode(frames[6]).decode("ascii")
-            if client_key in self._curve.authorized_clients:
-                status, text, user = b"200", b"OK", client_key.encode("ascii")
-                logger.info("CURVE client %s… connected from %s", client_key[:8], address)
-            else:
-                self._warn(
-                    f"denied {client_key}",
-                    f"refused CURVE client key {client_key} from {address}: not in "
-                    "authorized_clients",
-                )
-        self._zap.send_multipart([b"1.0", request_id, status, text, user, b""])
-
     def _handle_monitor(self) -> None:
         while True:
             try:
@@ -451,18 +429,18 @@ class EdgeSocketServer:
                 if gone:
                     self._dispatcher.peers_gone(gone)
             elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-                pass  # already logged by the ZAP handler, with the key
+                pass  # already logged by _AuthorizedClients, with the key
             elif kind in (
                 zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
                 zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
             ):
-                self._warn(
+                self.warn(
                     "handshake",
                     "a client failed the ZeroMQ handshake: it probably has the wrong server "
                     "public key for this edge, or one side uses CURVE and the other does not",
                 )
 
-    def _warn(self, key: str, message: str) -> None:
+    def warn(self, key: str, message: str) -> None:
         """Log a warning at most once a minute per ``key`` (peers may retry in a loop)."""
         now = time.monotonic()
         if now - self._warned.get(key, -_WARN_INTERVAL_S) >= _WARN_INTERVAL_S:
@@ -476,10 +454,32 @@ class EdgeSocketServer:
             self._state = "closed"
             context = self._context
         self._router.disable_monitor()
-        for sock in (self._monitor, self._router, self._zap):
-            if sock is not None:
-                sock.close(linger=0)
+        for sock in (self._monitor, self._router):
+            sock.close(linger=0)
+        if self._auth is not None:
+            self._auth.stop()
         context.destroy(linger=0)
         self._wake_r.close()
         self._wake_w.close()
         self._dispatcher.release()
+
+
+class _AuthorizedClients:
+    """The credentials provider of the server's ``zmq.auth`` handler: the CURVE client keys in
+    ``curve.authorized_clients``, nobody else (a refused key is logged once a minute)."""
+
+    def __init__(self, server: EdgeSocketServer) -> None:
+        assert server._curve is not None
+        self._keys = server._curve.authorized_clients
+        self._server = server
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        client_key = key.decode("ascii")
+        if client_key in self._keys:
+            logger.info("CURVE client %s… connected", client_key[:8])
+            return True
+        self._server.warn(
+            f"denied {client_key}",
+            f"refused CURVE client key {client_key}: not in authorized_clients",
+        )
+        return False

@@ -1,7 +1,9 @@
 """CurveZMQ keys: generate, write, load, and the ``curve`` sections of ``sep_config.json``.
 
 Keys are Z85 text, stored as pyzmq's ``zmq.auth`` stores them (``NAME.key`` public,
-``NAME.key_secret`` both, owner-only), so ``zmq.auth.load_certificate`` reads them too. The
+``NAME.key_secret`` both, owner-only), so ``zmq.auth.load_certificate`` reads them. They are
+written here rather than by ``zmq.auth.create_certificates``, which opens the secret file with the
+umask's mode (often world-readable) and cannot refuse to replace an existing key. The
 ``curve`` sections and how relative key files resolve: docs/protocol.md, "Authentication: CurveZMQ".
 """
 

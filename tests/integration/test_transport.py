@@ -7,6 +7,7 @@ it never hangs the suite. Nothing here asserts how long anything took.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import select
@@ -804,14 +805,22 @@ def test_curve_with_a_wrong_server_key_is_refused_clearly(
 
 
 def test_curve_with_an_unauthorized_client_is_refused_clearly(
-    curve_server: EdgeSocketServer, make_client: Callable[..., EdgeClient], keys: dict[str, KeyPair]
+    curve_server: EdgeSocketServer,
+    make_client: Callable[..., EdgeClient],
+    keys: dict[str, KeyPair],
+    caplog: pytest.LogCaptureFixture,
 ):
     client = make_client(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["stranger"]
     )
-    with pytest.raises(AuthenticationError, match="authorized_clients") as caught:
+    with (
+        caplog.at_level(logging.WARNING, logger="edge.service.server"),
+        pytest.raises(AuthenticationError, match="authorized_clients") as caught,
+    ):
         client.hello(AUTH_WAIT)
     assert keys["stranger"].public in str(caught.value)
+    # The edge's log names the refused key too, for its organizer.
+    assert f"refused CURVE client key {keys['stranger'].public}" in caplog.text
 
 
 def test_a_plain_client_cannot_talk_to_a_curve_edge(
