@@ -9,6 +9,7 @@ Failures are told apart (``EdgeTimeout``, ``EdgeUnavailable``, ``AuthenticationE
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import time
 from typing import Final
@@ -84,8 +85,8 @@ def open_dealer(
         dealer.curve_publickey = client_keys.public.encode("ascii")
         dealer.curve_secretkey = client_keys.secret.encode("ascii")
     # The monitor's queue has no bound: libzmq's I/O thread blocks when a monitor's queue is full
-    # (and a client with no call in flight reads it only once a second).
-    where = f"inproc://edge-client-monitor-{id(dealer)}"
+    # (and a client with no call in flight reads it only when asked).
+    where = f"inproc://edge-client-monitor-{next(_MONITOR_IDS)}"  # never reused, as an id() is
     dealer.monitor(where, MONITOR_EVENTS)
     monitor: zmq.Socket[bytes] = context.socket(zmq.PAIR)
     monitor.rcvhwm = 0
@@ -99,6 +100,8 @@ def open_dealer(
         raise ValueError(f"cannot connect to {address!r}: {exc.strerror}") from exc
     return dealer, monitor
 
+
+_MONITOR_IDS = itertools.count()
 
 HANDSHAKE_FAILURES = frozenset({"auth", "server_key", "mechanism", "protocol"})
 """The failures that keep a connection from being made at all: an AuthenticationError."""

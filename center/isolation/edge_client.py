@@ -1,9 +1,10 @@
 """EdgeClient: the center's connection to one edge, shared by every battle that uses that edge.
 
-One DEALER socket that any number of threads call at once: each request gets an id and a deadline,
-its reply is matched by ``parent``, a late reply is dropped. No I/O thread: a call made alone uses
-the socket itself, and calls made meanwhile queue for the thread that holds it. A request goes out
-only on a connection the socket monitor has seen established and not lost.
+ZeroMQ sockets are not thread-safe, so each thread that calls gets a DEALER socket of its own to
+the edge (made at its first call, closed when the thread ends or the client closes). A call sends
+its request on its thread's socket and waits there for the reply whose ``parent`` is its id; a
+late reply, to a call that gave up, is dropped when read. A request goes out only on a connection
+the socket's monitor has seen established and not lost.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import socket
+import os
 import threading
 import time
 import uuid
-from collections import deque
+import weakref
 from types import TracebackType
 from typing import Any, Final
 
@@ -60,40 +61,42 @@ logger = logging.getLogger(__name__)
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds a request waits for its reply when no timeout is given."""
 
-MONITOR_READ_INTERVAL: Final = 1.0
-"""Seconds between reads of the connection's monitor while no call reads it."""
+
+class _Channel:
+    """One thread's socket to the edge, and whether a call of that thread is using it."""
+
+    __slots__ = ("busy", "conn", "poller", "watched")
+
+    def __init__(self, conn: Connection, close_r: int) -> None:
+        self.conn = conn
+        self.busy = False
+        self.poller = zmq.Poller()
+        self.poller.register(close_r, POLLIN)
+        self.watched: list[zmq.Socket[bytes]] = []  # the dealer and monitor in the poller
 
 
-class _Pending:
-    """A request waiting for its reply.
+class _ThreadChannel:
+    """Held in a thread's local storage: the thread's channel goes when the thread ends."""
 
-    Invariant: it leaves ``EdgeClient._pending`` and gets resolved in one step, under the lock.
-    Its ``wake`` is set when it is resolved, and when its caller is asked to take the socket over
-    (the leader left); ``finished`` tells which.
-    """
+    __slots__ = ("channel", "client")
 
-    __slots__ = ("error", "finished", "reply", "reply_type", "sent", "wake")
+    def __init__(self, client: EdgeClient, channel: _Channel) -> None:
+        self.client = weakref.ref(client)
+        self.channel = channel
 
-    def __init__(self, reply_type: str) -> None:
-        self.reply_type = reply_type
-        self.sent = False
-        self.finished = False
-        self.wake = threading.Event()
-        self.reply: Reply | None = None
-        self.error: EdgeCallError | None = None
-
-    def resolve(self, reply: Reply | None = None, error: EdgeCallError | None = None) -> None:
-        self.reply, self.error = reply, error
-        self.finished = True
-        self.wake.set()
+    def __del__(self) -> None:
+        client = self.client()
+        if client is not None:
+            client._retire(self.channel)
 
 
 class EdgeClient:
     """A thread-safe connection to the edge at ``address`` (``tcp://host:port``).
 
     With CURVE, give both ``server_public_key`` (the edge's, Z85) and ``client_keys`` (the
-    center's key pair, authorized by the edge). The socket connects in the background at
-    construction; :meth:`hello` waits for the edge and says what is wrong when it cannot reach it.
+    center's key pair, authorized by the edge). The constructing thread's socket connects in the
+    background at construction; :meth:`hello` waits for the edge and says what is wrong when it
+    cannot reach it.
     """
 
     def __init__(
@@ -122,35 +125,20 @@ class EdgeClient:
         self._ids = itertools.count(1)
 
         self._lock = threading.Lock()
-        self._pending: dict[str, _Pending] = {}
-        self._outbox: deque[tuple[str, bytes]] = deque()
+        self._channels: set[_Channel] = set()
+        self._local = threading.local()
         self._closed = False
-
-        self._owner: int | None = None  # the thread using the socket now (under the lock)
-        self._shut = threading.Event()  # the socket and context are released
-
-        # The socket's user's alone (the constructor's until the first call):
+        self._shut = threading.Event()  # every socket and the context are released
         self._context = zmq.Context()
-        self._poller = zmq.Poller()
-        self._watched: list[zmq.Socket[bytes]] = []  # the dealer and monitor in the poller
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._poller.register(self._wake_r, zmq.POLLIN)
+        # Readable once the client is closed: it wakes every call waiting on its socket.
+        self._close_r, self._close_w = os.pipe()
         try:
-            self._conn = Connection(
-                self._context, address, max_message_size, self._server_key, client_keys
-            )
+            self._channel()  # the constructing thread's socket connects now
         except BaseException:
             self._context.destroy(linger=0)
-            self._wake_r.close()
-            self._wake_w.close()
+            os.close(self._close_r)
+            os.close(self._close_w)
             raise
-        # Reads the monitor once a second while no call does, so that its events never pile up
-        # and what the properties below say is never older than that.
-        threading.Thread(
-            target=self._watch, name=f"edge-client-monitor-{address}", daemon=True
-        ).start()
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -161,22 +149,19 @@ class EdgeClient:
 
     @property
     def refused(self) -> bool:
-        """Whether the last connection attempt was refused: nothing listens at the address."""
-        self._refresh()
-        return self._conn.failure == "refused"
+        """Whether this thread's last connection attempt was refused: nothing listens there."""
+        return self._state()[1] == "refused"
 
     @property
     def connected(self) -> bool:
-        """Whether a connection to the edge is established right now (handshake done)."""
-        self._refresh()
-        return self._conn.connected
+        """Whether this thread's connection to the edge is established now (handshake done)."""
+        return self._state()[0]
 
     @property
     def lost_at(self) -> float | None:
-        """When (``time.monotonic()``) the loss of the established connection was seen; None
-        while it is up, and before a first connection."""
-        self._refresh()
-        return self._conn.lost_at
+        """When (``time.monotonic()``) the loss of this thread's established connection was
+        seen; None while it is up, and before a first connection."""
+        return self._state()[2]
 
     def request(self, body: Any, session: str = "", timeout: float | None = None) -> Any:
         """Send a request and return the reply body; raise an EdgeCallError subclass on failure.
@@ -219,46 +204,13 @@ class EdgeClient:
             )
         except ProtocolError as exc:
             raise EdgeProtocolError(f"cannot send {msg_type}: {exc}") from exc
-        pending = _Pending(spec.reply_type)
-        with self._lock:
-            if self._closed:
-                raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
-            self._pending[msg_id] = pending
-            self._outbox.append((msg_id, raw))
-            lead = self._owner is None
-            if lead:
-                self._owner = threading.get_ident()
+        wait += (queued or 0.0) + max(grace, 0.0)
+        what = msg_type + (f" (session {session!r})" if session else "")
+        channel = self._enter()
         try:
-            if not lead:
-                self._wake()  # the socket's user sends it
-            wait += (queued or 0.0) + max(grace, 0.0)
-            self._await(pending, time.monotonic() + max(wait, 0.0))
-        except BaseException:  # KeyboardInterrupt, say: the call is gone, and the socket is free
-            with self._lock:
-                self._pending.pop(msg_id, None)
-            self._leave()
-            raise
-        if not pending.finished:
-            with self._lock:
-                gave_up = self._pending.pop(msg_id, None) is not None
-                sent, failure = pending.sent, self._conn.failure
-                if gave_up and self._owner is None:
-                    self._promote()  # it may have been asked to lead, and now never will
-            if gave_up:
-                self._wake()  # lets the leader drop the request if it is still unsent
-                raise deadline_error(
-                    self._address,
-                    msg_type + (f" (session {session!r})" if session else ""),
-                    wait,
-                    sent=sent or (self._conn.connected and failure is None),
-                    reason=self._conn.failure_text(failure),
-                    failure=failure,
-                )
-            # Not pending any more: it was resolved (under the lock) while we were giving up.
-        if pending.error is not None:
-            raise pending.error
-        reply = pending.reply
-        assert reply is not None
+            reply = self._exchange(channel, msg_id, raw, spec.reply_type, what, wait)
+        finally:
+            self._leave(channel)
         if not reply.ok:
             error: ErrorBody = reply.body
             if error.code == ErrorCode.VERSION:
@@ -297,16 +249,22 @@ class EdgeClient:
         return True
 
     def close(self) -> None:
-        """Fail the waiting requests with EdgeUnavailable and release the socket."""
+        """Fail the calls in flight with EdgeUnavailable and release every socket."""
         with self._lock:
-            self._closed = True
-            lead = self._owner is None
-            if lead:
-                self._owner = threading.get_ident()
-        if lead:
-            self._shut_down()
-        else:  # its user sees it at once, fails every call and releases the socket
-            self._wake()
+            if self._closed:
+                idle: list[_Channel] = []
+            else:
+                self._closed = True
+                idle = [channel for channel in self._channels if not channel.busy]
+                self._channels.difference_update(idle)
+            last = not self._channels
+        with contextlib.suppress(OSError):
+            os.write(self._close_w, b"\0")  # the calls in flight see it, and close their sockets
+        for channel in idle:
+            channel.conn.close()
+        if last:
+            self._release()
+        else:
             self._shut.wait(5.0)
 
     def __enter__(self) -> EdgeClient:
@@ -320,216 +278,185 @@ class EdgeClient:
     ) -> None:
         self.close()
 
-    # -- the leader: whoever uses the socket -------------------------------------------------
+    # -- this thread's socket ------------------------------------------------------------------
 
-    def _await(self, pending: _Pending, deadline: float) -> None:
-        """Wait until ``pending`` is resolved or ``deadline`` passes, using the socket when this
-        thread has it or is asked to take it."""
-        me = threading.get_ident()
-        while True:
-            if self._owner == me:  # (only this thread changes it from this value)
-                try:
-                    self._lead(pending, deadline)
-                except Exception:  # a bug here must not leave callers waiting forever
-                    logger.exception("EdgeClient of %s failed; it is closed", self._address)
-                    with self._lock:
-                        self._closed = True
-                finally:
-                    self._leave(but=pending)
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not pending.wake.wait(remaining):
-                return
-            with self._lock:
-                if pending.finished:
-                    return
-                pending.wake.clear()  # asked to lead: the socket is ours if nobody took it
-                if self._owner is None and not self._closed:
-                    self._owner = me
-
-    def _leave(self, but: _Pending | None = None) -> None:
-        """This thread is done with the socket, if it has it: another waiting call (not
-        ``but``) is asked to take it; once the client is closed, it is released instead."""
+    def _channel(self) -> _Channel:
+        """This thread's channel, made (and its socket connected) at its first use."""
+        held: _ThreadChannel | None = getattr(self._local, "held", None)
+        if held is not None:
+            return held.channel
+        conn = Connection(
+            self._context, self._address, self._max_size, self._server_key, self._client_keys
+        )
+        channel = _Channel(conn, self._close_r)
         with self._lock:
-            if self._owner != threading.get_ident():
-                if self._owner is None:
-                    self._promote(but)  # this thread may have been asked, and now never will
-                return
+            self._channels.add(channel)
+        self._local.held = _ThreadChannel(self, channel)
+        return channel
+
+    def _enter(self) -> _Channel:
+        """This thread's channel, marked in use; EdgeUnavailable once the client is closed."""
+        with self._lock:
+            closed = self._closed
+        if closed:
+            raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
+        channel = self._channel()
+        with self._lock:
+            if self._closed:
+                raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
+            channel.busy = True
+        return channel
+
+    def _leave(self, channel: _Channel) -> None:
+        """The call is done with ``channel``; once the client is closed, it is released."""
+        with self._lock:
+            channel.busy = False
             if not self._closed:
-                self._owner = None
-                self._promote(but)
                 return
-        self._shut_down()
+            self._channels.discard(channel)
+            last = not self._channels
+        channel.conn.close()
+        if last:
+            self._release()
 
-    def _refresh(self) -> None:
-        """Read what the connection's monitor reported, when no call is using the socket (one
-        that is reads it as it goes)."""
+    def _retire(self, channel: _Channel) -> None:
+        """The thread of ``channel`` ended: its socket goes."""
         with self._lock:
-            if self._owner is not None or self._closed:
+            if channel not in self._channels:
                 return
-            self._owner = threading.get_ident()
-        try:
-            self._read_monitor()
-        finally:
-            self._leave()
+            self._channels.discard(channel)
+        channel.conn.close()
 
-    def _watch(self) -> None:
-        """The monitor's reader between calls (a thread of its own, once a second)."""
-        while not self._shut.wait(MONITOR_READ_INTERVAL):
-            try:
-                self._refresh()
-            except Exception:
-                logger.exception("reading the monitor of the edge at %s failed", self._address)
-
-    def _promote(self, but: _Pending | None = None) -> None:
-        """Nobody uses the socket (under the lock): one waiting call (not ``but``) is asked to."""
-        for pending in self._pending.values():
-            if pending is not but and not pending.finished:
-                pending.wake.set()
-                return
-
-    def _lead(self, pending: _Pending, deadline: float) -> None:
-        """Use the socket until ``pending`` is resolved, ``deadline`` passes or the client
-        closes: send what is queued, read the monitor and the replies."""
-        while True:
-            with self._lock:
-                if self._closed or pending.finished:
-                    return
-                self._purge_outbox()
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            conn = self._conn
-            if conn.dealer is None and self._outbox and now >= conn.rebuild_at:
-                conn.open()
-            self._read_monitor()  # what happened to the connection since the last call
-            if conn.sending and self._outbox:
-                self._send_all()  # right away: most of the time the connection is up
-            dealer, monitor = conn.dealer, conn.monitor
-            if self._watched[:1] != [dealer]:
-                for sock in self._watched:
-                    self._poller.unregister(sock)
-                self._watched = []
-                if dealer is not None and monitor is not None:
-                    self._watched = [dealer, monitor]
-                    self._poller.register(monitor, zmq.POLLIN)
-            wake_at = deadline
-            if dealer is not None:
-                sending = conn.sending and bool(self._outbox)
-                self._poller.register(dealer, POLLIN | (POLLOUT if sending else 0))
-            elif self._outbox:
-                wake_at = min(wake_at, conn.rebuild_at)
-            with self._lock:
-                if pending.finished:  # resolved by the replies read above
-                    return
-            events = dict(self._poller.poll(max(1, int((wake_at - now) * 1000) + 1)))
-            if self._wake_r.fileno() in events:  # pyzmq reports plain sockets by fd
-                with contextlib.suppress(OSError):
-                    while self._wake_r.recv(4096):
-                        pass
-            if monitor is not None and monitor in events:
-                self._read_monitor()
-            if dealer is not None and dealer is conn.dealer and dealer in events:
-                if events[dealer] & POLLIN:
-                    self._receive_all()
-                if events[dealer] & POLLOUT and conn.sending:
-                    self._send_all()
-
-    def _shut_down(self) -> None:
-        """Fail every waiting call and release the socket (the leader, once closed)."""
-        with self._lock:
-            for pending in self._pending.values():
-                pending.resolve(error=EdgeUnavailable(f"the client of {self._address} closed"))
-            self._pending.clear()
-            self._outbox.clear()
+    def _release(self) -> None:
+        """Release the context and the close pipe (the last socket is closed)."""
         if self._shut.is_set():
             return
-        self._conn.close()
         self._context.destroy(linger=0)
-        self._wake_r.close()
-        self._wake_w.close()
+        os.close(self._close_r)
+        os.close(self._close_w)
         self._shut.set()
 
-    def _purge_outbox(self) -> None:
-        """Drop unsent requests whose callers gave up (under the lock)."""
-        while self._outbox and self._outbox[0][0] not in self._pending:
-            self._outbox.popleft()
-        if len(self._outbox) > 2 * len(self._pending) + 16:
-            self._outbox = deque(item for item in self._outbox if item[0] in self._pending)
+    def _state(self) -> tuple[bool, str | None, float | None]:
+        """(connected, last failure, lost at) of this thread's connection, its monitor read;
+        nothing once the client is closed."""
+        try:
+            channel = self._enter()
+        except EdgeUnavailable:
+            return False, None, None
+        try:
+            self._lost(channel.conn, sent=False)
+        finally:
+            self._leave(channel)
+        conn = channel.conn
+        return conn.connected, conn.failure, conn.lost_at
 
-    def _send_all(self) -> None:
-        dealer = self._conn.dealer
-        assert dealer is not None
-        with self._lock:  # held while sending: a caller giving up sees a true ``sent``
-            while self._outbox:
-                msg_id, raw = self._outbox[0]
-                pending = self._pending.get(msg_id)
-                if pending is not None:
-                    try:
-                        dealer.send(raw, NOBLOCK)
-                    except zmq.Again:
-                        return
-                    pending.sent = True
-                self._outbox.popleft()
+    def _exchange(
+        self, channel: _Channel, msg_id: str, raw: bytes, reply_type: str, what: str, wait: float
+    ) -> Reply:
+        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply."""
+        conn = channel.conn
+        deadline = time.monotonic() + max(wait, 0.0)
+        sent = False
+        while True:
+            now = time.monotonic()
+            if conn.dealer is None and now >= conn.rebuild_at:
+                conn.open()
+            if self._lost(conn, sent) and sent:
+                # A reply that came before the connection dropped still counts.
+                reply = self._receive(conn, msg_id, reply_type)
+                if reply is not None:
+                    return reply
+                raise EdgeUnavailable(
+                    f"the connection to the edge at {self._address} was lost before the reply"
+                )
+            if not sent and conn.sending:
+                sent = self._send(conn, raw)
+            if sent:
+                reply = self._receive(conn, msg_id, reply_type)
+                if reply is not None:
+                    return reply
+            if now >= deadline:
+                raise deadline_error(
+                    self._address,
+                    what,
+                    wait,
+                    sent=sent,
+                    reason=conn.failure_text(conn.failure),
+                    failure=conn.failure,
+                )
+            self._poll(channel, sent, now, deadline)
+            if self._closed:
+                raise EdgeUnavailable(f"the client of {self._address} closed")
 
-    def _receive_all(self) -> None:
-        dealer = self._conn.dealer
-        if dealer is None:
-            return
-        while readable(dealer):
+    def _poll(self, channel: _Channel, sent: bool, now: float, deadline: float) -> None:
+        """Wait until the socket, its monitor or the close pipe has news, or ``deadline``."""
+        conn, poller = channel.conn, channel.poller
+        dealer, monitor = conn.dealer, conn.monitor
+        if channel.watched[:1] != [dealer]:  # a new socket (or none) since the last poll
+            for sock in channel.watched:
+                poller.unregister(sock)
+            channel.watched = []
+            if dealer is not None and monitor is not None:
+                poller.register(monitor, POLLIN)
+                channel.watched = [dealer, monitor]
+        if dealer is not None:
+            poller.register(dealer, POLLIN | (POLLOUT if not sent and conn.sending else 0))
+            wake_at = deadline
+        else:
+            wake_at = min(deadline, conn.rebuild_at)
+        poller.poll(max(1, int((wake_at - now) * 1000) + 1))
+
+    def _send(self, conn: Connection, raw: bytes) -> bool:
+        """Whether ``raw`` went out (not when the socket cannot take it now)."""
+        assert conn.dealer is not None
+        try:
+            conn.dealer.send(raw, NOBLOCK)
+        except zmq.Again:
+            return False
+        return True
+
+    def _receive(self, conn: Connection, msg_id: str, reply_type: str) -> Reply | None:
+        """Read the replies waiting on the socket: the one to ``msg_id``, if it came (the others
+        are late replies to calls that gave up)."""
+        dealer = conn.dealer
+        while dealer is not None and readable(dealer):
             try:
                 frames = dealer.recv_multipart(NOBLOCK)
             except zmq.Again:
-                return
+                return None
             if len(frames) != 1:
                 logger.warning("dropped a reply of %d frames from %s", len(frames), self._address)
                 continue
-            self._on_reply(frames[0])
+            reply = self._decoded(frames[0], msg_id, reply_type)
+            if reply is not None:
+                return reply
+        return None
 
-    def _on_reply(self, raw: bytes) -> None:
+    def _decoded(self, raw: bytes, msg_id: str, reply_type: str) -> Reply | None:
+        """The reply ``raw`` when it answers ``msg_id`` (EdgeProtocolError when that reply cannot
+        be decoded or is not a ``reply_type``); None when it answers another call."""
         try:
             reply = decode_reply(raw, max_size=self._max_size)
         except ProtocolError as exc:
-            parent = peek_header(raw, max_size=self._max_size).parent
-            what = "incompatible protocol" if isinstance(exc, ProtocolVersionError) else "bad reply"
-            with self._lock:
-                pending = self._pending.pop(parent, None) if parent else None
-                if pending is not None:
-                    pending.resolve(error=EdgeProtocolError(f"{what} from {self._address}: {exc}"))
-            if pending is None:
+            if peek_header(raw, max_size=self._max_size).parent != msg_id:
                 logger.warning("dropped an undecodable reply from %s: %s", self._address, exc)
-            return
-        with self._lock:
-            pending = self._pending.pop(reply.parent, None)
-            if pending is None:
-                logger.debug("dropped a late reply to %s from %s", reply.parent, self._address)
-                return
-            if reply.ok and reply.type != pending.reply_type:
-                pending.resolve(
-                    error=EdgeProtocolError(
-                        f"expected {pending.reply_type} from {self._address}, got {reply.type}"
-                    )
-                )
-            else:
-                pending.resolve(reply=reply)
+                return None
+            what = "incompatible protocol" if isinstance(exc, ProtocolVersionError) else "bad reply"
+            raise EdgeProtocolError(f"{what} from {self._address}: {exc}") from exc
+        if reply.parent != msg_id:
+            logger.debug("dropped a late reply to %s from %s", reply.parent, self._address)
+            return None
+        if reply.ok and reply.type != reply_type:
+            raise EdgeProtocolError(f"expected {reply_type} from {self._address}, got {reply.type}")
+        return reply
 
-    def _read_monitor(self) -> None:
-        """What the monitor reported; the calls sent on a connection that was lost fail."""
-        if not self._conn.read_monitor():
-            return
-        self._receive_all()  # replies that arrived before the connection dropped still count
-        message = f"the connection to the edge at {self._address} was lost before the reply"
-        with self._lock:
-            lost = [msg_id for msg_id, pending in self._pending.items() if pending.sent]
-            for msg_id in lost:
-                self._pending.pop(msg_id).resolve(error=EdgeUnavailable(message))
+    def _lost(self, conn: Connection, sent: bool) -> bool:
+        """Read what the monitor reported: whether the established connection was lost."""
+        if not conn.read_monitor():
+            return False
         logger.warning(
-            "lost the connection to the edge at %s (%d requests in flight)",
+            "lost the connection to the edge at %s%s",
             self._address,
-            len(lost),
+            " with a request in flight" if sent else "",
         )
-
-    def _wake(self) -> None:
-        # OSError: the buffer is full (a wake-up is pending anyway) or the client is closed.
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"\0")
+        return True

@@ -74,6 +74,7 @@ from edge.wire.messages import (
 )
 from edge.wire.transport import tcp_endpoint
 from tests.integration.handler_threads import handler_server
+from tests.integration.test_sandbox import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 10.0  # generous deadline for requests that must succeed
@@ -664,12 +665,9 @@ def test_requests_of_one_session_run_one_at_a_time_in_order(client: EdgeClient, 
     assert fake.overlaps == []
 
 
-def test_a_call_waiting_behind_one_that_gave_up_takes_the_socket_over_and_gets_its_reply(
-    client: EdgeClient, fake: FakeSession
-):
-    """The first call uses the socket itself (it leads); a call made meanwhile waits for it to
-    read its reply. When the first gives up, the second must take the socket over, or its reply
-    is never read."""
+def test_a_call_made_while_another_gives_up_gets_its_reply(client: EdgeClient, fake: FakeSession):
+    """Two threads' calls in flight at once; the first gives up. The second still gets its reply,
+    and the first's late reply is dropped."""
     first = in_thread(lambda: client.request(DecideRequest(["block"]), "a", 1.0))
     assert fake.entered.wait(WAIT)
     second = in_thread(lambda: client.request(DecideRequest(["block"]), "b", WAIT))
@@ -681,14 +679,14 @@ def test_a_call_waiting_behind_one_that_gave_up_takes_the_socket_over_and_gets_i
     assert client.request(DecideRequest(["after"]), "c", WAIT).observation["frames"] == ["after"]
 
 
-def test_a_call_whose_reply_comes_first_hands_the_socket_to_one_still_waiting(
+def test_a_call_whose_reply_comes_first_leaves_the_other_waiting_for_its_own(
     client: EdgeClient, fake: FakeSession
 ):
     first = in_thread(lambda: client.request(DecideRequest(["sleep", "0.3"]), "a", WAIT))
-    assert fake.sleeping.wait(WAIT)  # the first call uses the socket, and waits
+    assert fake.sleeping.wait(WAIT)  # the first call is in flight
     second = in_thread(lambda: client.request(DecideRequest(["sleep", "1.0"]), "b", WAIT))
     assert outcome(first)[0] == "ok"
-    status, body = outcome(second)  # read by the second call itself, once the first left
+    status, body = outcome(second)
     assert status == "ok" and body.observation["session"] == "b", body
 
 
@@ -709,6 +707,25 @@ def test_a_waiting_call_that_gives_up_leaves_the_call_using_the_socket_alone(
 
 
 # -- liveness and reconnection ---------------------------------------------------------------
+
+
+def test_a_threads_socket_goes_when_the_thread_ends(client: EdgeClient):
+    """Each calling thread has a socket of its own to the edge: a thread that ended leaves
+    none behind (a runner's threads come and go; their sockets and connections must not pile
+    up)."""
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def calls_in_threads(n: int) -> None:
+        for _ in range(n):
+            run = in_thread(lambda: client.hello(WAIT))
+            assert outcome(run)[0] == "ok"
+
+    calls_in_threads(5)  # libzmq's own threads and descriptors are up
+    before = open_fds()
+    calls_in_threads(40)
+    assert wait_until(lambda: open_fds() <= before + 6, WAIT), (before, open_fds())
 
 
 def test_nobody_listening_is_reported_as_unavailable(make_client: Callable[..., EdgeClient]):
@@ -1030,7 +1047,7 @@ def test_the_edge_stops_cleanly_on_a_signal(
             process.communicate(timeout=30)
 
 
-def test_io_threads_drain_their_wake_sockets_instead_of_spinning():
+def test_the_servers_io_thread_drains_its_wake_socket_instead_of_spinning():
     """pyzmq's Poller reports plain sockets by file number: a wake-up must be consumed, or the
     I/O thread polls a forever-readable socket and burns a CPU core while idle."""
     import time as _time
@@ -1042,19 +1059,18 @@ def test_io_threads_drain_their_wake_sockets_instead_of_spinning():
     client = EdgeClient(server.endpoint)
     try:
         assert client.hello(timeout=10).side == "blue"
-        for owner in (client, server):
-            wake = owner._wake_r
-            deadline = _time.monotonic() + 5.0
-            drained = False
-            while _time.monotonic() < deadline and not drained:
-                try:
-                    peeked = wake.recv(1, __import__("socket").MSG_PEEK)
-                except BlockingIOError:
-                    drained = True
-                else:
-                    assert peeked  # a byte is waiting: give the I/O thread a moment
-                    _time.sleep(0.05)
-            assert drained, f"{type(owner).__name__} never drained its wake socket"
+        wake = server._wake_r
+        deadline = _time.monotonic() + 5.0
+        drained = False
+        while _time.monotonic() < deadline and not drained:
+            try:
+                peeked = wake.recv(1, __import__("socket").MSG_PEEK)
+            except BlockingIOError:
+                drained = True
+            else:
+                assert peeked  # a byte is waiting: give the I/O thread a moment
+                _time.sleep(0.05)
+        assert drained, "the server never drained its wake socket"
     finally:
         client.close()
         server.close()
