@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import orjson
+
 from center.env.backend import Backend, BattleReplay, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
@@ -245,11 +247,19 @@ def _write_protocol_log(path: Path, frames: dict[str, list[str]]) -> None:
     (``path`` with ``.gz`` added)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
-        json.dumps({"side": side, "i": i, "frame": frame}) + "\n"
+        _json_line({"side": side, "i": i, "frame": frame})
         for side, recorded in frames.items()
         for i, frame in enumerate(recorded)
     ]
-    path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip("".join(lines).encode("utf-8")))
+    path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip(b"".join(lines)))
+
+
+def _json_line(entry: dict[str, Any]) -> bytes:
+    """``entry`` as a line of JSON in ASCII: a frame's other characters escaped, so that no
+    control character a player chose (a nickname's C1 or bidi ones) reaches a terminal raw.
+    orjson writes the common all-ASCII line about four times faster than ``json.dumps``."""
+    line = orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
+    return line if line.isascii() else (json.dumps(entry) + "\n").encode("ascii")
 
 
 # -- many battles ---------------------------------------------------------------------------------
