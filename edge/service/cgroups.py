@@ -321,19 +321,19 @@ _PEAK_SLACK: Final = 1024 * 1024
 batches of pages)."""
 
 
-def _counter(group: WorkerGroup, path: Path, key: str) -> int:
+def _counter(group: WorkerGroup, mechanism: str, name: str, key: str) -> int:
     """The ``key`` line of a flat-keyed file (``memory.events``), 0 when unreadable."""
     with contextlib.suppress(OSError, ValueError):
-        for line in group._read(path).splitlines():
+        for line in group._read(mechanism, name).splitlines():
             name, _, value = line.partition(" ")
             if name == key:
                 return int(value)
     return 0
 
 
-def _number(group: WorkerGroup, path: Path) -> int:
+def _number(group: WorkerGroup, mechanism: str, name: str) -> int:
     with contextlib.suppress(OSError, ValueError):
-        return int(group._read(path))
+        return int(group._read(mechanism, name))
     return 0
 
 
@@ -350,22 +350,23 @@ class WorkerGroup:
                 self.folders[mechanism] = Path(base) / name
         self._frozen = False
         self._pinned: str | None = None
-        self._fds: dict[Path, int] = {}  # the files read or written at every call, kept open
-        self._freeze_file: Path | None = None
-        self._cpu_file: Path | None = None
+        # The files read or written at every call, kept open, by (mechanism, file name): no path
+        # is made per call (a Path costs more than the read or write).
+        self._fds: dict[tuple[str, str], int] = {}
 
-    def _fd(self, path: Path, flags: int) -> int:
-        fd = self._fds.get(path)
+    def _fd(self, mechanism: str, name: str, flags: int) -> int:
+        fd = self._fds.get((mechanism, name))
         if fd is None:
-            fd = self._fds[path] = os.open(path, flags | os.O_CLOEXEC)
+            path = self.folders[mechanism] / name
+            fd = self._fds[mechanism, name] = os.open(path, flags | os.O_CLOEXEC)
         return fd
 
-    def _write(self, path: Path, text: str) -> None:
+    def _write(self, mechanism: str, name: str, text: str) -> None:
         with contextlib.suppress(OSError):
-            os.write(self._fd(path, os.O_WRONLY), text.encode())
+            os.write(self._fd(mechanism, name, os.O_WRONLY), text.encode())
 
-    def _read(self, path: Path) -> str:
-        return os.pread(self._fd(path, os.O_RDONLY), 4096, 0).decode()
+    def _read(self, mechanism: str, name: str) -> str:
+        return os.pread(self._fd(mechanism, name, os.O_RDONLY), 4096, 0).decode()
 
     def create(self, *, memory: int, processes: int) -> None:
         """Create the folders and set the limits (0: none)."""
@@ -401,80 +402,72 @@ class WorkerGroup:
             self._frozen = False
 
     def _write_freeze(self, frozen: bool) -> None:
-        # Twice per call: the file's path is made once (a Path per call costs more than the write).
-        path = self._freeze_file
-        if path is None:
-            folder = self.folders["freeze"]
-            v2 = self.support.v2.get("freeze")
-            path = self._freeze_file = folder / ("cgroup.freeze" if v2 else "freezer.state")
-        if path.name == "cgroup.freeze":
-            self._write(path, "1" if frozen else "0")
+        if self.support.v2.get("freeze"):
+            self._write("freeze", "cgroup.freeze", "1" if frozen else "0")
         else:
-            self._write(path, "FROZEN" if frozen else "THAWED")
+            self._write("freeze", "freezer.state", "FROZEN" if frozen else "THAWED")
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by the group's processes so far (None: not counted on this host)."""
-        folder = self.folders.get("cpu")
-        if folder is None:
+        if "cpu" not in self.folders:
             return None
         try:
-            v2 = self.support.v2.get("cpu")
-            path = self._cpu_file
-            if path is None:
-                path = self._cpu_file = folder / ("cpu.stat" if v2 else "cpuacct.usage")
-            if v2:
-                for line in self._read(path).splitlines():
+            if self.support.v2.get("cpu"):
+                for line in self._read("cpu", "cpu.stat").splitlines():
                     if line.startswith("usage_usec "):
                         return int(line.split()[1]) / 1e6
                 return None
-            return int(self._read(path)) / 1e9
+            return int(self._read("cpu", "cpuacct.usage")) / 1e9
         except (OSError, ValueError):
             return None
 
     def oom_kills(self) -> int:
         """How many processes of the group an OOM killer killed: its own limit's, or the host's
         (a kill the host did counts here too; :meth:`hit_own_limit` tells them apart)."""
-        folder = self.folders.get("memory")
-        if folder is None:
+        if "memory" not in self.folders:
             return 0
         name = "memory.events" if self.support.v2.get("memory") else "memory.oom_control"
-        return _counter(self, folder / name, "oom_kill")
+        return _counter(self, "memory", name, "oom_kill")
 
     def hit_own_limit(self) -> bool:
         """Whether the group ran out of its own memory limit: its own events (v2
         ``memory.events.local`` ``oom``, or ``max`` with a kill; v1 an OOM kill with
         ``memory.failcnt``, or its peak at its limit), never a kill the host's (or a parent
         group's) shortage did."""
-        folder = self.folders.get("memory")
-        if folder is None:
+        if "memory" not in self.folders:
             return False
         if self.support.v2.get("memory"):
-            local = folder / "memory.events.local"
-            own = _counter(self, local, "oom")
-            return bool(own or (_counter(self, local, "max") and _counter(self, local, "oom_kill")))
+            local = "memory.events.local"
+            own = _counter(self, "memory", local, "oom")
+            return bool(
+                own
+                or (
+                    _counter(self, "memory", local, "max")
+                    and _counter(self, "memory", local, "oom_kill")
+                )
+            )
         if not self.oom_kills():
             return False
         # v1 counts a failure on the counter whose limit failed (a parent's shortage is the
         # parent's), but some kernels keep no failcnt (6.18 here: 0 after its own OOM kill);
         # the group's peak then tells: it reached its own limit, which a kill for a parent's
         # shortage, below it, does not.
-        if _number(self, folder / "memory.failcnt") or _number(
-            self, folder / "memory.memsw.failcnt"
+        if _number(self, "memory", "memory.failcnt") or _number(
+            self, "memory", "memory.memsw.failcnt"
         ):
             return True
-        limit = _number(self, folder / "memory.limit_in_bytes")
+        limit = _number(self, "memory", "memory.limit_in_bytes")
         peak = max(
-            _number(self, folder / "memory.max_usage_in_bytes"),
-            _number(self, folder / "memory.memsw.max_usage_in_bytes"),
+            _number(self, "memory", "memory.max_usage_in_bytes"),
+            _number(self, "memory", "memory.memsw.max_usage_in_bytes"),
         )
         return 0 < limit <= peak + _PEAK_SLACK
 
     def pin(self, cpus: Iterable[int]) -> None:
         """Keep the group's processes on ``cpus``."""
-        folder = self.folders.get("cpuset")
         text = ",".join(str(c) for c in cpus)
-        if folder is not None and text != self._pinned:
-            self._write(folder / "cpuset.cpus", text)
+        if "cpuset" in self.folders and text != self._pinned:
+            self._write("cpuset", "cpuset.cpus", text)
             self._pinned = text
 
     # -- the end --------------------------------------------------------------------------------

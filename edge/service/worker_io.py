@@ -22,6 +22,10 @@ from edge.service.worker_handle import WorkerHandle
 from edge.wire.headers import ReplyHeader, RequestHeader
 from edge.wire.messages import error_code_spec
 
+# Plain ints: zmq's flags are enums, whose operators cost microseconds at every poll.
+_POLLIN: Final = int(zmq.POLLIN)
+_POLLIN_OUT: Final = int(zmq.POLLIN | zmq.POLLOUT)
+
 __all__ = ["PollSet", "WorkerChannels", "reply_violation"]
 
 _MAX_ENDPOINT_FDS: Final = 16
@@ -77,7 +81,7 @@ class WorkerChannels:
             if worker.eof_at is not None:
                 continue
             writing = worker.out and not worker.held
-            self._polls.watch(worker.fd, zmq.POLLIN | (zmq.POLLOUT if writing else 0))
+            self._polls.watch(worker.fd, _POLLIN_OUT if writing else _POLLIN)
 
     def unregister(self, worker: WorkerHandle) -> None:
         """Stop polling the worker's channel (before it is closed: a closed fd breaks poll)."""
