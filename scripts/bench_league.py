@@ -47,6 +47,7 @@ from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient
 from center.scale.local_pool import run_local
 from center.showdown import SHOWDOWN_VERSION, ShowdownServer
+from center.showdown.sim_seeds import RunSecret
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +373,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--concurrency", type=int, default=2, help="battles at a time (K)")
     parser.add_argument("--format", default="gen9bssfactory")
-    parser.add_argument("--seed", type=int, default=0, help="base seed of the schedule")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the schedule and the battles (as sep_main --seed)",
+    )
     parser.add_argument(
         "--candidate",
         choices=sorted(CANDIDATES),
@@ -428,6 +434,7 @@ def main() -> None:
     per_round = max(1, args.battles // args.rounds)
     model = args.candidate
     schedule = schedule_match(model, model, per_round * args.rounds, args.seed)
+    secret = RunSecret.from_seed(args.seed)
     results = {mode.name: ModeResult() for mode in modes}
     edge_processes: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
@@ -489,6 +496,7 @@ def main() -> None:
                 log_dir / folder,
                 showdown_version=SHOWDOWN_VERSION,
                 backend=mode.backend,
+                run_secret=secret,  # the same battles in every mode and every run of one seed
             )
             with contextlib.ExitStack() as per_run, ResultsWriter(log_dir / folder) as writer:
                 source: SideSource = in_process

@@ -71,7 +71,6 @@ SLOW = frozenset(
         "integration/test_sprt.py",
         "integration/test_submit.py",
         "integration/test_train_to_league.py",
-        "unit/test_scripts_type_check.py",
     }
 )
 
