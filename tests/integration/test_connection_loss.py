@@ -251,6 +251,10 @@ INTERRUPTED_SCRIPT = textwrap.dedent(
     from tests.integration.handler_threads import handler_server
     from tests.integration.test_transport import FakeSession
 
+    # Ctrl-C raises KeyboardInterrupt here even when this process was started with SIGINT
+    # ignored (Python then leaves it ignored; a test runner's worker may start it so).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     fake = FakeSession()
     server = handler_server("blue", "127.0.0.1", 0, fake.handlers())
     server.start()
