@@ -128,12 +128,14 @@ class EdgeClient:
         self._channels: set[_Channel] = set()
         self._local = threading.local()
         self._closed = False
+        self._released = False  # claimed (under the lock) by the one caller that releases
         self._shut = threading.Event()  # every socket and the context are released
         self._context = zmq.Context()
         # Readable once the client is closed: it wakes every call waiting on its socket.
         self._close_r, self._close_w = os.pipe()
         try:
-            self._channel()  # the constructing thread's socket connects now
+            with self._lock:
+                self._own_channel()  # the constructing thread's socket connects now
         except BaseException:
             self._context.destroy(linger=0)
             os.close(self._close_r)
@@ -249,18 +251,19 @@ class EdgeClient:
         return True
 
     def close(self) -> None:
-        """Fail the calls in flight with EdgeUnavailable and release every socket."""
+        """Fail the calls in flight with EdgeUnavailable and release every socket (once: a
+        second close, from any thread, waits for the first's release)."""
         with self._lock:
-            if self._closed:
-                idle: list[_Channel] = []
-            else:
+            idle: list[_Channel] = []
+            if not self._closed:
                 self._closed = True
+                # Under the lock: the pipe is released only after the client is closed.
+                with contextlib.suppress(OSError):
+                    os.write(self._close_w, b"\0")  # the calls in flight see it and leave
                 idle = [channel for channel in self._channels if not channel.busy]
                 self._channels.difference_update(idle)
-            last = not self._channels
-        with contextlib.suppress(OSError):
-            os.write(self._close_w, b"\0")  # the calls in flight see it, and close their sockets
-        for channel in idle:
+            last = self._claim_release()
+        for channel in idle:  # no call can take them any more: closed under the lock
             channel.conn.close()
         if last:
             self._release()
@@ -280,30 +283,29 @@ class EdgeClient:
 
     # -- this thread's socket ------------------------------------------------------------------
 
-    def _channel(self) -> _Channel:
-        """This thread's channel, made (and its socket connected) at its first use."""
+    def _own_channel(self) -> _Channel:
+        """This thread's channel, made (its socket connected) at its first use (under the lock,
+        so that a close cannot release the context meanwhile)."""
         held: _ThreadChannel | None = getattr(self._local, "held", None)
         if held is not None:
             return held.channel
-        conn = Connection(
-            self._context, self._address, self._max_size, self._server_key, self._client_keys
-        )
+        try:
+            conn = Connection(
+                self._context, self._address, self._max_size, self._server_key, self._client_keys
+            )
+        except zmq.ZMQError as exc:  # the context is gone (the client closed) or out of sockets
+            raise EdgeUnavailable(f"no socket to the edge at {self._address}: {exc}") from exc
         channel = _Channel(conn, self._close_r)
-        with self._lock:
-            self._channels.add(channel)
+        self._channels.add(channel)
         self._local.held = _ThreadChannel(self, channel)
         return channel
 
     def _enter(self) -> _Channel:
         """This thread's channel, marked in use; EdgeUnavailable once the client is closed."""
         with self._lock:
-            closed = self._closed
-        if closed:
-            raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
-        channel = self._channel()
-        with self._lock:
             if self._closed:
                 raise EdgeUnavailable(f"the client of the edge at {self._address} is closed")
+            channel = self._own_channel()
             channel.busy = True
         return channel
 
@@ -314,7 +316,7 @@ class EdgeClient:
             if not self._closed:
                 return
             self._channels.discard(channel)
-            last = not self._channels
+            last = self._claim_release()
         channel.conn.close()
         if last:
             self._release()
@@ -325,24 +327,42 @@ class EdgeClient:
             if channel not in self._channels:
                 return
             self._channels.discard(channel)
+            last = self._closed and self._claim_release()
         channel.conn.close()
+        if last:
+            self._release()
+
+    def _claim_release(self) -> bool:
+        """Whether the caller is the one to release the client (under the lock): closed, its
+        last socket gone, and nobody released it yet."""
+        if not self._closed or self._channels or self._released:
+            return False
+        self._released = True
+        return True
 
     def _release(self) -> None:
-        """Release the context and the close pipe (the last socket is closed)."""
-        if self._shut.is_set():
-            return
+        """Release the context and the close pipe (the last socket is closed; once)."""
         self._context.destroy(linger=0)
         os.close(self._close_r)
         os.close(self._close_w)
         self._shut.set()
 
     def _state(self) -> tuple[bool, str | None, float | None]:
-        """(connected, last failure, lost at) of this thread's connection, its monitor read;
+        """(connected, last failure, lost at) of this thread's connection, its monitor read; for
+        a thread that has none, what another thread's last saw (no connection is made to answer);
         nothing once the client is closed."""
-        try:
-            channel = self._enter()
-        except EdgeUnavailable:
-            return False, None, None
+        with self._lock:
+            if self._closed:
+                return False, None, None
+            held: _ThreadChannel | None = getattr(self._local, "held", None)
+            if held is None:
+                other = next(iter(self._channels), None)
+                if other is None:
+                    return False, None, None
+                conn = other.conn  # plain attributes: read, its socket left alone
+                return conn.connected, conn.failure, conn.lost_at
+            channel = held.channel
+            channel.busy = True
         try:
             self._lost(channel.conn, sent=False)
         finally:

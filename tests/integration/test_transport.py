@@ -32,6 +32,7 @@ import zmq.auth
 
 from center.errors import (
     AuthenticationError,
+    EdgeCallError,
     EdgeProtocolError,
     EdgeRemoteError,
     EdgeTimeout,
@@ -704,6 +705,92 @@ def test_a_waiting_call_that_gives_up_leaves_the_call_using_the_socket_alone(
         in_thread(lambda n=n: client.request(DecideRequest([str(n)]), "c", WAIT)) for n in range(4)
     ]
     assert sorted(outcome(t)[1].observation["frames"][0] for t in threads) == ["0", "1", "2", "3"]
+
+
+def test_a_thread_that_never_called_reads_what_the_client_last_saw(client: EdgeClient):
+    """``connected`` asked from a thread with no socket of its own: what another thread's socket
+    says (the edge answered), not a connection made just to answer."""
+    assert client.hello(WAIT).side == "blue"
+    assert outcome(in_thread(lambda: client.connected)) == ("ok", True)
+
+
+def test_a_second_close_touches_no_file_opened_since(tmp_path: Path):
+    """close() then ``with``'s exit: the second close must not write to the close pipe's old file
+    descriptor, which a file opened meanwhile may have taken."""
+    client = EdgeClient("tcp://127.0.0.1:1")
+    client.close()
+    paths = [tmp_path / f"victim{i}" for i in range(3)]
+    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) for p in paths]
+    try:
+        client.close()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert [p.read_bytes() for p in paths] == [b"", b"", b""]
+
+
+def test_two_threads_closing_one_client_at_once_release_it_once(server: EdgeSocketServer):
+    errors: list[str] = []
+    for _ in range(20):
+        client = EdgeClient(server.endpoint)
+        start = threading.Barrier(2)
+
+        def close(client: EdgeClient = client, start: threading.Barrier = start) -> None:
+            start.wait(WAIT)
+            try:
+                client.close()
+            except BaseException as exc:
+                errors.append(repr(exc))
+
+        closers = [threading.Thread(target=close, daemon=True) for _ in range(2)]
+        for closer in closers:
+            closer.start()
+        for closer in closers:
+            closer.join(WAIT)
+        assert not any(closer.is_alive() for closer in closers), "a close hung"
+    assert errors == []
+
+
+def test_first_calls_of_new_threads_racing_a_close_fail_as_the_edge_unavailable(
+    server: EdgeSocketServer, monkeypatch: pytest.MonkeyPatch
+):
+    """A thread's first call makes its socket while another thread closes the client: the call
+    fails with EdgeUnavailable (a side's DISCONNECT), never with a raw ZeroMQ error that would
+    crash a battle thread."""
+    from center.isolation import connection
+
+    opened = connection.open_dealer
+
+    def slow_open(*args: Any) -> Any:  # widens the window between the check and the socket
+        time.sleep(0.01)
+        return opened(*args)
+
+    monkeypatch.setattr(connection, "open_dealer", slow_open)
+    outcomes: list[str] = []
+    for round_ in range(10):
+        client = EdgeClient(server.endpoint)
+        go = threading.Event()
+
+        def call(client: EdgeClient = client, go: threading.Event = go) -> None:
+            go.wait(WAIT)
+            try:
+                client.hello(2.0)
+                outcomes.append("ok")
+            except EdgeCallError as exc:
+                outcomes.append(type(exc).__name__)
+            except BaseException as exc:
+                outcomes.append(repr(exc))
+
+        callers = [threading.Thread(target=call, daemon=True) for _ in range(8)]
+        for caller in callers:
+            caller.start()
+        go.set()
+        time.sleep(0.002 * (round_ % 5))  # the close lands before, among or after their checks
+        client.close()
+        for caller in callers:
+            caller.join(WAIT)
+    assert set(outcomes) <= {"ok", "EdgeUnavailable"}, sorted(set(outcomes))
+    assert "EdgeUnavailable" in outcomes
 
 
 # -- liveness and reconnection ---------------------------------------------------------------
