@@ -1,5 +1,6 @@
 """The edge's socket server: a ZeroMQ ROUTER socket, its CURVE authentication (pyzmq's
-``zmq.auth`` handler, told which client keys to let in), ``hello``, and the replies; a :class:`Dispatcher` it holds serves the other requests.
+``zmq.auth`` handler, told which client keys to let in), ``hello``, and the replies; a
+:class:`Dispatcher` it holds serves the other requests.
 
 One I/O thread owns every socket and runs the dispatcher too. A request the server cannot decode
 gets an error reply when its id can be read, and is dropped with a log line otherwise: nothing a
