@@ -128,7 +128,9 @@ class EdgeSocketServer:
                 # lets every CURVE client in.
                 self._auth = ThreadAuthenticator(self._context, log=logger)
                 self._auth.start()
-                self._auth.configure_curve_callback(ZAP_DOMAIN, _AuthorizedClients(self))
+                self._auth.configure_curve_callback(
+                    ZAP_DOMAIN, _AuthorizedClients(curve.authorized_clients, self._warn)
+                )
             self._router: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
             self._router.linger = 0
             self._router.setsockopt(zmq.MAXMSGSIZE, max_message_size)
@@ -276,7 +278,7 @@ class EdgeSocketServer:
         """An error reply to a request that cannot be decoded (dropped when it has no id)."""
         header = peek_header(raw, max_size=self._max_size)
         if header.id is None:
-            self.warn("undecodable", f"dropped an undecodable message ({exc})")
+            self._warn("undecodable", f"dropped an undecodable message ({exc})")
             return
         logger.warning("bad request %s: %s", header.id, exc)
         self.send(
@@ -341,7 +343,7 @@ class EdgeSocketServer:
 
     def _on_message(self, frames: list[bytes]) -> None:
         if len(frames) != 2:
-            self.warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
+            self._warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
             return
         routing_id, raw = frames
         try:  # the request's one peek: the table says who serves it
@@ -443,13 +445,13 @@ class EdgeSocketServer:
                 zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
                 zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
             ):
-                self.warn(
+                self._warn(
                     "handshake",
                     "a client failed the ZeroMQ handshake: it probably has the wrong server "
                     "public key for this edge, or one side uses CURVE and the other does not",
                 )
 
-    def warn(self, key: str, message: str) -> None:
+    def _warn(self, key: str, message: str) -> None:
         """Log a warning at most once a minute per ``key`` (peers may retry in a loop)."""
         now = time.monotonic()
         if now - self._warned.get(key, -_WARN_INTERVAL_S) >= _WARN_INTERVAL_S:
@@ -475,19 +477,18 @@ class EdgeSocketServer:
 
 class _AuthorizedClients:
     """The credentials provider of the server's ``zmq.auth`` handler: the CURVE client keys in
-    ``curve.authorized_clients``, nobody else (a refused key is logged once a minute)."""
+    ``authorized``, nobody else (a refused key goes to ``warn``, which logs it once a minute)."""
 
-    def __init__(self, server: EdgeSocketServer) -> None:
-        assert server._curve is not None
-        self._keys = server._curve.authorized_clients
-        self._server = server
+    def __init__(self, authorized: frozenset[str], warn: Callable[[str, str], None]) -> None:
+        self._keys = authorized
+        self._warn = warn
 
     def callback(self, domain: str, key: bytes) -> bool:
         client_key = key.decode("ascii")
         if client_key in self._keys:
             logger.info("CURVE client %s… connected", client_key[:8])
             return True
-        self._server.warn(
+        self._warn(
             f"denied {client_key}",
             f"refused CURVE client key {client_key}: not in authorized_clients",
         )

@@ -100,6 +100,16 @@ def inside(group: Path) -> Iterator[None]:
         (before / "cgroup.procs").write_text(str(os.getpid()))
 
 
+def _edge_pair(
+    tmp_path: Path, config: Path, candidates: Path, limits: list[str]
+) -> dict[str, EdgeProcess]:
+    """A blue and a red edge (not started) with these options, logging under ``tmp_path``."""
+    return {
+        side: EdgeProcess(side, config, candidates, tmp_path / f"{side}.log", extra=limits)
+        for side in ("blue", "red")
+    }
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -113,10 +123,7 @@ def test_a_module_filling_memfds_when_behind_neither_voids_its_loss_nor_frames_i
 ):
     config = write_config(tmp_path / "sep_config.json")
     limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB", "-v"]
-    edges = {
-        side: EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=limits)
-        for side in ("blue", "red")
-    }
+    edges = _edge_pair(tmp_path, config, CANDIDATES, limits)
     log_dir, main_log = tmp_path / "run", tmp_path / "sep_main.log"
     try:
         with inside(small_host):
@@ -223,10 +230,7 @@ def test_two_edges_share_the_hosts_budget_and_a_killed_edges_claims_free_themsel
     """A 2 GiB host less 1 GiB: room for one worker of 768 MiB, whichever edge starts it."""
     config = write_config(tmp_path / "sep_config.json")
     limits = ["--memory-limit", "768MiB", "--memory-reserve", "1GiB"]
-    edges = {
-        side: EdgeProcess(side, config, CANDIDATES, tmp_path / f"{side}.log", extra=limits)
-        for side in ("blue", "red")
-    }
+    edges = _edge_pair(tmp_path, config, CANDIDATES, limits)
     clients = []
 
     def open_on(side: str, name: str) -> None:
@@ -327,10 +331,7 @@ def test_a_session_restored_after_its_timeout_needs_no_room_beyond_its_killed_wo
     config = write_config(tmp_path / "sep_config.json")
     candidates = TEST_AGENTS / "candidates.json"
     limits = ["--memory-limit", "768MiB", "--memory-reserve", "512MiB"]
-    edges = {
-        side: EdgeProcess(side, config, candidates, tmp_path / f"{side}.log", extra=limits)
-        for side in ("blue", "red")
-    }
+    edges = _edge_pair(tmp_path, config, candidates, limits)
     log_dir, main_log = tmp_path / "run", tmp_path / "sep_main.log"
     try:
         with inside(small_host):
