@@ -57,12 +57,15 @@ EDGE_MAX_WORKERS = 12
 
 TRIVIAL_SOURCE = textwrap.dedent(
     '''
-    """A user module whose code takes no time: fixed observation, action 0, default move.
+    """A user module whose code takes no CPU: fixed observation, action 0, default move.
 
     The order is Showdown's default (the first three Pokémon at team preview), so the center's
-    order check always passes and the agent costs nothing but the calls themselves.
+    order check always passes and the agent costs nothing but the calls themselves. Its policy
+    sleeps ``args["think_ms"]`` (default 0) in every step: a model that waits on a service (an LLM
+    endpoint, say) rather than computing.
     """
 
+    import time
     from typing import Any
 
     import gymnasium
@@ -92,8 +95,13 @@ TRIVIAL_SOURCE = textwrap.dedent(
 
 
     class ZeroPolicy(StandalonePolicy):
+        def __init__(self, think_s: float) -> None:
+            self.think_s = think_s
+
         def step(self, observation, reward, done, info, agentFullName, observation_space,
                  action_space) -> int:
+            if self.think_s and not done:
+                time.sleep(self.think_s)
             return 0
 
 
@@ -102,7 +110,7 @@ TRIVIAL_SOURCE = textwrap.dedent(
 
 
     def getUserPolicy(args: dict[str, Any]) -> StandalonePolicy:
-        return ZeroPolicy()
+        return ZeroPolicy(float(args.get("think_ms", 0)) / 1000)
     '''
 )
 
@@ -552,13 +560,14 @@ def measure_throughput(
     return before, elapsed, [x for lat in latencies for x in lat]
 
 
-def trivial_candidates(folder: Path) -> Path:
-    """A trivial user module and its candidates.json in ``folder``."""
+def trivial_candidates(folder: Path, think_ms: float = 0.0) -> Path:
+    """A trivial user module and its candidates.json in ``folder`` (its policy sleeping
+    ``think_ms`` in every step)."""
     package = folder / TRIVIAL_MODULE
     package.mkdir()
     (package / "__init__.py").write_text(TRIVIAL_SOURCE)
     candidates = folder / "candidates.json"
-    entry = {"userModuleID": TRIVIAL_MODULE, "args": {}, "logName": "trivial"}
+    entry = {"userModuleID": TRIVIAL_MODULE, "args": {"think_ms": think_ms}, "logName": "trivial"}
     models = {model_id: entry for model_id in [TRIVIAL_ID, *FRESH_IDS]}
     candidates.write_text(json.dumps(models))
     return candidates

@@ -285,7 +285,8 @@ def report(
             f"pinned: center and backends on CPU {min(os.sched_getaffinity(0))}, "
             "edges on the other CPUs (edges on hosts of their own)"
         )
-    print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]})")
+    think = f", sleeping {args.think_ms:g} ms per step" if args.think_ms else ""
+    print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]}{think})")
     if edge_processes:
         sizes = ", ".join(f"{side} {n}" for side, n in edge_processes.items())
         print(f"edge processes at the end (supervisor, worker template, workers): {sizes}")
@@ -386,6 +387,13 @@ def main() -> None:
         help="who plays both sides in the isolated and in-process runs",
     )
     parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help=f"the {TRIVIAL_ID} agent's policy sleeps this long in every step (an agent waiting on "
+        "a service: it shows what asking a turn's two remote sides at once saves)",
+    )
+    parser.add_argument(
         "--warmup", type=int, default=None, help="untimed battles per mode first (default: K)"
     )
     parser.add_argument(
@@ -413,6 +421,8 @@ def main() -> None:
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    if args.think_ms and args.candidate != TRIVIAL_ID:
+        parser.error(f"--think-ms is for --candidate {TRIVIAL_ID}")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -443,7 +453,7 @@ def main() -> None:
         candidates = AGENTS / "candidates.json"
         if model == TRIVIAL_ID:
             (tmp / "agents").mkdir()
-            candidates = trivial_candidates(tmp / "agents")
+            candidates = trivial_candidates(tmp / "agents", args.think_ms)
         # Long-running services, as in a real deployment: the backends and the edges.
         server: ShowdownServer | None = None
         host: Any = None

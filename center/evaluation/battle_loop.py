@@ -1,15 +1,20 @@
 """The loop of one battle: the seats of a battle session driven with the sides' decisions.
 
-Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`), given the
-reward and info its policy's step gets exactly as in :class:`PokemonEnv` (:mod:`center.env.rounds`);
-each order is checked against the request (:func:`canonical_order`) before Showdown sees it. An
-illegal action is penalized and asked again, up to ``max_invalid_retries`` in a row, then Showdown's
-default move is played; a side that fails (its guard's ``fatal``) forfeits.
+Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`; two remote
+sides at once), given the reward and info its policy's step gets exactly as in :class:`PokemonEnv`
+(:mod:`center.env.rounds`); each order is checked against the request (:func:`canonical_order`)
+before Showdown sees it. An illegal action is penalized and asked again, up to
+``max_invalid_retries`` in a row, then Showdown's default move is played; a side that fails (its
+guard's ``fatal``) forfeits.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from functools import partial
 from typing import Any
 
 from center.env.end_reason import EndReason
@@ -61,7 +66,7 @@ def drive_battle(
         if forfeited:
             break
         session.drain()
-        decisions: dict[str, Decision | None] = {}
+        asks: dict[str, Callable[[], Decision | None]] = {}
         defaults: set[str] = set()
         for p in PLAYERS:
             seat = session.seats[p]
@@ -74,7 +79,8 @@ def drive_battle(
             info = step_info(
                 seat.view, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
             )
-            decisions[p] = sides[p].decide(seat, as_step_reward(rewards[p]), info)
+            asks[p] = partial(sides[p].decide, seat, as_step_reward(rewards[p]), info)
+        decisions = _ask(asks, remote=all(sides[p].side.queues for p in asks))
         forfeited = _first_fatal(sides)
         if forfeited:
             break
@@ -118,6 +124,37 @@ def drive_battle(
             )
             sides[p].finish(seat, as_step_reward(rewards[p]), info)
     return forfeited, invalid
+
+
+def _ask(
+    asks: dict[str, Callable[[], Decision | None]], *, remote: bool
+) -> dict[str, Decision | None]:
+    """The round's decisions, in the players' order. Two remote sides are asked at once (the last
+    one from this battle thread's helper thread), so that a turn waits for the slower edge, not for
+    both in turn; sides in this process are asked one after the other (they share its CPU)."""
+    if len(asks) < 2 or not remote:
+        return {p: ask() for p, ask in asks.items()}
+    (first, ask_first), (last, ask_last) = asks.items()
+    future = _helper().submit(ask_last)
+    try:
+        decision = ask_first()
+    except BaseException:
+        wait([future])  # the other call ends under its own deadline before the battle ends
+        raise
+    return {first: decision, last: future.result()}
+
+
+_threads = threading.local()
+
+
+def _helper() -> ThreadPoolExecutor:
+    """The calling thread's helper thread, made at its first use. It ends with the calling thread:
+    the executor goes with the thread's locals, which ends its idle thread."""
+    helper: ThreadPoolExecutor | None = getattr(_threads, "helper", None)
+    if helper is None:
+        name = f"{threading.current_thread().name}-ask"
+        helper = _threads.helper = ThreadPoolExecutor(1, thread_name_prefix=name)
+    return helper
 
 
 def forfeit_reason(side: SideGuard) -> EndReason:

@@ -7,6 +7,8 @@ decisions; the guards, the rewards, the infos and the order check are the real o
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import gymnasium
@@ -16,6 +18,7 @@ import pytest
 from center.env.end_reason import EndReason
 from center.env.rounds import RewardConfig, RoundEnd
 from center.env.session_api import SeatState
+from center.errors import EdgeDown
 from center.evaluation.battle_loop import drive_battle
 from center.evaluation.budget import Budget
 from center.evaluation.records import SideStatus
@@ -249,3 +252,101 @@ def test_a_battle_is_kept_only_for_the_seat_of_a_side_that_reads_one():
     blue.needs_battle = True  # an Agent in this process; red is remote (frames only)
     drive_battle(env, 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
     assert env.session.kept == ["player_0"]
+
+
+class _RemoteSide(_Side):
+    """A side on an edge (``queues``) whose every decision waits at ``barrier`` for the other
+    side's: asked one after the other, the first would wait there until the barrier broke."""
+
+    queues = True
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        super().__init__([])
+        self.barrier = barrier
+        self.threads: set[str] = set()
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        if not done:
+            self.threads.add(threading.current_thread().name)
+            self.barrier.wait()
+        return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+
+
+def test_two_remote_sides_are_asked_at_once_and_the_helper_thread_ends_with_the_battle_thread():
+    barrier = threading.Barrier(2, timeout=20)
+    blue, red = _RemoteSide(barrier), _RemoteSide(barrier)
+    env = _Env(rounds=3)
+    sides = _guards(blue, red)
+    outcome: list[Any] = []
+    battle = threading.Thread(
+        target=lambda: outcome.append(drive_battle(env, 1, sides, Budget())),  # type: ignore[arg-type]
+        name="battle-test",
+    )
+    battle.start()
+    battle.join(timeout=60)
+    assert not battle.is_alive() and outcome
+    assert not barrier.broken  # each decision of each round met the other side's at the barrier
+    assert outcome[0] == (None, {"player_0": 0, "player_1": 0})
+    assert all(sides[p].fatal is None for p in PLAYERS)
+    assert [p for p, _ in env.session.sent] == list(PLAYERS) * 3  # in the players' order
+    assert blue.threads == {"battle-test"} and red.threads == {"battle-test-ask_0"}
+    deadline = time.monotonic() + 20
+    while any(t.name.startswith("battle-test-ask") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the helper thread outlived its battle thread"
+        time.sleep(0.05)
+
+
+class _CountingSide(_Side):
+    """A side in this process that notes how many decisions were in progress when it was asked."""
+
+    in_progress = 0
+    most = 0
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        _CountingSide.in_progress += 1
+        _CountingSide.most = max(_CountingSide.most, _CountingSide.in_progress)
+        time.sleep(0.01)
+        try:
+            return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+        finally:
+            _CountingSide.in_progress -= 1
+
+
+def test_sides_in_this_process_are_asked_one_after_the_other():
+    # They share this process's CPU: asked at once, each would slow the other's clock.
+    env = _Env(rounds=3)
+    remote = _Side([])
+    remote.queues = True  # one side on an edge is not enough to ask at once
+    for blue, red in ((_CountingSide([]), _CountingSide([])), (_CountingSide([]), remote)):
+        _CountingSide.most = 0
+        env = _Env(rounds=3)
+        drive_battle(env, 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
+        assert _CountingSide.most == 1 and len(env.session.sent) == 6
+
+
+class _LostEdgeSide(_Side):
+    """A remote side whose edge is down (the center's own failure: the run stops)."""
+
+    queues = True
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        raise EdgeDown("the edge stayed unreachable")
+
+
+class _SlowRemoteSide(_SlowSide):
+    queues = True
+
+    def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        decision = super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+        self.finished = True
+        return decision
+
+
+def test_an_infrastructure_failure_waits_for_the_other_sides_call_before_it_ends_the_battle():
+    # The failure voids the battle; the other side's call, in flight on the helper thread, ends
+    # first (its session is closed after the battle, never while a call uses it).
+    blue, red = _LostEdgeSide([]), _SlowRemoteSide([], seconds=0.3)
+    red.finished = False
+    with pytest.raises(EdgeDown):
+        drive_battle(_Env(rounds=3), 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
+    assert red.finished
