@@ -60,7 +60,7 @@ def test_bench_league_plays_every_mode_and_prints_the_ratios(showdown, tmp_path)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--pin needs 2 CPUs")
-def test_bench_league_pinned_puts_the_edges_on_their_own_cpus(tmp_path):
+def test_bench_league_pinned_puts_the_edges_on_their_own_cpus_with_a_thinking_agent(tmp_path):
     run = subprocess.run(
         [
             sys.executable,
@@ -76,6 +76,10 @@ def test_bench_league_pinned_puts_the_edges_on_their_own_cpus(tmp_path):
             "--only",
             "in-process-sim",
             "--pin",
+            "--candidate",
+            "trivial",
+            "--think-ms",
+            "1",
             "-l",
             str(tmp_path),
         ],
@@ -92,7 +96,18 @@ def test_bench_league_pinned_puts_the_edges_on_their_own_cpus(tmp_path):
     for line in edges:  # read from the running edge processes
         assert center_cpu not in line.rpartition("runs on CPU ")[2].split(","), line
     assert "ratio isolated-sim / in-process-sim" in run.stdout
+    assert "sleeping 1 ms per step" in run.stdout
     for mode in ("isolated-sim", "in-process-sim"):
         assert any(
             f"{mode}: 2 battles" in line and "OK/OK 2" in line for line in run.stdout.splitlines()
         )
+
+
+def test_think_ms_is_refused_for_an_agent_that_cannot_sleep():
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--candidate", "good_random", "--think-ms", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and "--think-ms is for --candidate trivial" in run.stderr
