@@ -11,9 +11,8 @@ guard's ``fatal``) forfeits.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from functools import partial
 from typing import Any
 
@@ -22,6 +21,7 @@ from center.env.pokemon_env import PLAYERS, PokemonEnv
 from center.env.rounds import as_step_reward, idle_mask, step_info
 from center.env.session_api import SeatState
 from center.evaluation.budget import Budget
+from center.evaluation.helper_thread import helper_thread
 from center.evaluation.records import SIDE_STATUSES
 from center.evaluation.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
@@ -135,26 +135,13 @@ def _ask(
     if len(asks) < 2 or not remote:
         return {p: ask() for p, ask in asks.items()}
     (first, ask_first), (last, ask_last) = asks.items()
-    future = _helper().submit(ask_last)
+    future = helper_thread().submit(ask_last)
     try:
         decision = ask_first()
     except BaseException:
         wait([future])  # the other call ends under its own deadline before the battle ends
         raise
     return {first: decision, last: future.result()}
-
-
-_threads = threading.local()
-
-
-def _helper() -> ThreadPoolExecutor:
-    """The calling thread's helper thread, made at its first use. It ends with the calling thread:
-    the executor goes with the thread's locals, which ends its idle thread."""
-    helper: ThreadPoolExecutor | None = getattr(_threads, "helper", None)
-    if helper is None:
-        name = f"{threading.current_thread().name}-ask"
-        helper = _threads.helper = ThreadPoolExecutor(1, thread_name_prefix=name)
-    return helper
 
 
 def forfeit_reason(side: SideGuard) -> EndReason:

@@ -289,7 +289,7 @@ def test_two_remote_sides_are_asked_at_once_and_the_helper_thread_ends_with_the_
     assert outcome[0] == (None, {"player_0": 0, "player_1": 0})
     assert all(sides[p].fatal is None for p in PLAYERS)
     assert [p for p, _ in env.session.sent] == list(PLAYERS) * 3  # in the players' order
-    assert blue.threads == {"battle-test"} and red.threads == {"battle-test-ask_0"}
+    assert blue.threads == {"battle-test"} and red.threads == {"battle-test-ask"}
     deadline = time.monotonic() + 20
     while any(t.name.startswith("battle-test-ask") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the helper thread outlived its battle thread"
