@@ -285,6 +285,8 @@ def report(
             f"pinned: center and backends on CPU {min(os.sched_getaffinity(0))}, "
             "edges on the other CPUs (edges on hosts of their own)"
         )
+    if args.apart:
+        print("apart: the edges share no CPU, so the center asks a battle's two sides at once")
     think = f", sleeping {args.think_ms:g} ms per step" if args.think_ms else ""
     print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]}{think})")
     if edge_processes:
@@ -414,6 +416,12 @@ def main() -> None:
         help="center and backends on CPU 0, edges on the other CPUs (edges on hosts of their own)",
     )
     parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="blue's edge on the first half of the edges' CPUs, red's on the other half: edges "
+        "that share no CPU, whose sides the center asks at once",
+    )
+    parser.add_argument(
         "--reuse-workers",
         action="store_true",
         help="edges reuse a model's worker for its next battle (sep_edge --reuse-workers), "
@@ -433,12 +441,19 @@ def main() -> None:
     if args.warmup is None:
         args.warmup = args.concurrency
     edge_cpus: set[int] | None = None
+    available = sorted(os.sched_getaffinity(0))
     if args.pin:
-        available = sorted(os.sched_getaffinity(0))
         if len(available) < 2:
             parser.error("--pin needs at least 2 CPUs")
         os.sched_setaffinity(0, {available[0]})  # the backends started here inherit it
-        edge_cpus = set(available[1:])
+        available = available[1:]
+        edge_cpus = set(available)
+    side_cpus = {side: edge_cpus for side in ("blue", "red")}
+    if args.apart:
+        if len(available) < 2:
+            parser.error(f"--apart needs 2 CPUs for the edges, there are {len(available)}")
+        half = len(available) // 2
+        side_cpus = {"blue": set(available[:half]), "red": set(available[half:])}
     print(conditions(), flush=True)
 
     per_round = max(1, args.battles // args.rounds)
@@ -471,7 +486,7 @@ def main() -> None:
                 candidates,
                 tmp / f"edge-{side}.log",
                 ["--reuse-workers"] if args.reuse_workers else [],
-                cpus=edge_cpus,
+                cpus=side_cpus[side],
             )
             for side in ("blue", "red")
         }
@@ -479,7 +494,7 @@ def main() -> None:
             for edge in edges.values():
                 stack.callback(edge.stop)
                 edge.start()
-            if args.pin:  # read back from the running processes
+            if args.pin or args.apart:  # read back from the running processes
                 for side, edge in edges.items():
                     cpus = ",".join(map(str, sorted(os.sched_getaffinity(edge.pid))))
                     print(f"pinned: edge {side} (pid {edge.pid}) runs on CPU {cpus}", flush=True)

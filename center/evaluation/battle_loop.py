@@ -1,7 +1,7 @@
 """The loop of one battle: the seats of a battle session driven with the sides' decisions.
 
-Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`; two remote
-sides at once), given the reward and info its policy's step gets exactly as in :class:`PokemonEnv`
+Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`; two sides
+on CPUs of their own at once), given the reward and info its policy's step gets exactly as in :class:`PokemonEnv`
 (:mod:`center.env.rounds`); each order is checked against the request (:func:`canonical_order`)
 before Showdown sees it. An illegal action is penalized and asked again, up to
 ``max_invalid_retries`` in a row, then Showdown's default move is played; a side that fails (its
@@ -30,7 +30,7 @@ from edge.contract.orders import canonical_order, default_order
 from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError
 
-__all__ = ["INFRASTRUCTURE_REASONS", "drive_battle", "forfeit_reason"]
+__all__ = ["INFRASTRUCTURE_REASONS", "asked_at_once", "drive_battle", "forfeit_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,9 @@ def drive_battle(
     # seat keeps its frames and a view of them.
     env.session.keep_battles([p for p in PLAYERS if sides[p].needs_battle])
     env.start_battle(seed)
+    at_once = asked_at_once(sides)
+    if at_once:  # the helper's own connection to the last side's edge, made untimed
+        helper_thread().submit(sides[PLAYERS[-1]].side.connect).result()
     session = env.session
     config = env.rewards
     rewards = dict.fromkeys(PLAYERS, 0.0)
@@ -80,7 +83,7 @@ def drive_battle(
                 seat.view, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
             )
             asks[p] = partial(sides[p].decide, seat, as_step_reward(rewards[p]), info)
-        decisions = _ask(asks, remote=all(sides[p].side.queues for p in asks))
+        decisions = _ask(asks, at_once=at_once)
         forfeited = _first_fatal(sides)
         if forfeited:
             break
@@ -126,22 +129,29 @@ def drive_battle(
     return forfeited, invalid
 
 
+def asked_at_once(sides: dict[str, SideGuard]) -> bool:
+    """Whether the sides' decisions are asked at once: when their calls run on CPUs known and not
+    shared (edges on hosts of their own, or on CPUs of their own of one host). Sides that share
+    CPUs (in this process, or edges on the same ones) are asked one after the other: asked at once,
+    each would slow the other's clock, and which one waited would be a race."""
+    blue, red = (sides[p].side.cpus for p in PLAYERS)
+    return bool(blue and red) and blue.isdisjoint(red)
+
+
 def _ask(
-    asks: dict[str, Callable[[], Decision | None]], *, remote: bool
+    asks: dict[str, Callable[[], Decision | None]], *, at_once: bool
 ) -> dict[str, Decision | None]:
-    """The round's decisions, in the players' order. Two remote sides are asked at once (the last
-    one from this battle thread's helper thread), so that a turn waits for the slower edge, not for
-    both in turn; sides in this process are asked one after the other (they share its CPU)."""
-    if len(asks) < 2 or not remote:
+    """The round's decisions, in the players' order; ``at_once``: the last one asked from this
+    battle thread's helper thread meanwhile, so that a turn waits for the slower side, not for
+    both in turn."""
+    if len(asks) < 2 or not at_once:
         return {p: ask() for p, ask in asks.items()}
     (first, ask_first), (last, ask_last) = asks.items()
     future = helper_thread().submit(ask_last)
     try:
-        decision = ask_first()
-    except BaseException:
-        wait([future])  # the other call ends under its own deadline before the battle ends
-        raise
-    return {first: decision, last: future.result()}
+        return {first: ask_first(), last: future.result()}
+    finally:  # whatever ends the round, the other call ends (under its deadline) before the battle
+        wait([future])
 
 
 def forfeit_reason(side: SideGuard) -> EndReason:

@@ -74,6 +74,7 @@ class EdgeSource:
         self._down_until: dict[str, float] = {}  # side: when the wait for it ends (monotonic)
         #: seconds each side's edge gives open_session (its hello's load_limit, bounded)
         self.load_limits: dict[str, float] = {}
+        self._cpus: dict[str, frozenset[str]] = {}  # side: the CPUs its edge's calls run on
 
     def check_edges(
         self,
@@ -107,6 +108,7 @@ class EdgeSource:
                     f"the edge at {client.address} is the {hello.side} edge, not {side}"
                 )
             self.load_limits[side] = bounded_load_limit(hello.load_limit)
+            self._cpus[side] = _cpus(hello)
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
@@ -175,7 +177,7 @@ class EdgeSource:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
-            RemoteSide(session),
+            RemoteSide(session, self._cpus_of(side)),
             session.agent_full_name,
             budget,
             # the open that succeeded; waiting for a lost edge is not the side's
@@ -220,6 +222,17 @@ class EdgeSource:
                 "rerun with --allow-code-change to go on with it (recorded in run.json)"
             )
         return guard
+
+    def _cpus_of(self, side: str) -> frozenset[str]:
+        """The CPUs ``side``'s edge runs calls on: from its hello, asked once (a runner that did
+        not check the edges asks here); empty while the edge does not say."""
+        cpus = self._cpus.get(side)
+        if cpus is None:
+            try:
+                cpus = self._cpus[side] = _cpus(self.clients[side].hello(2.0))
+            except EdgeCallError:
+                return frozenset()  # asked again at the next battle
+        return cpus
 
     def code_changes_during_run(self) -> list[dict[str, Any]]:
         """Each time a model's code on an edge was not the code it had there when the run (this
@@ -331,6 +344,11 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
 #: How long an edge's address may refuse connections before check_edges says so (an edge that was
 #: just started binds its port within this).
 REFUSED_GRACE_S = 2.0
+
+
+def _cpus(hello: HelloReply) -> frozenset[str]:
+    """The CPUs of a hello, as ``host/cpu`` (empty when the edge does not name its host)."""
+    return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
 
 
 def _hello(client: EdgeClient, timeout: float) -> HelloReply:

@@ -100,6 +100,7 @@ class _NoSide:
 
     queues = False
     needs_battle = False
+    cpus: frozenset[str] = frozenset()
     last_usage: CallUsage | None = None
 
     def __init__(self) -> None:
@@ -110,6 +111,9 @@ class _NoSide:
         raise AssertionError("a failed side is never asked")
 
     reset = episode_end = decide
+
+    def connect(self) -> None:
+        pass
 
     def output(self) -> str:
         return ""

@@ -56,7 +56,18 @@ class Side(Protocol):
         ...
 
     @property
+    def cpus(self) -> frozenset[str]:
+        """The CPUs the side's calls run on, each as ``host/cpu`` (empty: this process's, or not
+        said). A battle's two sides are asked at once only when theirs are known and not shared."""
+        ...
+
+    @property
     def last_usage(self) -> CallUsage | None: ...
+
+    def connect(self) -> None:
+        """Ready the calling thread to call the side (its own connection to the side's edge), so
+        that its first timed call does not wait for a handshake; never raises."""
+        ...
 
     def decide(
         self,
@@ -97,6 +108,7 @@ class InProcessSide:
 
     queues = False
     needs_battle = True
+    cpus: frozenset[str] = frozenset()
 
     def __init__(self, agent: Agent, policy: StandalonePolicy, agent_full_name: str) -> None:
         self.agent, self.policy, self.agent_full_name = agent, policy, agent_full_name
@@ -162,6 +174,9 @@ class InProcessSide:
     def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         battle = _battle(seat)
         self._run("onEpisodeEnd", lambda note: self.agent.onEpisodeEnd(battle), timeout)
+
+    def connect(self) -> None:
+        pass
 
     def output(self) -> str:
         return self._runner.output()

@@ -178,14 +178,18 @@ class RemoteSide:
     queues = True
     needs_battle = False
 
-    def __init__(self, session: EdgeSession) -> None:
+    def __init__(self, session: EdgeSession, cpus: frozenset[str] = frozenset()) -> None:
         self.session = session
+        self.cpus = cpus  # the edge's, from its hello
         self.observation_space = session.observation_space
         self.action_space = session.action_space
 
     @property
     def last_usage(self) -> CallUsage | None:
         return self.session.last_usage
+
+    def connect(self) -> None:
+        self.session.client.connect_thread()
 
     def decide(
         self,

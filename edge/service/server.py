@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Final
 
@@ -65,6 +66,15 @@ _POLLIN: Final = int(zmq.POLLIN)
 _NOBLOCK: Final = int(zmq.NOBLOCK)
 
 
+def _boot_id() -> str:
+    """This host's kernel boot id: edges that report the same one share the machine's CPUs (""
+    where it cannot be read)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
 class EdgeSocketServer:
     """Serves the protocol's requests on a ROUTER socket bound at ``tcp://host:port``.
 
@@ -108,6 +118,8 @@ class EdgeSocketServer:
         self._curve = curve
         self._instance = uuid.uuid4().hex
         self._load_limit = DEFAULT_LOAD_LIMIT
+        self._host = _boot_id()
+        self._cpus: list[int] = []
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
         self._dispatcher: Dispatcher = dispatch_with(self)
@@ -204,6 +216,10 @@ class EdgeSocketServer:
         if not seconds > 0 or seconds == float("inf"):
             raise ValueError("the load limit must be a positive number of seconds")
         self._load_limit = float(seconds)
+
+    def announce_cpus(self, cpus: list[int]) -> None:
+        """Tell centers (in the hello reply) which CPUs of this host the edge's calls run on."""
+        self._cpus = sorted(cpus)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         """Serve until :meth:`stop`; then release the sockets and return.
@@ -308,7 +324,13 @@ class EdgeSocketServer:
     def _hello(self, body: HelloRequest) -> HelloReply:
         models = self._models() if callable(self._models) else self._models
         return HelloReply(
-            self._side, PROTOCOL_VERSION, [str(m) for m in models], self._instance, self._load_limit
+            self._side,
+            PROTOCOL_VERSION,
+            [str(m) for m in models],
+            self._instance,
+            self._load_limit,
+            self._host,
+            self._cpus,
         )
 
     # -- the I/O loop (continued) --------------------------------------------------------------

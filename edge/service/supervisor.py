@@ -124,6 +124,7 @@ class SandboxedEdge:
                 max_message_size=max_message_size,
                 models=self._served_models,
             )
+            self._server.announce_cpus(self._router.scheduler.cpus)
         except BaseException:
             self._pool.close()
             if self._endpoints is not None:

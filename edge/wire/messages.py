@@ -64,7 +64,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "4.0"
+PROTOCOL_VERSION: Final = "4.1"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored). The history of
 the versions is in docs/protocol.md."""
@@ -104,7 +104,9 @@ class HelloReply(msgspec.Struct, frozen=True):
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
     sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to
-    load a model (``sep_edge --load-limit``).
+    load a model (``sep_edge --load-limit``). ``host`` names the machine (its kernel's boot id) and
+    ``cpus`` the CPUs the edge's calls run on there: the center asks a battle's two sides at once
+    only when their edges' CPUs are not shared ("" and []: not said).
     """
 
     side: str
@@ -112,6 +114,8 @@ class HelloReply(msgspec.Struct, frozen=True):
     models: list[str]
     instance: str
     load_limit: float = DEFAULT_LOAD_LIMIT
+    host: str = ""
+    cpus: list[int] = []
 
 
 class InstanceConfig(msgspec.Struct, frozen=True):

@@ -103,6 +103,32 @@ def test_bench_league_pinned_puts_the_edges_on_their_own_cpus_with_a_thinking_ag
         )
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--apart needs 2 CPUs")
+def test_bench_league_apart_puts_the_two_edges_on_cpus_of_their_own(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            *("--battles", "2", "--rounds", "1", "--warmup", "0", "--only", "isolated-sim"),
+            *("--apart", "--candidate", "trivial", "-l", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    cpus = [
+        set(line.rpartition("runs on CPU ")[2].split(","))
+        for line in run.stdout.splitlines()
+        if line.startswith("pinned: edge")
+    ]
+    assert len(cpus) == 2 and cpus[0] and cpus[1] and not cpus[0] & cpus[1], run.stdout
+    assert "apart: the edges share no CPU" in run.stdout
+    assert any(
+        "isolated-sim: 2 battles" in line and "OK/OK 2" in line for line in run.stdout.splitlines()
+    )
+
+
 def test_think_ms_is_refused_for_an_agent_that_cannot_sleep():
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--candidate", "good_random", "--think-ms", "5"],

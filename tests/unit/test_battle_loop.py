@@ -98,6 +98,7 @@ class _Side:
     queues = False
     needs_battle = False
     last_usage = None
+    cpus: frozenset[str] = frozenset()  # in this process
 
     def __init__(self, orders: list[Any]) -> None:
         self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
@@ -119,6 +120,9 @@ class _Side:
 
     def reset(self, seed, *, timeout, queue_limit) -> None:
         pass
+
+    def connect(self) -> None:
+        self.connected_on = threading.current_thread().name
 
     def episode_end(self, battle, *, timeout, queue_limit) -> None:
         pass
@@ -255,14 +259,16 @@ def test_a_battle_is_kept_only_for_the_seat_of_a_side_that_reads_one():
 
 
 class _RemoteSide(_Side):
-    """A side on an edge (``queues``) whose every decision waits at ``barrier`` for the other
-    side's: asked one after the other, the first would wait there until the barrier broke."""
+    """A side on an edge whose calls run on ``cpus`` and whose every decision waits at ``barrier``
+    for the other side's: asked one after the other, the first would wait there until the barrier
+    broke."""
 
     queues = True
 
-    def __init__(self, barrier: threading.Barrier) -> None:
+    def __init__(self, barrier: threading.Barrier, cpus: set[str]) -> None:
         super().__init__([])
         self.barrier = barrier
+        self.cpus = frozenset(cpus)
         self.threads: set[str] = set()
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
@@ -272,9 +278,14 @@ class _RemoteSide(_Side):
         return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
 
 
-def test_two_remote_sides_are_asked_at_once_and_the_helper_thread_ends_with_the_battle_thread():
+@pytest.mark.parametrize(
+    "cpus",
+    [({"host-a/0", "host-a/1"}, {"host-b/0", "host-b/1"}), ({"host-a/0"}, {"host-a/1"})],
+    ids=["hosts of their own", "CPUs of their own"],
+)
+def test_two_sides_on_cpus_of_their_own_are_asked_at_once(cpus):
     barrier = threading.Barrier(2, timeout=20)
-    blue, red = _RemoteSide(barrier), _RemoteSide(barrier)
+    blue, red = _RemoteSide(barrier, cpus[0]), _RemoteSide(barrier, cpus[1])
     env = _Env(rounds=3)
     sides = _guards(blue, red)
     outcome: list[Any] = []
@@ -290,17 +301,26 @@ def test_two_remote_sides_are_asked_at_once_and_the_helper_thread_ends_with_the_
     assert all(sides[p].fatal is None for p in PLAYERS)
     assert [p for p, _ in env.session.sent] == list(PLAYERS) * 3  # in the players' order
     assert blue.threads == {"battle-test"} and red.threads == {"battle-test-ask"}
+    # The helper's connection to red's edge was made before red's first (timed) call.
+    assert red.connected_on == "battle-test-ask" and not hasattr(blue, "connected_on")
     deadline = time.monotonic() + 20
-    while any(t.name.startswith("battle-test-ask") for t in threading.enumerate()):
+    while any(t.name == "battle-test-ask" for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the helper thread outlived its battle thread"
         time.sleep(0.05)
 
 
 class _CountingSide(_Side):
-    """A side in this process that notes how many decisions were in progress when it was asked."""
+    """A side (on ``cpus``, an edge's; none: in this process) that notes how many decisions were
+    in progress when it was asked."""
 
     in_progress = 0
     most = 0
+
+    def __init__(self, cpus: set[str] | None = None) -> None:
+        super().__init__([])
+        if cpus is not None:
+            self.queues = True
+            self.cpus = frozenset(cpus)
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
         _CountingSide.in_progress += 1
@@ -312,22 +332,29 @@ class _CountingSide(_Side):
             _CountingSide.in_progress -= 1
 
 
-def test_sides_in_this_process_are_asked_one_after_the_other():
-    # They share this process's CPU: asked at once, each would slow the other's clock.
+@pytest.mark.parametrize(
+    "cpus",
+    [
+        (None, None),  # both in this process: they share its CPU and its GIL
+        (None, {"host-a/0"}),  # one in this process
+        ({"host-a/0", "host-a/1"}, {"host-a/1"}),  # edges that share a CPU
+        (set(), {"host-a/0"}),  # an edge that does not say where its calls run
+    ],
+    ids=["in this process", "one in this process", "a CPU shared", "CPUs not said"],
+)
+def test_sides_that_may_share_a_cpu_are_asked_one_after_the_other(cpus):
+    # Asked at once, each would slow the other's clock, and which one waited would be a race.
+    _CountingSide.most = 0
     env = _Env(rounds=3)
-    remote = _Side([])
-    remote.queues = True  # one side on an edge is not enough to ask at once
-    for blue, red in ((_CountingSide([]), _CountingSide([])), (_CountingSide([]), remote)):
-        _CountingSide.most = 0
-        env = _Env(rounds=3)
-        drive_battle(env, 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
-        assert _CountingSide.most == 1 and len(env.session.sent) == 6
+    drive_battle(env, 1, _guards(_CountingSide(cpus[0]), _CountingSide(cpus[1])), Budget())  # type: ignore[arg-type]
+    assert _CountingSide.most == 1 and len(env.session.sent) == 6
 
 
 class _LostEdgeSide(_Side):
     """A remote side whose edge is down (the center's own failure: the run stops)."""
 
     queues = True
+    cpus = frozenset({"host-a/0"})
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
         raise EdgeDown("the edge stayed unreachable")
@@ -335,6 +362,8 @@ class _LostEdgeSide(_Side):
 
 class _SlowRemoteSide(_SlowSide):
     queues = True
+    cpus = frozenset({"host-b/0"})
+    finished = False
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
         decision = super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
@@ -343,10 +372,9 @@ class _SlowRemoteSide(_SlowSide):
 
 
 def test_an_infrastructure_failure_waits_for_the_other_sides_call_before_it_ends_the_battle():
-    # The failure voids the battle; the other side's call, in flight on the helper thread, ends
+    # The failure stops the run; the other side's call, in flight on the helper thread, ends
     # first (its session is closed after the battle, never while a call uses it).
     blue, red = _LostEdgeSide([]), _SlowRemoteSide([], seconds=0.3)
-    red.finished = False
     with pytest.raises(EdgeDown):
         drive_battle(_Env(rounds=3), 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
     assert red.finished
