@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import wait
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
@@ -34,6 +34,8 @@ __all__ = ["INFRASTRUCTURE_REASONS", "asked_at_once", "drive_battle", "forfeit_r
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 #: What ends a battle on the center's side: not recorded, the battle is replayed.
 INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
 
@@ -48,15 +50,16 @@ def drive_battle(
     ``onEpisodeEnd`` run when the battle ends by its rules or its turn limit, not when a side
     forfeited or the infrastructure failed (:data:`INFRASTRUCTURE_REASONS`).
     """
-    for p in PLAYERS:  # from the secret: an Agent's seed must not tell it the battle's seed
-        sides[p].reset(env.run_secret.agent_seed(seed, p, SEED_BOUND))
+    at_once = asked_at_once(sides)
+    if at_once:  # the helper's own connection to the last side's edge, made untimed
+        helper_thread().submit(sides[PLAYERS[-1]].side.connect).result()
+    # From the secret: an Agent's seed must not tell it the battle's seed.
+    seeds = {p: env.run_secret.agent_seed(seed, p, SEED_BOUND) for p in PLAYERS}
+    _ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)
     # A poke-env Battle only for a side whose Agent reads one here (in-process); a remote side's
     # seat keeps its frames and a view of them.
     env.session.keep_battles([p for p in PLAYERS if sides[p].needs_battle])
     env.start_battle(seed)
-    at_once = asked_at_once(sides)
-    if at_once:  # the helper's own connection to the last side's edge, made untimed
-        helper_thread().submit(sides[PLAYERS[-1]].side.connect).result()
     session = env.session
     config = env.rewards
     rewards = dict.fromkeys(PLAYERS, 0.0)
@@ -115,6 +118,7 @@ def drive_battle(
     if forfeited is not None:
         env.forfeit(forfeited, reason=forfeit_reason(sides[forfeited]))
     elif env.end_reason not in INFRASTRUCTURE_REASONS:
+        finals: dict[str, Callable[[], None]] = {}
         for p in PLAYERS:
             seat = session.seats[p]
             assert seat.view is not None
@@ -125,7 +129,8 @@ def drive_battle(
                 end_reason=env.end_reason,
                 mask=idle_mask(sides[p].action_space),
             )
-            sides[p].finish(seat, as_step_reward(rewards[p]), info)
+            finals[p] = partial(sides[p].finish, seat, as_step_reward(rewards[p]), info)
+        _ask(finals, at_once=at_once)
     return forfeited, invalid
 
 
@@ -138,12 +143,10 @@ def asked_at_once(sides: dict[str, SideGuard]) -> bool:
     return bool(blue and red) and blue.isdisjoint(red)
 
 
-def _ask(
-    asks: dict[str, Callable[[], Decision | None]], *, at_once: bool
-) -> dict[str, Decision | None]:
-    """The round's decisions, in the players' order; ``at_once``: the last one asked from this
-    battle thread's helper thread meanwhile, so that a turn waits for the slower side, not for
-    both in turn."""
+def _ask(asks: dict[str, Callable[[], T]], *, at_once: bool) -> dict[str, T]:
+    """What each side's call returns (its reset, its decision, its last step), in the players'
+    order; ``at_once``: the last one asked from this battle thread's helper thread meanwhile, so
+    that the battle waits for the slower side, not for both in turn."""
     if len(asks) < 2 or not at_once:
         return {p: ask() for p, ask in asks.items()}
     (first, ask_first), (last, ask_last) = asks.items()

@@ -7,8 +7,10 @@ decisions; the guards, the rewards, the infos and the order check are the real o
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium
@@ -259,9 +261,9 @@ def test_a_battle_is_kept_only_for_the_seat_of_a_side_that_reads_one():
 
 
 class _RemoteSide(_Side):
-    """A side on an edge whose calls run on ``cpus`` and whose every decision waits at ``barrier``
-    for the other side's: asked one after the other, the first would wait there until the barrier
-    broke."""
+    """A side on an edge whose calls run on ``cpus`` and whose every reset and decision (its last
+    step included) waits at ``barrier`` for the other side's: asked one after the other, the first
+    would wait there until the barrier broke."""
 
     queues = True
 
@@ -271,10 +273,13 @@ class _RemoteSide(_Side):
         self.cpus = frozenset(cpus)
         self.threads: set[str] = set()
 
+    def reset(self, seed, *, timeout, queue_limit) -> None:
+        self.threads.add(threading.current_thread().name)
+        self.barrier.wait()
+
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
-        if not done:
-            self.threads.add(threading.current_thread().name)
-            self.barrier.wait()
+        self.threads.add(threading.current_thread().name)
+        self.barrier.wait()
         return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
 
 
@@ -296,7 +301,7 @@ def test_two_sides_on_cpus_of_their_own_are_asked_at_once(cpus):
     battle.start()
     battle.join(timeout=60)
     assert not battle.is_alive() and outcome
-    assert not barrier.broken  # each decision of each round met the other side's at the barrier
+    assert not barrier.broken  # each reset and decision met the other side's at the barrier
     assert outcome[0] == (None, {"player_0": 0, "player_1": 0})
     assert all(sides[p].fatal is None for p in PLAYERS)
     assert [p for p, _ in env.session.sent] == list(PLAYERS) * 3  # in the players' order
@@ -323,11 +328,20 @@ class _CountingSide(_Side):
             self.cpus = frozenset(cpus)
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
+        with self._counted():
+            return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+
+    def reset(self, seed, *, timeout, queue_limit) -> None:
+        with self._counted():
+            pass
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
         _CountingSide.in_progress += 1
         _CountingSide.most = max(_CountingSide.most, _CountingSide.in_progress)
         time.sleep(0.01)
         try:
-            return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
+            yield
         finally:
             _CountingSide.in_progress -= 1
 
