@@ -39,7 +39,7 @@ from poke_env.ps_client import AccountConfiguration
 from center.env.backend import Backend
 from center.env.env_player import unique_username
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.edge_source import EdgeSource
+from center.evaluation.edge_source import EdgeSource, cpus_of
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, SideSource, start_backend
 from center.evaluation.records import BattleRecord
@@ -285,8 +285,6 @@ def report(
             f"pinned: center and backends on CPU {min(os.sched_getaffinity(0))}, "
             "edges on the other CPUs (edges on hosts of their own)"
         )
-    if args.apart:
-        print("apart: the edges share no CPU, so the center asks a battle's two sides at once")
     think = f", sleeping {args.think_ms:g} ms per step" if args.think_ms else ""
     print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]}{think})")
     if edge_processes:
@@ -500,6 +498,15 @@ def main() -> None:
                     print(f"pinned: edge {side} (pid {edge.pid}) runs on CPU {cpus}", flush=True)
             with contextlib.closing(edge_source(edges, candidates)) as source:
                 source.check_edges({"blue": [model], "red": [model]})
+                hellos = {side: client.hello(10.0) for side, client in source.clients.items()}
+            blue, red = (cpus_of(hello) for hello in hellos.values())
+            at_once = bool(blue and red) and blue.isdisjoint(red)
+            print(
+                "the edges' hellos: "
+                + "; ".join(f"{s} on CPUs {h.cpus or 'not said'}" for s, h in hellos.items())
+                + (": a battle's two sides are asked at once" if at_once else ": asked in turn"),
+                flush=True,
+            )
         in_process = InProcessSource(candidates)
         probes: dict[str, Callable[[], float]] = {"center": time.process_time}
         if "isolated" in runners:

@@ -74,7 +74,6 @@ class EdgeSource:
         self._down_until: dict[str, float] = {}  # side: when the wait for it ends (monotonic)
         #: seconds each side's edge gives open_session (its hello's load_limit, bounded)
         self.load_limits: dict[str, float] = {}
-        self._cpus: dict[str, frozenset[str]] = {}  # side: the CPUs its edge's calls run on
 
     def check_edges(
         self,
@@ -108,7 +107,6 @@ class EdgeSource:
                     f"the edge at {client.address} is the {hello.side} edge, not {side}"
                 )
             self.load_limits[side] = bounded_load_limit(hello.load_limit)
-            self._cpus[side] = _cpus(hello)
             missing = sorted(set(model_ids) - set(hello.models))
             if missing:
                 raise ConfigError(
@@ -224,15 +222,12 @@ class EdgeSource:
         return guard
 
     def _cpus_of(self, side: str) -> frozenset[str]:
-        """The CPUs ``side``'s edge runs calls on: from its hello, asked once (a runner that did
-        not check the edges asks here); empty while the edge does not say."""
-        cpus = self._cpus.get(side)
-        if cpus is None:
-            try:
-                cpus = self._cpus[side] = _cpus(self.clients[side].hello(2.0))
-            except EdgeCallError:
-                return frozenset()  # asked again at the next battle
-        return cpus
+        """The CPUs ``side``'s edge runs calls on, from its hello (asked for every battle: an edge
+        restarted meanwhile may run on others); empty when it does not say or does not answer."""
+        try:
+            return cpus_of(self.clients[side].hello(2.0))
+        except EdgeCallError:
+            return frozenset()
 
     def code_changes_during_run(self) -> list[dict[str, Any]]:
         """Each time a model's code on an edge was not the code it had there when the run (this
@@ -346,7 +341,7 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
 REFUSED_GRACE_S = 2.0
 
 
-def _cpus(hello: HelloReply) -> frozenset[str]:
+def cpus_of(hello: HelloReply) -> frozenset[str]:
     """The CPUs of a hello, as ``host/cpu`` (empty when the edge does not name its host)."""
     return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
 

@@ -15,15 +15,17 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Final
 
 from edge.service.endpoint_forwarder import EndpointForwarder
 from edge.service.host_locks import HostClaims
 from edge.service.processes import cpu_seconds
+from edge.service.sandbox import parse_cpu_list
 from edge.service.worker_handle import Job, WorkerHandle
 from edge.wire.messages import CallUsage
 
-__all__ = ["CPU_RETRY", "WAIT_WORTH_SAYING", "CallScheduler", "cpu_list"]
+__all__ = ["CPU_RETRY", "WAIT_WORTH_SAYING", "CallScheduler", "cpu_list", "with_core_siblings"]
 
 logger = logging.getLogger("edge.service.supervisor")  # the supervisor's log, whose part this is
 
@@ -202,3 +204,18 @@ class CallScheduler:
 
 def cpu_list(cpus: Iterable[int]) -> str:
     return ",".join(str(c) for c in cpus)
+
+
+def with_core_siblings(
+    cpus: Iterable[int], sysfs: Path = Path("/sys/devices/system/cpu")
+) -> list[int]:
+    """``cpus`` and the CPUs that share a core with them (hyperthreads, as ``sysfs`` lists them):
+    what a call on ``cpus`` competes with for the core."""
+    shared = set(cpus)
+    for cpu in sorted(shared):
+        topology = sysfs / f"cpu{cpu}" / "topology" / "thread_siblings_list"
+        try:
+            shared.update(parse_cpu_list(topology.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(shared)

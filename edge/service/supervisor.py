@@ -26,7 +26,7 @@ from edge.service.host_locks import HostClaims
 from edge.service.memory_admission import MemoryBudget
 from edge.service.routing import SessionRouter
 from edge.service.sandbox import Hardening, Limits, paths_to_expose
-from edge.service.scheduling import cpu_list
+from edge.service.scheduling import cpu_list, with_core_siblings
 from edge.service.server import EdgeSocketServer
 from edge.service.worker_io import PollSet
 from edge.service.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
@@ -124,7 +124,11 @@ class SandboxedEdge:
                 max_message_size=max_message_size,
                 models=self._served_models,
             )
-            self._server.announce_cpus(self._router.scheduler.cpus)
+            # Where the calls run, for the center to tell edges apart: known only where they are
+            # pinned (cpuset); elsewhere a worker may move to any CPU, so none is said.
+            pinned = self._pool.cgroups.on("cpuset")
+            cpus = with_core_siblings(self._router.scheduler.cpus) if pinned else []
+            self._server.announce_cpus(cpus)
         except BaseException:
             self._pool.close()
             if self._endpoints is not None:

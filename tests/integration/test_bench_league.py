@@ -123,7 +123,8 @@ def test_bench_league_apart_puts_the_two_edges_on_cpus_of_their_own(tmp_path):
         if line.startswith("pinned: edge")
     ]
     assert len(cpus) == 2 and cpus[0] and cpus[1] and not cpus[0] & cpus[1], run.stdout
-    assert "apart: the edges share no CPU" in run.stdout
+    # What the edges' hellos say decides (on this host: calls pinned by cpuset, one CPU per core).
+    assert "a battle's two sides are asked at once" in run.stdout
     assert any(
         "isolated-sim: 2 battles" in line and "OK/OK 2" in line for line in run.stdout.splitlines()
     )
