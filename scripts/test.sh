@@ -5,7 +5,7 @@
 #
 # The tests run in 2 pytest-xdist workers (SEP_TEST_WORKERS=N for another count, -n 0 for one
 # process); a test marked `serial` (tests/marks.py) waits until it has the machine to itself.
-# Quick first run (about 1,170 of the 1,330 tests, the ones under ~5 s each):
+# Quick first run (nine tests in ten: the ones under ~5 s each):
 #     ./scripts/test.sh -m "not slow"
 set -euo pipefail
 cd "$(dirname "$0")/.."
