@@ -1,11 +1,10 @@
 """The loop of one battle: the seats of a battle session driven with the sides' decisions.
 
-Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`; two sides
-on CPUs of their own at once), given the reward and info its policy's step gets exactly as in :class:`PokemonEnv`
-(:mod:`center.env.rounds`); each order is checked against the request (:func:`canonical_order`)
-before Showdown sees it. An illegal action is penalized and asked again, up to
-``max_invalid_retries`` in a row, then Showdown's default move is played; a side that fails (its
-guard's ``fatal``) forfeits.
+Each side that must act decides in one call (its guard's :meth:`SideGuard.decide`), given the
+reward and info its policy's step gets as in :class:`PokemonEnv` (:mod:`center.env.rounds`); each
+order is checked against the request (:func:`canonical_order`) before Showdown sees it. An illegal
+action is penalized and asked again, then Showdown's default move is played; a side that fails
+forfeits. Sides apart (``at_once``) are asked at once (:func:`ask`), others in turn.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from edge.contract.orders import canonical_order, default_order
 from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError
 
-__all__ = ["INFRASTRUCTURE_REASONS", "asked_at_once", "drive_battle", "forfeit_reason"]
+__all__ = ["INFRASTRUCTURE_REASONS", "ask", "drive_battle", "forfeit_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,21 +40,27 @@ INFRASTRUCTURE_REASONS = (EndReason.DISCONNECT, EndReason.STEP_TIMEOUT)
 
 
 def drive_battle(
-    env: PokemonEnv, seed: int, sides: dict[str, SideGuard], budget: Budget
+    env: PokemonEnv,
+    seed: int,
+    sides: dict[str, SideGuard],
+    budget: Budget,
+    *,
+    at_once: bool = False,
 ) -> tuple[str | None, dict[str, int]]:
-    """Play one battle of ``env`` seeded by ``seed`` between ``sides`` (keyed player_0/player_1).
+    """Play one battle of ``env`` seeded by ``seed`` between ``sides`` (keyed player_0/player_1);
+    ``at_once``: the sides run on CPUs of their own (:meth:`SideSource.apart`), so each call of
+    one is made while the other's is (see the module docstring).
 
     Returns the player that forfeited (None when the battle ended on Showdown: ``env.end_reason``
     says how) and each player's count of illegal actions and orders. The sides' last step and
     ``onEpisodeEnd`` run when the battle ends by its rules or its turn limit, not when a side
     forfeited or the infrastructure failed (:data:`INFRASTRUCTURE_REASONS`).
     """
-    at_once = asked_at_once(sides)
     if at_once:  # the helper's own connection to the last side's edge, made untimed
         helper_thread().submit(sides[PLAYERS[-1]].side.connect).result()
     # From the secret: an Agent's seed must not tell it the battle's seed.
     seeds = {p: env.run_secret.agent_seed(seed, p, SEED_BOUND) for p in PLAYERS}
-    _ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)
+    ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)
     # A poke-env Battle only for a side whose Agent reads one here (in-process); a remote side's
     # seat keeps its frames and a view of them.
     env.session.keep_battles([p for p in PLAYERS if sides[p].needs_battle])
@@ -86,7 +91,7 @@ def drive_battle(
                 seat.view, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
             )
             asks[p] = partial(sides[p].decide, seat, as_step_reward(rewards[p]), info)
-        decisions = _ask(asks, at_once=at_once)
+        decisions = ask(asks, at_once=at_once)
         forfeited = _first_fatal(sides)
         if forfeited:
             break
@@ -130,25 +135,17 @@ def drive_battle(
                 mask=idle_mask(sides[p].action_space),
             )
             finals[p] = partial(sides[p].finish, seat, as_step_reward(rewards[p]), info)
-        _ask(finals, at_once=at_once)
+        ask(finals, at_once=at_once)
     return forfeited, invalid
 
 
-def asked_at_once(sides: dict[str, SideGuard]) -> bool:
-    """Whether the sides' decisions are asked at once: when their calls run on CPUs known and not
-    shared (edges on hosts of their own, or on CPUs of their own of one host). Sides that share
-    CPUs (in this process, or edges on the same ones) are asked one after the other: asked at once,
-    each would slow the other's clock, and which one waited would be a race."""
-    blue, red = (sides[p].side.cpus for p in PLAYERS)
-    return bool(blue and red) and blue.isdisjoint(red)
-
-
-def _ask(asks: dict[str, Callable[[], T]], *, at_once: bool) -> dict[str, T]:
-    """What each side's call returns (its reset, its decision, its last step), in the players'
-    order; ``at_once``: the last one asked from this battle thread's helper thread meanwhile, so
-    that the battle waits for the slower side, not for both in turn."""
+def ask(asks: dict[str, Callable[[], T]], *, at_once: bool) -> dict[str, T]:
+    """What each side's call returns (its opening, its reset, its decision, its last step), in the
+    players' order; ``at_once``: the last one made from this battle thread's helper thread
+    meanwhile, so that the battle waits for the slower side, not for both in turn. Whatever ends
+    it, no call is left running."""
     if len(asks) < 2 or not at_once:
-        return {p: ask() for p, ask in asks.items()}
+        return {p: call() for p, call in asks.items()}
     (first, ask_first), (last, ask_last) = asks.items()
     future = helper_thread().submit(ask_last)
     try:

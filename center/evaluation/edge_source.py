@@ -175,7 +175,7 @@ class EdgeSource:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
-            RemoteSide(session, self._cpus_of(side)),
+            RemoteSide(session),
             session.agent_full_name,
             budget,
             # the open that succeeded; waiting for a lost edge is not the side's
@@ -221,13 +221,15 @@ class EdgeSource:
             )
         return guard
 
-    def _cpus_of(self, side: str) -> frozenset[str]:
-        """The CPUs ``side``'s edge runs calls on, from its hello (asked for every battle: an edge
-        restarted meanwhile may run on others); empty when it does not say or does not answer."""
+    def apart(self) -> bool:
+        """Whether the blue and red edges' calls run on CPUs of their own, as their hellos say
+        (asked for every battle: an edge restarted meanwhile may run elsewhere); not when an edge
+        names no host or CPU (its calls not pinned) or does not answer."""
         try:
-            return cpus_of(self.clients[side].hello(2.0))
+            blue, red = (cpus_of(self.clients[side].hello(2.0)) for side in ("blue", "red"))
         except EdgeCallError:
-            return frozenset()
+            return False
+        return bool(blue and red) and blue.isdisjoint(red)
 
     def code_changes_during_run(self) -> list[dict[str, Any]]:
         """Each time a model's code on an edge was not the code it had there when the run (this

@@ -91,6 +91,9 @@ class InProcessSource:
     def close_side(self, guard: SideGuard) -> None:
         guard.close()
 
+    def apart(self) -> bool:
+        return False  # both sides share this process's CPU and its GIL
+
     def team(self, model_id: str) -> str | None:
         return self.candidates[model_id].team
 
@@ -100,7 +103,6 @@ class _NoSide:
 
     queues = False
     needs_battle = False
-    cpus: frozenset[str] = frozenset()
     last_usage: CallUsage | None = None
 
     def __init__(self) -> None:

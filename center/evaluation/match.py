@@ -72,6 +72,11 @@ class SideSource(Protocol):
         """Release what ``open_side`` acquired for the battle."""
         ...
 
+    def apart(self) -> bool:
+        """Whether a battle's two sides run on CPUs of their own (edges whose hellos share no
+        CPU): then each of their calls is made while the other's is, their openings included."""
+        ...
+
     def team(self, model_id: str) -> str | None:
         """The candidate's team text, for formats where teams are brought."""
         ...
@@ -106,11 +111,13 @@ def play_battle(
     scheduled: ScheduledBattle,
     sides: dict[str, SideGuard],
     settings: MatchSettings,
+    *,
+    at_once: bool = False,
 ) -> BattleRecord:
     """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record
-    (:func:`~center.evaluation.battle_loop.drive_battle` plays it)."""
+    (:func:`~center.evaluation.battle_loop.drive_battle` plays it, ``at_once`` as it says)."""
     started_at, start = utc_now(), time.perf_counter()
-    forfeited, invalid = drive_battle(env, scheduled.seed, sides, settings.budget)
+    forfeited, invalid = drive_battle(env, scheduled.seed, sides, settings.budget, at_once=at_once)
     if forfeited is None and env.end_reason in INFRASTRUCTURE_REASONS:
         raise InfrastructureError(f"{scheduled.battle_id}: Showdown failed ({env.end_reason})")
     return _record(env, scheduled, sides, settings, forfeited, invalid, started_at, start)
@@ -292,6 +299,7 @@ def play_one(
     remove_battle_files(settings.log_dir, scheduled.battle_id)
     try:
         usernames = env.usernames()
+        at_once = source.apart()
         open_sides(  # waits while an edge has no worker for a side: not booked
             sides,
             PLAYERS,
@@ -306,6 +314,7 @@ def play_one(
             ),
             source.close_side,
             scheduled.battle_id,
+            at_once=at_once,
         )
         env.set_teams(
             {p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS}
@@ -316,7 +325,7 @@ def play_one(
                 # The edge stayed down through the source's wait: no battle against anyone.
                 raise EdgeDown(f"{SIDES[p]} edge down ({sides[p].stats.detail})")
         try:
-            record = play_battle(env, scheduled, sides, settings)
+            record = play_battle(env, scheduled, sides, settings, at_once=at_once)
         except InfrastructureError:
             raise
         except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle

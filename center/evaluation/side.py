@@ -56,12 +56,6 @@ class Side(Protocol):
         ...
 
     @property
-    def cpus(self) -> frozenset[str]:
-        """The CPUs the side's calls run on, each as ``host/cpu`` (empty: this process's, or not
-        said). A battle's two sides are asked at once only when theirs are known and not shared."""
-        ...
-
-    @property
     def last_usage(self) -> CallUsage | None: ...
 
     def connect(self) -> None:
@@ -108,7 +102,6 @@ class InProcessSide:
 
     queues = False
     needs_battle = True
-    cpus: frozenset[str] = frozenset()
 
     def __init__(self, agent: Agent, policy: StandalonePolicy, agent_full_name: str) -> None:
         self.agent, self.policy, self.agent_full_name = agent, policy, agent_full_name

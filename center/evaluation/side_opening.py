@@ -13,9 +13,12 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import wait
+from functools import partial
 from typing import Final
 
 from center.errors import EdgeFull
+from center.evaluation.helper_thread import helper_thread
 from center.evaluation.side_guard import SideGuard
 
 __all__ = ["open_sides"]
@@ -33,16 +36,23 @@ def open_sides(
     open_one: Callable[[str], SideGuard],
     close: Callable[[SideGuard], None],
     what: str,
+    *,
+    at_once: bool = False,
 ) -> None:
     """Fill ``sides`` with ``open_one(player)`` for each player, waiting (unbounded, with backoff)
     while an edge has no worker; ``what`` names the battle in the log. What is opened stays in
-    ``sides`` when something else goes wrong, for the caller to close."""
+    ``sides`` when something else goes wrong, for the caller to close. ``at_once``: two sides on
+    CPUs of their own are opened at the same time (a model that loads for seconds makes the
+    battle wait once, not twice)."""
     players = list(players)
     delay, since, warned = FIRST_WAIT, time.monotonic(), 0.0
     while True:
         try:
-            for player in players:
-                sides[player] = open_one(player)
+            if at_once and len(players) == 2:
+                _open_at_once(sides, players, open_one)
+            else:
+                for player in players:
+                    sides[player] = open_one(player)
             return
         except EdgeFull as exc:
             for guard in sides.values():
@@ -59,3 +69,20 @@ def open_sides(
                 logger.info("%s waits for a worker: %s", what, exc)
         time.sleep(delay * random.uniform(0.5, 1.5))
         delay = min(delay * 2, LONGEST_WAIT)
+
+
+def _open_at_once(
+    sides: dict[str, SideGuard], players: list[str], open_one: Callable[[str], SideGuard]
+) -> None:
+    """Open the first player's side here and the second's on this thread's helper meanwhile;
+    whichever failed, what the other opened is in ``sides`` (to be closed), and a failure is
+    raised once both are done."""
+    first, last = players
+    future = helper_thread().submit(partial(open_one, last))
+    try:
+        sides[first] = open_one(first)
+    finally:
+        wait([future])
+        if future.exception() is None:
+            sides[last] = future.result()
+    future.result()

@@ -178,9 +178,8 @@ class RemoteSide:
     queues = True
     needs_battle = False
 
-    def __init__(self, session: EdgeSession, cpus: frozenset[str] = frozenset()) -> None:
+    def __init__(self, session: EdgeSession) -> None:
         self.session = session
-        self.cpus = cpus  # the edge's, from its hello
         self.observation_space = session.observation_space
         self.action_space = session.action_space
 

@@ -1,5 +1,6 @@
-"""A battle's two sides are asked at once only when their edges' calls run on CPUs of their own,
-and a league plays the same battles either way: real ``sep_edge`` processes, real Showdown.
+"""A battle's two sides are opened and asked at once only when their edges' calls run on CPUs of
+their own, and a league plays the same battles either way: real ``sep_edge`` processes, real
+Showdown.
 
 Two pairs of edges on this host: one pair on every CPU (shared: asked one after the other), one
 with blue on the first CPU and red on the second (``--cpus``: asked at once, where the host pins
@@ -22,13 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.battle_loop import asked_at_once
-from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
-from center.evaluation.schedule import schedule_match
-from center.evaluation.side_guard import SideGuard
 from edge.service.scheduling import with_core_siblings
-from tests.integration.edges import EdgeProcess, edge_pair, launch_pair, when_room
+from tests.integration.edges import EdgeProcess, edge_pair, launch_pair
 
 CPUS = sorted(os.sched_getaffinity(0))
 MODELS = ("stamps_a", "stamps_b")
@@ -148,42 +145,21 @@ def test_an_edge_says_in_its_hello_which_host_and_cpus_its_calls_run_on(pairs):
         assert (hello.host, hello.cpus) == (boot_id, said), (pair, side)
 
 
-def _opened(edges: dict[str, EdgeProcess], candidates: Path, *, checked: bool) -> bool:
-    """Whether the sides of a battle opened through ``edges`` are asked at once (``checked``: the
-    source checked the edges first, as sep_main does, else as a runner process opens them)."""
+def _apart(edges: dict[str, EdgeProcess], candidates: Path) -> bool:
+    """Whether sep_main's source (or a runner's) finds the sides of a battle on ``edges`` apart."""
     clients = {side: edge.client() for side, edge in edges.items()}
-    source = EdgeSource(clients, candidates)
     try:
-        if checked:
-            source.check_edges({"blue": list(MODELS), "red": list(MODELS)})
-        battle = schedule_match(*MODELS, 1, 0)[0]
-        sides: dict[str, SideGuard] = {}
-        for player, side, model in zip(
-            ("player_0", "player_1"), ("blue", "red"), MODELS, strict=True
-        ):
-            sides[player] = when_room(
-                lambda side=side, model=model: source.open_side(
-                    model, side, battle, "gen9randombattle", Budget(), f"at-once-{side}"
-                )
-            )
-        try:
-            assert all(guard.fatal is None for guard in sides.values())
-            return asked_at_once(sides)
-        finally:
-            for guard in sides.values():
-                source.close_side(guard)
+        return EdgeSource(clients, candidates).apart()
     finally:
-        source.close()
         for client in clients.values():
             client.close()
 
 
-@pytest.mark.parametrize("checked", [True, False], ids=["checked", "a runner's"])
-def test_sides_are_asked_at_once_only_when_their_edges_run_on_cpus_of_their_own(
-    pairs, candidates, apart_here, checked
+def test_sides_are_apart_only_when_their_edges_run_on_cpus_of_their_own(
+    pairs, candidates, apart_here
 ):
-    assert _opened(pairs["apart"], candidates, checked=checked) is apart_here
-    assert not _opened(pairs["shared"], candidates, checked=checked)
+    assert _apart(pairs["apart"], candidates) is apart_here
+    assert not _apart(pairs["shared"], candidates)
 
 
 def _league(edges: dict[str, EdgeProcess], candidates: Path, log_dir: Path) -> list[dict[str, str]]:

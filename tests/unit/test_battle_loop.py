@@ -100,7 +100,6 @@ class _Side:
     queues = False
     needs_battle = False
     last_usage = None
-    cpus: frozenset[str] = frozenset()  # in this process
 
     def __init__(self, orders: list[Any]) -> None:
         self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
@@ -261,16 +260,15 @@ def test_a_battle_is_kept_only_for_the_seat_of_a_side_that_reads_one():
 
 
 class _RemoteSide(_Side):
-    """A side on an edge whose calls run on ``cpus`` and whose every reset and decision (its last
-    step included) waits at ``barrier`` for the other side's: asked one after the other, the first
-    would wait there until the barrier broke."""
+    """A side on an edge whose every reset and decision (its last step included) waits at
+    ``barrier`` for the other side's: asked one after the other, the first would wait there until
+    the barrier broke."""
 
     queues = True
 
-    def __init__(self, barrier: threading.Barrier, cpus: set[str]) -> None:
+    def __init__(self, barrier: threading.Barrier) -> None:
         super().__init__([])
         self.barrier = barrier
-        self.cpus = frozenset(cpus)
         self.threads: set[str] = set()
 
     def reset(self, seed, *, timeout, queue_limit) -> None:
@@ -283,21 +281,17 @@ class _RemoteSide(_Side):
         return super().decide(battle, reward, info, done, timeout=timeout, queue_limit=0.0)
 
 
-@pytest.mark.parametrize(
-    "cpus",
-    [({"host-a/0", "host-a/1"}, {"host-b/0", "host-b/1"}), ({"host-a/0"}, {"host-a/1"})],
-    ids=["hosts of their own", "CPUs of their own"],
-)
-def test_two_sides_on_cpus_of_their_own_are_asked_at_once(cpus):
+def test_two_sides_on_cpus_of_their_own_are_asked_at_once():
     barrier = threading.Barrier(2, timeout=20)
-    blue, red = _RemoteSide(barrier, cpus[0]), _RemoteSide(barrier, cpus[1])
+    blue, red = _RemoteSide(barrier), _RemoteSide(barrier)
     env = _Env(rounds=3)
     sides = _guards(blue, red)
     outcome: list[Any] = []
-    battle = threading.Thread(
-        target=lambda: outcome.append(drive_battle(env, 1, sides, Budget())),  # type: ignore[arg-type]
-        name="battle-test",
-    )
+
+    def battle_thread() -> None:
+        outcome.append(drive_battle(env, 1, sides, Budget(), at_once=True))  # type: ignore[arg-type]
+
+    battle = threading.Thread(target=battle_thread, name="battle-test")
     battle.start()
     battle.join(timeout=60)
     assert not battle.is_alive() and outcome
@@ -315,17 +309,10 @@ def test_two_sides_on_cpus_of_their_own_are_asked_at_once(cpus):
 
 
 class _CountingSide(_Side):
-    """A side (on ``cpus``, an edge's; none: in this process) that notes how many decisions were
-    in progress when it was asked."""
+    """A side that notes how many calls were in progress when it was called."""
 
     in_progress = 0
     most = 0
-
-    def __init__(self, cpus: set[str] | None = None) -> None:
-        super().__init__([])
-        if cpus is not None:
-            self.queues = True
-            self.cpus = frozenset(cpus)
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
         with self._counted():
@@ -346,21 +333,12 @@ class _CountingSide(_Side):
             _CountingSide.in_progress -= 1
 
 
-@pytest.mark.parametrize(
-    "cpus",
-    [
-        (None, None),  # both in this process: they share its CPU and its GIL
-        (None, {"host-a/0"}),  # one in this process
-        ({"host-a/0", "host-a/1"}, {"host-a/1"}),  # edges that share a CPU
-        (set(), {"host-a/0"}),  # an edge that does not say where its calls run
-    ],
-    ids=["in this process", "one in this process", "a CPU shared", "CPUs not said"],
-)
-def test_sides_that_may_share_a_cpu_are_asked_one_after_the_other(cpus):
-    # Asked at once, each would slow the other's clock, and which one waited would be a race.
+def test_sides_not_apart_are_asked_one_after_the_other():
+    # Sides that may share a CPU (in this process, edges on the same CPUs): asked at once, each
+    # would slow the other's clock, and which one waited would be a race.
     _CountingSide.most = 0
     env = _Env(rounds=3)
-    drive_battle(env, 1, _guards(_CountingSide(cpus[0]), _CountingSide(cpus[1])), Budget())  # type: ignore[arg-type]
+    drive_battle(env, 1, _guards(_CountingSide([]), _CountingSide([])), Budget())  # type: ignore[arg-type]
     assert _CountingSide.most == 1 and len(env.session.sent) == 6
 
 
@@ -368,7 +346,6 @@ class _LostEdgeSide(_Side):
     """A remote side whose edge is down (the center's own failure: the run stops)."""
 
     queues = True
-    cpus = frozenset({"host-a/0"})
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
         raise EdgeDown("the edge stayed unreachable")
@@ -376,7 +353,6 @@ class _LostEdgeSide(_Side):
 
 class _SlowRemoteSide(_SlowSide):
     queues = True
-    cpus = frozenset({"host-b/0"})
     finished = False
 
     def decide(self, battle, reward, info, done, *, timeout, queue_limit) -> Decision:
@@ -390,5 +366,5 @@ def test_an_infrastructure_failure_waits_for_the_other_sides_call_before_it_ends
     # first (its session is closed after the battle, never while a call uses it).
     blue, red = _LostEdgeSide([]), _SlowRemoteSide([], seconds=0.3)
     with pytest.raises(EdgeDown):
-        drive_battle(_Env(rounds=3), 1, _guards(blue, red), Budget())  # type: ignore[arg-type]
+        drive_battle(_Env(rounds=3), 1, _guards(blue, red), Budget(), at_once=True)  # type: ignore[arg-type]
     assert red.finished

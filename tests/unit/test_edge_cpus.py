@@ -1,13 +1,20 @@
 """Where an edge's calls run, as its hello says it and the center reads it: the CPUs and their
-hyperthread siblings (a call competes with its sibling for the core), named by host."""
+hyperthread siblings (a call competes with its sibling for the core), named by host; a battle's
+sides are apart (opened and asked at once) only when both edges say so and share no CPU."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from center.evaluation.edge_source import cpus_of
+import pytest
+
+from center.errors import EdgeUnavailable
+from center.evaluation.edge_source import EdgeSource, cpus_of
+from center.evaluation.in_process import InProcessSource
 from edge.service.scheduling import with_core_siblings
 from edge.wire.messages import HelloReply
+
+AGENTS = Path(__file__).resolve().parents[1] / "agents"
 
 
 def _sysfs(tmp_path: Path, siblings: dict[int, str]) -> Path:
@@ -39,3 +46,43 @@ def test_the_center_names_cpus_by_host_and_reads_none_from_an_edge_that_names_no
     assert cpus_of(hello).isdisjoint(cpus_of(other))  # the same numbers on another host
     assert cpus_of(HelloReply("red", "4.0", [], "j")) == frozenset()  # a 4.0 edge
     assert cpus_of(HelloReply("red", "4.1", [], "j", 30.0, "boot-b", [])) == frozenset()
+
+
+class _Client:
+    """What EdgeSource.apart uses of an EdgeClient: its hello (or the edge not answering)."""
+
+    def __init__(self, hello: HelloReply | None) -> None:
+        self.reply = hello
+
+    def hello(self, timeout: float | None = None) -> HelloReply:
+        if self.reply is None:
+            raise EdgeUnavailable("no answer")
+        return self.reply
+
+    def close(self) -> None:
+        pass
+
+
+def _hello(side: str, host: str, cpus: list[int]) -> HelloReply:
+    return HelloReply(side, "4.1", [], side, 30.0, host, cpus)
+
+
+@pytest.mark.parametrize(
+    ("blue", "red", "apart"),
+    [
+        (_hello("blue", "a", [0, 1]), _hello("red", "b", [0, 1]), True),  # hosts of their own
+        (_hello("blue", "a", [0]), _hello("red", "a", [1]), True),  # CPUs of their own
+        (_hello("blue", "a", [0, 1]), _hello("red", "a", [1, 2]), False),  # a CPU shared
+        (_hello("blue", "a", [0]), _hello("red", "a", []), False),  # red not pinned
+        (_hello("blue", "a", [0]), HelloReply("red", "4.0", [], "r"), False),  # a 4.0 edge
+        (_hello("blue", "a", [0]), None, False),  # red does not answer
+    ],
+)
+def test_a_battle_s_sides_are_apart_only_when_both_hellos_say_so(blue, red, apart):
+    clients = {"blue": _Client(blue), "red": _Client(red)}
+    source = EdgeSource(clients, AGENTS / "candidates.json")  # type: ignore[arg-type]
+    assert source.apart() is apart
+
+
+def test_sides_in_this_process_are_never_apart():
+    assert InProcessSource(AGENTS / "candidates.json").apart() is False
