@@ -56,8 +56,6 @@ def drive_battle(
     ``onEpisodeEnd`` run when the battle ends by its rules or its turn limit, not when a side
     forfeited or the infrastructure failed (:data:`INFRASTRUCTURE_REASONS`).
     """
-    if at_once:  # the helper's own connection to the last side's edge, made untimed
-        helper_thread().submit(sides[PLAYERS[-1]].side.connect).result()
     # From the secret: an Agent's seed must not tell it the battle's seed.
     seeds = {p: env.run_secret.agent_seed(seed, p, SEED_BOUND) for p in PLAYERS}
     ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)

@@ -114,9 +114,6 @@ class _NoSide:
 
     reset = episode_end = decide
 
-    def connect(self) -> None:
-        pass
-
     def output(self) -> str:
         return ""
 

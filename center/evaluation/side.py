@@ -58,11 +58,6 @@ class Side(Protocol):
     @property
     def last_usage(self) -> CallUsage | None: ...
 
-    def connect(self) -> None:
-        """Ready the calling thread to call the side (its own connection to the side's edge), so
-        that its first timed call does not wait for a handshake; never raises."""
-        ...
-
     def decide(
         self,
         seat: SideSeat,
@@ -167,9 +162,6 @@ class InProcessSide:
     def episode_end(self, seat: SideSeat, *, timeout: float, queue_limit: float = 0.0) -> None:
         battle = _battle(seat)
         self._run("onEpisodeEnd", lambda note: self.agent.onEpisodeEnd(battle), timeout)
-
-    def connect(self) -> None:
-        pass
 
     def output(self) -> str:
         return self._runner.output()

@@ -250,12 +250,6 @@ class EdgeClient:
             return False
         return True
 
-    def connect_thread(self, timeout: float = 2.0) -> None:
-        """Connect the calling thread's socket to the edge (a hello, at the thread's first use), so
-        that its first real call does not wait for the handshake; never raises."""
-        if getattr(self._local, "held", None) is None:
-            self.ping(timeout)
-
     def close(self) -> None:
         """Fail the calls in flight with EdgeUnavailable and release every socket (once: a
         second close, from any thread, waits for the first's release)."""

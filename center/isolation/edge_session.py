@@ -187,9 +187,6 @@ class RemoteSide:
     def last_usage(self) -> CallUsage | None:
         return self.session.last_usage
 
-    def connect(self) -> None:
-        self.session.client.connect_thread()
-
     def decide(
         self,
         seat: SideSeat,

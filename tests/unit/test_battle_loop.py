@@ -122,9 +122,6 @@ class _Side:
     def reset(self, seed, *, timeout, queue_limit) -> None:
         pass
 
-    def connect(self) -> None:
-        self.connected_on = threading.current_thread().name
-
     def episode_end(self, battle, *, timeout, queue_limit) -> None:
         pass
 
@@ -300,8 +297,6 @@ def test_two_sides_on_cpus_of_their_own_are_asked_at_once():
     assert all(sides[p].fatal is None for p in PLAYERS)
     assert [p for p, _ in env.session.sent] == list(PLAYERS) * 3  # in the players' order
     assert blue.threads == {"battle-test"} and red.threads == {"battle-test-ask"}
-    # The helper's connection to red's edge was made before red's first (timed) call.
-    assert red.connected_on == "battle-test-ask" and not hasattr(blue, "connected_on")
     deadline = time.monotonic() + 20
     while any(t.name == "battle-test-ask" for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the helper thread outlived its battle thread"
