@@ -39,7 +39,7 @@ from poke_env.ps_client import AccountConfiguration
 from center.env.backend import Backend
 from center.env.env_player import unique_username
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.edge_source import EdgeSource, cpus_of
+from center.evaluation.edge_source import EdgeSource
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings, SideSource, start_backend
 from center.evaluation.records import BattleRecord
@@ -499,8 +499,7 @@ def main() -> None:
             with contextlib.closing(edge_source(edges, candidates)) as source:
                 source.check_edges({"blue": [model], "red": [model]})
                 hellos = {side: client.hello(10.0) for side, client in source.clients.items()}
-            blue, red = (cpus_of(hello) for hello in hellos.values())
-            at_once = bool(blue and red) and blue.isdisjoint(red)
+                at_once = source.apart()  # what sep_main decides for each battle
             print(
                 "the edges' hellos: "
                 + "; ".join(f"{s} on CPUs {h.cpus or 'not said'}" for s, h in hellos.items())

@@ -4,7 +4,7 @@ Each side that must act decides in one call (its guard's :meth:`SideGuard.decide
 reward and info its policy's step gets as in :class:`PokemonEnv` (:mod:`center.env.rounds`); each
 order is checked against the request (:func:`canonical_order`) before Showdown sees it. An illegal
 action is penalized and asked again, then Showdown's default move is played; a side that fails
-forfeits. Sides apart (``at_once``) are asked at once (:func:`ask`), others in turn.
+forfeits. Sides apart (``at_once``) are asked at once (:func:`_ask`), others in turn.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from edge.contract.orders import canonical_order, default_order
 from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError
 
-__all__ = ["INFRASTRUCTURE_REASONS", "ask", "drive_battle", "forfeit_reason"]
+__all__ = ["INFRASTRUCTURE_REASONS", "drive_battle", "forfeit_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def drive_battle(
     """
     # From the secret: an Agent's seed must not tell it the battle's seed.
     seeds = {p: env.run_secret.agent_seed(seed, p, SEED_BOUND) for p in PLAYERS}
-    ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)
+    _ask({p: partial(sides[p].reset, seeds[p]) for p in PLAYERS}, at_once=at_once)
     # A poke-env Battle only for a side whose Agent reads one here (in-process); a remote side's
     # seat keeps its frames and a view of them.
     env.session.keep_battles([p for p in PLAYERS if sides[p].needs_battle])
@@ -89,7 +89,7 @@ def drive_battle(
                 seat.view, needs_action=True, invalid=was_invalid[p], end_reason=None, mask=None
             )
             asks[p] = partial(sides[p].decide, seat, as_step_reward(rewards[p]), info)
-        decisions = ask(asks, at_once=at_once)
+        decisions = _ask(asks, at_once=at_once)
         forfeited = _first_fatal(sides)
         if forfeited:
             break
@@ -133,13 +133,13 @@ def drive_battle(
                 mask=idle_mask(sides[p].action_space),
             )
             finals[p] = partial(sides[p].finish, seat, as_step_reward(rewards[p]), info)
-        ask(finals, at_once=at_once)
+        _ask(finals, at_once=at_once)
     return forfeited, invalid
 
 
-def ask(asks: dict[str, Callable[[], T]], *, at_once: bool) -> dict[str, T]:
-    """What each side's call returns (its opening, its reset, its decision, its last step), in the
-    players' order; ``at_once``: the last one made from this battle thread's helper thread
+def _ask(asks: dict[str, Callable[[], T]], *, at_once: bool) -> dict[str, T]:
+    """What each side's call returns (its reset, its decision, its last step), in the players'
+    order; ``at_once``: the last one made from this battle thread's helper thread
     meanwhile, so that the battle waits for the slower side, not for both in turn. Whatever ends
     it, no call is left running."""
     if len(asks) < 2 or not at_once:
