@@ -15,6 +15,9 @@ import orjson
 
 __all__ = ["BattleView", "SeatView"]
 
+_READ = frozenset({"request", "turn", "error", "win", "tie", "title"})
+"""The protocol messages a view reads; every other line is skipped."""
+
 
 class BattleView(Protocol):
     """What the match and PokemonEnv read of a seat's battle (a :class:`SeatView` or a poke-env
@@ -65,24 +68,34 @@ class SeatView:
             self.battle_tag = lines[0][1:]
         events: list[tuple[str, Any]] = []
         for line in lines[1:]:
-            if line.startswith("|request|"):
-                body = line[len("|request|") :]
-                request = orjson.loads(body) if body else {}
-                if body:
+            # One find per line: the message kind between its first two bars.
+            bar = line.find("|", 1)
+            if bar < 0:
+                if line == "|tie":
+                    self._end(None)
+                    events.append(("end", None))
+                continue
+            kind = line[1:bar]
+            if kind not in _READ or line[0] != "|":
+                continue
+            rest = line[bar + 1 :]
+            if kind == "request":
+                request = orjson.loads(rest) if rest else {}
+                if rest:
                     self.last_request = request
                 events.append(("request", request))
-            elif line.startswith("|turn|"):
-                self.turn = int(line[len("|turn|") :])
-            elif line.startswith("|error|"):
+            elif kind == "turn":
+                self.turn = int(rest)
+            elif kind == "error":
                 events.append(("error", line))
-            elif line.startswith("|win|"):
-                self._end(line[len("|win|") :] == self.player_username)
+            elif kind == "win":
+                self._end(rest == self.player_username)
                 events.append(("end", None))
-            elif line == "|tie" or line.startswith("|tie|"):
+            elif kind == "tie":
                 self._end(None)
                 events.append(("end", None))
-            elif line.startswith("|title|"):
-                self._title(line[len("|title|") :])
+            else:  # title
+                self._title(rest)
         return events
 
     def _end(self, won: bool | None) -> None:
