@@ -34,6 +34,7 @@ from center.isolation.connection import (
     POLLOUT,
     Connection,
     deadline_error,
+    readable,
 )
 from edge.errors import ProtocolError, ProtocolVersionError
 from edge.wire.envelopes import decode_reply, encode_request
@@ -372,19 +373,15 @@ class EdgeClient:
     def _exchange(
         self, channel: _Channel, msg_id: str, raw: bytes, reply_type: str, what: str, wait: float
     ) -> Reply:
-        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply. The monitor
-        is read first and then when a poll finds it readable, the socket when a poll finds a
-        message on it: each look costs a system call."""
+        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply."""
         conn = channel.conn
         deadline = time.monotonic() + max(wait, 0.0)
         sent = False
-        monitor_news, reply_news = True, False
         while True:
             now = time.monotonic()
             if conn.dealer is None and now >= conn.rebuild_at:
                 conn.open()
-                monitor_news = True
-            if monitor_news and self._lost(conn, sent) and sent:
+            if self._lost(conn, sent) and sent:
                 # A reply that came before the connection dropped still counts.
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
@@ -394,7 +391,7 @@ class EdgeClient:
                 )
             if not sent and conn.sending:
                 sent = self._send(conn, raw)
-            if sent and reply_news:
+            if sent:
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
                     return reply
@@ -407,15 +404,12 @@ class EdgeClient:
                     reason=conn.failure_text(conn.failure),
                     failure=conn.failure,
                 )
-            monitor_news, reply_news = self._poll(channel, sent, now, deadline)
+            self._poll(channel, sent, now, deadline)
             if self._closed:
                 raise EdgeUnavailable(f"the client of {self._address} closed")
 
-    def _poll(
-        self, channel: _Channel, sent: bool, now: float, deadline: float
-    ) -> tuple[bool, bool]:
-        """Wait until the socket, its monitor or the close pipe has news, or ``deadline``:
-        whether the monitor has news, and whether a message waits on the socket."""
+    def _poll(self, channel: _Channel, sent: bool, now: float, deadline: float) -> None:
+        """Wait until the socket, its monitor or the close pipe has news, or ``deadline``."""
         conn, poller = channel.conn, channel.poller
         dealer, monitor = conn.dealer, conn.monitor
         if channel.watched[:1] != [dealer]:  # a new socket (or none) since the last poll
@@ -430,8 +424,7 @@ class EdgeClient:
             wake_at = deadline
         else:
             wake_at = min(deadline, conn.rebuild_at)
-        events = dict(poller.poll(max(1, int((wake_at - now) * 1000) + 1)))
-        return monitor in events, bool(events.get(dealer, 0) & POLLIN)
+        poller.poll(max(1, int((wake_at - now) * 1000) + 1))
 
     def _send(self, conn: Connection, raw: bytes) -> bool:
         """Whether ``raw`` went out (not when the socket cannot take it now)."""
@@ -446,7 +439,7 @@ class EdgeClient:
         """Read the replies waiting on the socket: the one to ``msg_id``, if it came (the others
         are late replies to calls that gave up)."""
         dealer = conn.dealer
-        while dealer is not None:
+        while dealer is not None and readable(dealer):
             try:
                 frames = dealer.recv_multipart(NOBLOCK)
             except zmq.Again:
