@@ -30,3 +30,17 @@ def test_the_view_says_what_the_session_acts_on_in_order():
     kinds = [kind for kind, _ in view.feed(frame)]
     assert kinds == ["error", "request", "end"]
     assert view.won is True and view.lost is False and view.battle_tag == "battle-x"
+
+
+@pytest.mark.parametrize("tie", ["|tie", "|tie|"])
+def test_a_tie_ends_the_view_with_or_without_its_bar(tie):
+    view = SeatView("me")
+    assert view.feed(f">battle-x\n|turn|7\n{tie}") == [("end", None)]
+    assert view.finished and view.won is None and view.lost is None and view.turn == 7
+
+
+def test_only_lines_that_start_with_a_bar_count():
+    view = SeatView("me")
+    frame = '>battle-x\nturn|9\n|turn\n| turn|8\n|win\nwin|me\n|\n|request|{"wait":true}\n|turn|3'
+    assert view.feed(frame) == [("request", {"wait": True})]
+    assert view.turn == 3 and not view.finished
