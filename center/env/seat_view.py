@@ -16,7 +16,7 @@ import orjson
 __all__ = ["BattleView", "SeatView"]
 
 _READ = frozenset({"request", "turn", "error", "win", "tie", "title"})
-"""The protocol messages a view reads; every other line is skipped."""
+"""The protocol messages a view reads: any other line is skipped before the branches below."""
 
 
 class BattleView(Protocol):
@@ -94,7 +94,7 @@ class SeatView:
             elif kind == "tie":
                 self._end(None)
                 events.append(("end", None))
-            else:  # title
+            elif kind == "title":
                 self._title(rest)
         return events
 
