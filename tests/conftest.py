@@ -27,13 +27,23 @@ if TYPE_CHECKING:
 SHOWDOWN_FIXTURES = frozenset({"showdown", "showdown_config", "showdown_install", "sim_host"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--serial",
+        choices=marks.SERIAL_CHOICES,
+        default="run",
+        help="the serial tests: run them (alone, under pytest-xdist), skip them, or run only them",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that needs the real Showdown with ``showdown``, and the slow and serial
-    ones with ``slow`` and ``serial`` (:mod:`tests.marks`)."""
+    ones with ``slow`` and ``serial`` (:mod:`tests.marks`); keep the ones ``--serial`` asks for."""
     for item in items:
         if SHOWDOWN_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.showdown)
     marks.apply(items)
+    marks.select(config, items)
 
 
 @pytest.hookimpl(hookwrapper=True)

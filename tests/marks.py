@@ -1,5 +1,6 @@
-"""Which tests are ``slow`` and which run ``serial``, in one table each, and the lock that lets a
-serial test run alone when pytest-xdist runs tests side by side (``scripts/test.sh`` does).
+"""Which tests are ``slow`` and which run ``serial``, in one table each; ``--serial`` (run, skip or
+only them: ``scripts/test.sh`` runs the serial ones in a pytest run of their own), and the lock that
+lets a serial test run alone when pytest-xdist runs it beside others.
 
 ``slow``: a module whose tests each take about 5 s or more (real edges, battles, Ray, Chromium,
 benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the quick first run.
@@ -12,8 +13,8 @@ sessions on its edges itself is not a reason: the tests' edges give each worker 
 test waits while the budget is taken (``when_room``, ``tests/integration/edges.py``). Nor are Ray
 runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
 
-A name in a table that no longer names a test file fails the collection, so a rename cannot drop
-a mark silently.
+A name in a table that no longer names a test file or function fails the collection, so a rename
+cannot drop a mark silently.
 """
 
 from __future__ import annotations
@@ -65,27 +66,33 @@ SLOW = frozenset(
         "integration/test_ray_loopback.py",
         "integration/test_readme_samples.py",
         "integration/test_sample_agents_strength.py",
-        "integration/test_sandbox.py",
+        "integration/test_sandbox.py::test_hostile_workers_end_only_their_own_sessions_with_their_causes",
+        "integration/test_sandbox.py::test_the_edge_reports_its_limits_and_sandbox_at_start_up",
+        "integration/test_sandbox.py::test_a_worker_has_no_network_and_its_own_user",
+        "integration/test_sandbox.py::test_kill_9_of_the_edge_leaves_no_worker_and_nothing_they_started",
+        "integration/test_sandbox.py::test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back",
+        "integration/test_sandbox.py::test_a_worker_that_breaks_the_channel_protocol_ends_only_its_own_session_with_the_cause",
+        "integration/test_sandbox.py::test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_keeps_the_channel",
+        "integration/test_sandbox.py::test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_places_freed",
+        "integration/test_sandbox.py::test_a_close_during_a_call_stops_the_worker_and_is_answered_at_once",
         "integration/test_scale.py",
         "integration/test_sides_at_once.py",
         "integration/test_sim_backend.py",
         "integration/test_sprt.py",
         "integration/test_submit.py",
         "integration/test_train_to_league.py",
+        "unit/test_marks.py::test_skip_and_only_split_the_tests_between_them",
     }
 )
 
 SERIAL = frozenset(
     {
-        # Benchmarks: they measure, pin edges to CPUs, make freezer groups.
+        # Benchmarks that start edges (each worker claims the default 4 GiB of the host's memory
+        # budget), pin them to CPUs or make freezer groups.
         "integration/test_bench_delegation.py",
-        "integration/test_bench_env.py",
         "integration/test_bench_freezer.py",
         "integration/test_bench_league.py",
-        "integration/test_bench_logdir.py",
-        "integration/test_bench_pairing.py",
         "integration/test_bench_scale.py",
-        "integration/test_bench_sprt.py",
         "integration/test_bench_template.py",
         # A clock, a load limit, a decision budget: timed against the edge's own CPU.
         "integration/test_battle_clock.py",
@@ -97,11 +104,21 @@ SERIAL = frozenset(
         "integration/test_memory_attack.py",
         # Host-wide state another test's edges change: the next edge on the host removes a killed
         # edge's work folder; the host IPC namespace's SysV segments are listed; the edge's
-        # deadlines timed with a few seconds' margin.
+        # deadlines timed with a few seconds' margin; the sandbox's worker user ids and processes.
+        # (test_sandbox's two leagues of hostile candidates are not serial: that their sandbox
+        # keeps them to themselves is what they test, and sep_main waits for room.)
         "integration/test_fair_play.py::test_an_edge_removes_the_work_folder_a_killed_edge_left",
         "integration/test_fair_play.py::test_sysv_shared_memory_dies_with_its_worker_and_is_never_seen_by_another",
         "integration/test_fair_play.py::test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_workers",
-        "integration/test_sandbox.py",
+        "integration/test_sandbox.py::test_hostile_workers_end_only_their_own_sessions_with_their_causes",
+        "integration/test_sandbox.py::test_the_edge_reports_its_limits_and_sandbox_at_start_up",
+        "integration/test_sandbox.py::test_a_worker_has_no_network_and_its_own_user",
+        "integration/test_sandbox.py::test_kill_9_of_the_edge_leaves_no_worker_and_nothing_they_started",
+        "integration/test_sandbox.py::test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back",
+        "integration/test_sandbox.py::test_a_worker_that_breaks_the_channel_protocol_ends_only_its_own_session_with_the_cause",
+        "integration/test_sandbox.py::test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_keeps_the_channel",
+        "integration/test_sandbox.py::test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_places_freed",
+        "integration/test_sandbox.py::test_a_close_during_a_call_stops_the_worker_and_is_answered_at_once",
         # sep_config.json's fixed ports; it counts every sep_edge started in the repository.
         "integration/test_demo.py",
     }
@@ -110,9 +127,11 @@ SERIAL = frozenset(
 
 def _check(table: frozenset[str]) -> None:
     for entry in table:
-        path = entry.split("::")[0]
+        path, _, function = entry.partition("::")
         if not (TESTS / path).is_file():
             raise pytest.UsageError(f"tests/marks.py names {path}, which is not a test file")
+        if function and f"def {function}(" not in (TESTS / path).read_text():
+            raise pytest.UsageError(f"tests/marks.py names {entry}, which is not a test of it")
 
 
 def _marked(item: pytest.Item, table: frozenset[str]) -> bool:
@@ -133,6 +152,24 @@ def apply(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if _marked(item, SERIAL):
             item.add_marker(pytest.mark.serial)
+
+
+SERIAL_CHOICES = ("run", "skip", "only")
+
+
+def select(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the tests ``--serial`` asks for (``skip``: the others; ``only``: the serial ones)."""
+    choice = config.getoption("serial")
+    if choice == "run":
+        return
+    keep_serial = choice == "only"
+    kept, dropped = [], []
+    for item in items:
+        serial = item.get_closest_marker("serial") is not None
+        (kept if serial == keep_serial else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @contextlib.contextmanager
