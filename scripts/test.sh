@@ -3,10 +3,10 @@
 # pyproject.toml's [tool.mypy] lists them), then run the whole test suite against a real local
 # Pokémon Showdown server that the tests start themselves. Extra arguments go to pytest.
 #
-# pytest runs twice: first the ordinary tests in 2 pytest-xdist workers (SEP_TEST_WORKERS=N for
-# another count, -n 0 for one process), then the `serial` ones (tests/marks.py), which need the
-# machine to themselves, in one process. Both runs get the extra arguments; the command fails if
-# either does.
+# pytest runs twice: first the ordinary tests in 3 pytest-xdist workers (SEP_TEST_WORKERS=N for
+# another count, -n 0 for one process; three keep two cores busier than two, whose tests also
+# wait), then the `serial` ones (tests/marks.py), which need the machine to themselves, in one
+# process. Both runs get the extra arguments; the command fails if either does.
 # Quick first run (nine tests in ten: the ones under ~5 s each):
 #     ./scripts/test.sh -m "not slow"
 set -euo pipefail
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 # pytest's exit codes: 2 interrupted, 4 a usage error (the second run would say it again), 5 no
 # test selected (a selection with no serial test, or only serial ones).
 status=0
-.venv/bin/pytest -n "${SEP_TEST_WORKERS:-2}" --dist worksteal --serial=skip "$@" || status=$?
+.venv/bin/pytest -n "${SEP_TEST_WORKERS:-3}" --dist worksteal --serial=skip "$@" || status=$?
 if [ "$status" -eq 2 ] || [ "$status" -eq 4 ]; then exit "$status"; fi
 serial=0
 .venv/bin/pytest --serial=only "$@" -n 0 || serial=$?
