@@ -4,9 +4,9 @@
 # Pokémon Showdown server that the tests start themselves. Extra arguments go to pytest.
 #
 # pytest runs twice: first the ordinary tests in 3 pytest-xdist workers (SEP_TEST_WORKERS=N for
-# another count, -n 0 for one process; three keep two cores busier than two, whose tests also
-# wait), then the `serial` ones (tests/marks.py), which need the machine to themselves, in one
-# process. Both runs get the extra arguments; the command fails if either does.
+# another count, -n 0 for one process; with two, the tests' waits left CPU idle), then the
+# `serial` ones (tests/marks.py), which need the machine to themselves, in one process. Both runs
+# get the extra arguments; the command fails if either does.
 # Quick first run (nine tests in ten: the ones under ~5 s each):
 #     ./scripts/test.sh -m "not slow"
 set -euo pipefail
