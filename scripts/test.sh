@@ -23,7 +23,6 @@ status=0
 if [ "$status" -eq 2 ] || [ "$status" -eq 4 ]; then exit "$status"; fi
 serial=0
 .venv/bin/pytest --serial=only "$@" -n 0 || serial=$?
-if [ "$status" -eq 0 ] || [ "$status" -eq 5 ]; then
-  if [ "$serial" -ne 5 ] || [ "$status" -eq 5 ]; then status=$serial; fi
-fi
+# A run that selected nothing takes the other's status; a failure of the first run stands.
+if [ "$status" -eq 5 ] || { [ "$status" -eq 0 ] && [ "$serial" -ne 5 ]; }; then status=$serial; fi
 exit "$status"
