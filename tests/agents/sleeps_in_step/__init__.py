@@ -1,5 +1,6 @@
 """Too slow on purpose: the policy sleeps `args["seconds"]` (default 30) in every step, then
-plays the first legal action."""
+plays the first legal action. With `args["first_seconds"]`, its first step sleeps that long
+instead: a window wide enough for a test to catch the side mid-decision in its first battle."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from edge.maple.maple_agent import MapleAgent
 
 
 class SleepingPolicy(StandalonePolicy):
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, first_seconds: float) -> None:
         self.seconds = seconds
+        self.next_sleep = first_seconds
 
     def step(
         self,
@@ -27,7 +29,8 @@ class SleepingPolicy(StandalonePolicy):
         observation_space: gymnasium.Space[Any],
         action_space: gymnasium.Space[Any],
     ) -> int:
-        time.sleep(self.seconds)
+        time.sleep(self.next_sleep)
+        self.next_sleep = self.seconds
         return int(np.flatnonzero(info["action_mask"])[0])
 
 
@@ -36,4 +39,5 @@ def getUserAgentClass(args: dict[str, Any]) -> type:
 
 
 def getUserPolicy(args: dict[str, Any]) -> StandalonePolicy:
-    return SleepingPolicy(float(args.get("seconds", 30)))
+    seconds = float(args.get("seconds", 30))
+    return SleepingPolicy(seconds, float(args.get("first_seconds", seconds)))
