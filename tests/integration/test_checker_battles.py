@@ -17,6 +17,7 @@ from edge.checker.run import check_user_module
 from tests.integration.edges import AGENTS, SEP_EDGE
 
 CANDIDATES = AGENTS / "candidates.json"
+GAUNTLET_BATTLES = 6
 BATTLE_LINE = re.compile(r"^\s+\S+-vs-random_opponent-\d{4}: (\w+), winner (\S+)", re.MULTILINE)
 
 
@@ -80,17 +81,19 @@ def test_a_battle_that_errors_fails_the_check_with_its_error_line(
     assert f"(logs in {kept[0]})" in result.stdout
 
 
-def _league(command: str, models: list[str], log_dir: Path, *extra: str) -> list[dict[str, str]]:
-    """A league of ``models`` (``-n 2``, the simulator), through ``command``; battles.csv's rows."""
+def _gauntlet(command: str, models: list[str], log_dir: Path, *extra: str) -> list[dict[str, str]]:
+    """good_random against each other of ``models`` (``-n 6``: three battles on each side), on the
+    simulator, through ``command``; battles.csv's rows."""
     run = subprocess.run(
         [
             sys.executable,
             "-c",
             f"from center.commands.run import {command}; {command}()",
-            "--league",
+            "--gauntlet",
+            "good_random",
             *models,
             "-n",
-            "2",
+            str(GAUNTLET_BATTLES),
             "--seed",
             "4",
             "-l",
@@ -106,7 +109,10 @@ def _league(command: str, models: list[str], log_dir: Path, *extra: str) -> list
     assert run.returncode == 0, run.stderr[-3000:]
     with (log_dir / "battles.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == len(models) * (len(models) - 1)
+    opponents = {m for m in models if m != "good_random"}
+    assert len(rows) == len(opponents) * GAUNTLET_BATTLES
+    for model in opponents:  # each opponent plays both sides
+        assert {r["blue"] for r in rows if model in (r["blue"], r["red"])} == {model, "good_random"}
     return rows
 
 
@@ -120,15 +126,16 @@ def _errors(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.showdown
-@pytest.mark.timeout(1200)  # ~30 checks, each on a sandboxed edge of its own, then two leagues
+@pytest.mark.timeout(1200)  # ~30 checks, each on a sandboxed edge of its own, then two gauntlets
 def test_every_module_the_checker_passes_plays_battles_without_an_error(
     tmp_path: Path, showdown_install: Path, start_edges: Any
 ) -> None:
     # The checker's promise: what it could have caught never shows up as an ERROR in a battle.
     # Every module of tests/agents goes through the checker as `sep_edge --check` runs it (in the
-    # edge's own sandboxed workers), the hostile ones included; the ones it
-    # passes then play a league through real sandboxed edges, and, except the hostile ones (which
-    # only an edge's sandbox contains), in-process.
+    # edge's own sandboxed workers), the hostile ones included; each one it passes then plays
+    # good_random on both sides through real sandboxed edges, and, except the hostile ones (which
+    # only an edge's sandbox contains), in-process. (An ERROR is one side's own: the other side
+    # of its battles needs no variety, only the module's battles do.)
     models = list(json.loads(CANDIDATES.read_text()))
     passed = [m for m in models if check_user_module(CANDIDATES, m, call_limit=5.0).ok]
     failed = sorted(set(models) - set(passed))
@@ -139,7 +146,7 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
     # exits, segfaults, allocates past 4 GiB, never returns
     caught |= {"hostile_exit", "hostile_segfault", "hostile_memory", "hostile_hang_c"}
     assert caught <= set(failed), passed
-    rows = _league(
+    rows = _gauntlet(
         "sep_main",
         passed,
         tmp_path / "isolated",
@@ -150,7 +157,7 @@ def test_every_module_the_checker_passes_plays_battles_without_an_error(
     )
     assert _errors(rows) == []
     honest = [m for m in passed if not m.startswith("hostile_")]
-    rows = _league("sep_eval", honest, tmp_path / "in-process", "--candidates", str(CANDIDATES))
+    rows = _gauntlet("sep_eval", honest, tmp_path / "in-process", "--candidates", str(CANDIDATES))
     assert _errors(rows) == []
 
 
