@@ -56,6 +56,9 @@ class CheckerEdge:
             max_workers=2,
             curve=CurveConfig(server_keys, frozenset({client_keys.public})),
             endpoints=endpoints,
+            # A check plays a few sample battles: warming every species' learnset would cost
+            # its templates more CPU than its workers spend computing their battles' own.
+            warm_learnsets=False,
         )
         self._context = zmq.Context()
         self._socket: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)

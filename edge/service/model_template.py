@@ -48,8 +48,11 @@ PR_SET_DUMPABLE: Final = 4
 EXIT_TEMPLATE_SETUP: Final = 88
 
 
-def run_model_template(spec: WorkerSpec, ctl: socket.socket, close_zygote: Any) -> NoReturn:
-    """In a fresh fork of the edge's template: become the model's template (module docstring)."""
+def run_model_template(
+    spec: WorkerSpec, ctl: socket.socket, close_zygote: Any, warm: bool
+) -> NoReturn:
+    """In a fresh fork of the edge's template: become the model's template (module docstring);
+    ``warm``: fill poke-env's learnset cache before the first fork, as the edge's template does."""
     try:
         close_zygote()
         _enter_template_sandbox(spec)
@@ -60,7 +63,7 @@ def run_model_template(spec: WorkerSpec, ctl: socket.socket, close_zygote: Any) 
             send(ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"[:2000]})
         os._exit(EXIT_TEMPLATE_SETUP)
     if template == 0:
-        _Template(spec, ctl).run()
+        _Template(spec, ctl, warm).run()
     # This first process only waits for the template (pid 1 of its namespace) and mirrors its end.
     ctl.close()
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -122,9 +125,10 @@ class _Template(ForkServer):
     pid_key = "local"
     vouch_for_pid = True
 
-    def __init__(self, spec: WorkerSpec, ctl: socket.socket) -> None:
+    def __init__(self, spec: WorkerSpec, ctl: socket.socket, warm: bool) -> None:
         super().__init__(ctl)
         self.spec = spec
+        self.warm = warm
         self.model = UserModel(spec.candidate)
         self.digest = ""
         self.own_pid_ns = -1
@@ -145,7 +149,8 @@ class _Template(ForkServer):
             os._exit(EXIT_TEMPLATE_SETUP)
         error = self.load()
         _pause_poke_loop()
-        _warm_learnsets()
+        if self.warm:
+            _warm_learnsets()
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
         send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())

@@ -73,6 +73,7 @@ class SandboxedEdge:
         endpoints: Mapping[str, ModelEndpoint] | None = None,
         endpoint_tokens: int | None = None,
         candidates_file: str | Path | None = None,
+        warm_learnsets: bool = True,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -93,6 +94,7 @@ class SandboxedEdge:
             polls=polls,
             model_templates=model_templates,
             memory_budget=memory_budget,
+            warm_learnsets=warm_learnsets,
         )
         cpu_claims: HostClaims | None = None
         self._endpoints: EndpointForwarder | None = None

@@ -52,6 +52,7 @@ class TemplateEvents:
     _polls: PollSet
     _zygote: Zygote | None
     _zygote_registered: int | None
+    warm_learnsets: bool
     _templates_registered: set[int]
     _spawning: dict[int, WorkerHandle]
     _by_pid: dict[int, WorkerHandle]
@@ -91,7 +92,7 @@ class TemplateEvents:
             self._zygote_gone()
         if self._zygote is None:
             self._zygote_registered = None
-            self._zygote = Zygote()
+            self._zygote = Zygote(warm_learnsets=self.warm_learnsets)
             prefer_as_oom_victim(self._zygote.process.pid)
         return self._zygote
 

@@ -90,8 +90,10 @@ class WorkerPool(TemplateEvents):
         polls: PollSet,
         model_templates: bool = True,
         memory_budget: MemoryBudget | None = None,
+        warm_learnsets: bool = True,
     ) -> None:
         self._side = side
+        self.warm_learnsets = warm_learnsets
         self._candidates = dict(candidates)
         self.limits = limits
         self.max_workers = max_workers
@@ -106,7 +108,8 @@ class WorkerPool(TemplateEvents):
         (``EndpointForwarder.paths_for``; None: the edge has none)."""
         for stale in remove_stale_work_folders():
             logger.info("removed the work folder of an edge that is gone: %s", stale)
-        self._zygote: Zygote | None = Zygote()  # exec'd: never a fork of this process
+        # exec'd: never a fork of this process
+        self._zygote: Zygote | None = Zygote(warm_learnsets=warm_learnsets)
         prefer_as_oom_victim(self._zygote.process.pid)  # its workers inherit it
         self.admission: MemoryAdmission | None = None
         """Host-wide memory admission (``memory_budget`` given and a memory limit set)."""

@@ -66,7 +66,9 @@ class Zygote:
     worker; :meth:`events` returns the template's reports (``spawned``, ``failed``, ``exit``).
     """
 
-    def __init__(self, *, uid_base: int = 100_000, gid: int = 65534) -> None:
+    def __init__(
+        self, *, uid_base: int = 100_000, gid: int = 65534, warm_learnsets: bool = True
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
@@ -84,6 +86,7 @@ class Zygote:
                     str(os.getpid()),
                     str(uid_base),
                     str(gid),
+                    "warm" if warm_learnsets else "cold",
                 ],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
@@ -172,7 +175,8 @@ class Zygote:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m edge.service.zygote FD PARENT_PID UID_BASE GID``: serve the supervisor."""
+    """``python -m edge.service.zygote FD PARENT_PID UID_BASE GID warm|cold``: serve the
+    supervisor (``cold``: no learnset warming, here or in the model templates it forks)."""
     fd, parent, uid_base, gid = (int(a) for a in argv[:4])
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the supervisor died before the line above
@@ -184,7 +188,7 @@ def main(argv: list[str]) -> None:
     _preload()
     hardening = _probe(uid_base, gid)
     send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
-    _Template(ctl, LearnsetWarmer()).serve()
+    _Template(ctl, LearnsetWarmer() if argv[4] == "warm" else None).serve()
 
 
 def _preload() -> None:
@@ -345,7 +349,7 @@ class _Template(ForkServer):
 
             pid = os.fork()  # in the host's PID namespace: it makes its own, in its user's
             if pid == 0:
-                run_model_template(spec, channel, self.close_in_child)
+                run_model_template(spec, channel, self.close_in_child, self.warming is not None)
             return pid
         # The module's files are hashed here, once per change (the digest caches each file's by
         # size and mtime), so that a fresh worker only checks them: a battle's worker is new.

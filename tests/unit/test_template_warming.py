@@ -1,12 +1,22 @@
 """The worker template's learnset warming (edge.service.learnsets.LearnsetWarmer): it fills poke-env's
 generation-9 cache in steps, for the species with moves of their own, without loading the data of
-any other generation (which would grow the template, and every fork's page-table copy)."""
+any other generation (which would grow the template, and every fork's page-table copy); an edge's
+template warms, the checker's does not."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from poke_env.data import GenData
 
+from edge.checker.sandboxed import CheckerEdge
+from edge.contract.user_module import load_user_model
 from edge.service.learnsets import WARM_GEN, LearnsetWarmer
+from edge.service.sandbox import Limits
+from edge.service.supervisor import SandboxedEdge
+
+CANDIDATES = Path(__file__).resolve().parent.parent / "agents" / "candidates.json"
 
 
 def test_warming_fills_the_learnset_cache_without_loading_other_generations():
@@ -26,3 +36,26 @@ def test_warming_fills_the_learnset_cache_without_loading_other_generations():
     pikachu = data._learnset_cache["pikachu"]
     data._learnset_cache.pop("pikachu")
     assert GenData.obtain_learnset("pikachu", WARM_GEN) == pikachu
+
+
+def _own_templates() -> list[str]:
+    """The last argument (warm or cold) of each worker template this process started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and "edge.service.zygote" in argv:
+            found.append(argv[-2])  # cmdline ends with a NUL: the last field is empty
+    return found
+
+
+def test_an_edges_template_warms_and_the_checkers_does_not():
+    # A check plays a few sample battles: warming every species would cost it more than it saves.
+    candidate = load_user_model(CANDIDATES, "good_random").candidate
+    with SandboxedEdge("blue", "127.0.0.1", 0, {"good_random": candidate}, insecure=True):
+        assert _own_templates() == ["warm"]
+    with CheckerEdge(candidate, Limits()):
+        assert _own_templates() == ["cold"]
