@@ -31,6 +31,7 @@ from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
+from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_limit
 from edge.contract.candidates import Candidate, load_candidates
@@ -336,11 +337,6 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
     guard = failed_side(model_id, budget, SideStatus.TIMEOUT, failure.line(), failure)
     guard.stats.time_s = seconds
     return guard
-
-
-#: How long an edge's address may refuse connections before check_edges says so (an edge that was
-#: just started binds its port within this).
-REFUSED_GRACE_S = 2.0
 
 
 def cpus_of(hello: HelloReply) -> frozenset[str]:

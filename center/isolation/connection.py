@@ -50,6 +50,11 @@ RECONNECT_IVL_MAX_MS: Final = 1000
 REBUILD_DELAY_S: Final = 1.0
 """Wait before a new socket replaces one whose CURVE handshake failed."""
 
+REFUSED_GRACE_S: Final = 2.0
+"""How long an edge's address may refuse connections before a check of the edges says so, or a
+session's request gives up unsent: an edge just started binds its port within this, and an edge
+that is not listening has lost its sessions."""
+
 MONITOR_EVENTS: Final = (
     zmq.EVENT_CONNECTED
     | zmq.EVENT_CLOSED

@@ -181,13 +181,15 @@ class EdgeClient:
         timeout: float | None = None,
         queue_limit: float | None = None,
         grace: float = 0.0,
+        refused_grace: float | None = None,
     ) -> Reply:
         """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
 
         ``queue_limit`` is how long the request may wait on the edge for a free CPU
         before its ``timeout`` starts: the reply is waited for that much longer. ``grace`` more
         seconds are waited past both, for the edge's own word on a call it stopped at its
-        deadline (which starts when the call reaches it).
+        deadline (which starts when the call reaches it). With ``refused_grace``, a request not
+        sent yet gives up (EdgeUnavailable) once the address has refused connections that long.
         """
         wait = self._default_timeout if timeout is None else timeout
         try:
@@ -210,7 +212,7 @@ class EdgeClient:
         what = msg_type + (f" (session {session!r})" if session else "")
         channel = self._enter()
         try:
-            reply = self._exchange(channel, msg_id, raw, spec.reply_type, what, wait)
+            reply = self._exchange(channel, msg_id, raw, spec.reply_type, what, wait, refused_grace)
         finally:
             self._leave(channel)
         if not reply.ok:
@@ -371,12 +373,21 @@ class EdgeClient:
         return conn.connected, conn.failure, conn.lost_at
 
     def _exchange(
-        self, channel: _Channel, msg_id: str, raw: bytes, reply_type: str, what: str, wait: float
+        self,
+        channel: _Channel,
+        msg_id: str,
+        raw: bytes,
+        reply_type: str,
+        what: str,
+        wait: float,
+        refused_grace: float | None,
     ) -> Reply:
-        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply."""
+        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply, or, unsent,
+        ``refused_grace`` seconds of refused connections (:meth:`call`)."""
         conn = channel.conn
         deadline = time.monotonic() + max(wait, 0.0)
         sent = False
+        refused_since: float | None = None
         while True:
             now = time.monotonic()
             if conn.dealer is None and now >= conn.rebuild_at:
@@ -395,7 +406,13 @@ class EdgeClient:
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
                     return reply
-            if now >= deadline:
+            limit = deadline
+            if refused_grace is not None and not sent and conn.failure == "refused":
+                refused_since = refused_since or now
+                limit = min(deadline, refused_since + refused_grace)
+            else:
+                refused_since = None
+            if now >= limit:
                 raise deadline_error(
                     self._address,
                     what,
@@ -404,7 +421,7 @@ class EdgeClient:
                     reason=conn.failure_text(conn.failure),
                     failure=conn.failure,
                 )
-            self._poll(channel, sent, now, deadline)
+            self._poll(channel, sent, now, limit)
             if self._closed:
                 raise EdgeUnavailable(f"the client of {self._address} closed")
 

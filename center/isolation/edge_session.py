@@ -30,6 +30,7 @@ from center.errors import (
     RemoteUserError,
     SideDisconnected,
 )
+from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from edge.contract.decision import Decision
 from edge.errors import InvalidActionError, ReplicaError
@@ -116,6 +117,7 @@ class EdgeSession:
                 timeout=self.timeout if timeout is None else timeout,
                 queue_limit=queue_limit or None,
                 grace=grace,
+                refused_grace=REFUSED_GRACE_S,
             )
         except EdgeRemoteError as exc:
             self.last_usage = exc.usage

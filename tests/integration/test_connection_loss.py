@@ -7,7 +7,9 @@ makes right after, while libzmq is still tearing the lost connection down, is no
 between is lost and its caller waited its whole deadline) but goes out on the next connection.
 The killed-peer test checks the first on a process that really dies (it passed before the fix
 too); the dropped-connection test repeats the second until the race shows: before the fix it
-failed with EdgeTimeout after 60 s, as test_transport's oversized-message test once did."""
+failed with EdgeTimeout after 60 s, as test_transport's oversized-message test once did. A
+session's call made after the edge went away gives up, unsent, once the address has refused
+connections for REFUSED_GRACE_S."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeUnavailable
+from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest
 from edge.wire.transport import tcp_endpoint
@@ -171,6 +174,26 @@ def test_calls_on_a_killed_edge_fail_at_once_and_the_next_calls_wait_for_the_new
             assert second_took < PROMPT
         for _ in callers:
             assert peer.line() == "got retry"
+
+
+@pytest.mark.timeout(120)
+def test_a_session_call_on_an_edge_that_went_away_gives_up_unsent_after_the_grace(
+    peer: Peer, client: EdgeClient
+):
+    # What EdgeSession asks for every call: an edge that is not listening has lost its sessions,
+    # so a battle's call made after the loss fails in seconds, not at the end of its deadline
+    # (a decision or an open waited 15-35 s, and a league whose edge stayed down that much longer).
+    assert client.hello(30).instance == "peer"
+    assert peer.line() == "got"
+    peer.kill()
+    assert wait_until(lambda: client.refused, 30)
+    started = time.monotonic()
+    with pytest.raises(EdgeUnavailable, match="not sent: nobody is listening"):
+        client.call(HelloRequest("test"), "s1", LONG, refused_grace=REFUSED_GRACE_S)
+    assert time.monotonic() - started < PROMPT
+    peer.start()  # back: the client's next call goes out on the new connection
+    client.call(HelloRequest("test"), "s2", LONG)
+    assert peer.line() == "got s2"
 
 
 @pytest.mark.timeout(240)
