@@ -13,13 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from center.errors import (
-    AuthenticationError,
     CallTimeout,
     ConfigError,
     EdgeCallError,
     EdgeDown,
-    EdgeTimeout,
-    EdgeUnavailable,
     RemoteUserError,
     SideDisconnected,
 )
@@ -92,7 +89,7 @@ class EdgeSource:
         for side, client in self.clients.items():
             model_ids = models.get(side, [])
             try:
-                hello = _hello(client, timeout)
+                hello = client.hello(timeout, REFUSED_GRACE_S)
             except EdgeCallError as exc:
                 cause = (
                     f"connection refused: is `sep_edge {side}` running there? (the address is "
@@ -342,22 +339,3 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
 def cpus_of(hello: HelloReply) -> frozenset[str]:
     """The CPUs of a hello, as ``host/cpu`` (empty when the edge does not name its host)."""
     return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
-
-
-def _hello(client: EdgeClient, timeout: float) -> HelloReply:
-    """The edge's hello within ``timeout``; raises sooner when its address keeps refusing."""
-    deadline = time.monotonic() + timeout
-    refused_since: float | None = None
-    while True:
-        now = time.monotonic()
-        try:
-            return client.hello(max(0.05, min(0.5, deadline - now)))
-        except (EdgeTimeout, EdgeUnavailable) as exc:
-            if isinstance(exc, AuthenticationError):
-                raise
-            now = time.monotonic()
-            refused_since = (refused_since or now) if client.refused else None
-            if now >= deadline or (
-                refused_since is not None and now - refused_since >= REFUSED_GRACE_S
-            ):
-                raise

@@ -243,6 +243,8 @@ class Connection:
                     self.address,
                 )
                 self.ever_connected = True
+            elif kind == zmq.EVENT_CONNECTED and self.failure == "refused":
+                self.failure = None  # something listens again: its handshake is under way
             elif kind == zmq.EVENT_DISCONNECTED:
                 if self.connected:
                     self.connected = False

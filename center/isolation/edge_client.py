@@ -230,13 +230,15 @@ class EdgeClient:
             )
         return reply
 
-    def hello(self, timeout: float | None = None) -> HelloReply:
-        """Ask the edge who it is; the first call is the connection check.
+    def hello(self, timeout: float | None = None, refused_grace: float | None = None) -> HelloReply:
+        """Ask the edge who it is; the first call is the connection check (``refused_grace``: as
+        :meth:`call`'s).
 
         Raises AuthenticationError when the CURVE handshake fails, EdgeUnavailable when nobody
         answers, EdgeProtocolError when the edge speaks another protocol version.
         """
-        body: HelloReply = self.request(HelloRequest(client=self._name), timeout=timeout)
+        request = HelloRequest(client=self._name)
+        body: HelloReply = self.call(request, timeout=timeout, refused_grace=refused_grace).body
         if not versions_compatible(body.protocol_version):
             raise EdgeProtocolError(
                 f"the edge at {self._address} speaks protocol {body.protocol_version}, "

@@ -188,7 +188,8 @@ def main(argv: list[str]) -> None:
     _preload()
     hardening = _probe(uid_base, gid)
     send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
-    _Template(ctl, LearnsetWarmer() if argv[4] == "warm" else None).serve()
+    warm = {"warm": True, "cold": False}[argv[4]]
+    _Template(ctl, LearnsetWarmer() if warm else None).serve()
 
 
 def _preload() -> None:
@@ -202,7 +203,7 @@ def _preload() -> None:
     import edge.service.worker
 
     # The data of the current generation, loaded lazily otherwise; its learnsets are
-    # warmed later, between forks (LearnsetWarmer).
+    # warmed later, between forks (LearnsetWarmer), unless the template is cold.
     GenData.from_gen(WARM_GEN)
     # What the first MapleAgent of a process loads lazily (its state spec): once here,
     # rather than in every worker, since every battle gets a fresh one.
@@ -337,7 +338,7 @@ def _pid_namespace_for_children(new: bool) -> Any:
 
 class _Template(ForkServer):
     """The template's loop: fork workers on request, report their ends; warm poke-env's
-    learnsets in the gaps between requests."""
+    learnsets in the gaps between requests (with a warmer: not the checker's edge)."""
 
     def fork(self, message: dict[str, Any], channel: socket.socket) -> int:
         from edge.contract.provenance import code_digest

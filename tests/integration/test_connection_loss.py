@@ -27,10 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from center.errors import EdgeUnavailable
+from center.errors import EdgeUnavailable, SideDisconnected
 from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
-from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest
+from center.isolation.edge_session import EdgeSession
+from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest, InstanceConfig
 from edge.wire.transport import tcp_endpoint
 from tests.integration.handler_threads import handler_server
 from tests.integration.test_sandbox import wait_until
@@ -190,10 +191,30 @@ def test_a_session_call_on_an_edge_that_went_away_gives_up_unsent_after_the_grac
     started = time.monotonic()
     with pytest.raises(EdgeUnavailable, match="not sent: nobody is listening"):
         client.call(HelloRequest("test"), "s1", LONG, refused_grace=REFUSED_GRACE_S)
-    assert time.monotonic() - started < PROMPT
+    assert REFUSED_GRACE_S <= time.monotonic() - started < PROMPT
     peer.start()  # back: the client's next call goes out on the new connection
     client.call(HelloRequest("test"), "s2", LONG)
     assert peer.line() == "got s2"
+
+
+class _Unreachable:
+    """A client whose every call fails unsent, recording its keyword arguments."""
+
+    address = "tcp://127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.kwargs: dict[str, object] = {}
+
+    def call(self, body: object, **kwargs: object) -> None:
+        self.kwargs = kwargs
+        raise EdgeUnavailable("open_session_request not sent: nobody is listening")
+
+
+def test_every_call_of_a_session_gives_up_after_the_refused_grace():
+    client = _Unreachable()
+    with pytest.raises(SideDisconnected, match="nobody is listening"):
+        EdgeSession(client, "m", InstanceConfig("blue", "player_0", "gen9randombattle"), "u")  # type: ignore[arg-type]
+    assert client.kwargs["refused_grace"] == REFUSED_GRACE_S
 
 
 @pytest.mark.timeout(240)

@@ -430,7 +430,6 @@ def test_both_runner_pools_void_a_battle_whose_edge_is_killed_and_stop_alike_whi
         seen[name] = (
             re.sub(r"\(.*\)", "(…)", last),
             stopped,
-            [v for v, _ in voided[:1]],
             sorted(set(voided)),
             _outcomes(league.log_dir),
         )
