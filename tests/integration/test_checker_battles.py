@@ -82,8 +82,8 @@ def test_a_battle_that_errors_fails_the_check_with_its_error_line(
 
 
 def _gauntlet(command: str, models: list[str], log_dir: Path, *extra: str) -> list[dict[str, str]]:
-    """good_random against each other of ``models`` (``-n 6``: three battles on each side), on the
-    simulator, through ``command``; battles.csv's rows."""
+    """good_random against each other of ``models`` (GAUNTLET_BATTLES each, sides alternating),
+    on the simulator, through ``command``; battles.csv's rows."""
     run = subprocess.run(
         [
             sys.executable,
