@@ -81,6 +81,21 @@ def _runners(mark: str) -> list[int]:
     return [pid for pid in _marked(mark) if _cmdline(pid).startswith("ray::HostedRunner")]
 
 
+def _wait_for_runners(mark: str, count: int, proc: subprocess.Popen[str]) -> list[int]:
+    """The ``count`` runners of a run, waited for a little: a runner's title is rewritten at each
+    battle it takes, so one scan can miss it. Failing, the run's processes and stderr say why."""
+    deadline = time.monotonic() + 30
+    while len(runners := _runners(mark)) != count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if len(runners) == count:
+        return runners
+    seen = "\n".join(_cmdline(pid)[:120] for pid in _marked(mark))
+    if proc.poll() is None:
+        proc.kill()
+    err = proc.communicate(timeout=30)[1]
+    raise AssertionError(f"{len(runners)} runners, not {count}; processes:\n{seen}\n{err[-3000:]}")
+
+
 def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -231,8 +246,7 @@ def test_killed_runners_void_their_battles_which_are_replayed_once_and_none_left
     proc = league.start("--workers", "2", "--max-restarts", "0")
     try:
         league.wait_rows(proc, 2)
-        runners = _runners(league.mark)
-        assert len(runners) == 2, [_cmdline(p) for p in _marked(league.mark)]
+        runners = _wait_for_runners(league.mark, 2, proc)
         os.kill(runners[0], signal.SIGKILL)
         recorded = len(_rows(tmp_path / "run"))
         league.wait_rows(proc, recorded + 2)
@@ -255,7 +269,7 @@ def test_killed_runners_void_their_battles_which_are_replayed_once_and_none_left
     rerun = league.start("--workers", "2", "--max-restarts", "2")
     try:
         league.wait_rows(rerun, len(stopped_at) + 1)
-        os.kill(_runners(league.mark)[0], signal.SIGKILL)
+        os.kill(_wait_for_runners(league.mark, 2, rerun)[0], signal.SIGKILL)
         _, err = rerun.communicate(timeout=600)
     finally:
         if rerun.poll() is None:
@@ -487,8 +501,7 @@ def test_an_edge_pool_of_two_pairs_serves_one_pair_per_runner(edge_pool, tmp_pat
     proc = league.start("--workers", "2")
     try:
         league.wait_rows(proc, 1)
-        runners = _runners(league.mark)
-        assert len(runners) == 2
+        runners = _wait_for_runners(league.mark, 2, proc)
         # Each runner is connected to one edge of each side, the runners to different pairs.
         used = [_ports_connected_to(pid) & set.union(*pairs) for pid in runners]
         assert sorted(used, key=sorted) == sorted(pairs, key=sorted), (used, pairs)
@@ -567,7 +580,8 @@ def test_a_league_over_a_two_node_cluster_survives_losing_a_node(
     proc = league.start("--ray", "auto", "--max-restarts", "2")
     try:
         league.wait_rows(proc, 2)
-        assert len(_runners(marks["head"])) == 1 and len(_runners(marks["second"])) == 1
+        _wait_for_runners(marks["head"], 1, proc)
+        _wait_for_runners(marks["second"], 1, proc)
         _kill_marked(marks["second"])  # the node goes away: its raylet, its runner, its simulator
         _, err = proc.communicate(timeout=600)
     finally:
