@@ -86,10 +86,11 @@ class EdgeSource:
         (a participant's edge may serve just its own model); in a league, both need all. An
         address where nothing listens is reported within REFUSED_GRACE_S, not after ``timeout``.
         """
+        hellos: dict[str, HelloReply] = {}
         for side, client in self.clients.items():
             model_ids = models.get(side, [])
             try:
-                hello = client.hello(timeout, REFUSED_GRACE_S)
+                hello = hellos[side] = client.hello(timeout, REFUSED_GRACE_S)
             except EdgeCallError as exc:
                 cause = (
                     f"connection refused: is `sep_edge {side}` running there? (the address is "
@@ -112,6 +113,8 @@ class EdgeSource:
                     "add it to that edge's candidates.json (a running edge rereads the file when "
                     "it changes, or on SIGHUP; an edge older than that needs a restart)"
                 )
+        if len(hellos) == 2 and (why := never_fit(hellos["blue"], hellos["red"])) is not None:
+            raise ConfigError(why)
 
     def open_side(
         self,
@@ -339,3 +342,28 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
 def cpus_of(hello: HelloReply) -> frozenset[str]:
     """The CPUs of a hello, as ``host/cpu`` (empty when the edge does not name its host)."""
     return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
+
+
+def never_fit(blue: HelloReply, red: HelloReply) -> str | None:
+    """Why no battle could ever start on these edges, or None: they share one memory budget (one
+    host, one claims folder) that a worker of each, which a battle needs at once, exceed together
+    whichever opens first. Otherwise every battle would wait for room forever."""
+    if not (blue.memory_claims and blue.host) or (blue.host, blue.memory_claims) != (
+        red.host,
+        red.memory_claims,
+    ):
+        return None
+    need = blue.memory_limit + red.memory_limit
+    budget = max(blue.memory_budget, red.memory_budget)
+    if need <= budget:
+        return None
+    return (
+        f"the blue and red edges share one host's memory budget for workers ({_gib(budget)}), "
+        f"but a battle needs a worker of each at once ({_gib(blue.memory_limit)} + "
+        f"{_gib(red.memory_limit)} by their --memory-limit): no battle could start; lower "
+        "--memory-limit or --memory-reserve, or run the edges on hosts of their own"
+    )
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.3g} GiB"

@@ -153,6 +153,12 @@ class MemoryClaims:
                 total += size
         return total
 
+    def identity(self) -> str:
+        """Names the claims folder (its device and inode): edges of one host naming the same
+        one share these claims, even where containers mount it under different paths."""
+        info = self.folder.stat()
+        return f"{info.st_dev}:{info.st_ino}"
+
     def claimed_on_host(self) -> int:
         """The bytes all live workers of the host have claimed."""
         with self._admission():

@@ -120,6 +120,7 @@ class EdgeSocketServer:
         self._load_limit = DEFAULT_LOAD_LIMIT
         self._host = _boot_id()
         self._cpus: list[int] = []
+        self._memory: tuple[int, int, str] = (0, 0, "")
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
         self._dispatcher: Dispatcher = dispatch_with(self)
@@ -220,6 +221,11 @@ class EdgeSocketServer:
     def announce_cpus(self, cpus: list[int]) -> None:
         """Tell centers (in the hello reply) which CPUs of this host the edge's calls run on."""
         self._cpus = sorted(cpus)
+
+    def announce_memory(self, limit: int, budget: int, claims: str) -> None:
+        """Tell centers (in the hello reply) each worker's memory claim, the budget it is claimed
+        from, and which claims that budget covers (edges naming the same ones share it)."""
+        self._memory = (limit, budget, claims)
 
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         """Serve until :meth:`stop`; then release the sockets and return.
@@ -331,6 +337,7 @@ class EdgeSocketServer:
             self._load_limit,
             self._host,
             self._cpus,
+            *self._memory,
         )
 
     # -- the I/O loop (continued) --------------------------------------------------------------

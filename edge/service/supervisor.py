@@ -131,6 +131,10 @@ class SandboxedEdge:
             pinned = self._pool.cgroups.on("cpuset")
             cpus = with_core_siblings(self._router.scheduler.cpus) if pinned else []
             self._server.announce_cpus(cpus)
+            if (admission := self._pool.admission) is not None:
+                self._server.announce_memory(
+                    admission.limit, admission.budget.budget, admission.claims.identity()
+                )
         except BaseException:
             self._pool.close()
             if self._endpoints is not None:

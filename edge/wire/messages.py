@@ -64,7 +64,7 @@ __all__ = [
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "4.1"
+PROTOCOL_VERSION: Final = "4.2"
 """``major.minor``. Peers with the same major version interoperate; a minor bump only adds
 optional fields, message types or error codes (unknown body fields are ignored). The history of
 the versions is in docs/protocol.md."""
@@ -106,7 +106,10 @@ class HelloReply(msgspec.Struct, frozen=True):
     sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to
     load a model (``sep_edge --load-limit``). ``host`` names the machine (its kernel's boot id) and
     ``cpus`` the CPUs the edge's calls run on there: the center asks a battle's two sides at once
-    only when their edges' CPUs are not shared ("" and []: not said).
+    only when their edges' CPUs are not shared ("" and []: not said). With memory admission on,
+    ``memory_limit`` is what each of its workers claims of the ``memory_budget`` that the edges
+    naming the same ``host`` and ``memory_claims`` (their claims folder) share: the center
+    refuses a battle whose two workers could never fit it together (0, 0, "": not said).
     """
 
     side: str
@@ -116,6 +119,9 @@ class HelloReply(msgspec.Struct, frozen=True):
     load_limit: float = DEFAULT_LOAD_LIMIT
     host: str = ""
     cpus: list[int] = []
+    memory_limit: int = 0
+    memory_budget: int = 0
+    memory_claims: str = ""
 
 
 class InstanceConfig(msgspec.Struct, frozen=True):

@@ -224,14 +224,17 @@ def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: P
         edge.stop()
 
 
-def test_two_edges_share_the_hosts_budget_and_a_killed_edges_claims_free_themselves(
+def test_two_edges_share_the_hosts_budget_which_a_center_checks_and_a_killed_edges_claims_free_themselves(
     tmp_path: Path, small_host: Path
 ):
-    """A 2 GiB host less 1 GiB: room for one worker of 768 MiB, whichever edge starts it."""
+    """A 2 GiB host less 1 GiB: room for one worker of 768 MiB, whichever edge starts it; so never
+    for a battle, which needs one of each at once: sep_main says so at its start, in one line."""
     config = write_config(tmp_path / "sep_config.json")
     limits = ["--memory-limit", "768MiB", "--memory-reserve", "1GiB"]
     edges = _edge_pair(tmp_path, config, CANDIDATES, limits)
     clients = []
+    match = [*SEP_MAIN, ATTACKER, HONEST, "-n", "1", "--config", str(config)]
+    match += ["--candidates", str(CANDIDATES), "-l", str(tmp_path / "run")]
 
     def open_on(side: str, name: str) -> None:
         client = edges[side].client()
@@ -243,6 +246,15 @@ def test_two_edges_share_the_hosts_budget_and_a_killed_edges_claims_free_themsel
         with inside(small_host):
             for edge in edges.values():
                 edge.start()
+        refused_run = subprocess.run(match, capture_output=True, text=True, timeout=120)
+        assert refused_run.returncode == 2, refused_run.stderr[-2000:]
+        assert refused_run.stderr.strip() == (
+            "error: the blue and red edges share one host's memory budget for workers (1 GiB), but "
+            "a battle needs a worker of each at once (0.75 GiB + 0.75 GiB by their --memory-limit): "
+            "no battle could start; lower --memory-limit or --memory-reserve, or run the edges on "
+            "hosts of their own"
+        )
+        assert not (tmp_path / "run" / "battles.csv").exists()
         open_on("blue", "b1")
         with pytest.raises(EdgeRemoteError) as refused:
             open_on("red", "r1")
