@@ -469,7 +469,7 @@ def sep_main(
     candidates = opts.candidates
 
     def run() -> None:
-        from center.evaluation.edge_source import EdgeSource
+        from center.evaluation.edge_source import EdgeSource, check_memory_fit
         from center.isolation.edge_client import EdgeClient
         from edge.contract.candidates import load_candidates
         from edge.wire.keys import center_curve_from_config
@@ -519,8 +519,9 @@ def sep_main(
                     "(--workers or --ray)"
                 )
             checked = [edge_source(config, index) for index in range(count)]
-            for source in checked:
-                source.check_edges(sides, config_name=str(config_path))
+            check_memory_fit(
+                [source.check_edges(sides, config_name=str(config_path)) for source in checked]
+            )
             return checked[0]
 
         try:

@@ -79,8 +79,9 @@ class EdgeSource:
         timeout: float = 10.0,
         *,
         config_name: str = "sep_config.json",
-    ) -> None:
+    ) -> dict[str, HelloReply]:
         """Each edge answers and serves the models it will play; ConfigError saying what is wrong.
+        Returns each side's hello.
 
         ``models`` maps a side to its model ids: in a match, blue needs only BLUE and red only RED
         (a participant's edge may serve just its own model); in a league, both need all. An
@@ -113,8 +114,7 @@ class EdgeSource:
                     "add it to that edge's candidates.json (a running edge rereads the file when "
                     "it changes, or on SIGHUP; an edge older than that needs a restart)"
                 )
-        if len(hellos) == 2 and (why := never_fit(hellos["blue"], hellos["red"])) is not None:
-            raise ConfigError(why)
+        return hellos
 
     def open_side(
         self,
@@ -344,24 +344,38 @@ def cpus_of(hello: HelloReply) -> frozenset[str]:
     return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
 
 
+def check_memory_fit(hellos: list[dict[str, HelloReply]]) -> None:
+    """ConfigError when a blue and a red edge of these hellos (each pair of edges a run checks)
+    could never start a battle together (:func:`never_fit`): a runner may pair any of a side's
+    edges with any of the other's."""
+    blues = [pair["blue"] for pair in hellos]
+    for red in (pair["red"] for pair in hellos):
+        for blue in blues:
+            if (why := never_fit(blue, red)) is not None:
+                raise ConfigError(why)
+
+
 def never_fit(blue: HelloReply, red: HelloReply) -> str | None:
-    """Why no battle could ever start on these edges, or None: they share one memory budget (one
-    host, one claims folder) that a worker of each, which a battle needs at once, exceed together
-    whichever opens first. Otherwise every battle would wait for room forever."""
+    """Why no battle could ever start on these edges, or None: they share one host's memory
+    claims (one host, one claims folder) and a worker of each, which a battle needs at once,
+    exceeds the budget of the edge that claims second. Each edge checks the live claims against
+    its own budget, and the sides open in either order, so the smaller budget is the bound.
+    Otherwise every battle would wait for room forever."""
     if not (blue.memory_claims and blue.host) or (blue.host, blue.memory_claims) != (
         red.host,
         red.memory_claims,
     ):
         return None
     need = blue.memory_limit + red.memory_limit
-    budget = max(blue.memory_budget, red.memory_budget)
+    budget = min(blue.memory_budget, red.memory_budget)
     if need <= budget:
         return None
     return (
-        f"the blue and red edges share one host's memory budget for workers ({_gib(budget)}), "
-        f"but a battle needs a worker of each at once ({_gib(blue.memory_limit)} + "
-        f"{_gib(red.memory_limit)} by their --memory-limit): no battle could start; lower "
-        "--memory-limit or --memory-reserve, or run the edges on hosts of their own"
+        f"the blue and red edges claim their workers' memory from one host's budget "
+        f"({_gib(budget)} for workers), but a battle needs a worker of each at once "
+        f"({_gib(blue.memory_limit)} + {_gib(red.memory_limit)} by their --memory-limit): no "
+        "battle could start; lower --memory-limit or --memory-reserve, or run the edges on hosts "
+        "of their own"
     )
 
 

@@ -107,9 +107,10 @@ class HelloReply(msgspec.Struct, frozen=True):
     load a model (``sep_edge --load-limit``). ``host`` names the machine (its kernel's boot id) and
     ``cpus`` the CPUs the edge's calls run on there: the center asks a battle's two sides at once
     only when their edges' CPUs are not shared ("" and []: not said). With memory admission on,
-    ``memory_limit`` is what each of its workers claims of the ``memory_budget`` that the edges
-    naming the same ``host`` and ``memory_claims`` (their claims folder) share: the center
-    refuses a battle whose two workers could never fit it together (0, 0, "": not said).
+    ``memory_limit`` is what each of its workers claims, ``memory_budget`` what this edge checks
+    the claims of the edges naming the same ``host`` and ``memory_claims`` (their claims folder)
+    against: the center refuses a run whose two sides' workers could never fit together (0, 0,
+    "": not said).
     """
 
     side: str

@@ -249,10 +249,10 @@ def test_two_edges_share_the_hosts_budget_which_a_center_checks_and_a_killed_edg
         refused_run = subprocess.run(match, capture_output=True, text=True, timeout=120)
         assert refused_run.returncode == 2, refused_run.stderr[-2000:]
         assert refused_run.stderr.strip() == (
-            "error: the blue and red edges share one host's memory budget for workers (1 GiB), but "
-            "a battle needs a worker of each at once (0.75 GiB + 0.75 GiB by their --memory-limit): "
-            "no battle could start; lower --memory-limit or --memory-reserve, or run the edges on "
-            "hosts of their own"
+            "error: the blue and red edges claim their workers' memory from one host's budget "
+            "(1 GiB for workers), but a battle needs a worker of each at once (0.75 GiB + 0.75 GiB "
+            "by their --memory-limit): no battle could start; lower --memory-limit or "
+            "--memory-reserve, or run the edges on hosts of their own"
         )
         assert not (tmp_path / "run" / "battles.csv").exists()
         open_on("blue", "b1")

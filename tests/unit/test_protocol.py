@@ -290,9 +290,9 @@ def test_error_bodies_without_a_code_or_with_an_unknown_one_are_accepted():
 
 
 def test_a_hello_reply_of_a_4_0_edge_says_no_host_and_a_newer_ones_unknown_fields_are_ignored():
-    # 4.1 added host and cpus (where the edge's calls run); a 4.0 edge's reply decodes without
-    # them (the center then asks a battle's sides one after the other), and a later minor
-    # version's fields are ignored.
+    # 4.1 added host and cpus (where the edge's calls run), 4.2 the memory admission's fields; a
+    # 4.0 edge's reply decodes without them (the center then asks a battle's sides one after the
+    # other and checks no memory), and a later minor version's fields are ignored.
     old = {
         "v": "4.0", "id": "e", "parent": "c", "session": "", "type": "hello_reply",
         "status": "ok",
@@ -300,7 +300,8 @@ def test_a_hello_reply_of_a_4_0_edge_says_no_host_and_a_newer_ones_unknown_field
     }  # fmt: skip
     body = decode_reply(msgpack.packb(old)).body
     assert (body.host, body.cpus, body.load_limit) == ("", [], 30.0)
-    newer = {**old, "v": "4.2", "body": {**old["body"], "host": "h", "cpus": [3], "gpus": [0]}}
+    assert (body.memory_limit, body.memory_budget, body.memory_claims) == (0, 0, "")
+    newer = {**old, "v": "4.3", "body": {**old["body"], "host": "h", "cpus": [3], "gpus": [0]}}
     body = decode_reply(msgpack.packb(newer)).body
     assert (body.host, body.cpus) == ("h", [3])
 
