@@ -19,6 +19,11 @@ case " $* " in *" --serial=only "*) exit "$SERIAL" ;; *) exit "$FIRST" ;; esac
 """
 
 
+def _env(calls: Path, first: int, serial: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SEP_TEST_WORKERS"}  # the default count
+    return {**env, "CALLS": str(calls), "FIRST": str(first), "SERIAL": str(serial)}
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir()
@@ -56,7 +61,7 @@ def tree(tmp_path: Path) -> Path:
 )
 def test_the_command_fails_when_either_run_fails(tree, first, serial, status, runs):
     calls = tree / "calls"
-    env = {**os.environ, "CALLS": str(calls), "FIRST": str(first), "SERIAL": str(serial)}
+    env = _env(calls, first, serial)
     done = subprocess.run(
         [str(tree / "scripts" / "test.sh"), "-k", "x"], env=env, capture_output=True, timeout=60
     )
@@ -66,3 +71,24 @@ def test_the_command_fails_when_either_run_fails(tree, first, serial, status, ru
     assert "--serial=skip" in lines[0] and lines[0].endswith("-k x")  # the extra arguments go on
     if runs == 2:
         assert lines[1] == "--serial=only -k x -n 0"
+
+
+@pytest.mark.parametrize(
+    ("extra", "serial_extra"),
+    [
+        ([], []),
+        (["--junitxml=out/report.xml", "-q"], ["--junitxml=out/report.serial.xml", "-q"]),
+        (["--junit-xml", "report.xml", "-x"], ["--junit-xml", "report.serial.xml", "-x"]),
+        (["--junitxml=report"], ["--junitxml=report.serial.xml"]),
+    ],
+)
+def test_the_serial_run_writes_its_junit_report_beside_the_first_runs(tree, extra, serial_extra):
+    calls = tree / "calls"
+    env = _env(calls, 0, 0)
+    done = subprocess.run(
+        [str(tree / "scripts" / "test.sh"), *extra], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    first, serial = calls.read_text().splitlines()
+    assert first == " ".join(["-n", "3", "--dist", "worksteal", "--serial=skip", *extra])
+    assert serial == " ".join(["--serial=only", *serial_extra, "-n", "0"])
