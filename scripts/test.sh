@@ -7,7 +7,7 @@
 # another count, -n 0 for one process; with two, the tests' waits left CPU idle), then the
 # `serial` ones (tests/marks.py), which need the machine to themselves, in one process. Both runs
 # get the extra arguments (a --junitxml report of the serial run goes to NAME.serial.xml beside
-# the first's NAME.xml); the command fails if either does.
+# the first's NAME.xml; not one set in PYTEST_ADDOPTS); the command fails if either does.
 # Quick first run (nine tests in ten: the ones under ~5 s each):
 #     ./scripts/test.sh -m "not slow"
 set -euo pipefail
@@ -25,9 +25,9 @@ if [ "$status" -eq 2 ] || [ "$status" -eq 4 ]; then exit "$status"; fi
 serial_args=()
 path_next=0
 for arg in "$@"; do
-  if [ "$path_next" -eq 1 ]; then
+  if [ "$path_next" -eq 1 ] && [ -n "$arg" ]; then
     arg="${arg%.xml}.serial.xml"
-  elif [[ "$arg" == --junitxml=* || "$arg" == --junit-xml=* ]]; then
+  elif [[ "$arg" == --junitxml=?* || "$arg" == --junit-xml=?* ]]; then
     value="${arg#*=}"
     arg="${arg%%=*}=${value%.xml}.serial.xml"
   fi
@@ -36,7 +36,7 @@ for arg in "$@"; do
   serial_args+=("$arg")
 done
 serial=0
-.venv/bin/pytest --serial=only ${serial_args[@]+"${serial_args[@]}"} -n 0 || serial=$?
+.venv/bin/pytest --serial=only "${serial_args[@]}" -n 0 || serial=$?
 # A run that selected nothing takes the other's status; a failure of the first run stands.
 if [ "$status" -eq 5 ] || { [ "$status" -eq 0 ] && [ "$serial" -ne 5 ]; }; then status=$serial; fi
 exit "$status"

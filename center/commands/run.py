@@ -519,9 +519,16 @@ def sep_main(
                     "(--workers or --ray)"
                 )
             checked = [edge_source(config, index) for index in range(count)]
-            check_memory_fit(
-                [source.check_edges(sides, config_name=str(config_path)) for source in checked]
-            )
+            hellos = [source.check_edges(sides, config_name=str(config_path)) for source in checked]
+            # Source i has each side's edge i (modulo the side's count): every edge once.
+            edges = {
+                side: [
+                    (checked[i].clients[side].address, hellos[i][side])
+                    for i in range(config.edge_count(side))
+                ]
+                for side in SIDES
+            }
+            check_memory_fit(edges["blue"], edges["red"])
             return checked[0]
 
         try:

@@ -7,6 +7,7 @@ edge that plays a side resolves the model id from its own candidates.json.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from pathlib import Path
@@ -344,15 +345,16 @@ def cpus_of(hello: HelloReply) -> frozenset[str]:
     return frozenset(f"{hello.host}/{cpu}" for cpu in hello.cpus) if hello.host else frozenset()
 
 
-def check_memory_fit(hellos: list[dict[str, HelloReply]]) -> None:
-    """ConfigError when a blue and a red edge of these hellos (each pair of edges a run checks)
-    could never start a battle together (:func:`never_fit`): a runner may pair any of a side's
-    edges with any of the other's."""
-    blues = [pair["blue"] for pair in hellos]
-    for red in (pair["red"] for pair in hellos):
-        for blue in blues:
-            if (why := never_fit(blue, red)) is not None:
-                raise ConfigError(why)
+def check_memory_fit(
+    blues: list[tuple[str, HelloReply]], reds: list[tuple[str, HelloReply]]
+) -> None:
+    """ConfigError when a blue and a red edge (address, hello) that a battle runner is given
+    together could never start a battle (:func:`never_fit`): runner ``i`` plays on blue edge
+    ``i % len(blues)`` and red edge ``i % len(reds)`` (``SourceSpec.edge_for``)."""
+    for i in range(math.lcm(len(blues), len(reds))):
+        (blue_at, blue), (red_at, red) = blues[i % len(blues)], reds[i % len(reds)]
+        if (why := never_fit(blue, red)) is not None:
+            raise ConfigError(f"{why} (the blue edge at {blue_at}, the red edge at {red_at})")
 
 
 def never_fit(blue: HelloReply, red: HelloReply) -> str | None:

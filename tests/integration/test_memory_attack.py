@@ -252,7 +252,8 @@ def test_two_edges_share_the_hosts_budget_which_a_center_checks_and_a_killed_edg
             "error: the blue and red edges claim their workers' memory from one host's budget "
             "(1 GiB for workers), but a battle needs a worker of each at once (0.75 GiB + 0.75 GiB "
             "by their --memory-limit): no battle could start; lower --memory-limit or "
-            "--memory-reserve, or run the edges on hosts of their own"
+            "--memory-reserve, or run the edges on hosts of their own (the blue edge at "
+            f"{edges['blue'].endpoint}, the red edge at {edges['red'].endpoint})"
         )
         assert not (tmp_path / "run" / "battles.csv").exists()
         open_on("blue", "b1")

@@ -82,8 +82,8 @@ def _runners(mark: str) -> list[int]:
 
 
 def _wait_for_runners(mark: str, count: int, proc: subprocess.Popen[str]) -> list[int]:
-    """The ``count`` runners of a run, waited for a little: a runner's title is rewritten at each
-    battle it takes, so one scan can miss it. Failing, the run's processes and stderr say why."""
+    """The ``count`` runners of a run, waited for a little (CI once saw one runner of two after
+    two rows, cause unknown). Failing, the run's processes and its stderr say why."""
     deadline = time.monotonic() + 30
     while len(runners := _runners(mark)) != count and time.monotonic() < deadline:
         time.sleep(0.1)

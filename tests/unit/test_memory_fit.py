@@ -1,7 +1,7 @@
 """A battle needs a worker on each side's edge at once: edges that share one host's memory claims
 (their hellos name the same host and claims folder) and whose two workers exceed the budget of
 the edge that claims second are refused at start, in one line, instead of every battle waiting
-for room forever; in an edge pool, every blue edge with every red one."""
+for room forever; in an edge pool, each pair of edges a battle runner is given."""
 
 from __future__ import annotations
 
@@ -52,14 +52,17 @@ def test_an_edge_without_admission_or_that_names_no_host_is_never_refused():
     assert never_fit(_hello("blue", *full, host=""), _hello("red", *full, host="")) is None
 
 
-def test_in_an_edge_pool_every_blue_edge_is_checked_with_every_red_one():
-    # Two blue edges and three red ones, checked as pairs (0, 0), (1, 1), (0, 2): a runner may
-    # still be given blue 1 with red 0, which share a host and cannot fit together.
-    blues = [_hello("blue", GiB, GiB, host="a"), _hello("blue", GiB, GiB, host="b")]
-    reds = [_hello("red", GiB, GiB, host="c"), _hello("red", GiB, GiB, host="d")]
-    reds.insert(0, _hello("red", GiB, GiB, host="b"))  # red 0 on blue 1's host
-    pairs = [{"blue": blues[i % 2], "red": reds[i]} for i in range(3)]
-    assert all(never_fit(p["blue"], p["red"]) is None for p in pairs)  # each pair alone fits
-    with pytest.raises(ConfigError, match="no battle could start"):
-        check_memory_fit(pairs)
-    check_memory_fit([{"blue": blues[0], "red": reds[1]}, {"blue": blues[0], "red": reds[2]}])
+def test_in_an_edge_pool_each_pair_a_runner_is_given_is_checked():
+    # Runner i plays on blue edge i % 2 and red edge i % 3: every blue edge meets every red one.
+    blues = [("tcp://a:1", _hello("blue", GiB, GiB, host="a"))]
+    blues.append(("tcp://b:1", _hello("blue", GiB, GiB, host="b")))
+    reds = [(f"tcp://{h}:2", _hello("red", GiB, GiB, host=h)) for h in ("c", "b", "d")]
+    assert never_fit(blues[1][1], reds[1][1]) is not None  # blue 1 and red 1 share host b
+    with pytest.raises(ConfigError) as refused:
+        check_memory_fit(blues, reds)
+    assert str(refused.value).endswith("(the blue edge at tcp://b:1, the red edge at tcp://b:2)")
+    # Two of each: runners get (0, 0) and (1, 1) only, so blue 0 (host a) never meets red 1.
+    on_c, on_a = reds[0], ("tcp://a:2", _hello("red", GiB, GiB, host="a"))
+    check_memory_fit(blues, [on_c, on_a])
+    with pytest.raises(ConfigError):
+        check_memory_fit(blues, [on_a, on_c])  # now blue 0 and red 0 share host a

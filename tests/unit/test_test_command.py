@@ -12,11 +12,18 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test.sh"
-# The stand-in pytest notes its arguments and exits with FIRST's or SERIAL's status.
+# The stand-in pytest notes its arguments (one run per line, NUL between them) and exits with
+# FIRST's or SERIAL's status.
 PYTEST = """#!/usr/bin/env bash
-echo "$*" >> "$CALLS"
+printf '%s\\0' "$@" >> "$CALLS"
+echo >> "$CALLS"
 case " $* " in *" --serial=only "*) exit "$SERIAL" ;; *) exit "$FIRST" ;; esac
 """
+
+
+def _runs(calls: Path) -> list[list[str]]:
+    """The arguments of each run of the stand-in pytest."""
+    return [line.split("\0")[:-1] for line in calls.read_text().splitlines()]
 
 
 def _env(calls: Path, first: int, serial: int) -> dict[str, str]:
@@ -66,11 +73,11 @@ def test_the_command_fails_when_either_run_fails(tree, first, serial, status, ru
         [str(tree / "scripts" / "test.sh"), "-k", "x"], env=env, capture_output=True, timeout=60
     )
     assert done.returncode == status, done.stderr
-    lines = calls.read_text().splitlines()
-    assert len(lines) == runs
-    assert "--serial=skip" in lines[0] and lines[0].endswith("-k x")  # the extra arguments go on
+    called = _runs(calls)
+    assert len(called) == runs
+    assert called[0] == ["-n", "3", "--dist", "worksteal", "--serial=skip", "-k", "x"]
     if runs == 2:
-        assert lines[1] == "--serial=only -k x -n 0"
+        assert called[1] == ["--serial=only", "-k", "x", "-n", "0"]
 
 
 @pytest.mark.parametrize(
@@ -80,6 +87,9 @@ def test_the_command_fails_when_either_run_fails(tree, first, serial, status, ru
         (["--junitxml=out/report.xml", "-q"], ["--junitxml=out/report.serial.xml", "-q"]),
         (["--junit-xml", "report.xml", "-x"], ["--junit-xml", "report.serial.xml", "-x"]),
         (["--junitxml=report"], ["--junitxml=report.serial.xml"]),
+        (["--junitxml=my dir/r.xml"], ["--junitxml=my dir/r.serial.xml"]),
+        (["--junit-prefix=x", "--junitxml="], ["--junit-prefix=x", "--junitxml="]),  # no report
+        (["--junitxml", ""], ["--junitxml", ""]),
     ],
 )
 def test_the_serial_run_writes_its_junit_report_beside_the_first_runs(tree, extra, serial_extra):
@@ -89,6 +99,6 @@ def test_the_serial_run_writes_its_junit_report_beside_the_first_runs(tree, extr
         [str(tree / "scripts" / "test.sh"), *extra], env=env, capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    first, serial = calls.read_text().splitlines()
-    assert first == " ".join(["-n", "3", "--dist", "worksteal", "--serial=skip", *extra])
-    assert serial == " ".join(["--serial=only", *serial_extra, "-n", "0"])
+    first, serial = _runs(calls)
+    assert first == ["-n", "3", "--dist", "worksteal", "--serial=skip", *extra]
+    assert serial == ["--serial=only", *serial_extra, "-n", "0"]
