@@ -103,14 +103,13 @@ class HelloReply(msgspec.Struct, frozen=True):
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
-    sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to
-    load a model (``sep_edge --load-limit``). ``host`` names the machine (its kernel's boot id) and
+    sessions. ``load_limit`` is the seconds this edge gives a battle's ``open_session`` to load a
+    model (``sep_edge --load-limit``). ``host`` names the machine (its kernel's boot id) and
     ``cpus`` the CPUs the edge's calls run on there: the center asks a battle's two sides at once
     only when their edges' CPUs are not shared ("" and []: not said). With memory admission on,
     ``memory_limit`` is what each of its workers claims, ``memory_budget`` what this edge checks
     the claims of the edges naming the same ``host`` and ``memory_claims`` (their claims folder)
-    against: the center refuses a run whose two sides' workers could never fit together (0, 0,
-    "": not said).
+    against: the center refuses a run whose sides' workers could never fit (0, 0, "": not said).
     """
 
     side: str
