@@ -15,6 +15,7 @@ import contextlib
 import functools
 import logging
 import os
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -565,4 +566,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill`: cleaned up as on Ctrl-C
     main()

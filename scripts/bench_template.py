@@ -189,4 +189,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill`: cleaned up as on Ctrl-C
     main()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_delegation.py"
@@ -45,3 +47,51 @@ def test_bench_delegation_reports_overhead_startup_and_throughput():
     assert fresh[0] > 0 and reused[0] > 0
     assert any("fork to serving:" in line and "workers, p50" in line for line in lines)
     assert sum("decisions/s" in line for line in lines) == 2
+
+
+def _edges_of(pid: int) -> list[int]:
+    """The ``sep_edge`` processes ``pid`` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if parent == str(pid) and b"sep_edge" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_benchmark_stops_the_edge_it_started():
+    bench = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--decisions", "100000", "--startups", "3"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (edges := _edges_of(bench.pid)) and bench.poll() is None:
+            assert time.monotonic() < deadline, "the benchmark started no edge"
+            time.sleep(0.1)
+        assert edges, bench.communicate(timeout=30)[1][-2000:]
+        time.sleep(2)  # the edge is up and being measured
+        bench.send_signal(signal.SIGTERM)
+        bench.communicate(timeout=60)
+        assert bench.returncode != 0
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in edges):
+            assert time.monotonic() < deadline, "the edge outlived the benchmark"
+            time.sleep(0.1)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.communicate(timeout=30)
