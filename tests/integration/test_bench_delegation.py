@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests.integration.helpers import children_of, proc_stat
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_delegation.py"
 
@@ -52,22 +55,16 @@ def test_bench_delegation_reports_overhead_startup_and_throughput():
 def _edges_of(pid: int) -> list[int]:
     """The ``sep_edge`` processes ``pid`` started."""
     found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            if parent == str(pid) and b"sep_edge" in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except (OSError, IndexError):
-            continue
+    for child in children_of(pid):
+        with contextlib.suppress(OSError):
+            if b"sep_edge" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
     return found
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def test_a_killed_benchmark_stops_the_edge_it_started():

@@ -32,6 +32,7 @@ from edge.service.memory_admission import MemoryBudget
 from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import AGENTS as TEST_AGENTS
 from tests.integration.edges import EdgeProcess, write_config
+from tests.integration.helpers import children_of
 
 AGENTS = Path(__file__).resolve().parent.parent / "organizer_agents"
 CANDIDATES = AGENTS / "candidates_memory.json"
@@ -181,18 +182,6 @@ def test_a_module_filling_memfds_when_behind_neither_voids_its_loss_nor_frames_i
             edge.stop()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            text = (entry / "stat").read_text()
-            if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def _oom_score_adj(pid: int) -> int:
     return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
 
@@ -209,8 +198,8 @@ def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: P
         client = edge.client()
         instance = InstanceConfig("blue", "player_0", "gen9bssfactory", 1)
         client.request(OpenSessionRequest(ATTACKER, instance, "sep p1"), "s1", 60.0)
-        templates = _children(edge.proc.pid)  # the edge's children: its worker templates
-        workers = [w for t in templates for w in _children(t)]
+        templates = children_of(edge.proc.pid)  # the edge's children: its worker templates
+        workers = [w for t in templates for w in children_of(t)]
         assert templates and workers, "the session's worker and its template"
         assert all(_oom_score_adj(p) == 1000 for p in templates + workers)
         report = edge.log.read_text()

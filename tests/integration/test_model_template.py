@@ -26,6 +26,7 @@ import pytest
 from center.files import existing, read_text
 from edge.service.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import EdgeProcess, write_config
+from tests.integration.helpers import parent_of
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "outside_agents" / "candidates_template.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
@@ -202,7 +203,7 @@ def test_a_template_that_dies_ends_its_battles_with_the_cause_and_is_started_aga
             session = Session(client, "template_torch", "before")
             session.decide()
             (worker,) = workers_of(blue)
-            template = _parent(worker)  # the template proper: its workers' parent
+            template = parent_of(worker)  # the template proper: its workers' parent
             assert template is not None and TEMPLATE_UID_BASE <= _uid(template) < _uid(worker)
             os.kill(template, signal.SIGKILL)
             assert wait_until(lambda: not workers_of(blue), 10.0)
@@ -217,11 +218,3 @@ def test_a_template_that_dies_ends_its_battles_with_the_cause_and_is_started_aga
         finally:
             client.close()
     assert "restarting the template of template_torch" in blue.log.read_text()
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(text[text.rindex(")") + 2 :].split()[1])

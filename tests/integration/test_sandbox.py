@@ -44,6 +44,7 @@ from edge.wire.messages import (
     OpenSessionRequest,
 )
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
+from tests.integration.helpers import parent_of, proc_stat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "battles"
 SANDBOX_AGENTS = Path(__file__).resolve().parents[1] / "sandbox_agents" / "candidates.json"
@@ -95,15 +96,6 @@ def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
     return found
 
 
-def _stat(pid: int | str) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, ...)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()
-
-
 def workers_of(edge: EdgeProcess) -> set[int]:
     """The pids of the edge's workers: the children of its template (the edge's child), or,
     where models have templates of their own (children of the edge's template, running as the
@@ -111,7 +103,7 @@ def workers_of(edge: EdgeProcess) -> set[int]:
     assert edge.proc is not None
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        fields = _stat(entry.name) if entry.name.isdigit() else None
+        fields = proc_stat(entry.name) if entry.name.isdigit() else None
         if fields is not None and fields[0] != "Z":
             parents[int(entry.name)] = int(fields[1])
     templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
@@ -137,7 +129,7 @@ def alive_in_group(pgid: int) -> list[int]:
     """The live (not zombie) processes of process group ``pgid``."""
     found = []
     for entry in Path("/proc").iterdir():
-        fields = _stat(entry.name) if entry.name.isdigit() else None
+        fields = proc_stat(entry.name) if entry.name.isdigit() else None
         if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
             found.append(int(entry.name))
     return found
@@ -699,14 +691,6 @@ def claimed_uids(edge_pid: int) -> list[str]:
     return sorted(held)
 
 
-def _parent_of(pid: int) -> int | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(text[text.rindex(")") + 2 :].split()[1])
-
-
 def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_places_freed(
     edge: EdgeProcess,
 ):
@@ -718,7 +702,7 @@ def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_p
         sessions = [Session(client, "good_random", f"before-{i}") for i in range(2)]
         for session in sessions:
             session.decide()
-        (template,) = [p for p, _ in leftovers(marks) if _parent_of(p) == edge.proc.pid]
+        (template,) = [p for p, _ in leftovers(marks) if parent_of(p) == edge.proc.pid]
         os.kill(template, signal.SIGKILL)  # its workers die with it
         assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
         for session in sessions:
