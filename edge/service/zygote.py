@@ -28,6 +28,7 @@ from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.fork_server import MAX_CONTROL_MESSAGE, ForkServer, send
 from edge.service.learnsets import WARM_GEN, LearnsetWarmer
+from edge.service.rehearsal import rehearse
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -210,6 +211,7 @@ def _preload() -> None:
     edge.maple.maple_agent.MapleAgent(
         {}, {"side": "blue", "player": "player_0", "battle_format": "gen9bssfactory", "seed": 0}
     )
+    rehearse()
     concurrency: Any = sys.modules.get("poke_env.concurrency")
     if concurrency is not None and concurrency._t.is_alive():
         concurrency.POKE_LOOP.call_soon_threadsafe(concurrency.POKE_LOOP.stop)

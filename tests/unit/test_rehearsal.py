@@ -1,0 +1,44 @@
+"""The worker template's rehearsal (edge.service.rehearsal): each recorded battle goes through a
+worker's request handling, encoded and decoded as on the wire, to its end, with a legal decision
+at every request that asks for one; a rehearsal that cannot run is a warning, never an error of
+the template."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from edge.checker.samples import SAMPLES_DIR, decision_points, load_sample_battles
+from edge.service import rehearsal
+
+
+@pytest.mark.parametrize("battle_format", rehearsal.REHEARSED)
+def test_a_rehearsed_battle_decides_at_every_request_without_an_error(battle_format):
+    sample = load_sample_battles(SAMPLES_DIR / f"{battle_format}.json.gz")[0]
+    expected = [point.battle.turn for point in decision_points(sample)]
+    decisions = rehearsal.play(battle_format)
+    assert len(decisions) == len(expected) > 5
+    for decision in decisions:
+        assert decision.step_error is None and decision.deploy_error is None
+        assert (
+            decision.stepped and decision.order and decision.order.startswith(("/team", "/choose"))
+        )
+
+
+def test_a_rehearsal_that_fails_is_logged_and_the_others_still_run(monkeypatch, caplog):
+    played = []
+    real_play = rehearsal.play
+
+    def play(battle_format: str) -> list:
+        played.append(battle_format)
+        return real_play(battle_format)
+
+    monkeypatch.setattr(rehearsal, "REHEARSED", ("gen9nosuchformat", "gen9randombattle"))
+    monkeypatch.setattr(rehearsal, "play", play)
+    with caplog.at_level(logging.WARNING, logger=rehearsal.__name__):
+        rehearsal.rehearse()
+    assert played == ["gen9nosuchformat", "gen9randombattle"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "no rehearsal of gen9nosuchformat in the worker template"
+    ]
