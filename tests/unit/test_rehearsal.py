@@ -1,11 +1,13 @@
-"""The worker template's rehearsal (edge.service.rehearsal): each recorded battle goes through a
-worker's request handling, encoded and decoded as on the wire, to its end, with a legal decision
-at every request that asks for one; a rehearsal that cannot run is a warning, never an error of
-the template."""
+"""The worker template's rehearsal (edge.service.rehearsal): the edge's template plays every
+recording before it forks; each goes through a worker's request handling, encoded and decoded as
+on the wire, to its end, with a legal decision at every request that asks for one; a rehearsal
+that cannot run is a warning, never an error of the template."""
 
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -42,3 +44,21 @@ def test_a_rehearsal_that_fails_is_logged_and_the_others_still_run(monkeypatch, 
     assert [r.getMessage() for r in caplog.records] == [
         "no rehearsal of gen9nosuchformat in the worker template"
     ]
+
+
+def test_the_edges_template_rehearses_every_recording_before_it_forks():
+    # In a process of its own: the template's preload stops poke-env's loop thread for good.
+    script = (
+        "import os, sys\n"
+        "from edge.service import rehearsal, zygote\n"
+        "played = []\n"
+        "real_play = rehearsal.play\n"
+        "rehearsal.play = lambda f: played.append(f) or real_play(f)\n"
+        "zygote._preload()\n"
+        "print(' '.join(played), flush=True)\n"
+        "os._exit(0)\n"  # poke-env's exit hook would wait for the loop the preload stopped
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == list(rehearsal.REHEARSED)
