@@ -66,7 +66,7 @@ def rehearse() -> None:
 
 def play(battle_format: str) -> list[DecideReply]:
     """One recorded battle of ``battle_format`` through a session, every request and reply
-    encoded and decoded as on the wire: the decide replies."""
+    encoded and decoded as on the wire: the decide replies, the last one the battle's end."""
     document = json.loads(gzip.decompress((SAMPLES / f"{battle_format}.json.gz").read_bytes()))
     username, frames = next(iter(document["frames"].items()))
     candidate = Candidate(
@@ -89,22 +89,29 @@ def play(battle_format: str) -> list[DecideReply]:
 
     call(
         RequestType.OPEN_SESSION,
-        OpenSessionRequest("rehearsal", InstanceConfig("blue", "p1", battle_format, 0), username),
+        OpenSessionRequest(
+            "rehearsal", InstanceConfig("blue", "player_0", battle_format, 0), username
+        ),
     )
     call(RequestType.RESET, ResetRequest("agent", 0))
     call(RequestType.RESET, ResetRequest("policy"))
     # The center's cut: each decide carries the frames up to a request that asks for a decision.
     replica = ReplicaBattle(username, battle_format)
-    decisions, sent = [], 0
+    decisions, sent, turn = [], 0, 0
     for index, frame in enumerate(frames):
         battle = replica.feed([frame])
+        turn = battle.turn if battle is not None else turn
         if battle is not None and "|request|" in frame and decision_required(battle):
-            info = {"needs_action": True, "turn": battle.turn}
+            info = {"needs_action": True, "turn": turn}
             decisions.append(
                 call(RequestType.DECIDE, DecideRequest(frames[sent : index + 1], 0.0, info, False))
             )
             sent = index + 1
-    call(RequestType.EPISODE_END, EpisodeEndRequest(frames[sent:]))
+    # The battle's end, as the center ends it: the policy's last step with the last mask given.
+    last = decisions[-1]
+    info = {"needs_action": False, "turn": turn, "action_mask": last.action_mask}
+    decisions.append(call(RequestType.DECIDE, DecideRequest(frames[sent:], 1.0, info, True)))
+    call(RequestType.EPISODE_END, EpisodeEndRequest([]))
     call(RequestType.CLOSE_SESSION, CloseSessionRequest())
     return decisions
 

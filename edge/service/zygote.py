@@ -28,7 +28,6 @@ from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.fork_server import MAX_CONTROL_MESSAGE, ForkServer, send
 from edge.service.learnsets import WARM_GEN, LearnsetWarmer
-from edge.service.rehearsal import rehearse
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -202,6 +201,7 @@ def _preload() -> None:
     import edge.maple.maple_agent
     import edge.maple.replica
     import edge.service.worker
+    from edge.service.rehearsal import rehearse
 
     # The data of the current generation, loaded lazily otherwise; its learnsets are
     # warmed later, between forks (LearnsetWarmer), unless the template is cold.

@@ -19,13 +19,15 @@ from edge.service import rehearsal
 def test_a_rehearsed_battle_decides_at_every_request_without_an_error(battle_format):
     sample = load_sample_battles(SAMPLES_DIR / f"{battle_format}.json.gz")[0]
     expected = [point.battle.turn for point in decision_points(sample)]
-    decisions = rehearsal.play(battle_format)
+    *decisions, end = rehearsal.play(battle_format)
     assert len(decisions) == len(expected) > 5
     for decision in decisions:
         assert decision.step_error is None and decision.deploy_error is None
         assert (
             decision.stepped and decision.order and decision.order.startswith(("/team", "/choose"))
         )
+    # The battle's end: the policy's last step, nothing deployed.
+    assert end.stepped and end.step_error is None and end.order is None
 
 
 def test_a_rehearsal_that_fails_is_logged_and_the_others_still_run(monkeypatch, caplog):
@@ -53,7 +55,7 @@ def test_the_edges_template_rehearses_every_recording_before_it_forks():
         "from edge.service import rehearsal, zygote\n"
         "played = []\n"
         "real_play = rehearsal.play\n"
-        "rehearsal.play = lambda f: played.append(f) or real_play(f)\n"
+        "rehearsal.play = lambda f: real_play(f) and played.append(f)\n"
         "zygote._preload()\n"
         "print(' '.join(played), flush=True)\n"
         "os._exit(0)\n"  # poke-env's exit hook would wait for the loop the preload stopped
