@@ -1,7 +1,7 @@
 """A rehearsal in the edge's template before it forks: recorded battles played through a worker's
 request handling (the wire, the replica battle, the decision), so that every forked worker finds
-that code warm instead of paying again for Python's first runs of it and for msgspec's and
-poke-env's lazy set-up (docs/performance.md has the figures).
+that code partly warm: Python's first runs of it and msgspec's and poke-env's lazy set-up are done
+once here rather than in each worker (docs/performance.md has the figures).
 
 The player is this module itself, a user module of the package's own (MapleAgent, the first
 legal action): no participant's code runs here. The recordings are the checker's shipped samples,
