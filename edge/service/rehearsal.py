@@ -22,6 +22,7 @@ import numpy as np
 
 from edge.contract.candidates import Candidate
 from edge.contract.game_type import is_doubles_format
+from edge.contract.policy import StandalonePolicy
 from edge.contract.request import decision_required
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
@@ -119,11 +120,8 @@ def play(battle_format: str) -> list[DecideReply]:
 # -- the rehearsal's player (the user-module contract) ------------------------------------------
 
 
-class FirstLegalPolicy:
+class FirstLegalPolicy(StandalonePolicy):
     """The first action the mask allows (each slot's, in doubles)."""
-
-    def reset(self) -> None:
-        pass
 
     def step(
         self,
