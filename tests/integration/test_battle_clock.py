@@ -20,7 +20,7 @@ pytestmark = pytest.mark.showdown
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "organizer_agents" / "candidates_clock.json"
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
-CLOCK_S = 6.0
+CLOCK_S = 4.0
 
 browser = test_report.browser  # Debian's Chromium through Playwright, as the report's tests
 

@@ -1,6 +1,6 @@
 """The loading limit is an edge option (``sep_edge --load-limit``): the checker judges by it and
 says when the import is what is slow; a serving edge announces it and the center opens sessions
-within it. ``tests/load_agents/slow_import`` sleeps 3 s at import, like a heavy framework."""
+within it. ``tests/load_agents/slow_import`` sleeps 2 s at import, like a heavy framework."""
 
 from __future__ import annotations
 

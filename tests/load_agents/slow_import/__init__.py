@@ -1,5 +1,5 @@
 """A module whose import is slow, as one that imports a heavy framework at module level: it sleeps
-3 s at import, then plays a random legal action (written from docs/contract.md alone)."""
+2 s at import, then plays a random legal action (written from docs/contract.md alone)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from edge.maple.maple_agent import MapleAgent
 
-time.sleep(3.0)
+time.sleep(2.0)
 
 
 class RandomLegal:
