@@ -1,9 +1,8 @@
-"""The files a battle leaves in LOG_DIR, by battle id: collect them, move them, remove them.
+"""The files a battle leaves in LOG_DIR, by battle id: write them, remove them.
 
 The protocol log and (on the simulator) the input log, gzipped; who played each side; what each
 side printed and why it failed, when there is something to say. A voided battle must leave none of
-its files. A battle runner plays into a folder of its own and ships these files to the driver, the
-only writer of LOG_DIR.
+its files. A battle runner ships these files, in memory, to the driver, the only writer of LOG_DIR.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from center.files import COMPRESSED_SUFFIX
 
 __all__ = [
     "battle_file_relpaths",
-    "read_battle_files",
     "remove_battle_files",
     "write_battle_files",
 ]
@@ -50,17 +48,6 @@ def battle_file_relpaths(battle_id: str) -> list[str]:
     ]
 
 
-def read_battle_files(log_dir: Path, battle_id: str) -> dict[str, bytes]:
-    """The battle's files that exist under ``log_dir``, by relative path."""
-    files = {}
-    for relpath in battle_file_relpaths(battle_id):
-        try:
-            files[relpath] = (log_dir / relpath).read_bytes()
-        except FileNotFoundError:
-            continue
-    return files
-
-
 def remove_battle_files(log_dir: Path, battle_id: str) -> None:
     """Remove whatever the battle wrote under ``log_dir`` (a voided attempt leaves nothing)."""
     for relpath in battle_file_relpaths(battle_id):
@@ -73,7 +60,7 @@ def remove_battle_files(log_dir: Path, battle_id: str) -> None:
 
 
 def write_battle_files(log_dir: Path, battle_id: str, files: Mapping[str, bytes]) -> None:
-    """Write ``files`` (from :func:`read_battle_files` elsewhere) under ``log_dir``.
+    """Write ``files`` (a runner's, by path relative to LOG_DIR) under ``log_dir``.
 
     Only the battle's own file names are accepted: a runner cannot write anywhere else in
     LOG_DIR (ResultsError). Stale files of an earlier attempt that this one did not write are

@@ -1,8 +1,8 @@
 """Playing one scheduled battle between candidates and recording it.
 
 :func:`play_battle` plays a battle on a :class:`PokemonEnv`'s session between two
-:class:`SideGuard`-held sides (:mod:`center.evaluation.battle_loop`) and writes its logs;
-:func:`play_one` opens the sides first. Sides come from a :class:`SideSource` (in-process modules
+:class:`SideGuard`-held sides (:mod:`center.evaluation.battle_loop`) and returns its record and
+files (in memory: the driver alone writes LOG_DIR); :func:`play_one` opens the sides first. Sides come from a :class:`SideSource` (in-process modules
 for ``sep_eval``, edges for ``sep_main``); a failure of the center's own infrastructure is not
 recorded (a rerun plays the battle), what a side does wrong always is. Many battles: the driver,
 :mod:`center.scale.driver`.
@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import orjson
 
@@ -24,7 +24,6 @@ from center.env.backend import Backend, BattleReplay, backend_spec, server_url_b
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
-from center.evaluation.battle_files import remove_battle_files
 from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
 from center.evaluation.budget import Budget
 from center.evaluation.records import (
@@ -106,6 +105,14 @@ class MatchSettings:
     max_voids: int | None = DEFAULT_MAX_VOIDS
 
 
+class PlayedBattle(NamedTuple):
+    """A battle's record and its files (:func:`~center.evaluation.battle_files.battle_file_relpaths`
+    names them), by path relative to LOG_DIR."""
+
+    record: BattleRecord
+    files: dict[str, bytes]
+
+
 def play_battle(
     env: PokemonEnv,
     scheduled: ScheduledBattle,
@@ -113,8 +120,8 @@ def play_battle(
     settings: MatchSettings,
     *,
     at_once: bool = False,
-) -> BattleRecord:
-    """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record
+) -> PlayedBattle:
+    """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record and files
     (:func:`~center.evaluation.battle_loop.drive_battle` plays it, ``at_once`` as it says)."""
     started_at, start = utc_now(), time.perf_counter()
     forfeited, invalid = drive_battle(env, scheduled.seed, sides, settings.budget, at_once=at_once)
@@ -132,7 +139,7 @@ def _record(
     invalid: dict[str, int],
     started_at: str,
     start: float,
-) -> BattleRecord:
+) -> PlayedBattle:
     blue_battle, red_battle = env.view("player_0"), env.view("player_1")
     assert blue_battle is not None and red_battle is not None
     winner: Winner
@@ -150,6 +157,7 @@ def _record(
         winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)
     log = log_relpath(scheduled.battle_id)
+    files: dict[str, bytes] = {}
     source, replay_spec = env.replay_source(), backend_spec(env.backend).replay
     if source is not None and replay_spec is not None:  # what replays it, or the battle is void
         if not source:
@@ -157,17 +165,17 @@ def _record(
                 f"{scheduled.battle_id}: the {env.backend} backend did not report the end of the "
                 "battle"
             )
-        path = settings.log_dir / replay_source_relpath(replay_spec, scheduled.battle_id)
-        path = path.with_name(path.name + COMPRESSED_SUFFIX)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(_gzip(("\n".join(source) + "\n").encode("utf-8")))
-    _write_players(settings.log_dir / replay, scheduled, sides, blue_battle)
-    _write_protocol_log(settings.log_dir / log, {SIDES[p]: env.session.frames(p) for p in PLAYERS})
+        path = replay_source_relpath(replay_spec, scheduled.battle_id) + COMPRESSED_SUFFIX
+        files[path] = _gzip(("\n".join(source) + "\n").encode("utf-8"))
+    files[str(Path(replay).with_suffix(PLAYERS_SUFFIX))] = _players(scheduled, sides, blue_battle)
+    files[log + COMPRESSED_SUFFIX] = _protocol_log(
+        {SIDES[p]: env.session.frames(p) for p in PLAYERS}
+    )
     for p in PLAYERS:
-        _write_side_files(settings.log_dir / log, SIDES[p], sides[p])
+        files.update(_side_files(log, SIDES[p], sides[p]))
     stats = {SIDES[p]: sides[p].stats for p in PLAYERS}
     versions = software_versions(settings.showdown_version)
-    return BattleRecord(
+    record = BattleRecord(
         battle_id=scheduled.battle_id,
         blue=scheduled.blue,
         red=scheduled.red,
@@ -185,17 +193,19 @@ def _record(
         log=log,
         **versions,
     )
+    return PlayedBattle(record, files)
 
 
-def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
+def _side_files(log: str, side: str, guard: SideGuard) -> dict[str, bytes]:
     """Next to the battle's log: what the side's code printed (``.out.gz``, up to 64 KiB a battle,
     gzipped) and why it failed (``.err``, a line and a traceback, kept plain for ``cat``)."""
     # User text: its control characters are written visibly, so that ``cat`` shows them instead
     # of obeying them.
+    files = {}
     printed = guard.output()
     if printed:  # as captured (and capped) in-process or on its edge
-        out = log.with_suffix(f".{side}.out{COMPRESSED_SUFFIX}")
-        out.write_bytes(_gzip(visible_controls(printed).encode("utf-8")))
+        out = str(Path(log).with_suffix(f".{side}.out{COMPRESSED_SUFFIX}"))
+        files[out] = _gzip(visible_controls(printed).encode("utf-8"))
     failure = guard.stats.failure
     if failure is not None and guard.stats.status != SideStatus.OK:
         text = f"{guard.stats.status.value}: {failure.line()}\n"
@@ -203,16 +213,15 @@ def _write_side_files(log: Path, side: str, guard: SideGuard) -> None:
             text += f"{guard.stats.detail}\n"
         if failure.traceback:
             text += f"\n{failure.traceback.rstrip()}\n"
-        log.with_suffix(f".{side}.err").write_text(visible_controls(text), encoding="utf-8")
+        files[str(Path(log).with_suffix(f".{side}.err"))] = visible_controls(text).encode("utf-8")
+    return files
 
 
 #: Beside a replay ``replays/ID.html``: who played each side (``replays/ID.players.json``).
 PLAYERS_SUFFIX = ".players.json"
 
 
-def _write_players(
-    replay: Path, scheduled: ScheduledBattle, sides: dict[str, SideGuard], battle: Any
-) -> None:
+def _players(scheduled: ScheduledBattle, sides: dict[str, SideGuard], battle: Any) -> bytes:
     """Who played each side, beside where the battle's replay page goes (:data:`PLAYERS_SUFFIX`).
 
     For each side: the candidate id, its logName, its Showdown username (``sep0 c8178229``) and
@@ -229,12 +238,7 @@ def _write_players(
             "username": usernames[side],
             "decision_ms": [round(ms, 3) for ms in sides[p].stats.decision_ms],
         }
-    try:
-        replay.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"battle_id": scheduled.battle_id, **players}
-        replay.with_suffix(PLAYERS_SUFFIX).write_text(json.dumps(doc) + "\n", encoding="utf-8")
-    except Exception as exc:  # a convenience for the pages; never lose the result over it
-        logger.warning("could not write the players of %s: %r", scheduled.battle_id, exc)
+    return (json.dumps({"battle_id": scheduled.battle_id, **players}) + "\n").encode("utf-8")
 
 
 def _gzip(data: bytes) -> bytes:
@@ -249,16 +253,14 @@ def replay_source_relpath(replay: BattleReplay, battle_id: str) -> str:
     return str(Path(log_relpath(battle_id)).with_suffix(replay.suffix))
 
 
-def _write_protocol_log(path: Path, frames: dict[str, list[str]]) -> None:
-    """Every raw frame each side received, in order, as JSON lines {side, i, frame}, gzipped
-    (``path`` with ``.gz`` added)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _protocol_log(frames: dict[str, list[str]]) -> bytes:
+    """Every raw frame each side received, in order, as JSON lines {side, i, frame}, gzipped."""
     lines = [
         _json_line({"side": side, "i": i, "frame": frame})
         for side, recorded in frames.items()
         for i, frame in enumerate(recorded)
     ]
-    path.with_name(path.name + COMPRESSED_SUFFIX).write_bytes(_gzip(b"".join(lines)))
+    return _gzip(b"".join(lines))
 
 
 def _json_line(entry: dict[str, Any]) -> bytes:
@@ -285,18 +287,15 @@ def start_backend(backend: Backend, server_url: str | None = None) -> Any:
 
 def play_one(
     env: PokemonEnv, scheduled: ScheduledBattle, source: SideSource, settings: MatchSettings
-) -> BattleRecord:
-    """Open the sides of ``scheduled``, play it in ``env`` and return its record.
+) -> PlayedBattle:
+    """Open the sides of ``scheduled``, play it in ``env`` and return its record and files.
 
     What a battle runner (:mod:`center.scale.runner`) does with each battle handed to it. Raises
     :class:`EdgeDown` when an edge stayed down through its wait, :class:`InfrastructureError` when
-    the battle is void (its files are removed).
+    the battle is void.
     """
     names = {"player_0": scheduled.blue, "player_1": scheduled.red}
     sides: dict[str, SideGuard] = {}
-    # What an attempt that was never booked left (an interrupted or killed run): this attempt's
-    # files must not sit beside what it leaves out (a .err of a side that is OK this time).
-    remove_battle_files(settings.log_dir, scheduled.battle_id)
     try:
         usernames = env.usernames()
         at_once = source.apart()
@@ -325,20 +324,19 @@ def play_one(
                 # The edge stayed down through the source's wait: no battle against anyone.
                 raise EdgeDown(f"{SIDES[p]} edge down ({sides[p].stats.detail})")
         try:
-            record = play_battle(env, scheduled, sides, settings, at_once=at_once)
+            played = play_battle(env, scheduled, sides, settings, at_once=at_once)
         except InfrastructureError:
             raise
         except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle
             raise InfrastructureError(f"{scheduled.battle_id}: {exc}") from exc
+        record = played.record
         statuses = {"blue": record.blue_side.status, "red": record.red_side.status}
         lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
         if void and lost:  # the edge process went away mid-battle: void it, replay it later
-            # Its files would sit next to the row of the battle played again.
-            remove_battle_files(settings.log_dir, scheduled.battle_id)
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the {lost[0]} edge was lost mid-battle; voided"
             )
-        return record
+        return played
     finally:
         for guard in sides.values():
             try:

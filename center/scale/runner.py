@@ -1,26 +1,21 @@
-"""BattleRunner: plays handed-out battles on a backend with a side source, into a folder of its own.
+"""BattleRunner: plays handed-out battles on a backend with a side source.
 
 The one player of a pool's battles, in this process's threads (:mod:`center.scale.local_pool`) or
 in a Ray actor (:mod:`center.scale.ray_pool`). Each thread keeps its own PokemonEnv from battle to
-battle. Files are played into a private folder and shipped back with the record, as written
-(gzipped logs): the driver alone writes LOG_DIR.
+battle. A battle's files (gzipped logs) are shipped back with its record: the driver alone writes
+LOG_DIR.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-import shutil
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any
 
 from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
-from center.evaluation.battle_files import read_battle_files, remove_battle_files
 from center.evaluation.match import MatchSettings, SideSource, play_one, start_backend
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
@@ -34,13 +29,12 @@ class BattleRunner:
     """Plays battles on ``server`` (what ``start_backend`` started) with sides from ``source``.
 
     ``name`` is the runner's part of its envs' Showdown usernames (``sep{name}{thread}``), unique
-    within the run. ``settings.log_dir`` is replaced by a private folder.
+    within the run.
     """
 
     def __init__(self, settings: MatchSettings, source: SideSource, server: Any, name: str) -> None:
         self.name = name
-        self.work_dir = Path(tempfile.mkdtemp(prefix=f"sep-runner-{name or 0}-"))
-        self.settings = dataclasses.replace(settings, log_dir=self.work_dir)
+        self.settings = settings
         self.source = source
         self.server = server
         self._lock = threading.Lock()
@@ -73,7 +67,7 @@ class BattleRunner:
         scheduled = battle_from_wire(battle)
         battle_id = scheduled.battle_id
         try:
-            record = play_one(self._env(), scheduled, self.source, self.settings)
+            played = play_one(self._env(), scheduled, self.source, self.settings)
         except EdgeDown as exc:
             outcome = BattleOutcome(OutcomeKind.EDGE_DOWN, battle_id, message=str(exc))
         except InfrastructureError as exc:
@@ -84,9 +78,7 @@ class BattleRunner:
                 OutcomeKind.FAILED, battle_id, message=f"{type(exc).__name__}: {exc}"
             )
         else:
-            files = read_battle_files(self.work_dir, battle_id)  # compressed as written
-            outcome = BattleOutcome.recorded(record, files)
-        remove_battle_files(self.work_dir, battle_id)
+            outcome = BattleOutcome.recorded(played.record, played.files)
         return outcome
 
     def release_env(self) -> None:
@@ -100,13 +92,11 @@ class BattleRunner:
         _close(env)
 
     def close(self) -> None:
-        """Close every env and remove the private folder (the source and server are the
-        caller's)."""
+        """Close every env (the source and server are the caller's)."""
         with self._lock:
             envs, self._envs = self._envs, []
         for env in envs:
             _close(env)
-        shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
 def _close(env: PokemonEnv) -> None:

@@ -143,7 +143,7 @@ def test_full_battle_isolated_on_both_sides_has_the_right_winner_and_rewards(
                     return finish(battle, reward, info)
 
                 guard.finish = last_step  # type: ignore[method-assign]
-            record = play_battle(env, scheduled, sides, settings)
+            record = play_battle(env, scheduled, sides, settings).record
             assert env.battle("player_0").won
     finally:
         source.close()
@@ -197,7 +197,9 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
             sides, scheduled = battle(0)
             result: dict[str, object] = {}
             worker = threading.Thread(
-                target=lambda: result.update(record=play_battle(env, scheduled, sides, settings)),
+                target=lambda: result.update(
+                    record=play_battle(env, scheduled, sides, settings).record
+                ),
                 daemon=True,
             )
             worker.start()
@@ -217,7 +219,7 @@ def test_kill_9_of_an_edge_mid_battle_is_a_disconnect_and_the_next_battle_runs_a
 
             edges["red"].start()
             sides, scheduled = battle(1)
-            record = play_battle(env, scheduled, sides, settings)
+            record = play_battle(env, scheduled, sides, settings).record
             assert (
                 record.blue_side.status == SideStatus.OK and record.red_side.status == SideStatus.OK
             )

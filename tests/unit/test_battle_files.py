@@ -1,17 +1,17 @@
-"""A battle's files: collected, written back under their own names only, and read the same
+"""A battle's files: written under their own names only, and read the same
 whether a LOG_DIR keeps its logs gzipped (every run now) or plain (runs recorded before)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
 from center.errors import ResultsError
 from center.evaluation.battle_files import (
     battle_file_relpaths,
-    read_battle_files,
     remove_battle_files,
     write_battle_files,
 )
@@ -75,16 +75,24 @@ def test_a_truncated_compressed_log_is_an_os_error(tmp_path):
         read_text(tmp_path / "x.log")
 
 
-def test_files_are_collected_removed_and_only_the_battles_own_are_written(tmp_path):
+def _on_disk(log_dir: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(log_dir).as_posix(): path.read_bytes()
+        for path in log_dir.rglob("*")
+        if path.is_file()
+    }
+
+
+def test_files_are_written_removed_and_only_the_battles_own_are_written(tmp_path):
     write_battle_files(tmp_path, BATTLE, _packed())
-    collected = read_battle_files(tmp_path, BATTLE)
-    assert set(collected) <= set(battle_file_relpaths(BATTLE))
-    assert f"logs/{BATTLE}.log.gz" in collected and f"logs/{BATTLE}.red.err" in collected
+    written = _on_disk(tmp_path)
+    assert written == _packed() and set(written) <= set(battle_file_relpaths(BATTLE))
+    assert f"logs/{BATTLE}.log.gz" in written and f"logs/{BATTLE}.red.err" in written
     # A second attempt's files replace the first's: its stale .err does not stay behind.
     write_battle_files(tmp_path, BATTLE, {f"logs/{BATTLE}.log.gz": gzip.compress(b"")})
-    assert set(read_battle_files(tmp_path, BATTLE)) == {f"logs/{BATTLE}.log.gz"}
+    assert set(_on_disk(tmp_path)) == {f"logs/{BATTLE}.log.gz"}
     remove_battle_files(tmp_path, BATTLE)
-    assert read_battle_files(tmp_path, BATTLE) == {}
+    assert _on_disk(tmp_path) == {}
     for name in ("logs/../../x", f"logs/{BATTLE}x.log", "battles.csv", "logs/b-vs-a-0003.log"):
         with pytest.raises(ResultsError):
             write_battle_files(tmp_path, BATTLE, {name: b"x"})
