@@ -390,11 +390,14 @@ class EdgeClient:
         deadline = time.monotonic() + max(wait, 0.0)
         sent = False
         refused_since: float | None = None
+        ready: set[Any] | None = None  # what the last poll found ready (None: no poll yet)
         while True:
             now = time.monotonic()
             if conn.dealer is None and now >= conn.rebuild_at:
                 conn.open()
-            if self._lost(conn, sent) and sent:
+            # After a poll, the monitor is read only when the poll found news on it.
+            watch = ready is None or conn.monitor in ready
+            if watch and self._lost(conn, sent) and sent:
                 # A reply that came before the connection dropped still counts.
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
@@ -403,8 +406,8 @@ class EdgeClient:
                     f"the connection to the edge at {self._address} was lost before the reply"
                 )
             if not sent and conn.sending:
-                sent = self._send(conn, raw)
-            if sent:
+                sent = self._send(conn, raw)  # its reply cannot be there yet: the poll waits
+            elif sent:
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
                     return reply
@@ -423,12 +426,13 @@ class EdgeClient:
                     reason=conn.failure_text(conn.failure),
                     failure=conn.failure,
                 )
-            self._poll(channel, sent, now, limit)
+            ready = self._poll(channel, sent, now, limit)
             if self._closed:
                 raise EdgeUnavailable(f"the client of {self._address} closed")
 
-    def _poll(self, channel: _Channel, sent: bool, now: float, deadline: float) -> None:
-        """Wait until the socket, its monitor or the close pipe has news, or ``deadline``."""
+    def _poll(self, channel: _Channel, sent: bool, now: float, deadline: float) -> set[Any]:
+        """Wait until the socket, its monitor or the close pipe has news, or ``deadline``: what
+        has news."""
         conn, poller = channel.conn, channel.poller
         dealer, monitor = conn.dealer, conn.monitor
         if channel.watched[:1] != [dealer]:  # a new socket (or none) since the last poll
@@ -443,7 +447,7 @@ class EdgeClient:
             wake_at = deadline
         else:
             wake_at = min(deadline, conn.rebuild_at)
-        poller.poll(max(1, int((wake_at - now) * 1000) + 1))
+        return {sock for sock, _ in poller.poll(max(1, int((wake_at - now) * 1000) + 1))}
 
     def _send(self, conn: Connection, raw: bytes) -> bool:
         """Whether ``raw`` went out (not when the socket cannot take it now)."""

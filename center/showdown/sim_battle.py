@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "SLOTS",
@@ -105,9 +105,9 @@ def init_frame(tag: str, names: Mapping[str, str]) -> str:
 EventKind = Literal["frame", "end", "error", "crash"]
 
 
-@dataclass(frozen=True)
-class SimEvent:
-    """Something the battle said: a player's frame, its end, a refused command, a dead host."""
+class SimEvent(NamedTuple):
+    """Something the battle said: a player's frame, its end, a refused command, a dead host (a
+    tuple: several per turn, made in the host's reader thread)."""
 
     kind: EventKind
     slot: str = ""
