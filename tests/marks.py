@@ -12,6 +12,9 @@ test's edges change, or uses fixed ports, would fail now and then beside another
 sessions on its edges itself is not a reason: the tests' edges give each worker 1 GiB, and such a
 test waits while the budget is taken (``when_room``, ``tests/integration/edges.py``). Nor are Ray
 runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
+Nor is a wall-clock limit whose outcome a slower machine cannot change: test_battle_clock's sides
+run out of the battle clock sooner, never later, and test_load_limit's 2 s import stays twice
+the limit it must fail and a tenth of the one it must pass.
 
 A name in a table that no longer names a test file or function fails the collection, so a rename
 cannot drop a mark silently.
@@ -86,9 +89,6 @@ SERIAL = frozenset(
         "integration/test_bench_league.py",
         "integration/test_bench_scale.py",
         "integration/test_bench_template.py",
-        # A clock, a load limit, a decision budget: timed against the edge's own CPU.
-        "integration/test_battle_clock.py",
-        "integration/test_load_limit.py",
         # CPU time per decision, CPU hogs, the host's memory budget emulated or exhausted.
         "integration/test_center_fair_play.py",
         "integration/test_fair_play.py::test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time",
