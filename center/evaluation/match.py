@@ -2,10 +2,10 @@
 
 :func:`play_battle` plays a battle on a :class:`PokemonEnv`'s session between two
 :class:`SideGuard`-held sides (:mod:`center.evaluation.battle_loop`) and returns its record and
-files (in memory: the driver alone writes LOG_DIR); :func:`play_one` opens the sides first. Sides come from a :class:`SideSource` (in-process modules
-for ``sep_eval``, edges for ``sep_main``); a failure of the center's own infrastructure is not
-recorded (a rerun plays the battle), what a side does wrong always is. Many battles: the driver,
-:mod:`center.scale.driver`.
+files (in memory: the driver alone writes LOG_DIR); :func:`play_one` opens the sides first. Sides
+come from a :class:`SideSource` (in-process modules for ``sep_eval``, edges for ``sep_main``); a
+failure of the center's own infrastructure is not recorded (a rerun plays the battle), what a side
+does wrong always is. Many battles: the driver, :mod:`center.scale.driver`.
 """
 
 from __future__ import annotations

@@ -437,12 +437,14 @@ def test_hostile_candidates_lose_alone_while_honest_battles_on_the_same_edges_ar
                 )
                 for hostile in pair
             ]
-            for run in runs:
-                try:
+            try:
+                for run in runs:
                     _, stderr = run.communicate(timeout=300)
-                finally:
-                    run.kill()  # nothing if it has ended; a run that timed out stops here
-                assert run.returncode == 0, stderr[-3000:]
+                    assert run.returncode == 0, stderr[-3000:]
+            finally:
+                for run in runs:  # nothing for a run that has ended; one that timed out stops
+                    run.kill()
+                    run.wait()
     finally:
         for process in edges.values():
             process.stop()
