@@ -144,6 +144,21 @@ class SeatFrames:
         return self.battle
 
 
+def add_memory_limit(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's ``--memory-limit``, passed on to its edges."""
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="each edge worker's memory limit (sep_edge --memory-limit; default: the edge's): "
+        "a smaller one fits the benchmark's workers in a host budget that other edges share",
+    )
+
+
+def memory_limit_args(limit: str | None) -> list[str]:
+    """``sep_edge`` arguments for a benchmark's ``--memory-limit`` (none when not given)."""
+    return ["--memory-limit", limit] if limit else []
+
+
 @dataclass
 class EdgeSubprocess:
     """One real ``sep_edge SIDE`` process, started here and stopped by its pid."""
@@ -597,6 +612,7 @@ def main() -> None:
         help="run the edge with --reuse-workers, so that a model's second session reuses its "
         "idle worker (by default every session gets a fresh one)",
     )
+    add_memory_limit(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
@@ -619,7 +635,8 @@ def main() -> None:
             candidates,
             folder / "edge.log",
             ["-v", "--max-workers", str(EDGE_MAX_WORKERS)]
-            + (["--reuse-workers"] if args.reuse_workers else []),
+            + (["--reuse-workers"] if args.reuse_workers else [])
+            + memory_limit_args(args.memory_limit),
         )
         try:
             edge.start()

@@ -28,7 +28,9 @@ from typing import Any
 from bench_delegation import (
     TRIVIAL_ID,
     EdgeSubprocess,
+    add_memory_limit,
     conditions,
+    memory_limit_args,
     pct,
     tree_cpu_seconds,
     trivial_candidates,
@@ -426,6 +428,7 @@ def main() -> None:
         help="edges reuse a model's worker for its next battle (sep_edge --reuse-workers), "
         "instead of a fresh worker per battle",
     )
+    add_memory_limit(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if args.think_ms and args.candidate != TRIVIAL_ID:
@@ -484,7 +487,8 @@ def main() -> None:
                 config,
                 candidates,
                 tmp / f"edge-{side}.log",
-                ["--reuse-workers"] if args.reuse_workers else [],
+                (["--reuse-workers"] if args.reuse_workers else [])
+                + memory_limit_args(args.memory_limit),
                 cpus=side_cpus[side],
             )
             for side in ("blue", "red")

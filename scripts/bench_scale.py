@@ -20,7 +20,14 @@ from collections.abc import Hashable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from bench_delegation import EdgeSubprocess, conditions, cpu_seconds, write_sep_config
+from bench_delegation import (
+    EdgeSubprocess,
+    add_memory_limit,
+    conditions,
+    cpu_seconds,
+    memory_limit_args,
+    write_sep_config,
+)
 
 from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import ResultsWriter
@@ -253,6 +260,7 @@ def main() -> None:
     parser.add_argument("--runners", type=int, default=64, help="synthetic runners (part 3)")
     parser.add_argument("--file-kb", type=float, default=12.0, help="files per battle (part 3)")
     parser.add_argument("-l", "--work-dir", type=Path, default=None)
+    add_memory_limit(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
@@ -263,7 +271,13 @@ def main() -> None:
     if args.part in ("all", "ceiling", "workers"):
         config = write_sep_config(work / "sep_config.json")
         edges = [
-            EdgeSubprocess(side, config, AGENTS / "candidates.json", work / f"{side}.log")
+            EdgeSubprocess(
+                side,
+                config,
+                AGENTS / "candidates.json",
+                work / f"{side}.log",
+                memory_limit_args(args.memory_limit),
+            )
             for side in ("blue", "red")
         ]
         try:

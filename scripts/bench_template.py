@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_delegation import add_memory_limit, memory_limit_args
+
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = ROOT / "tests" / "outside_agents" / "candidates_template.json"
 SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
@@ -143,12 +145,14 @@ def main() -> None:
     parser.add_argument("--model", default="template_torch")
     parser.add_argument("--opponent", default="template_random")
     parser.add_argument("-l", "--log-dir", type=Path, default=None, help="keep the logs here")
+    add_memory_limit(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     folder = args.log_dir or Path(tempfile.mkdtemp(prefix="bench-template-"))
     folder.mkdir(parents=True, exist_ok=True)
-    pairs = {mode: EdgePair(mode, folder / mode, extra) for mode, extra in MODES.items()}
+    memory = memory_limit_args(args.memory_limit)
+    pairs = {mode: EdgePair(mode, folder / mode, extra + memory) for mode, extra in MODES.items()}
     results = {mode: ModeResult() for mode in MODES}
     try:
         for pair in pairs.values():

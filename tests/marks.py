@@ -12,7 +12,10 @@ test's edges change, or uses fixed ports, would fail now and then beside another
 sessions on its edges itself is not a reason: the tests' edges give each worker 1 GiB, and such a
 test waits while the budget is taken (``when_room``, ``tests/integration/edges.py``). Nor are Ray
 runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
-Nor is a wall-clock limit whose outcome a slower machine cannot change: test_battle_clock's sides
+Nor are the smoke runs of the benchmarks that play through ``sep_main``'s battle path
+(bench_league unpinned, bench_scale, bench_template): their edges get the tests' 1 GiB
+(``--memory-limit``), their battles wait for room, and they assert no figure. Nor is a wall-clock limit whose outcome a slower
+machine cannot change: test_battle_clock's sides
 run out of the battle clock sooner, never later, and test_load_limit's 2 s import stays twice
 the limit it must fail and a tenth of the one it must pass.
 
@@ -82,13 +85,12 @@ SLOW = frozenset(
 
 SERIAL = frozenset(
     {
-        # Benchmarks that start edges (each worker claims the default 4 GiB of the host's memory
-        # budget), pin them to CPUs or make freezer groups.
+        # Benchmarks that pin edges to CPUs, make freezer groups, or open sessions themselves
+        # (timed, so they do not wait for room in the host's memory budget).
         "integration/test_bench_delegation.py",
         "integration/test_bench_freezer.py",
-        "integration/test_bench_league.py",
-        "integration/test_bench_scale.py",
-        "integration/test_bench_template.py",
+        "integration/test_bench_league.py::test_bench_league_pinned_puts_the_edges_on_their_own_cpus_with_a_thinking_agent",
+        "integration/test_bench_league.py::test_bench_league_apart_puts_the_two_edges_on_cpus_of_their_own",
         # CPU time per decision, CPU hogs, the host's memory budget emulated or exhausted.
         "integration/test_center_fair_play.py",
         "integration/test_fair_play.py::test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time",

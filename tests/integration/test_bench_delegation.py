@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.integration.edges import TEST_MEMORY_LIMIT
 from tests.integration.helpers import children_of, proc_stat
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_delegation.py"
@@ -31,6 +32,7 @@ def test_bench_delegation_reports_overhead_startup_and_throughput():
             "2",
             "--startups",
             "3",
+            *TEST_MEMORY_LIMIT,
         ],
         capture_output=True,
         text=True,
@@ -69,7 +71,15 @@ def _alive(pid: int) -> bool:
 
 def test_a_killed_benchmark_stops_the_edge_it_started():
     bench = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--decisions", "100000", "--startups", "3"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--decisions",
+            "100000",
+            "--startups",
+            "3",
+            *TEST_MEMORY_LIMIT,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

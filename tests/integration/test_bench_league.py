@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.edges import TEST_MEMORY_LIMIT
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_league.py"
 MODES = ("isolated-sim", "in-process-sim", "isolated-server", "in-process-server", "poke-env")
 
@@ -33,6 +35,7 @@ def test_bench_league_plays_every_mode_and_prints_the_ratios(showdown, tmp_path)
             showdown.url,
             "-l",
             str(tmp_path),
+            *TEST_MEMORY_LIMIT,
         ],
         capture_output=True,
         text=True,

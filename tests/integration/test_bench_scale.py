@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.edges import TEST_MEMORY_LIMIT
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_scale.py"
 
 
@@ -30,6 +32,7 @@ def test_bench_scale_runs_every_part_and_prints_the_ratios(tmp_path):
             "8",
             "-l",
             str(tmp_path),
+            *TEST_MEMORY_LIMIT,
         ],
         capture_output=True,
         text=True,

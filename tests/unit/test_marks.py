@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # A file of serial tests, one with one serial test among others, and one with none.
 FILES = (
-    "tests/integration/test_bench_league.py",
+    "tests/integration/test_bench_delegation.py",
     "tests/integration/test_fair_play.py",
     "tests/unit/test_seat_view.py",
 )
@@ -35,8 +35,8 @@ def test_skip_and_only_split_the_tests_between_them() -> None:
     assert skipped | only == every and not skipped & only
     hog = "test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time"
     assert any(hog in test for test in only) and not any(hog in test for test in skipped)
-    assert any("test_bench_league.py" in test for test in only)
-    assert not any("test_bench_league.py" in test for test in skipped)
+    assert any("test_bench_delegation.py" in test for test in only)
+    assert not any("test_bench_delegation.py" in test for test in skipped)
     assert any("test_fair_play.py" in test for test in skipped)
     assert any("test_seat_view.py" in test for test in skipped)
     assert not any("test_seat_view.py" in test for test in only)
