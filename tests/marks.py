@@ -91,8 +91,11 @@ SERIAL = frozenset(
         "integration/test_bench_freezer.py",
         "integration/test_bench_league.py::test_bench_league_pinned_puts_the_edges_on_their_own_cpus_with_a_thinking_agent",
         "integration/test_bench_league.py::test_bench_league_apart_puts_the_two_edges_on_cpus_of_their_own",
+        # A simulator run in a worker (8 GiB each); an edge's places and its idle-session reaping
+        # timed with a few seconds' margin.
+        "integration/test_center_fair_play.py::test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given",
+        "integration/test_center_fair_play.py::test_an_interrupted_sep_main_closes_its_sessions_on_the_edges",
         # CPU time per decision, CPU hogs, the host's memory budget emulated or exhausted.
-        "integration/test_center_fair_play.py",
         "integration/test_fair_play.py::test_a_cpu_hog_cannot_starve_an_honest_opponent_of_decision_time",
         "integration/test_fair_play.py::test_with_one_listed_cpu_one_worker_decides_at_a_time_pinned_to_it",
         "integration/test_memory_attack.py",

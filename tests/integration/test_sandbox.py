@@ -611,7 +611,7 @@ def test_a_session_whose_close_fails_or_never_returns_gives_its_worker_back(
                 session.decide()
                 session.decide()  # the attack: close_session fails / never returns from now on
                 with pytest.raises((EdgeRemoteError, EdgeTimeout)):
-                    client.request(CloseSessionRequest(), session=session.name, timeout=2.0)
+                    client.request(CloseSessionRequest(), session=session.name, timeout=1.0)
                 time.sleep(0.5)  # the edge's own deadline of the close ends a moment after ours
             honest = Session(client, "channel_honest", f"honest-after-{attack}")
             reply, _ = honest.decide()
