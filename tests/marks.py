@@ -14,10 +14,10 @@ test waits while the budget is taken (``when_room``, ``tests/integration/edges.p
 runs: test_scale finds its run's processes by a marker, and Ray's local clusters take free ports.
 Nor are the smoke runs of the benchmarks that play through ``sep_main``'s battle path
 (bench_league unpinned, bench_scale, bench_template): their edges get the tests' 1 GiB
-(``--memory-limit``), their battles wait for room, and they assert no figure. Nor is a wall-clock limit whose outcome a slower
-machine cannot change: test_battle_clock's sides
-run out of the battle clock sooner, never later, and test_load_limit's 2 s import stays twice
-the limit it must fail and a tenth of the one it must pass.
+(``--memory-limit``), their battles wait for room, and they assert no figure. Nor is a
+wall-clock limit whose outcome a slower machine cannot change: test_battle_clock's sides run out
+of the battle clock sooner, never later, and test_load_limit's 2 s import stays twice the limit
+it must fail and a tenth of the one it must pass.
 
 A name in a table that no longer names a test file or function fails the collection, so a rename
 cannot drop a mark silently.

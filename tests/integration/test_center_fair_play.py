@@ -30,21 +30,21 @@ from edge.wire.messages import (
     InstanceConfig,
     OpenSessionRequest,
 )
-from tests.integration.edges import AGENTS, TEST_MEMORY_LIMIT, EdgeProcess, write_config
+from tests.integration.edges import AGENTS, EdgeProcess, write_config
 
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 ORACLE = "hostile_seed_oracle"
 MARK = "seed-oracle: "
 
 
-def _serving(
-    tmp_path: Path, candidates: Path, memory_limit: tuple[str, str]
-) -> Iterator[dict[str, EdgeProcess]]:
-    """Real blue and red edges serving ``candidates`` with ``memory_limit`` (sep_edge's option),
-    stopped after."""
+def _serving(tmp_path: Path, candidates: Path) -> Iterator[dict[str, EdgeProcess]]:
+    """Real blue and red edges serving ``candidates`` (memory limit raised: the oracle runs
+    node; two workers of 8 GiB fit the host's memory budget for workers), stopped after."""
     config = write_config(tmp_path / "sep_config.json")
     processes = {
-        side: EdgeProcess(side, config, candidates, tmp_path / f"{side}.log", extra=[*memory_limit])
+        side: EdgeProcess(
+            side, config, candidates, tmp_path / f"{side}.log", extra=["--memory-limit", "8GiB"]
+        )
         for side in ("blue", "red")
     }
     try:
@@ -54,12 +54,6 @@ def _serving(
     finally:
         for process in processes.values():
             process.stop()
-
-
-@pytest.fixture
-def edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
-    """Real blue and red edges serving tests/agents, with the tests' memory limit."""
-    yield from _serving(tmp_path, AGENTS / "candidates.json", TEST_MEMORY_LIMIT)
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -87,8 +81,7 @@ def oracle_edges(tmp_path: Path) -> Iterator[dict[str, EdgeProcess]]:
     shutil.copytree(
         modules, folder / ".showdown" / "node_modules", symlinks=True, copy_function=_link_or_copy
     )
-    # Its memory limit raised: the oracle runs node (two workers of 8 GiB fit the host's budget).
-    yield from _serving(tmp_path, folder / "candidates.json", ("--memory-limit", "8GiB"))
+    yield from _serving(tmp_path, folder / "candidates.json")
 
 
 @pytest.fixture
@@ -294,8 +287,9 @@ def test_an_interrupted_sep_main_closes_its_sessions_on_the_edges(tmp_path: Path
 
 
 def test_battles_csv_records_each_sides_cpu_time_per_decision_from_its_edge(
-    edges: dict[str, EdgeProcess], tmp_path: Path
+    start_edges: Callable[..., dict[str, EdgeProcess]], tmp_path: Path
 ):
+    edges = start_edges()
     log_dir = tmp_path / "run"
     run = subprocess.run(
         _sep_main(edges, log_dir, "good_random", "contract_example", "-n", "1"),
