@@ -14,10 +14,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Final
 
-from edge.service.model_template import shared_mappings
 from edge.service.sandbox import PRIVATE_FOLDERS
 
-__all__ = ["TemplateView", "fork_problem"]
+__all__ = ["TemplateView", "fork_problem", "shared_mappings"]
 
 _NAMESPACES: Final = ("pid", "mnt", "ipc", "net")
 
@@ -146,3 +145,19 @@ def worker_devices(pid: int) -> set[str]:
     with contextlib.suppress(OSError):
         return set(_top_mounts(pid).values())
     return set()
+
+
+def shared_mappings(pid: int | str = "self") -> list[tuple[int, int, str, str, int]]:
+    """The mappings of a process that other processes may share (``MAP_SHARED``): start, end,
+    permissions, what (a path, or a name in brackets), offset. Through a writable one (anonymous
+    shared memory, a memfd, SysV shm, a file opened for writing) a template would hand the same
+    memory to all its workers."""
+    found = []
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) >= 5 and fields[1][3] == "s":
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                what = fields[5].strip() if len(fields) > 5 else ""
+                found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
+    return found

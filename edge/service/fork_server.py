@@ -14,11 +14,12 @@ import select
 import signal
 import socket
 import struct
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import msgpack
 
-from edge.service.learnsets import LearnsetWarmer
+if TYPE_CHECKING:  # (the supervisor imports this module's neighbours: not poke-env's data)
+    from edge.service.learnsets import LearnsetWarmer
 
 __all__ = ["CREDENTIALS", "MAX_CONTROL_MESSAGE", "ForkServer", "send"]
 

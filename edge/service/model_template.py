@@ -22,6 +22,7 @@ from typing import Any, Final, NoReturn
 from edge.contract.provenance import code_digest
 from edge.contract.user_module import UserModel
 from edge.service.endpoints import open_endpoints
+from edge.service.fork_check import shared_mappings
 from edge.service.fork_server import ForkServer, send
 from edge.service.learnsets import LearnsetWarmer
 from edge.service.sandbox import (
@@ -40,7 +41,8 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.userns import enter_user_namespace
-from edge.service.worker import WorkerSpec, _revive_poke_loop, run_worker
+from edge.service.worker import _revive_poke_loop, run_worker
+from edge.service.worker_spec import WorkerSpec
 
 __all__ = ["run_model_template"]
 
@@ -232,22 +234,6 @@ def _enter_battle_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     os.setresuid(uid, uid, uid)  # from root to another id: every capability goes
     libc_call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-
-
-def shared_mappings(pid: int | str = "self") -> list[tuple[int, int, str, str, int]]:
-    """The mappings of a process that other processes may share (``MAP_SHARED``): start, end,
-    permissions, what (a path, or a name in brackets), offset. Through a writable one (anonymous
-    shared memory, a memfd, SysV shm, a file opened for writing) a template would hand the same
-    memory to all its workers."""
-    found = []
-    with open(f"/proc/{pid}/maps") as maps:
-        for line in maps:
-            fields = line.split(maxsplit=5)
-            if len(fields) >= 5 and fields[1][3] == "s":
-                start, end = (int(x, 16) for x in fields[0].split("-"))
-                what = fields[5].strip() if len(fields) > 5 else ""
-                found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
-    return found
 
 
 def drop_shared_writable_memory() -> None:

@@ -24,8 +24,8 @@ from edge.service.host_locks import HostClaims
 from edge.service.sandbox import Hardening, Limits
 from edge.service.template_handle import ModelTemplate
 from edge.service.userns import TEMPLATE_UID_BASE, UID_BLOCK
-from edge.service.worker import WorkerSpec
 from edge.service.worker_handle import WorkerHandle
+from edge.service.worker_spec import WorkerSpec
 from edge.service.zygote import Zygote
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 

@@ -48,9 +48,9 @@ from edge.service.sandbox import (
 from edge.service.template_events import TemplateEvents, WorkerEvents, _host_oom_killed
 from edge.service.template_handle import ModelTemplate
 from edge.service.template_pool import TemplatePool, templates_off
-from edge.service.worker import WorkerSpec
 from edge.service.worker_handle import WorkerHandle
 from edge.service.worker_io import PollSet
+from edge.service.worker_spec import WorkerSpec
 from edge.service.zygote import Zygote, ZygoteError
 
 __all__ = [

@@ -27,7 +27,6 @@ import msgpack
 from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.fork_server import MAX_CONTROL_MESSAGE, ForkServer, send
-from edge.service.learnsets import WARM_GEN, LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -188,6 +187,8 @@ def main(argv: list[str]) -> None:
     _preload()
     hardening = _probe(uid_base, gid)
     send(ctl, {"op": "ready", "hardening": hardening.as_dict()})
+    from edge.service.learnsets import LearnsetWarmer
+
     warm = {"warm": True, "cold": False}[argv[4]]
     _Template(ctl, LearnsetWarmer() if warm else None).serve()
 
@@ -196,16 +197,19 @@ def _preload() -> None:
     """Import what every worker needs, then stop poke-env's loop thread (see worker.py)."""
     import numpy  # noqa: F401
     import poke_env  # noqa: F401
-    from poke_env.data import GenData
+
+    from edge.service.learnsets import WARM_GEN, load_gen_data
+
+    # The data of the current generation, loaded lazily otherwise (and before any import that
+    # could load it its own way); its learnsets are warmed later, between forks
+    # (LearnsetWarmer), unless the template is cold.
+    load_gen_data(WARM_GEN)
 
     import edge.maple.maple_agent
     import edge.maple.replica
     import edge.service.worker
     from edge.service.rehearsal import rehearse
 
-    # The data of the current generation, loaded lazily otherwise; its learnsets are
-    # warmed later, between forks (LearnsetWarmer), unless the template is cold.
-    GenData.from_gen(WARM_GEN)
     # What the first MapleAgent of a process loads lazily (its state spec): once here,
     # rather than in every worker, since every battle gets a fresh one.
     edge.maple.maple_agent.MapleAgent(
@@ -344,7 +348,8 @@ class _Template(ForkServer):
 
     def fork(self, message: dict[str, Any], channel: socket.socket) -> int:
         from edge.contract.provenance import code_digest
-        from edge.service.worker import WorkerSpec, run_worker
+        from edge.service.worker import run_worker
+        from edge.service.worker_spec import WorkerSpec
 
         spec = WorkerSpec(message["spec"])
         if "template" in message["spec"]:  # a model's template: it imports the module (user code)

@@ -15,10 +15,8 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID
 CHILD = textwrap.dedent(
     """
     import mmap, os
-    from edge.service.model_template import (
-        drop_shared_writable_memory,
-        shared_mappings,
-    )
+    from edge.service.fork_check import shared_mappings
+    from edge.service.model_template import drop_shared_writable_memory
 
     def writable():
         return [m for m in shared_mappings() if "w" in m[2]]

@@ -1,11 +1,16 @@
-"""The worker template's learnset warming (edge.service.learnsets.LearnsetWarmer): it fills poke-env's
+"""poke-env's learnsets in the worker template (edge.service.learnsets): the warming fills poke-env's
 generation-9 cache in steps, for the species with moves of their own, without loading the data of
 any other generation (which would grow the template, and every fork's page-table copy); an edge's
-template warms, the checker's does not."""
+template warms, the checker's does not; the template holds the raw learnsets equal but shared, and
+the supervisor none."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 from poke_env.data import GenData
@@ -59,3 +64,53 @@ def test_an_edges_template_warms_and_the_checkers_does_not():
         assert _own_templates() == ["warm"]
     with CheckerEdge(candidate, Limits()):
         assert _own_templates() == ["cold"]
+
+
+PRELOADED = textwrap.dedent(
+    """
+    import json, os, pathlib, orjson
+    from poke_env.data import GenData
+    from edge.service.learnsets import WARM_GEN
+    from edge.service.zygote import _preload
+
+    _preload()
+    data = GenData.from_gen(WARM_GEN)
+    plain = orjson.loads(pathlib.Path(data._static_files_root, "learnset.json").read_bytes())
+    sources = [s for entry in data.learnset.values() for s in entry.get("learnset", {}).values()]
+    print(json.dumps({
+        "kind": type(data).__name__,
+        "equal": data.learnset == plain and data.raw_learnset is data.learnset,
+        "lists": len(sources),
+        "distinct_lists": len({id(s) for s in sources}),
+        "strings": sum(map(len, sources)),
+        "distinct_strings": len({id(s) for sources_ in sources for s in sources_}),
+    }), flush=True)
+    os._exit(0)  # as the template ends: poke-env's loop, stopped by _preload, is not waited for
+    """
+)
+
+
+def test_the_edges_template_holds_poke_envs_learnsets_equal_and_shared():
+    # A fresh process: this one may have loaded the data its own way already.
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOADED], capture_output=True, text=True, timeout=120, check=True
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["kind"] == "_SharedLearnsets"
+    assert found["equal"]
+    assert found["lists"] > 80_000 and found["distinct_lists"] < found["lists"] / 4
+    assert found["strings"] > 300_000 and found["distinct_strings"] < 2_000
+
+
+def test_the_supervisor_imports_no_poke_env():
+    # poke-env (and its data) is the template's and the workers': an edge's supervisor, which
+    # only routes bytes, would pay its import at every edge start.
+    code = (
+        "import sys, edge.cli, edge.service.supervisor\n"
+        "print(sorted(m for m in ('poke_env', 'edge.contract.user_module', 'edge.service.worker')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]"
