@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from poke_env.data import GenData
+from poke_env.data.normalize import to_id_str
 
 __all__ = ["WARM_GEN", "LearnsetWarmer", "load_gen_data", "read_shared_json"]
 
@@ -35,8 +36,8 @@ class LearnsetWarmer:
 
     def __init__(self) -> None:
         self.species: list[str] = []
+        self._own: dict[str, set[str]] = {}
         try:
-            self._gen_data = GenData
             self.species = list(GenData.from_gen(WARM_GEN).pokedex)
         except Exception:  # warming is an optimisation: never a reason for the template to fail
             logger.debug("no learnset warming", exc_info=True)
@@ -49,20 +50,48 @@ class LearnsetWarmer:
     def step(self) -> None:
         chunk, self.species = self.species[: self.CHUNK], self.species[self.CHUNK :]
         try:
-            data = self._gen_data.from_gen(WARM_GEN)
+            data = GenData.from_gen(WARM_GEN)
             for species in chunk:
-                # Only species with moves of their own in this generation: poke-env goes back to
-                # older generations for the others, whose data would grow the template,
-                # and so every fork's page tables; a battle of this generation rarely meets them.
-                if data._learnset_for_generation(species, WARM_GEN):
-                    self._gen_data.obtain_learnset(species, WARM_GEN)
+                if species not in data._learnset_cache:
+                    learnset = self._line_moves(data, species)
+                    if learnset is not None:
+                        data._learnset_cache[species] = learnset
         except Exception:
             logger.debug("learnset warming stopped", exc_info=True)
             self.species = []
         if not self.species:
             self._finish()
 
+    def _line_moves(self, data: GenData, species: str) -> frozenset[str] | None:
+        """What poke-env's ``GenData.generate_learnset`` makes of ``species`` (its own moves, its
+        base form's, the form it changes from, its evolution line's), each species' own moves
+        computed once. None for a species with no moves of its own in this generation: poke-env
+        goes back to older generations for it, whose data would grow the template, and so every
+        fork's page tables; a battle of this generation rarely meets one. (For the others
+        poke-env's loop over generations ends after this one, the only pass written here.)"""
+        learnset = set(self._own_moves(data, species))
+        if not learnset:
+            return None
+        dex_entry = data.pokedex[species]
+        if "species" in dex_entry and "battleOnly" in dex_entry:
+            learnset |= self._own_moves(data, to_id_str(dex_entry["species"]))
+        if "changesFrom" in dex_entry:
+            learnset |= self._own_moves(data, to_id_str(dex_entry["changesFrom"]))
+        prevolution = to_id_str(dex_entry["prevo"]) if "prevo" in dex_entry else None
+        while prevolution:
+            learnset |= self._own_moves(data, prevolution)
+            entry = data.pokedex.get(prevolution, {})
+            prevolution = to_id_str(entry["prevo"]) if "prevo" in entry else None
+        return frozenset(learnset)
+
+    def _own_moves(self, data: GenData, species: str) -> set[str]:
+        moves = self._own.get(species)
+        if moves is None:
+            moves = self._own[species] = data._learnset_for_generation(species, WARM_GEN)
+        return moves
+
     def _finish(self) -> None:
+        self._own = {}
         # What warming made is for life too: out of the collector's way, so that a fork does
         # not copy its pages to collect them.
         gc.collect()

@@ -37,10 +37,12 @@ def test_warming_fills_the_learnset_cache_without_loading_other_generations():
     assert len(own) > 1000
     assert all(species in data._learnset_cache for species in own)
     assert set(GenData._gen_data_per_gen) <= generations_before | {WARM_GEN}
-    # What a worker would have computed itself: the same moves.
-    pikachu = data._learnset_cache["pikachu"]
-    data._learnset_cache.pop("pikachu")
-    assert GenData.obtain_learnset("pikachu", WARM_GEN) == pikachu
+    # What a worker would have computed itself (poke-env's own code): the same moves, species by
+    # species (forms, base forms and evolution lines included).
+    warmed = dict(data._learnset_cache)
+    data._learnset_cache.clear()
+    assert {s: GenData.obtain_learnset(s, WARM_GEN) for s in warmed} == warmed
+    assert set(GenData._gen_data_per_gen) <= generations_before | {WARM_GEN}
 
 
 def _own_templates() -> list[str]:
