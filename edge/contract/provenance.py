@@ -18,7 +18,9 @@ __all__ = ["code_digest", "module_files", "short_digest"]
 
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 _SKIPPED_SUFFIXES = frozenset({".pyc", ".pyo"})
-_cache: dict[tuple[str, int, int], str] = {}
+_cache: dict[tuple[int, int, int, int, int], str] = {}
+"""Content hashes by the file's identity and state: device, inode, size, mtime and ctime (which
+a write always moves, and which no tool sets back)."""
 _cache_lock = threading.Lock()
 
 
@@ -49,7 +51,7 @@ def module_files(folder: Path, module_id: str) -> list[Path]:
 
 def _content_hash(path: Path) -> tuple[int, str]:
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _cache_lock:
         known = _cache.get(key)
     if known is not None:

@@ -115,6 +115,7 @@ class WorkerPool(TemplateEvents):
         """Host-wide memory admission (``memory_budget`` given and a memory limit set)."""
         self.why_full = ""
         """Why :meth:`acquire` last gave no worker."""
+        self._kept_for_all: list[str] | None = None
         self.home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
         self.cgroups = CgroupSupport()
         self._uid_claims: HostClaims | None = None
@@ -229,13 +230,12 @@ class WorkerPool(TemplateEvents):
         group: WorkerGroup | None = None
         ours: socket.socket | None = None
         theirs: socket.socket | None = None
+        keep_paths = self._keep_paths(candidate)
         try:  # whatever fails from here gives back what was taken: claim, user id, group, sockets
             if self.templates is not None and self.templates.on:
                 self.templates.instance = self.instance
                 try:
-                    template = self.templates.template_for(
-                        candidate, zygote, self._keep_paths(candidate)
-                    )
+                    template = self.templates.template_for(candidate, zygote, keep_paths)
                 finally:
                     self._templates_ended()  # (one whose module's files changed)
             if template is not None:
@@ -265,7 +265,7 @@ class WorkerPool(TemplateEvents):
                 hardening=self.hardening,
                 candidate=candidate,
                 cgroup_procs=group.join_paths() if group is not None else [],
-                keep_paths=self._keep_paths(candidate),
+                keep_paths=keep_paths,
                 endpoints=self._endpoint_paths(candidate),
             )
             worker = WorkerHandle(
@@ -316,17 +316,19 @@ class WorkerPool(TemplateEvents):
         through an import hook, not sys.path), when they lie in /tmp, say."""
         if not self.hardening.private_tmp:
             return []
+        if self._kept_for_all is None:  # this process's paths: the same for its whole life
+            self._kept_for_all = paths_under(
+                PRIVATE_FOLDERS, [EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]
+            )
         top = candidate.module_id.split(".")[0]
         needed = [
             candidate.folder,
             candidate.folder / top,  # a package right in /tmp is kept by itself
             module_place(candidate),  # where a link there leads (the checker links the module)
-            EDGE_PACKAGE,
-            *(Path(p) for p in sys.path if p),
         ]
         if candidate.team_path is not None:
             needed.append(candidate.team_path.parent)
-        return paths_under(PRIVATE_FOLDERS, needed)
+        return sorted({*self._kept_for_all, *paths_under(PRIVATE_FOLDERS, needed)})
 
     def put_back(self, worker: WorkerHandle, *, keep: bool) -> None:
         """The session of ``worker`` is over: reuse the worker for its model, or retire it."""
