@@ -1,17 +1,9 @@
-"""Benchmark an edge's start and its template's forks: what every ``sep_edge`` pays once, and every
-battle's worker once, against a bare Python interpreter measured in the same run.
+"""Benchmark an edge's start (its supervisor's and worker template's CPU, the template's memory)
+and the template's fork per battle, each against a bare interpreter in the same run.
 
     python scripts/bench_edge_start.py --starts 5 --forks 300
 
-- **Start**: ``sep_edge blue`` (default flags, the test agents' candidates) is started ``--starts``
-  times; once it listens (its worker template is ready then) and its template has gone quiet (the
-  learnset warming done), the CPU seconds of the supervisor and of the template (with the probes
-  it reaped) are read from ``/proc``, and the template's anonymous memory; then it is stopped.
-  Baseline: ``python -c pass``.
-- **Fork**: a process prepares itself as the edge's template does (``edge.service.zygote``'s
-  preload, then the learnset warming) and forks ``--forks`` children that exit at once: the CPU
-  per fork of the parent and of the children (the page tables copied, then unmapped). Baseline:
-  the same loop in a bare interpreter.
+How it measures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
