@@ -104,8 +104,8 @@ WARM_GEN: Final = 9
 
 def load_gen_data(gen: int) -> GenData:
     """poke-env's data of ``gen``, its learnsets read with :func:`read_shared_json` when this
-    process has not loaded that generation yet (the raw data equal, in about 8 MB of memory
-    instead of 37: every fork of a template copies the page tables of what it holds)."""
+    process has not loaded that generation yet: the raw data equal, in a fraction of the memory
+    (every fork of a template copies the page tables of what it holds; docs/performance.md)."""
     if gen not in GenData._gen_data_per_gen:
         GenData._gen_data_per_gen[gen] = _SharedLearnsets(gen)
     return GenData.from_gen(gen)
@@ -123,9 +123,9 @@ class _SharedLearnsets(GenData):
 def read_shared_json(path: Path) -> Any:
     """A JSON file's value in which equal strings are one object, and so are equal lists of
     hashable items (a list holding a map stays its own). Shared while parsing, so that no
-    duplicate outlives its map: a learnset's 320,000 source strings ("9M", "8L1", ...) are 800
-    distinct ones, its 92,000 source lists 14,000. A process that mutates one shared list changes
-    all its copies: only the template's workers hold these, each its own."""
+    duplicate outlives its map: a learnset repeats a few hundred source strings ("9M", "8L1", ...)
+    and source lists many times over. A process that mutates one shared list changes all its
+    copies: only the template's workers hold these, each its own."""
     strings: dict[str, str] = {}
     lists: dict[tuple[Any, ...], list[Any]] = {}
 
