@@ -9,11 +9,7 @@ How it measures: docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import resource
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,12 +17,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_delegation import add_memory_limit, memory_limit_args
+from bench_delegation import (
+    EdgeSubprocess,
+    add_memory_limit,
+    conditions,
+    cpu_seconds,
+    memory_limit_args,
+    tree_cpu_seconds,
+    write_sep_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = ROOT / "tests" / "agents" / "candidates.json"
-SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
-TICK = os.sysconf("SC_CLK_TCK")
 
 FORKS = """
 import os, resource, sys
@@ -52,34 +54,21 @@ os._exit(0)  # (the template's preload stopped poke-env's loop: nothing is waite
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stat(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def _cpu(pid: int, reaped: bool = False) -> float:
-    fields = _stat(pid)
-    ticks = int(fields[11]) + int(fields[12])
-    if reaped:
-        ticks += int(fields[13]) + int(fields[14])
-    return ticks / TICK
-
-
-def _children(pid: int) -> list[int]:
-    found = []
+def _template_pid(edge: int) -> int:
+    """The edge's worker template: its one child."""
+    children = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int(_stat(int(entry.name))[1]) == pid:
-                    found.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
+        try:
+            if (
+                entry.name.isdigit()
+                and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == edge
+            ):
+                children.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    if len(children) != 1:
+        raise RuntimeError(f"expected one worker template under the edge, found {children}")
+    return children[0]
 
 
 def _anon_bytes(pid: int) -> int:
@@ -90,47 +79,31 @@ def _anon_bytes(pid: int) -> int:
 
 
 def start_once(folder: Path, extra: list[str], timeout: float) -> dict[str, float]:
-    """One edge start: seconds to listen, CPU seconds of its supervisor and template, the
-    template's anonymous memory."""
-    config = folder / "sep_config.json"
-    config.write_text(json.dumps({"blue": {"host": "127.0.0.1", "port": free_port()}}))
-    log = folder / "blue.log"
+    """One edge start: seconds until it answers, CPU seconds of its supervisor and of the rest
+    (the template, with the probes it reaped), the template's anonymous memory."""
+    edge = EdgeSubprocess(
+        "blue", write_sep_config(folder / "sep_config.json"), CANDIDATES, folder / "blue.log", extra
+    )
     started = time.monotonic()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*SEP_EDGE, "blue", "--config", str(config), "--candidates", str(CANDIDATES), *extra],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    edge.start(ready_timeout=timeout)
     try:
-        while "listening on" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() - started > timeout:
-                raise RuntimeError(f"sep_edge blue did not start: see {log}")
-            time.sleep(0.02)
-        listening = time.monotonic() - started
-        templates = _children(proc.pid)
-        if len(templates) != 1:
-            raise RuntimeError(f"expected one worker template under the edge, found {templates}")
-        template = templates[0]
+        answering = time.monotonic() - started
+        template = _template_pid(edge.pid)
         quiet, last = 0, -1.0
         while quiet < 4 and time.monotonic() - started < timeout:  # 1 s without CPU: warmed
             time.sleep(0.25)
-            now = _cpu(template, reaped=True)
+            now = tree_cpu_seconds(edge.pid)
             quiet = quiet + 1 if now == last else 0
             last = now
+        supervisor = cpu_seconds(edge.pid)
         return {
-            "listening_s": listening,
-            "supervisor_cpu_s": _cpu(proc.pid),
-            "template_cpu_s": _cpu(template, reaped=True),
+            "answering_s": answering,
+            "supervisor_cpu_s": supervisor,
+            "template_cpu_s": tree_cpu_seconds(edge.pid) - supervisor,
             "template_anon_bytes": float(_anon_bytes(template)),
         }
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        edge.stop()
 
 
 def bare_start_cpu(count: int) -> float:
@@ -166,7 +139,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per edge start")
     add_memory_limit(parser)
     args = parser.parse_args()
-    print(f"conditions: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(conditions())
 
     bare = bare_start_cpu(max(args.starts, 3))
     runs = []
@@ -178,7 +151,7 @@ def main() -> None:
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
     total = median["supervisor_cpu_s"] + median["template_cpu_s"]
     print(f"edge start, median of {args.starts}:")
-    print(f"  listening after {median['listening_s']:.2f} s")
+    print(f"  answering after {median['answering_s']:.2f} s")
     print(
         f"  CPU: supervisor {median['supervisor_cpu_s']:.2f} s, template {median['template_cpu_s']:.2f}"
         f" s (warming included), {total:.2f} s in all = {total / bare:.1f}x a bare"
