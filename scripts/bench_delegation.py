@@ -144,13 +144,15 @@ class SeatFrames:
         return self.battle
 
 
-def add_memory_limit(parser: argparse.ArgumentParser) -> None:
+def add_memory_limit(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     """The benchmark's ``--memory-limit``, passed on to its edges."""
+    shown = default or "the edge's"
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
-        help="each edge worker's memory limit (sep_edge --memory-limit; default: the edge's): "
-        "a smaller one fits the benchmark's workers in a host budget that other edges share",
+        default=default,
+        help=f"each edge worker's memory limit (sep_edge --memory-limit; default: {shown}): a "
+        "smaller one fits the benchmark's workers in a host budget that other edges share",
     )
 
 
@@ -612,7 +614,8 @@ def main() -> None:
         help="run the edge with --reuse-workers, so that a model's second session reuses its "
         "idle worker (by default every session gets a fresh one)",
     )
-    add_memory_limit(parser)
+    # --sessions workers at once: at the edge's 4 GiB each, 8 of them outgrow a small host's budget.
+    add_memory_limit(parser, default="1GiB")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
