@@ -234,7 +234,7 @@ def conditions(when: str = "at start") -> str:
     )
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
     """The fields of /proc/PID/stat from "state" on (None when the process is gone)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -245,7 +245,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of one process, from /proc (0 when it is gone)."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
@@ -256,7 +256,7 @@ def tree_cpu_seconds(root: int) -> float:
     stats: dict[int, list[str]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat_fields(int(entry))
+            fields = stat_fields(int(entry))
             if fields is not None:
                 parents[int(entry)] = int(fields[1])
                 stats[int(entry)] = fields

@@ -23,6 +23,7 @@ from bench_delegation import (
     conditions,
     cpu_seconds,
     memory_limit_args,
+    stat_fields,
     tree_cpu_seconds,
     write_sep_config,
 )
@@ -58,14 +59,10 @@ def _template_pid(edge: int) -> int:
     """The edge's worker template: its one child."""
     children = []
     for entry in Path("/proc").iterdir():
-        try:
-            if (
-                entry.name.isdigit()
-                and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == edge
-            ):
+        if entry.name.isdigit():
+            fields = stat_fields(entry.name)
+            if fields is not None and int(fields[1]) == edge:
                 children.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
     if len(children) != 1:
         raise RuntimeError(f"expected one worker template under the edge, found {children}")
     return children[0]
@@ -95,6 +92,8 @@ def start_once(folder: Path, extra: list[str], timeout: float) -> dict[str, floa
             now = tree_cpu_seconds(edge.pid)
             quiet = quiet + 1 if now == last else 0
             last = now
+        if quiet < 4:  # a figure read mid-start would understate it
+            raise RuntimeError(f"sep_edge blue was still busy after {timeout:.0f} s")
         supervisor = cpu_seconds(edge.pid)
         return {
             "answering_s": answering,

@@ -32,6 +32,7 @@ from bench_delegation import (
     conditions,
     memory_limit_args,
     pct,
+    stat_fields,
     tree_cpu_seconds,
     trivial_candidates,
     write_sep_config,
@@ -86,14 +87,6 @@ MODES = (
 # -- CPU accounting ---------------------------------------------------------------------------------
 
 
-def _stat_fields(pid: int | str) -> list[str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()  # fields from "state" on
-
-
 def group_cpu_seconds(pgid: int | None) -> float:
     """User + system CPU seconds of the live processes of a process group (0 for None)."""
     if pgid is None:
@@ -101,7 +94,7 @@ def group_cpu_seconds(pgid: int | None) -> float:
     total = 0.0
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat_fields(entry.name)
+            fields = stat_fields(entry.name)
             if fields and int(fields[2]) == pgid:
                 total += (int(fields[11]) + int(fields[12])) / CLK_TCK
     return total
@@ -113,7 +106,7 @@ def tree_size(root: int) -> int:
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat_fields(entry)
+            fields = stat_fields(entry)
             if fields is not None:
                 parents[int(entry)] = int(fields[1])
     count = 0
