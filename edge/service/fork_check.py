@@ -10,7 +10,11 @@ memory or open file but its own.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import fcntl
 import os
+import struct
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -151,13 +155,59 @@ def shared_mappings(pid: int | str = "self") -> list[tuple[int, int, str, str, i
     """The mappings of a process that other processes may share (``MAP_SHARED``): start, end,
     permissions, what (a path, or a name in brackets), offset. Through a writable one (anonymous
     shared memory, a memfd, SysV shm, a file opened for writing) a template would hand the same
-    memory to all its workers."""
+    memory to all its workers. Asked of the kernel mapping by mapping (``PROCMAP_QUERY``) where
+    it can, since the text of ``maps`` is costly to make; read from that text elsewhere."""
+    with open(f"/proc/{pid}/maps", "rb", buffering=0) as maps:
+        try:
+            return _queried(maps.fileno())
+        except OSError as exc:
+            if exc.errno != errno.ENOTTY:  # a kernel before Linux 6.11, which has no such query
+                raise
+            text = maps.read().decode("utf-8", "surrogateescape")
+    return _parsed(text)
+
+
+# struct procmap_query (linux/fs.h): size, query_flags, query_addr, vma_start, vma_end, vma_flags,
+# vma_page_size, vma_offset, inode; dev_major, dev_minor, vma_name_size, build_id_size;
+# vma_name_addr, build_id_addr.
+_QUERY: Final = struct.Struct("=9Q4I2Q")
+_PROCMAP_QUERY: Final = 0xC0686611  # _IOWR('f', 17, struct procmap_query)
+_READ, _WRITE, _EXEC, _SHARED, _OR_NEXT = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+def _queried(fd: int) -> list[tuple[int, int, str, str, int]]:
+    """Each shared mapping from ``fd`` (a ``maps`` file), the first at or after the last's end."""
+    name = ctypes.create_string_buffer(4096)  # PATH_MAX
+    found: list[tuple[int, int, str, str, int]] = []
+    address = 0
+    while True:
+        query = bytearray(
+            _QUERY.pack(_QUERY.size, _SHARED | _OR_NEXT, address, 0, 0, 0, 0, 0, 0, 0, 0,
+                        len(name), 0, ctypes.addressof(name), 0)
+        )  # fmt: skip
+        try:
+            fcntl.ioctl(fd, _PROCMAP_QUERY, query)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:  # no shared mapping from here on
+                return found
+            raise
+        _, _, _, start, end, flags, _, offset, _, _, _, name_size, _, _, _ = _QUERY.unpack(query)
+        perms = "".join(
+            letter if flags & bit else "-"
+            for letter, bit in (("r", _READ), ("w", _WRITE), ("x", _EXEC))
+        )
+        what = name.raw[: name_size - 1].decode("utf-8", "surrogateescape") if name_size else ""
+        found.append((start, end, perms + "s", what or "anonymous", offset))
+        address = end
+
+
+def _parsed(text: str) -> list[tuple[int, int, str, str, int]]:
+    """The shared mappings in the text of a ``maps`` file."""
     found = []
-    with open(f"/proc/{pid}/maps") as maps:
-        for line in maps:
-            fields = line.split(maxsplit=5)
-            if len(fields) >= 5 and fields[1][3] == "s":
-                start, end = (int(x, 16) for x in fields[0].split("-"))
-                what = fields[5].strip() if len(fields) > 5 else ""
-                found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) >= 5 and fields[1][3] == "s":
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            what = fields[5].strip() if len(fields) > 5 else ""
+            found.append((start, end, fields[1], what or "anonymous", int(fields[2], 16)))
     return found

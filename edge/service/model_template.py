@@ -10,6 +10,8 @@ user id of its own before any battle code runs, which the supervisor checks from
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import gc
 import mmap
 import os
@@ -153,6 +155,7 @@ class _Template(ForkServer):
         _pause_poke_loop()
         if self.warm:
             _warm_learnsets()
+        _libc_mmap()  # each worker would make it again
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
         send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
@@ -241,20 +244,12 @@ def drop_shared_writable_memory() -> None:
     mapping of the same file (the same pages until written), anything else (anonymous shared
     memory, a memfd, SysV shm, a file opened for writing) private zeroed memory at the same place.
     What a battle writes there stays its own."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_long,
-    ]
+    found = shared_mappings()
+    if not found:
+        return
+    libc_mmap = _libc_mmap()
     fixed = 0x10
-    for start, end, perms, what, offset in shared_mappings():
+    for start, end, perms, what, offset in found:
         prot = (mmap.PROT_READ if perms[0] == "r" else 0) | (
             mmap.PROT_EXEC if perms[2] == "x" else 0
         )
@@ -268,9 +263,25 @@ def drop_shared_writable_memory() -> None:
             else:
                 prot |= mmap.PROT_READ | mmap.PROT_WRITE
                 flags, where = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed, 0
-            result = libc.mmap(start, end - start, prot, flags, fd, where)
+            result = libc_mmap(start, end - start, prot, flags, fd, where)
         finally:
             if fd >= 0:
                 os.close(fd)
         if result != start:
             raise OSError(ctypes.get_errno(), f"could not make a shared mapping private ({what})")
+
+
+@functools.cache
+def _libc_mmap() -> Any:
+    """libc's ``mmap`` through ctypes, made once (a template makes it before its forks)."""
+    function = ctypes.CDLL(None, use_errno=True).mmap
+    function.restype = ctypes.c_void_p
+    function.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    return function

@@ -143,7 +143,6 @@ def _serve_from(channel_fd: int) -> None:
     # After setuid, which clears it: the worker dies with the template, which dies with the edge.
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
     _revive_poke_loop()
-    keep = {channel_fd, *_poke_loop_fds()}
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -153,7 +152,7 @@ def _serve_from(channel_fd: int) -> None:
     os.dup2(output, 2)
     os.close(output)
     _set_append(1)
-    _close_fds_except({0, 1, 2, *keep})
+    _close_fds_except({0, 1, 2, channel_fd})
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -188,12 +187,15 @@ def _close_fds_except(keep: set[int]) -> None:
 
 
 def _revive_poke_loop() -> None:
-    """Give poke-env's background event loop a selector and a thread of this process.
+    """Let go of the template's parts of poke-env's background event loop; the loop gets a
+    selector, wake-up socket and thread of this process when it is first called.
 
     poke-env runs an asyncio loop in a thread started at import; the template stops that thread
     before forking (a forked process has only the forking thread), and the loop's selector and
     wake-up socket are the template's. A user module that creates a poke-env ``Player`` needs
-    the loop: it gets its own here.
+    the loop, and calls it through ``call_soon_threadsafe`` (``run_coroutine_threadsafe`` and
+    poke-env's ``create_in_poke_loop`` do): that first call starts it. Most workers never do, and
+    need not pay for a thread.
     """
     concurrency = sys.modules.get("poke_env.concurrency")
     if concurrency is None:
@@ -201,13 +203,26 @@ def _revive_poke_loop() -> None:
     loop: Any = concurrency.POKE_LOOP
     if loop.is_closed() or loop.is_running():
         return
-    old = loop._selector
-    loop._selector = selectors.DefaultSelector()
     with contextlib.suppress(Exception):
-        old.close()
+        loop._selector.close()
     for sock in (loop._ssock, loop._csock):
         with contextlib.suppress(Exception):
             sock.close()
+    lock = threading.Lock()
+
+    def first_call(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            if "call_soon_threadsafe" in vars(loop):
+                del loop.call_soon_threadsafe  # the class's method from now on
+                _start_poke_loop(concurrency, loop)
+        return loop.call_soon_threadsafe(*args, **kwargs)
+
+    loop.call_soon_threadsafe = first_call
+
+
+def _start_poke_loop(concurrency: Any, loop: Any) -> None:
+    """Give the loop a selector, a wake-up socket and a thread of this process."""
+    loop._selector = selectors.DefaultSelector()
     loop._internal_fds -= 1  # _make_self_pipe counts its socket again
     loop._make_self_pipe()
 
@@ -217,21 +232,7 @@ def _revive_poke_loop() -> None:
 
     thread = threading.Thread(target=run, name="poke-env-loop", daemon=True)
     thread.start()
-    module: Any = concurrency
-    module._t = thread
-
-
-def _poke_loop_fds() -> set[int]:
-    concurrency = sys.modules.get("poke_env.concurrency")
-    if concurrency is None:
-        return set()
-    loop: Any = concurrency.POKE_LOOP
-    fds: set[int] = set()
-    with contextlib.suppress(Exception):
-        fds.add(loop._selector.fileno())
-        fds.add(loop._ssock.fileno())
-        fds.add(loop._csock.fileno())
-    return fds
+    concurrency._t = thread
 
 
 # -- serving ------------------------------------------------------------------------------------

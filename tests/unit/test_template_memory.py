@@ -52,3 +52,37 @@ def test_a_fork_finds_the_shared_memory_and_keeps_a_private_zeroed_copy():
     assert lines[1] == "CHILD 0 b'\\x00\\x00\\x00\\x00' b'mine'", lines
     # ... and what it wrote there never reached the parent.
     assert lines[2] == "PARENT b'tmpl' 1", lines
+
+
+def test_the_kernels_answer_and_the_maps_text_find_the_same_shared_mappings(tmp_path):
+    """``shared_mappings`` asks the kernel (PROCMAP_QUERY) where it can; the text of ``maps``,
+    its fallback on older kernels, must find the same mappings, of this process and another."""
+    import errno
+    import mmap
+    import os
+
+    from edge.service import fork_check
+
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * 16384)
+    with data.open("r+b") as file:
+        kept = [
+            mmap.mmap(-1, 4096),  # anonymous shared memory
+            mmap.mmap(file.fileno(), 8192, offset=4096),  # a file, writable
+            mmap.mmap(file.fileno(), 4096, prot=mmap.PROT_READ),  # a file, read only
+        ]
+    for pid in ("self", os.getppid()):
+        with open(f"/proc/{pid}/maps", "rb", buffering=0) as maps:
+            try:
+                queried = fork_check._queried(maps.fileno())
+            except OSError as exc:
+                if exc.errno == errno.ENOTTY:
+                    pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+)")
+                raise
+            parsed = fork_check._parsed(maps.read().decode("utf-8", "surrogateescape"))
+        assert queried == parsed
+        assert fork_check.shared_mappings(pid) == queried
+    mine = [m for m in fork_check.shared_mappings() if m[3] in (str(data), "/dev/zero (deleted)")]
+    assert sorted((m[2], m[4]) for m in mine) == [("r--s", 0), ("rw-s", 0), ("rw-s", 4096)]
+    for one in kept:
+        one.close()
