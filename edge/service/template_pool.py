@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -40,8 +41,13 @@ def adopt(worker: WorkerHandle) -> str | None:
     assert worker.pid is not None
     if worker.group is not None:
         try:
+            pid = str(worker.pid).encode()
             for procs in worker.group.join_paths():
-                Path(procs).write_text(str(worker.pid))
+                fd = os.open(procs, os.O_WRONLY)
+                try:
+                    os.write(fd, pid)
+                finally:
+                    os.close(fd)
         except OSError as exc:
             return f"could not move the worker into its control groups: {exc}"
     return None
