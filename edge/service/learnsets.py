@@ -37,6 +37,7 @@ class LearnsetWarmer:
     def __init__(self) -> None:
         self.species: list[str] = []
         self._own: dict[str, set[str]] = {}
+        self._sets: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct learnset
         try:
             self.species = list(GenData.from_gen(WARM_GEN).pokedex)
         except Exception:  # warming is an optimisation: never a reason for the template to fail
@@ -63,17 +64,15 @@ class LearnsetWarmer:
             self._finish()
 
     def _line_moves(self, data: GenData, species: str) -> frozenset[str] | None:
-        """What poke-env's ``GenData.generate_learnset`` makes of ``species`` (its own moves, its
-        base form's, the form it changes from, its evolution line's), each species' own moves
-        computed once. None for a species with no moves of its own in this generation: poke-env
-        goes back to older generations for it, whose data would grow the template, and so every
-        fork's page tables; a battle of this generation rarely meets one. (For the others
-        poke-env's loop over generations ends after this one, the only pass written here.)"""
+        """What poke-env's ``GenData.generate_learnset`` makes of ``species`` in this generation
+        (its own moves; its base form's when it is a battle-only form or has none of its own; the
+        form it changes from; its evolution line's), each species' own moves computed once. None
+        when that is empty: poke-env then goes back to older generations, whose data would grow
+        the template, and so every fork's page tables; a battle of this generation rarely meets
+        such a species."""
         learnset = set(self._own_moves(data, species))
-        if not learnset:
-            return None
         dex_entry = data.pokedex[species]
-        if "species" in dex_entry and "battleOnly" in dex_entry:
+        if "species" in dex_entry and ("battleOnly" in dex_entry or not learnset):
             learnset |= self._own_moves(data, to_id_str(dex_entry["species"]))
         if "changesFrom" in dex_entry:
             learnset |= self._own_moves(data, to_id_str(dex_entry["changesFrom"]))
@@ -82,7 +81,10 @@ class LearnsetWarmer:
             learnset |= self._own_moves(data, prevolution)
             entry = data.pokedex.get(prevolution, {})
             prevolution = to_id_str(entry["prevo"]) if "prevo" in entry else None
-        return frozenset(learnset)
+        if not learnset:
+            return None
+        moves = frozenset(learnset)
+        return self._sets.setdefault(moves, moves)  # a form shares its base form's, say
 
     def _own_moves(self, data: GenData, species: str) -> set[str]:
         moves = self._own.get(species)
@@ -91,7 +93,7 @@ class LearnsetWarmer:
         return moves
 
     def _finish(self) -> None:
-        self._own = {}
+        self._own, self._sets = {}, {}
         # What warming made is for life too: out of the collector's way, so that a fork does
         # not copy its pages to collect them.
         gc.collect()

@@ -1,8 +1,8 @@
 """poke-env's learnsets in the worker template (edge.service.learnsets): the warming fills poke-env's
-generation-9 cache in steps, for the species with moves of their own, without loading the data of
-any other generation (which would grow the template, and every fork's page-table copy); an edge's
-template warms, the checker's does not; the template holds the raw learnsets equal but shared, and
-the supervisor none."""
+generation-9 cache in steps, for every species whose moves that generation gives (forms
+included), without loading the data of any other generation (which would grow the template, and
+every fork's page-table copy); an edge's template warms, the checker's does not; the template holds
+the raw learnsets equal but shared, and the supervisor none."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ def test_warming_fills_the_learnset_cache_without_loading_other_generations():
     assert steps == -(-len(data.pokedex) // LearnsetWarmer.CHUNK)  # in steps, not all at once
     assert len(own) > 1000
     assert all(species in data._learnset_cache for species in own)
+    # Forms with no moves of their own take their base form's (met in the recorded battles).
+    assert {"ogerponhearthflame", "giratinaorigin"} <= set(data._learnset_cache)
     assert set(GenData._gen_data_per_gen) <= generations_before | {WARM_GEN}
     # What a worker would have computed itself (poke-env's own code): the same moves, species by
     # species (forms, base forms and evolution lines included).
