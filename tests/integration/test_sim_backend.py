@@ -339,13 +339,15 @@ def test_a_simulator_host_killed_mid_battle_voids_it_and_the_run_completes(tmp_p
     killers: list[threading.Thread] = []
 
     def kill_once_the_next_battle_runs() -> None:
+        # Once the battle has reached its first turn: mid-battle however fast the host plays (a
+        # fixed wait after its start let a quick battle end first).
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             current = host._current
-            if current is not None and current.battles:
+            battles = list(current.battles.values()) if current is not None else []
+            if any(line.startswith("|turn|") for b in battles for line in list(b.omniscient)):
                 break
-            time.sleep(0.005)
-        time.sleep(0.1)
+            time.sleep(0.001)
         os.kill(first_pid, signal.SIGKILL)
 
     def on_done(record) -> None:  # after the first battle, kill the host during the second one
