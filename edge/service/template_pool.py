@@ -43,7 +43,7 @@ def adopt(worker: WorkerHandle) -> str | None:
         try:
             pid = str(worker.pid).encode()
             for procs in worker.group.join_paths():
-                fd = os.open(procs, os.O_WRONLY)
+                fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
                 try:
                     os.write(fd, pid)
                 finally:

@@ -4,11 +4,16 @@ written), so that what a battle writes there reaches no other process."""
 
 from __future__ import annotations
 
+import errno
+import mmap
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from edge.service import fork_check
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/smaps")
 
@@ -57,12 +62,6 @@ def test_a_fork_finds_the_shared_memory_and_keeps_a_private_zeroed_copy():
 def test_the_kernels_answer_and_the_maps_text_find_the_same_shared_mappings(tmp_path):
     """``shared_mappings`` asks the kernel (PROCMAP_QUERY) where it can; the text of ``maps``,
     its fallback on older kernels, must find the same mappings, of this process and another."""
-    import errno
-    import mmap
-    import os
-
-    from edge.service import fork_check
-
     data = tmp_path / "data"
     data.write_bytes(b"x" * 16384)
     with data.open("r+b") as file:
