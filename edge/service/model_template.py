@@ -43,7 +43,7 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.userns import enter_user_namespace
-from edge.service.worker import _revive_poke_loop, run_worker
+from edge.service.worker import _poke_loop_on_first_call, run_worker
 from edge.service.worker_spec import WorkerSpec
 
 __all__ = ["run_model_template"]
@@ -146,7 +146,7 @@ class _Template(ForkServer):
             for fd in (0, 1, 2):  # what the import prints reaches no terminal and no log raw
                 os.dup2(devnull, fd)
             os.close(devnull)
-            _revive_poke_loop()
+            _poke_loop_on_first_call()
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 send(self.ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"})

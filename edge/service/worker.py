@@ -142,7 +142,7 @@ def _serve_from(channel_fd: int) -> None:
     loop, its output captured, every file descriptor but its own closed."""
     # After setuid, which clears it: the worker dies with the template, which dies with the edge.
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
-    _revive_poke_loop()
+    _poke_loop_on_first_call()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -186,7 +186,7 @@ def _close_fds_except(keep: set[int]) -> None:
                 os.close(fd)
 
 
-def _revive_poke_loop() -> None:
+def _poke_loop_on_first_call() -> None:
     """Let go of the template's parts of poke-env's background event loop; the loop gets a
     selector, wake-up socket and thread of this process when it is first called.
 
