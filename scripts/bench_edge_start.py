@@ -32,14 +32,20 @@ ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = ROOT / "tests" / "agents" / "candidates.json"
 
 FORKS = """
-import os, resource, sys
-if sys.argv[1] == "template":
+import os, resource, sys, time
+if sys.argv[1] in ("template", "huge"):
     from edge.service.learnsets import LearnsetWarmer
     from edge.service.zygote import _preload
     _preload()
     warmer = LearnsetWarmer()
     while warmer.left:
         warmer.step()
+collapse_s, collapsed = 0.0, 0
+if sys.argv[1] == "huge":  # as a model's template does before its first fork
+    from edge.service.huge_pages import collapse_private_memory
+    start = time.process_time()
+    collapsed = collapse_private_memory()
+    collapse_s = time.process_time() - start
 count = int(sys.argv[2])
 before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 for _ in range(count):
@@ -50,7 +56,7 @@ for _ in range(count):
 after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = [(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime) / count for a, b in zip(before, after)]
 anon = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("RssAnon"))
-print(cpu[0], cpu[1], anon * 1024, flush=True)
+print(cpu[0], cpu[1], anon * 1024, collapse_s, collapsed, flush=True)
 os._exit(0)  # (the template's preload stopped poke-env's loop: nothing is waited for)
 """
 
@@ -116,9 +122,9 @@ def bare_start_cpu(count: int) -> float:
     return statistics.median(runs)
 
 
-def forks(kind: str, count: int) -> tuple[float, float, int]:
+def forks(kind: str, count: int) -> tuple[float, float, int, float, int]:
     """Per fork: the parent's and the child's CPU seconds; the forking process's anonymous
-    memory."""
+    memory; the CPU seconds and bytes of its collapse into huge pages (``huge`` only)."""
     out = subprocess.run(
         [sys.executable, "-c", FORKS, kind, str(count)],
         capture_output=True,
@@ -127,8 +133,8 @@ def forks(kind: str, count: int) -> tuple[float, float, int]:
         check=True,
         cwd=ROOT,
     )
-    parent, child, anon = out.stdout.split()
-    return float(parent), float(child), int(anon)
+    parent, child, anon, collapse_s, collapsed = out.stdout.split()
+    return float(parent), float(child), int(anon), float(collapse_s), int(collapsed)
 
 
 def main() -> None:
@@ -158,8 +164,9 @@ def main() -> None:
     )
     print(f"  template's anonymous memory: {median['template_anon_bytes'] / 2**20:.0f} MiB")
 
-    bare_parent, bare_child, bare_anon = forks("bare", args.forks)
-    parent, child, anon = forks("template", args.forks)
+    bare_parent, bare_child, bare_anon, _, _ = forks("bare", args.forks)
+    parent, child, anon, _, _ = forks("template", args.forks)
+    huge_parent, huge_child, huge_anon, collapse_s, collapsed = forks("huge", args.forks)
     print(f"fork and exit, {args.forks} children each:")
     print(
         f"  bare interpreter ({bare_anon / 2**20:.0f} MiB anonymous): parent {bare_parent * 1e3:.2f}"
@@ -169,6 +176,12 @@ def main() -> None:
         f"  prepared as the edge's template ({anon / 2**20:.0f} MiB anonymous): parent"
         f" {parent * 1e3:.2f} ms, child {child * 1e3:.2f} ms ="
         f" {(parent + child) / (bare_parent + bare_child):.1f}x the bare interpreter's"
+    )
+    print(
+        f"  the same, its memory collapsed into huge pages first as a model's template does"
+        f" ({collapsed / 2**20:.0f} MiB in {collapse_s * 1e3:.0f} ms; {huge_anon / 2**20:.0f} MiB"
+        f" anonymous): parent {huge_parent * 1e3:.2f} ms, child {huge_child * 1e3:.2f} ms ="
+        f" {(huge_parent + huge_child) / (parent + child):.2f}x the uncollapsed template's"
     )
 
 

@@ -26,6 +26,7 @@ from edge.contract.user_module import UserModel
 from edge.service.endpoints import open_endpoints
 from edge.service.fork_check import shared_mappings
 from edge.service.fork_server import ForkServer, send
+from edge.service.huge_pages import collapse_private_memory
 from edge.service.learnsets import LearnsetWarmer
 from edge.service.sandbox import (
     CLONE_NEWIPC,
@@ -158,6 +159,7 @@ class _Template(ForkServer):
         _libc_mmap()  # each worker would make it again
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
+        collapse_private_memory()  # cheaper forks and exits from here on
         send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
         self.serve()
 

@@ -1,5 +1,6 @@
 """scripts/bench_edge_start.py runs end to end, tiny: one real sep_edge start read from /proc, and
-the forks of a process prepared as the edge's template, each against its bare baseline."""
+the forks of a process prepared as the edge's template, each against its bare baseline, and of one
+whose memory is then collapsed into huge pages, against the uncollapsed one."""
 
 from __future__ import annotations
 
@@ -29,3 +30,5 @@ def test_bench_edge_start_measures_a_start_and_the_templates_forks():
     assert memory is not None and int(memory.group(1)) > 0, out
     fork = re.search(r"prepared as the edge's template \((\d+) MiB anonymous\).* = ([\d.]+)x", out)
     assert fork is not None and int(fork.group(1)) > 0 and float(fork.group(2)) > 0, out
+    huge = re.search(r"collapsed into huge pages .*\((\d+) MiB in .* = ([\d.]+)x", out)
+    assert huge is not None and float(huge.group(2)) > 0, out

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from center.files import existing, read_text
+from edge.service.huge_pages import why_not_collapsing
 from edge.service.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import EdgeProcess, write_config
 from tests.integration.helpers import parent_of
@@ -58,6 +59,14 @@ def edges(tmp_path: Path, *extra: str) -> Iterator[dict[str, EdgeProcess]]:
     finally:
         for process in started.values():
             process.stop()
+
+
+def _smaps_total(pid: int, field: str) -> int:
+    """A ``/proc/PID/smaps_rollup`` field, in kB."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in the smaps of {pid}")
 
 
 def templates_on(edge: EdgeProcess) -> bool:
@@ -205,6 +214,9 @@ def test_a_template_that_dies_ends_its_battles_with_the_cause_and_is_started_aga
             (worker,) = workers_of(blue)
             template = parent_of(worker)  # the template proper: its workers' parent
             assert template is not None and TEMPLATE_UID_BASE <= _uid(template) < _uid(worker)
+            if why_not_collapsing() is None:  # its memory in huge pages: cheaper forks
+                huge = _smaps_total(template, "AnonHugePages")
+                assert huge >= 4096, f"the template has {huge} kB in huge pages"
             os.kill(template, signal.SIGKILL)
             assert wait_until(lambda: not workers_of(blue), 10.0)
             with pytest.raises(EdgeRemoteError) as failure:
