@@ -265,7 +265,7 @@ _SPECS = (
 #: every backend by name, in the order the CLI lists them
 BACKENDS: Mapping[str, BackendSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
 
-#: where ``sep_main`` / ``sep_eval`` run battles unless told (DESIGN.md: the seeded simulator)
+#: where ``sep_main`` / ``sep_eval`` run battles unless told: the seeded simulator (docs/running.md)
 DEFAULT_RUN_BACKEND: Backend = "sim"
 
 

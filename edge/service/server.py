@@ -324,8 +324,8 @@ class EdgeSocketServer:
         except ProtocolError as exc:
             self.refuse_undecodable(routing_id, raw, exc)
             return
-        answer = {RequestType.HELLO: self._hello}[RequestType(header.type)]
-        self.send(routing_id, self.ok_reply(request, answer(request.body), ""))
+        answer = self.ANSWERS[RequestType(header.type)]
+        self.send(routing_id, self.ok_reply(request, answer(self, request.body), ""))
 
     def _hello(self, body: HelloRequest) -> HelloReply:
         models = self._models() if callable(self._models) else self._models
@@ -339,6 +339,9 @@ class EdgeSocketServer:
             self._cpus,
             *self._memory,
         )
+
+    ANSWERS: Final[dict[RequestType, Callable[[Any, Any], Any]]] = {RequestType.HELLO: _hello}
+    """What the socket server answers itself: the message table's ``handled_by`` server rows."""
 
     # -- the I/O loop (continued) --------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The numbers and lists the docs repeat from the code's tables say what the tables say: the
 status tables, the invalid-action reward and its retries, the default decision budget, the
-observation's size and the rating methods. A change to a table fails here until its docs follow."""
+observation's size, the rating methods and the backends. A change to a table fails here until its docs follow."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from center.env.backend import BACKENDS
 from center.env.rounds import RewardConfig
 from center.evaluation.budget import Budget
 from center.evaluation.rating_methods import RATING_METHODS
@@ -85,3 +86,9 @@ def test_the_rating_methods_table_in_results_md():
     table = text[text.index("| key | method |") :]
     keys = re.findall(r"^\| `([a-z_]+)` \|", table[: table.index("\n\n")], re.MULTILINE)
     assert keys == list(RATING_METHODS)
+
+
+def test_the_backends_table_in_environment_md():
+    text = _read("docs/environment.md")
+    header = text[text.index("## Backends") :].split("\n| |", 1)[1].split("\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", header)) == set(BACKENDS), header  # a column each

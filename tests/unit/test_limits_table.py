@@ -1,5 +1,6 @@
 """The per-worker limits are one table: every field of ``Limits`` is applied in a real process and
-reported at start-up, and docs/sandbox.md's sample report says what the edge says."""
+reported at start-up, and docs/sandbox.md's sample report and limits table say what the edge
+says."""
 
 from __future__ import annotations
 
@@ -21,23 +22,34 @@ import json, resource, sys
 from edge.service.sandbox import Limits
 limits = Limits(**json.loads(sys.argv[1]))
 limits.apply(own_user=sys.argv[2] == "1")
-names = {"memory": "RLIMIT_AS", "cpu_seconds": "RLIMIT_CPU", "file_size": "RLIMIT_FSIZE",
-         "open_files": "RLIMIT_NOFILE", "processes": "RLIMIT_NPROC", "core": "RLIMIT_CORE"}
+names = json.loads(sys.argv[3])
 print(json.dumps({k: resource.getrlimit(getattr(resource, v))[0] for k, v in names.items()}))
 """
 
-SMALL = {
-    "memory": 2**33,
-    "cpu_seconds": 500,
-    "file_size": 2**20,
-    "open_files": 200,
-    "processes": 300,
+# What each limit must set, stated here rather than read from the field's metadata, so that a
+# limit applied through the wrong rlimit fails; a new field of Limits needs its line here.
+RLIMITS = {
+    "memory": "RLIMIT_AS",
+    "cpu_seconds": "RLIMIT_CPU",
+    "file_size": "RLIMIT_FSIZE",
+    "open_files": "RLIMIT_NOFILE",
+    "processes": "RLIMIT_NPROC",
 }
+
+# Half of each default: a value the process had not before (the defaults are not the host's).
+SMALL = {f.name: getattr(Limits(), f.name) // 2 for f in dataclasses.fields(Limits)}
 
 
 def _applied(own_user: bool) -> dict[str, int]:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(SMALL), "1" if own_user else "0"],
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            json.dumps(SMALL),
+            "1" if own_user else "0",
+            json.dumps({**RLIMITS, "core": "RLIMIT_CORE"}),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -46,13 +58,18 @@ def _applied(own_user: bool) -> dict[str, int]:
     return json.loads(done.stdout)
 
 
+def test_every_limit_says_which_rlimit_it_sets():
+    assert set(RLIMITS) == {f.name for f in dataclasses.fields(Limits)}
+
+
 @pytest.mark.parametrize("own_user", [True, False])
 def test_every_limit_is_applied_to_a_real_process(own_user: bool):
     applied = _applied(own_user)
     assert applied["core"] == 0
-    for name in SMALL:
-        if name == "processes" and not own_user:
-            assert applied[name] != SMALL[name]  # a per-user count: only with a user of its own
+    for field in dataclasses.fields(Limits):
+        name = field.name
+        if field.metadata["own_user"] and not own_user:
+            assert applied[name] != SMALL[name], name  # a per-user count: only with its own user
         else:
             assert applied[name] == SMALL[name], name
 
@@ -69,3 +86,13 @@ def test_docs_sample_report_lists_the_edges_limit_lines():
     text = (ROOT / "docs" / "sandbox.md").read_text(encoding="utf-8")
     sample = re.findall(r"^  worker limit, (.*)$", text, re.MULTILINE)
     assert sample == Limits().lines()
+
+
+def test_docs_limits_table_has_a_row_per_limit_with_its_default():
+    text = (ROOT / "docs" / "sandbox.md").read_text(encoding="utf-8")
+    table = text.split("### Limits (per worker)", 1)[1].split("\n###", 1)[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+    for field, line in zip(dataclasses.fields(Limits), Limits().lines(), strict=False):
+        default = line.partition(": ")[2].split(" per worker")[0].split(" (with")[0]
+        (row,) = [row for row in rows if f"({RLIMITS[field.name]}" in row[0]]
+        assert row[1].startswith(default), (field.name, row[1], default)

@@ -27,6 +27,8 @@ from edge.errors import (
     ProtocolVersionError,
     ReplicaError,
 )
+from edge.service.server import EdgeSocketServer
+from edge.service.sessions import SessionHandlers
 from edge.wire.envelopes import (
     OUTPUT_LIMIT,
     decode_reply,
@@ -50,6 +52,7 @@ from edge.wire.messages import (
     EpisodeEndRequest,
     ErrorBody,
     ErrorCode,
+    HandledBy,
     HelloReply,
     HelloRequest,
     InstanceConfig,
@@ -237,6 +240,15 @@ def test_the_message_table_says_which_requests_carry_frames_and_which_are_replay
             assert spec.replayed_on_restore, spec.request_type
     assert MESSAGES[RequestType.OPEN_SESSION].replayed_on_restore
     assert not MESSAGES[RequestType.CLOSE_SESSION].replayed_on_restore
+
+
+def test_every_message_is_answered_by_whom_the_table_names():
+    """A row with no handler would pass every other test and be answered ``unsupported``."""
+    by_server = {t for t, spec in MESSAGES.items() if spec.handled_by is HandledBy.SERVER}
+    assert set(EdgeSocketServer.ANSWERS) == by_server
+    # The router picks or binds the worker of a ``router`` row; a worker runs every other row.
+    by_worker = set(SessionHandlers("blue", {}, capture=False).handlers())
+    assert by_worker == set(MESSAGES) - by_server
 
 
 def test_every_message_type_has_a_sample():

@@ -81,7 +81,7 @@ def test_the_rows_are_consistent() -> None:
 
 
 def test_the_pinned_meaning_of_each_status() -> None:
-    # What the outputs and battles.csv show: the table must keep it (see /work/shared/DESIGN.md).
+    # What the outputs and battles.csv show (docs/results.md): the table must keep it.
     rows = {
         s.value: (spec.severity, spec.short, spec.failure_type, spec.forfeit_reason)
         for s, spec in SIDE_STATUSES.items()
