@@ -262,8 +262,9 @@ _PLACED: Final[tuple[str, ...]] = (
     *_each_side("time_s"),
     *_each_side("endpoint_requests", "endpoint_bytes", "endpoint_tokens"),
 )
-"""The columns in the order files already have; the order of the pinned ones is part of the
-interface, and every later one keeps its place so that a LOG_DIR stays resumable."""
+"""The columns in the order files already have: the pinned ones' order is part of the interface,
+and the others keep the places earlier versions gave them (a battles.csv with other columns than
+this version writes is refused on resume, never mixed)."""
 
 _SIDE_FIELDS: Final = {f.name: f for f in dataclasses.fields(SideRecord)}
 _SHARED_FIELDS: Final = {
@@ -273,10 +274,11 @@ _SHARED_FIELDS: Final = {
 COLUMNS: Final[tuple[str, ...]] = (
     *_PLACED,
     *(name for name in _SHARED_FIELDS if name not in _PLACED),
-    *(c for c in _each_side(*_SIDE_FIELDS) if c not in _PLACED),
+    *(c for name in _SIDE_FIELDS for c in _each_side(name) if c not in _PLACED),
 )
 """The columns of battles.csv, in order: each :class:`BattleRecord` field but the sides, and each
-:class:`SideRecord` field once per side. A new field is a new column, after the placed ones."""
+:class:`SideRecord` field once per side. A new field is a new column (a side's field, a pair),
+after the placed ones."""
 
 PINNED_COLUMNS: tuple[str, ...] = COLUMNS[:12]
 """The columns every battles.csv has (``battle_id`` to ``replay``); a file without them is not one."""

@@ -34,6 +34,14 @@ def _records_with(anchor: str, field: str) -> ModuleType:
     return module
 
 
+def _last_side_field() -> str:
+    """The declaration line of SideRecord's last field: a new field goes after it."""
+    last = dataclasses.fields(records.SideRecord)[-1].name
+    lines = SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    (line,) = [line for line in lines if line.startswith(f"    {last}: ")]
+    return line
+
+
 def test_every_field_is_a_column_once():
     shared = [f.name for f in dataclasses.fields(records.BattleRecord)]
     per_side = [f.name for f in dataclasses.fields(records.SideRecord)]
@@ -44,7 +52,7 @@ def test_every_field_is_a_column_once():
 
 
 def test_a_new_side_field_is_a_column_pair_written_and_read():
-    module = _records_with("    endpoint_tokens: int = 0\n", "    new_count: int = 0\n")
+    module = _records_with(_last_side_field(), "    new_count: int = 0\n")
     assert module.COLUMNS[: len(records.COLUMNS)] == records.COLUMNS
     assert module.COLUMNS[len(records.COLUMNS) :] == ("blue_new_count", "red_new_count")
     side = module.SideRecord(status="OK", new_count=7)
@@ -59,7 +67,7 @@ def test_a_new_side_field_is_a_column_pair_written_and_read():
 
 def test_a_field_battles_csv_cannot_read_is_refused_at_once():
     with pytest.raises(TypeError, match="cannot read a bytes"):
-        _records_with("    endpoint_tokens: int = 0\n", "    raw: bytes = b''\n")
+        _records_with(_last_side_field(), "    raw: bytes = b''\n")
 
 
 def test_docs_results_md_names_every_column():
