@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from center.evaluation.rating_model import bradley_terry, laplace_half_width
-from center.evaluation.records import BattleRecord, SideRecord, Winner
+from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideRecord, Winner
 from center.evaluation.standings import (
     CandidateStanding,
     Standings,
@@ -53,6 +53,13 @@ def battle(
         blue_side=SideRecord(blue_status),  # type: ignore[arg-type]
         red_side=SideRecord(red_status),  # type: ignore[arg-type]
     )
+
+
+def failures(**counted: int) -> dict[str, int]:
+    """A candidate's status counts: each failure status of the status table, 0 unless ``counted``."""
+    zero = {status.value: 0 for status, spec in SIDE_STATUSES.items() if spec.failure}
+    assert set(counted) <= set(zero)
+    return zero | counted
 
 
 def synthetic_league(elo: dict[str, float], per_pair: int, seed: int) -> list[BattleRecord]:
@@ -118,7 +125,7 @@ def test_ties_count_half_and_no_result_battles_are_listed_apart() -> None:
     assert (row.battles, row.wins, row.losses, row.ties, row.no_result) == (3, 1, 1, 1, 1)
     assert row.win_rate == pytest.approx(0.5)
     assert (row.win_rate_lo, row.win_rate_hi) == wilson_interval(1.5, 3)
-    assert row.statuses == {"TIMEOUT": 0, "ERROR": 0, "INVALID": 0, "DISCONNECT": 1}
+    assert row.statuses == failures(DISCONNECT=1)
 
 
 def test_battles_without_result_do_not_move_ratings() -> None:
@@ -138,8 +145,8 @@ def test_status_counts_follow_each_candidate_side() -> None:
         battle("a", "b", "blue", 2, red_status="ERROR"),
     ]
     rows = by_id(compute_standings(records, bootstrap=0))
-    assert rows["a"].statuses == {"TIMEOUT": 1, "ERROR": 0, "INVALID": 1, "DISCONNECT": 0}
-    assert rows["b"].statuses == {"TIMEOUT": 0, "ERROR": 1, "INVALID": 0, "DISCONNECT": 0}
+    assert rows["a"].statuses == failures(TIMEOUT=1, INVALID=1)
+    assert rows["b"].statuses == failures(ERROR=1)
 
 
 def test_pairwise_table_counts_each_head_to_head_once() -> None:
