@@ -331,8 +331,10 @@ def test_learned_policy_only_chooses_legal_actions():
 
 def test_learned_policy_reads_its_inputs_by_feature_name():
     weights = MLPWeights.load(DEFAULT_WEIGHTS)
-    names = weights.feature_names
-    obs = StateObserver().observation_space.sample()
+    # The observer's layout, whatever its size: the weights need not have been trained on all of it.
+    observer = StateObserver()
+    names = observer.feature_names()
+    obs = observer.observation_space.sample()
     permutation = np.random.default_rng(1).permutation(len(names))
     in_order = LearnedPolicy(weights, names)
     shuffled = LearnedPolicy(weights, [names[i] for i in permutation])
