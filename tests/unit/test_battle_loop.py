@@ -149,7 +149,8 @@ def test_an_illegal_order_is_penalized_and_asked_again_then_the_default_move_is_
     # order before; the fourth time the default move is played without asking the side.
     rewards = [round(r, 6) for r, _, done in blue.asked if not done]
     flags = [info["invalid_action"] for _, info, done in blue.asked if not done]
-    assert rewards[:3] == [0.0, -0.01, -0.01] and flags[:3] == [False, True, True]
+    penalty = round(RewardConfig().invalid, 6)
+    assert rewards[:3] == [0.0, penalty, penalty] and flags[:3] == [False, True, True]
     assert ("player_0", "/choose default") in env.session.sent
     assert len([a for a in blue.asked if not a[2]]) == 3 + 2  # 3 illegal, then 2 legal rounds
     assert sides["player_0"].stats.status is SideStatus.INVALID
