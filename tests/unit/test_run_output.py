@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from center.commands.replay import winner_label
 from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
+from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.schedule import schedule_gauntlet, schedule_match
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.sprt import SprtSettings
@@ -13,6 +16,18 @@ from tests.unit.test_sprt import won_by
 from tests.unit.test_standings import battle
 
 
+def method_heads() -> str:
+    """The gauntlet head's rating-method columns: one per entry of RATING_METHODS."""
+    return "".join(f"  {m.diff_head:>8}" for m in RATING_METHODS.values())
+
+
+def method_cells(line: dict[str, Any]) -> str:
+    """A gauntlet line's rating-method cells: each method's diff, under its head."""
+    return "".join(
+        f"  {line[m.diff_column]:>+{max(8, len(m.diff_head))}.0f}" for m in RATING_METHODS.values()
+    )
+
+
 def test_a_gauntlet_prints_one_line_per_opponent():
     records = [
         battle("hero", "x", "blue", 0),
@@ -20,15 +35,21 @@ def test_a_gauntlet_prints_one_line_per_opponent():
         battle("hero", "longer_name", "red", 2),
         battle("longer_name", "hero", "red", 3),
     ]
-    table = format_gauntlet(gauntlet_section(records, "hero", ["x", "longer_name"], paired=False))
+    section = gauntlet_section(records, "hero", ["x", "longer_name"], paired=False)
+    x, longer = section["opponents"]
     # Elo(K16), by hand: hero beats x twice, +8 then +16(1 - 1/(1 + 10^(-16/400))) = +7.63 each
     # way, 31.3 apart; against longer_name it loses (-8) and wins (+8.37), 0.7 apart.
-    assert table.splitlines() == [
+    bt, elo = RATING_METHODS["bt"].diff_column, RATING_METHODS["elo"].diff_column
+    assert [f"{x[bt]:+.0f}", f"{longer[bt]:+.0f}"] == ["+352", "+0"]
+    assert [f"{x[elo]:+.0f}", f"{longer[elo]:+.0f}"] == ["+31", "+1"]
+    # The opponent's columns spelt out, then one column per rating method of the table.
+    heads = method_heads()
+    assert format_gauntlet(section).splitlines() == [
         "gauntlet: hero against each opponent",
-        "opponent     battles     W    L    T    win%  95% CI           Elo diff  Elo(K16) diff",
-        "-" * 86,
-        "x                  2     2    0    0   100.0  [34.2, 100.0]        +352            +31",
-        "longer_name        2     1    1    0    50.0  [9.5, 90.5]            +0             +1",
+        "opponent     battles     W    L    T    win%  95% CI         " + heads,
+        "-" * (61 + len(heads)),
+        "x                  2     2    0    0   100.0  [34.2, 100.0]  " + method_cells(x),
+        "longer_name        2     1    1    0    50.0  [9.5, 90.5]    " + method_cells(longer),
     ]
 
 
@@ -41,7 +62,7 @@ def test_a_gauntlet_with_an_sprt_shows_each_test_with_its_llr_and_bounds():
     section = gauntlet_section(records, "hero", ["x"], paired=True, sprt=tests.results())
     llr = tests.tests[("hero", "x")].current.llr
     lines = format_gauntlet(section).splitlines()
-    assert lines[1].endswith("Elo diff  Elo(K16) diff  pairs 0-½-1-1½-2  SPRT")
+    assert lines[1].endswith(method_heads() + "  pairs 0-½-1-1½-2  SPRT")
     assert lines[3].endswith(f"  0-0-0-0-1         none yet (LLR {llr:.2f} in [-2.94, 2.94])")
 
 
