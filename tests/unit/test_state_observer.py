@@ -381,3 +381,13 @@ def test_docs_feature_table_gives_each_groups_indices(observer: StateObserver):
         else:
             actual.append((row[0] if row else name, start, stop))
     assert documented == actual
+
+
+def test_docs_feature_table_names_each_groups_extractor():
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("## Features") : text.index("\n## ", text.index("## Features"))]
+    rows = re.findall(r"^\| [\d–]+ \| `([^`]+)` \| \d+ \| `([^`]+)`", table, re.MULTILINE)
+    spec = yaml.safe_load(DEFAULT_SPEC_PATH.read_text(encoding="utf-8"))
+    extractors = {entry["name"]: entry["extractor"] for entry in spec["features"]}
+    single = [(name, extractor) for name, extractor in rows if not name.endswith(".*")]
+    assert single and all(extractors[name] == extractor for name, extractor in single), single
