@@ -33,7 +33,7 @@ def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):
         battle = env.battle("player_0")
         request_before = battle.last_request
         _, rewards, terminated, truncated, infos = env.step({"player_0": 99, "player_1": 0})
-        assert rewards["player_0"] == np.float32(-0.01)
+        assert rewards["player_0"] == np.float32(RewardConfig().invalid)
         assert not terminated["player_0"] and not truncated["player_0"]
         assert infos["player_0"]["invalid_action"] and infos["player_0"]["needs_action"]
         assert env.battle("player_0").last_request is request_before  # same request still open
@@ -54,7 +54,7 @@ def test_an_action_at_team_preview_outside_the_space_is_invalid(showdown):
     with PokemonEnv(server=showdown) as env:
         env.reset(seed=2)
         _, rewards, _, _, infos = env.step({"player_0": 99, "player_1": [0, 1, 2]})
-        assert rewards["player_0"] == np.float32(-0.01)
+        assert rewards["player_0"] == np.float32(RewardConfig().invalid)
         assert infos["player_0"]["team_preview"]
 
 

@@ -1,6 +1,6 @@
 """The numbers and lists the docs repeat from the code's tables say what the tables say: the
-status tables, the invalid-action reward and its retries, the default decision budget, the
-observation's size, the rating methods and the backends. A change to a table fails here until its docs follow."""
+status tables and the README's list, the invalid-action reward and its retries, the default
+decision budget, the observation's size, the rating methods and the backends. A change to a table fails here until its docs follow."""
 
 from __future__ import annotations
 
@@ -35,6 +35,14 @@ def test_status_tables_list_the_status_table(doc: str):
     table = table[: table.index("\n\n")]
     listed = re.findall(r"^\| `([A-Z]+)` \|", table, re.MULTILINE)
     assert listed == [s.value for s in SIDE_STATUSES]
+
+
+def test_the_readme_names_the_statuses():
+    listed = re.search(
+        r"is a status \(((?:`[A-Z]+`(?:, )?)+)\)", _read("README.md").replace("\n  ", " ")
+    )
+    assert listed, "README.md no longer lists the statuses: update this test"
+    assert re.findall(r"`([A-Z]+)`", listed.group(1)) == [s.value for s in SIDE_STATUSES]
 
 
 @pytest.mark.parametrize(
@@ -76,7 +84,11 @@ def test_the_default_budget_in_the_docs():
 @pytest.mark.parametrize("doc", ["README.md", "docs/environment.md", "docs/observation.md"])
 def test_the_observation_size_in_the_docs(doc: str):
     size = StateObserver().get_observation_dimension()
-    stated = re.findall(r"`Box` of (\d+)|dimension is \*\*(\d+)\*\*|shape \((\d+),\)", _read(doc))
+    stated = re.findall(
+        r"`Box` of (\d+)|dimension is \*\*(\d+)\*\*|shape \((\d+),\)|dimension\(\) +# (\d+)"
+        r"|, \((\d+),\), float32\)|vector are unchanged \((\d+)\)",
+        _read(doc),
+    )
     assert stated, f"{doc} no longer states the observation size: update this test"
     assert {int(next(n for n in groups if n)) for groups in stated} == {size}
 
