@@ -102,5 +102,8 @@ def test_the_rating_methods_table_in_results_md():
 
 def test_the_backends_table_in_environment_md():
     text = _read("docs/environment.md")
-    header = text[text.index("## Backends") :].split("\n| |", 1)[1].split("\n", 1)[0]
+    table = "| |" + text[text.index("## Backends") :].split("\n| |", 1)[1].split("\n\n", 1)[0]
+    header, _, *rows = table.splitlines()
     assert set(re.findall(r"`(\w+)`", header)) == set(BACKENDS), header  # a column each
+    for row in rows:  # and a cell in each row
+        assert row.count(" | ") == len(BACKENDS), row
