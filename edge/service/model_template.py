@@ -159,7 +159,9 @@ class _Template(ForkServer):
         _libc_mmap()  # each worker would make it again
         gc.collect()
         gc.freeze()  # what the import made is for life: forked workers need not copy its pages
-        collapse_private_memory()  # cheaper forks and exits from here on
+        # Cheaper forks and exits. Before ready, as the warming: once ready, the template is
+        # frozen but while it forks.
+        collapse_private_memory()
         send(self.ctl, {"op": "ready", "digest": self.digest, "error": error}, os.getpid())
         self.serve()
 

@@ -1,6 +1,7 @@
 """A model's template collapses its memory into huge pages before it forks: the memory in use
-becomes huge pages, memory barely used does not (the process would grow), and a forked worker's
-write still copies one small page, never a huge one, and never reaches its template."""
+becomes huge pages, memory barely used does not (the process would grow), the time it takes is
+bounded, and a forked worker's write still copies one small page, never a huge one, and never
+reaches its template."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ CHILD = textwrap.dedent(
 
     sizes = {vma(address(m))["Size"] for m in (used, sparse)}
     print("APART", sizes == {6 * HUGE // 1024})  # each mapping read alone, not a merged one
+    print("NO TIME", collapse_private_memory(cpu_budget=0.0))  # its budget spent on the search
     print("COLLAPSED", collapse_private_memory() > 0)
     print("USED", vma(address(used))["AnonHugePages"] >= 4 * HUGE // 1024)
     print("SPARSE", vma(address(sparse))["AnonHugePages"], vma(address(sparse))["Rss"] <= 6 * 4 + 24)
@@ -69,6 +71,7 @@ def test_memory_in_use_becomes_huge_pages_and_a_worker_still_copies_a_small_page
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
         "APART True",
+        "NO TIME 0",
         "COLLAPSED True",
         "USED True",  # at least four of the six huge pages' worth (the mapping may be unaligned)
         "SPARSE 0 True",  # not collapsed: it stays at its few pages
