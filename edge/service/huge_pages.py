@@ -10,6 +10,7 @@ import ctypes
 import mmap
 import os
 import time
+from collections.abc import Iterator
 from typing import Final
 
 from edge.service.sandbox import libc_call
@@ -21,8 +22,8 @@ RESIDENT_SHARE: Final = 7 / 8
 """A huge page is made only where this share of its small pages is already in use: collapsing
 fills the rest with zeros, so the process grows by at most an eighth of what is collapsed."""
 STEP_PAGES: Final = 4
-"""Huge pages per call at most: each costs the kernel 0.3–3 ms here, and the budget is checked
-between calls."""
+"""Huge pages per call at most: each costs the kernel 0.3–3 ms here, and the CPU budget is
+checked between calls."""
 _THP: Final = "/sys/kernel/mm/transparent_hugepage"
 
 
@@ -42,14 +43,11 @@ def why_not_collapsing() -> str | None:
 
 def collapse_private_memory(cpu_budget: float = 0.5) -> int:
     """Collapse this process's private anonymous memory where it is in use, for at most about
-    ``cpu_budget`` seconds of CPU (a model's template does it before it reports ready, within its
-    module's load limit): the bytes collapsed (0 where :func:`why_not_collapsing` says why).
-    Never raises."""
-    started = time.process_time()
+    ``cpu_budget`` seconds of CPU, the search included (a model's template does it before it
+    reports ready, within its module's load limit): the bytes collapsed (0 where
+    :func:`why_not_collapsing` says why). Never raises."""
     collapsed = 0
-    for start, end in _blocks_in_use():
-        if time.process_time() - started > cpu_budget:
-            break
+    for start, end in _runs_in_use(time.process_time() + cpu_budget):
         try:
             libc_call("madvise", start, end - start, MADV_COLLAPSE)
         except OSError:  # no huge page free, or a mapping the kernel will not collapse
@@ -58,34 +56,40 @@ def collapse_private_memory(cpu_budget: float = 0.5) -> int:
     return collapsed
 
 
-def _blocks_in_use() -> list[tuple[int, int]]:
+def _runs_in_use(deadline: float) -> Iterator[tuple[int, int]]:
     """(start, end) of runs of up to STEP_PAGES adjacent huge-page blocks of private anonymous
-    memory, each in use (RESIDENT_SHARE): one call collapses a run."""
+    memory, each in use (RESIDENT_SHARE), found one at a time until the process's CPU time passes
+    ``deadline``: one call collapses a run."""
     if why_not_collapsing() is not None:
-        return []
+        return
     try:
         with open(f"{_THP}/hpage_pmd_size") as size_file:
             huge = int(size_file.read())
         with open("/proc/self/maps") as maps:
             ranges = _private_anonymous(maps.read())
     except (OSError, ValueError):
-        return []
+        return
     vector = (ctypes.c_ubyte * (huge // mmap.PAGESIZE))()
     mincore = ctypes.CDLL(None, use_errno=True).mincore
     mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    runs: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None
     for start, end in ranges:
         for block in range(-(-start // huge) * huge, end - huge + 1, huge):
-            if mincore(block, huge, vector) != 0:
+            if time.process_time() > deadline:
+                return
+            # Linux marks a resident page 1 (the other bits are reserved): 1s are what is in use.
+            if mincore(block, huge, vector) != 0 or (
+                bytes(vector).count(1) < RESIDENT_SHARE * len(vector)
+            ):
                 continue
-            if sum(b & 1 for b in vector) < RESIDENT_SHARE * len(vector):
+            if run is not None and run[1] == block and run[1] - run[0] < STEP_PAGES * huge:
+                run = (run[0], block + huge)
                 continue
-            last = runs[-1] if runs else (0, 0)
-            if last[1] == block and last[1] - last[0] < STEP_PAGES * huge:
-                runs[-1] = (last[0], block + huge)
-            else:
-                runs.append((block, block + huge))
-    return runs
+            if run is not None:
+                yield run
+            run = (block, block + huge)
+    if run is not None:
+        yield run
 
 
 def _private_anonymous(maps: str) -> list[tuple[int, int]]:
