@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Final
@@ -30,13 +31,13 @@ _THP: Final = "/sys/kernel/mm/transparent_hugepage"
 def why_not_collapsing() -> str | None:
     """Why this host's kernel will not collapse memory into huge pages (None: it will)."""
     try:
-        release = tuple(int(part) for part in os.uname().release.split(".")[:2])
         with open(f"{_THP}/enabled") as enabled:
             if "[never]" in enabled.read():
                 return "transparent huge pages are turned off"
-    except (OSError, ValueError):
+    except OSError:
         return "the kernel offers no transparent huge pages"
-    if release < (6, 1):
+    version = re.match(r"(\d+)\.(\d+)", os.uname().release)  # "6.18.0-…", "6.1-rc2"
+    if version is None or (int(version[1]), int(version[2])) < (6, 1):
         return "MADV_COLLAPSE is Linux 6.1's"
     return None
 
