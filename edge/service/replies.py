@@ -12,7 +12,6 @@ from typing import Any
 from edge.errors import ProtocolError
 from edge.wire.envelopes import encode_reply
 from edge.wire.messages import (
-    EVALUE_LIMIT,
     MESSAGES,
     ErrorBody,
     ErrorCode,
@@ -22,6 +21,7 @@ from edge.wire.messages import (
     reply_type_for,
     truncate_text,
 )
+from edge.wire.msgpack_values import EVALUE_LIMIT
 
 __all__ = ["encode_error_reply", "encode_ok_reply", "undecodable_error", "unsupported_error"]
 

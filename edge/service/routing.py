@@ -30,7 +30,6 @@ from edge.service.worker_pool import WorkerPool
 from edge.wire.envelopes import decode_request, encode_reply
 from edge.wire.headers import RequestHeader, peek_reply, with_usage
 from edge.wire.messages import (
-    EVALUE_LIMIT,
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
@@ -42,6 +41,7 @@ from edge.wire.messages import (
     spec_for,
     truncate_text,
 )
+from edge.wire.msgpack_values import EVALUE_LIMIT
 
 __all__ = ["SessionRouter"]
 

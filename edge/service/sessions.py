@@ -32,7 +32,6 @@ from edge.contract.user_module import UserModel
 from edge.errors import EdgeError
 from edge.maple.replica import ReplicaBattle
 from edge.service.dispatch import CallContext, Handler
-from edge.wire.envelopes import OUTPUT_LIMIT
 from edge.wire.messages import (
     DEPLOY_CALL,
     CloseSessionReply,
@@ -49,6 +48,7 @@ from edge.wire.messages import (
     ResetRequest,
     error_body,
 )
+from edge.wire.msgpack_values import OUTPUT_LIMIT
 
 logger = logging.getLogger(__name__)
 

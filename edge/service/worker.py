@@ -28,6 +28,7 @@ import msgspec
 
 from edge.contract.user_module import UserModel
 from edge.errors import ProtocolError
+from edge.service import seccomp
 from edge.service.channel import Kind, recv_frame, send_frame
 from edge.service.dispatch import CallContext
 from edge.service.endpoints import open_endpoints
@@ -53,10 +54,9 @@ from edge.service.sandbox import (
 )
 from edge.service.sessions import SessionHandlers
 from edge.service.worker_spec import WorkerSpec
-from edge.wire.envelopes import OUTPUT_LIMIT, decode_request
+from edge.wire.envelopes import decode_request
 from edge.wire.headers import peek_header
 from edge.wire.messages import (
-    EVALUE_LIMIT,
     ErrorBody,
     ErrorCode,
     RequestType,
@@ -64,6 +64,7 @@ from edge.wire.messages import (
     spec_for,
     truncate_text,
 )
+from edge.wire.msgpack_values import EVALUE_LIMIT, OUTPUT_LIMIT
 
 __all__ = ["run_worker"]
 
@@ -134,6 +135,9 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
         os.setgid(hardening.gid)
         os.setuid(spec.uid)
     libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no setuid binary gives privileges back
+    if hardening.seccomp:  # both stages: its module is imported here, later
+        for stage in seccomp.STAGES:
+            seccomp.install(stage)
     _serve_from(channel_fd)
 
 

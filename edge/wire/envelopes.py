@@ -35,6 +35,7 @@ from edge.wire.messages import (
 )
 from edge.wire.msgpack_values import (
     DEFAULT_MAX_MESSAGE_SIZE,
+    OUTPUT_LIMIT,
     check_value,
     checked_ext,
     dec_hook,
@@ -44,10 +45,7 @@ from edge.wire.msgpack_values import (
     pack,
 )
 
-__all__ = ["OUTPUT_LIMIT", "decode_reply", "decode_request", "encode_reply", "encode_request"]
-
-OUTPUT_LIMIT: Final = 16384
-"""A reply keeps the last this-many characters of the user code's captured stdout/stderr."""
+__all__ = ["decode_reply", "decode_request", "encode_reply", "encode_request"]
 
 _BODY_DEPTH: Final = 2
 """The nesting level of a body: the envelope is level 1."""

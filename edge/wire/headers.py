@@ -23,6 +23,7 @@ from edge.wire.messages import (
 from edge.wire.msgpack_values import (
     DECODE_ERRORS,
     DEFAULT_MAX_MESSAGE_SIZE,
+    Output,
     check_size,
     decode_with,
     opaque_ext,
@@ -96,7 +97,7 @@ class ReplyEnvelope(msgspec.Struct, frozen=True, kw_only=True):
     type: TypeName
     status: Literal["ok", "error"]
     body: msgspec.Raw
-    output: str = ""
+    output: Output = ""
     usage: Usage | None = None
 
 

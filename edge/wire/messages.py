@@ -18,16 +18,27 @@ import msgspec
 import numpy as np
 
 from edge.errors import EdgeError, ProtocolError, ProtocolVersionError, ReplicaError
+from edge.wire.msgpack_values import (
+    EVALUE_LIMIT,
+    MAX_NAME_LENGTH,
+    TRACEBACK_LIMIT,
+    CpuList,
+    Digest,
+    EValue,
+    FullName,
+    Name,
+    NameList,
+    Order,
+    Traceback,
+)
 
 __all__ = [
     "DEFAULT_LOAD_LIMIT",
     "DEPLOY_CALL",
     "ERROR_CODES",
-    "EVALUE_LIMIT",
     "MAX_LOAD_LIMIT",
     "MESSAGES",
     "PROTOCOL_VERSION",
-    "TRACEBACK_LIMIT",
     "USER_CALLS",
     "CallUsage",
     "CloseSessionReply",
@@ -76,12 +87,6 @@ otherwise (``sep_edge --load-limit``; docs/contract.md, "Time")."""
 MAX_LOAD_LIMIT: Final = 600.0
 """The most loading time an edge may announce: a center waits no longer to open a session."""
 
-TRACEBACK_LIMIT: Final = 4096
-"""An error reply keeps the last this-many characters of the remote traceback."""
-
-EVALUE_LIMIT: Final = 1024
-"""An error reply keeps the first this-many characters of the exception message."""
-
 MAX_CALL_TIMEOUT: Final = 86400.0
 """Largest ``timeout`` a request may carry, in seconds (a day)."""
 
@@ -112,16 +117,16 @@ class HelloReply(msgspec.Struct, frozen=True):
     against: the center refuses a run whose sides' workers could never fit (0, 0, "": not said).
     """
 
-    side: str
-    protocol_version: str
-    models: list[str]
-    instance: str
+    side: Name
+    protocol_version: Name
+    models: NameList
+    instance: Name
     load_limit: float = DEFAULT_LOAD_LIMIT
-    host: str = ""
-    cpus: list[int] = []
+    host: Name = ""
+    cpus: CpuList = []
     memory_limit: int = 0
     memory_budget: int = 0
-    memory_claims: str = ""
+    memory_claims: Name = ""
 
 
 class InstanceConfig(msgspec.Struct, frozen=True):
@@ -154,8 +159,8 @@ class OpenSessionReply(msgspec.Struct, frozen=True):
 
     observation_space: gymnasium.Space[Any]
     action_space: gymnasium.Space[Any]
-    agent_full_name: str
-    code_digest: str = ""
+    agent_full_name: FullName
+    code_digest: Digest = ""
 
 
 class DecideRequest(msgspec.Struct, frozen=True):
@@ -187,7 +192,7 @@ class DecideReply(msgspec.Struct, frozen=True):
     action_mask: np.ndarray | None = None
     stepped: bool = False
     action: Any = None
-    order: str | None = None
+    order: Order | None = None
     deploy_error: ErrorBody | None = None
     step_error: ErrorBody | None = None
 
@@ -294,13 +299,13 @@ class ErrorBody(msgspec.Struct, frozen=True):
     """Body of every reply with status ``error``: the exception's type name, message, traceback
     (for humans) and the :class:`ErrorCode` (for programs; ``""`` when the peer gave none)."""
 
-    ename: str
-    evalue: str
-    traceback: str = ""
-    code: str = ""
+    ename: Name
+    evalue: EValue
+    traceback: Traceback = ""
+    code: Name = ""
     #: the user call that raised or ran past its deadline, one of :data:`USER_CALLS`; ""
     #: when unknown (or not a user call)
-    call: str = ""
+    call: Name = ""
 
 
 USER_CALLS: Final = ("makeObs", "action_mask", "policy.step", "deploy")
@@ -562,11 +567,11 @@ def error_code_for(exc: BaseException, call: str | None = None) -> ErrorCode:
 
 
 def error_body(exc: BaseException, call: str | None = None) -> ErrorBody:
-    """The ErrorBody describing ``exc``: type name, message (truncated), traceback (truncated)
-    and the code of :func:`error_code_for`."""
+    """The ErrorBody describing ``exc``: type name, message and traceback (each truncated) and the
+    code of :func:`error_code_for`."""
     formatted = "".join(traceback_module.format_exception(exc))
     return ErrorBody(
-        ename=type(exc).__name__,
+        ename=type(exc).__name__[:MAX_NAME_LENGTH],
         evalue=truncate_text(str(exc), EVALUE_LIMIT, keep="head"),
         traceback=truncate_text(formatted, TRACEBACK_LIMIT),
         code=error_code_for(exc, call),

@@ -1,4 +1,5 @@
-"""The msgpack value layer of the wire (msgspec): the size and nesting limits, numpy arrays and
+"""The msgpack value layer of the wire (msgspec): the wire's limits (sizes, nesting, and the length
+of every string and list a peer sends, as bounded types its Structs declare), numpy arrays and
 scalars as extension types, and the walk that keeps free-form values (``Any`` fields) within the
 protocol. Encoding never pickles; decoding raises :class:`~edge.errors.ProtocolError` (or a
 subclass) for any input that is not a protocol value.
@@ -26,13 +27,31 @@ from edge.wire.spaces import (
 )
 
 __all__ = [
+    "CUT_MARK_ROOM",
     "DECODE_ERRORS",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "EVALUE_LIMIT",
     "EXT_NDARRAY",
     "EXT_NUMPY_SCALAR",
     "MAX_ACTION_BYTES",
+    "MAX_DIGEST_LENGTH",
+    "MAX_FULL_NAME_LENGTH",
+    "MAX_LIST_LENGTH",
+    "MAX_NAME_LENGTH",
     "MAX_NESTING_DEPTH",
     "MAX_OBSERVATION_BYTES",
+    "MAX_ORDER_LENGTH",
+    "OUTPUT_LIMIT",
+    "TRACEBACK_LIMIT",
+    "CpuList",
+    "Digest",
+    "EValue",
+    "FullName",
+    "Name",
+    "NameList",
+    "Order",
+    "Output",
+    "Traceback",
     "check_size",
     "check_value",
     "checked_ext",
@@ -59,6 +78,50 @@ the largest ``Discrete`` and the output a reply may carry, a decide reply stays 
 
 MAX_NESTING_DEPTH: Final = 32
 """Deepest nesting of msgpack maps and arrays, the envelope counting as depth 1."""
+
+# -- the length of every string and list a peer sends: declared once, checked at decode -------
+
+TRACEBACK_LIMIT: Final = 4096
+"""An error reply keeps the last this-many characters of the remote traceback."""
+
+EVALUE_LIMIT: Final = 1024
+"""An error reply keeps the first this-many characters of the exception message."""
+
+OUTPUT_LIMIT: Final = 16384
+"""A reply keeps the last this-many characters of the user code's captured stdout/stderr."""
+
+CUT_MARK_ROOM: Final = 64
+"""Characters a cut text may carry past its limit: the marker saying how much was cut."""
+
+MAX_NAME_LENGTH: Final = 256
+"""Longest name a peer sends: a model id, a side, an exception's type name, an error code, a
+user call, a host, a version, an edge instance."""
+
+MAX_FULL_NAME_LENGTH: Final = 3 * MAX_NAME_LENGTH + 2
+"""Longest ``agentName:modelName:policyName``."""
+
+MAX_DIGEST_LENGTH: Final = 128
+"""Longest code digest (``sha256:`` and 64 hex digits is 71)."""
+
+MAX_ORDER_LENGTH: Final = 1024
+"""Longest Showdown choice in a decide reply (``/choose move 1 terastallize, switch 3``)."""
+
+MAX_LIST_LENGTH: Final = 4096
+"""Most entries of a list of names or numbers a peer sends (a hello's models, its CPUs)."""
+
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LENGTH)]
+FullName = Annotated[str, msgspec.Meta(max_length=MAX_FULL_NAME_LENGTH)]
+Digest = Annotated[
+    str, msgspec.Meta(max_length=MAX_DIGEST_LENGTH, pattern=r"^[A-Za-z0-9:_+/=.-]*$")
+]
+EValue = Annotated[str, msgspec.Meta(max_length=EVALUE_LIMIT + CUT_MARK_ROOM)]
+Traceback = Annotated[str, msgspec.Meta(max_length=TRACEBACK_LIMIT + CUT_MARK_ROOM)]
+Output = Annotated[str, msgspec.Meta(max_length=OUTPUT_LIMIT + CUT_MARK_ROOM)]
+Order = Annotated[str, msgspec.Meta(max_length=MAX_ORDER_LENGTH)]
+NameList = Annotated[list[Name], msgspec.Meta(max_length=MAX_LIST_LENGTH)]
+CpuList = Annotated[
+    list[Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]], msgspec.Meta(max_length=MAX_LIST_LENGTH)
+]
 
 EXT_NDARRAY: Final = 1
 """msgpack extension code of a numpy array: payload = msgpack ``[dtype, shape, data]``."""

@@ -30,7 +30,6 @@ from edge.errors import (
 from edge.service.server import EdgeSocketServer
 from edge.service.sessions import SessionHandlers
 from edge.wire.envelopes import (
-    OUTPUT_LIMIT,
     decode_reply,
     decode_request,
     encode_reply,
@@ -40,10 +39,8 @@ from edge.wire.headers import peek_header
 from edge.wire.messages import (
     DEPLOY_CALL,
     ERROR_CODES,
-    EVALUE_LIMIT,
     MESSAGES,
     PROTOCOL_VERSION,
-    TRACEBACK_LIMIT,
     CloseSessionReply,
     CloseSessionRequest,
     DecideReply,
@@ -70,9 +67,12 @@ from edge.wire.messages import (
     versions_compatible,
 )
 from edge.wire.msgpack_values import (
+    EVALUE_LIMIT,
     EXT_NDARRAY,
     EXT_NUMPY_SCALAR,
     MAX_NESTING_DEPTH,
+    OUTPUT_LIMIT,
+    TRACEBACK_LIMIT,
     decode_value,
     encode_value,
 )
