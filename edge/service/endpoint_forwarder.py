@@ -2,9 +2,9 @@
 the loopback sockets each worker opened in its own network namespace and forwards each request to
 the organizer's URL, with the organizer's headers, and to nothing else.
 
-Requests pass only while the worker's call runs, are counted per call (requests, bytes, tokens) and
-are refused past ``tokens_per_battle``. Threads of its own do the work, so that a slow endpoint
-never holds up the supervisor's socket loop.
+Requests pass only while the worker's call runs and are counted per call (requests, bytes,
+tokens); each reserves what it may cost against ``tokens_per_battle`` (``endpoint_budget``). Threads
+of its own do the work, so that a slow endpoint never holds up the supervisor's socket loop.
 """
 
 from __future__ import annotations
@@ -17,17 +17,19 @@ import selectors
 import socket
 import threading
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from edge.service.endpoint_budget import PreparedRequest, Reservation, TokenLedger, prepare
 from edge.service.endpoint_http import (
     HOP_BY_HOP,
     BadRequest,
     UsageScanner,
     WorkerRequest,
     edge_reply,
+    path_ambiguity,
+    path_under,
     read_request,
 )
 
@@ -42,7 +44,6 @@ READ_TIMEOUT: Final = 30.0
 """Seconds a worker may take to send its whole request."""
 UPSTREAM_TIMEOUT: Final = 600.0
 """Seconds the forwarder waits on the organizer's endpoint between two reads of its reply."""
-SESSIONS_KEPT: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class EndpointForwarder:
         self.tokens_per_battle = tokens_per_battle
         self._lock = threading.Lock()
         self._doors: dict[int, _Door] = {}
-        self._session_tokens: OrderedDict[str, int] = OrderedDict()
+        self._ledger = TokenLedger(tokens_per_battle)
         self._connections = 0
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -268,14 +269,14 @@ class EndpointForwarder:
             conn.settimeout(READ_TIMEOUT)
             try:
                 request = read_request(conn)
+                prepared, reservation = self._admit(door, endpoint, request)
             except BadRequest as exc:
-                conn.sendall(edge_reply(exc.status, "bad_request", f"sep_edge: {exc}"))
+                conn.sendall(edge_reply(exc.status, exc.code, f"sep_edge: {exc}"))
                 return
-            refusal = self._admit(door, endpoint, request)
-            if refusal is not None:
-                conn.sendall(refusal)
-                return
-            self._forward(door, endpoint, request, conn)
+            try:
+                self._forward(door, endpoint, request, prepared, reservation, conn)
+            finally:
+                self._ledger.settle(reservation)
         except OSError:
             pass  # the worker went away, or sent nothing in time
         except (ValueError, http.client.HTTPException) as exc:  # e.g. a header http.client refuses
@@ -283,46 +284,60 @@ class EndpointForwarder:
             with contextlib.suppress(OSError):
                 conn.sendall(edge_reply(400, "bad_request", f"sep_edge: {exc}"))
         finally:
-            with contextlib.suppress(OSError):
-                conn.close()
-            with self._lock:
+            with self._lock:  # free before the worker sees the end, so its next request fits
                 self._connections -= 1
                 door.connections -= 1
+            with contextlib.suppress(OSError):
+                conn.close()
 
-    def _admit(self, door: _Door, endpoint: ModelEndpoint, request: WorkerRequest) -> bytes | None:
-        """The refusal of ``request`` (bytes to send), or None: it passes, and is counted."""
-        base = endpoint.path
-        target = request.target
-        if not _under(target, base):
-            return edge_reply(
+    def _admit(
+        self, door: _Door, endpoint: ModelEndpoint, request: WorkerRequest
+    ) -> tuple[PreparedRequest, Reservation]:
+        """``request`` as it is forwarded, and its tokens reserved (it is counted); BadRequest
+        when the forwarder refuses it."""
+        name, base, target = endpoint.name, endpoint.path, request.target
+        if not path_under(target, base):
+            raise BadRequest(
                 404,
+                f"endpoint {name} forwards only paths under {base or '/'} "
+                f"(use the base URL in os.environ['SEP_ENDPOINT_{name}'])",
                 "not_forwarded",
-                f"sep_edge: endpoint {endpoint.name} forwards only paths under {base or '/'} "
-                f"(use the base URL in {_variable(endpoint.name)})",
+            )
+        ambiguous = path_ambiguity(target)
+        if ambiguous is not None:
+            raise BadRequest(400, f"endpoint {name}: {ambiguous}", "not_forwarded")
+        with self._lock:
+            session = door.session or ""
+            if not door.open:
+                raise BadRequest(
+                    503,
+                    f"endpoint {name} passes requests only while the side's call runs",
+                    "between_calls",
+                )
+        limit = self.tokens_per_battle
+        prepared = prepare(target, request.body, capped=limit is not None)
+        reservation, left = self._ledger.reserve(session, prepared.bound)
+        if reservation is None:
+            raise BadRequest(
+                429,
+                f"endpoint {name}: this battle's token limit of {limit} has {left} tokens "
+                f"left, and this request may cost {prepared.bound} (a token per byte of its "
+                "body, plus its max_tokens times its choices; sep_edge --endpoint-tokens)",
+                "token_limit",
             )
         with self._lock:
-            if not door.open:
-                return edge_reply(
-                    503,
-                    "between_calls",
-                    f"sep_edge: endpoint {endpoint.name} passes requests only while the side's "
-                    "call runs",
-                )
-            limit = self.tokens_per_battle
-            spent = self._session_tokens.get(door.session or "", 0)
-            if limit is not None and spent >= limit:
-                return edge_reply(
-                    429,
-                    "token_limit",
-                    f"sep_edge: endpoint {endpoint.name}: this battle's token limit of {limit} "
-                    f"is spent ({spent} tokens; sep_edge --endpoint-tokens)",
-                )
             door.usage.requests += 1
-            door.usage.bytes += len(request.body)
-        return None
+            door.usage.bytes += len(prepared.body)
+        return prepared, reservation
 
     def _forward(
-        self, door: _Door, endpoint: ModelEndpoint, request: WorkerRequest, conn: socket.socket
+        self,
+        door: _Door,
+        endpoint: ModelEndpoint,
+        request: WorkerRequest,
+        prepared: PreparedRequest,
+        reservation: Reservation,
+        conn: socket.socket,
     ) -> None:
         parts = endpoint.parts
         kind = (
@@ -341,7 +356,7 @@ class EndpointForwarder:
             door.upstreams.add(upstream)
         try:
             try:
-                upstream.request(request.method, request.target, request.body, headers)
+                upstream.request(request.method, request.target, prepared.body, headers)
                 reply = upstream.getresponse()
             except TimeoutError:
                 conn.sendall(
@@ -363,14 +378,25 @@ class EndpointForwarder:
                     )
                 )
                 return
-            self._relay(door, reply, conn)
+            self._relay(door, reply, prepared, reservation, conn)
         finally:
             with self._lock:
                 door.upstreams.discard(upstream)
             upstream.close()
 
-    def _relay(self, door: _Door, reply: http.client.HTTPResponse, conn: socket.socket) -> None:
-        scanner = UsageScanner(reply.getheader("Content-Type", "") or "")
+    def _relay(
+        self,
+        door: _Door,
+        reply: http.client.HTTPResponse,
+        prepared: PreparedRequest,
+        reservation: Reservation,
+        conn: socket.socket,
+    ) -> None:
+        if 200 <= reply.status < 300:  # it may generate: the bound is charged unless it reports
+            reservation.charge = reservation.bound
+        scanner = UsageScanner(
+            reply.getheader("Content-Type", "") or "", strip_usage=prepared.strip_usage
+        )
         head = [f"HTTP/1.1 {reply.status} {reply.reason}"]
         head += [f"{n}: {v}" for n, v in reply.getheaders() if n.lower() not in HOP_BY_HOP]
         head.append("Connection: close")
@@ -381,32 +407,19 @@ class EndpointForwarder:
                 data = reply.read1(65536)
                 if not data:
                     break
-                scanner.feed(data)
+                data = scanner.feed(data)
                 relayed += len(data)
                 conn.sendall(data)
+            data = scanner.end()
+            relayed += len(data)
+            conn.sendall(data)
         finally:
             tokens = scanner.tokens()
+            if tokens is not None:
+                reservation.charge = tokens
             with self._lock:
                 door.usage.bytes += relayed
-                door.usage.tokens += tokens
-                if door.session is not None and tokens:
-                    sessions = self._session_tokens
-                    sessions[door.session] = sessions.get(door.session, 0) + tokens
-                    sessions.move_to_end(door.session)
-                    while len(sessions) > SESSIONS_KEPT:
-                        sessions.popitem(last=False)
-
-
-def _under(target: str, base: str) -> bool:
-    """Whether a request's ``target`` is a path under ``base`` (no ``..`` that a server would
-    resolve to a path outside it, however it is encoded)."""
-    path = target.partition("?")[0]
-    if not path.startswith("/") or "\\" in path:
-        return False
-    segments = urllib.parse.unquote(path).replace("\\", "/").split("/")
-    if any(segment in (".", "..") for segment in segments):
-        return False
-    return not base or path == base or path.startswith(base + "/")
+                door.usage.tokens += tokens or 0
 
 
 def close_fds(fds: Sequence[int]) -> list[int]:
@@ -415,15 +428,3 @@ def close_fds(fds: Sequence[int]) -> list[int]:
         with contextlib.suppress(OSError):
             os.close(fd)
     return []
-
-
-def _variable(name: str) -> str:
-    return f"os.environ['SEP_ENDPOINT_{name}']"
-
-
-def endpoint_headers_from_environment(name: str) -> tuple[tuple[str, str], ...]:
-    """``Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY`` when that variable is set. The
-    variable is taken out of this process's environment, before the worker template starts, so
-    that no worker inherits it (nor finds it in ``/proc/self/environ``)."""
-    key = os.environ.pop(f"SEP_ENDPOINT_{name}_API_KEY", None)
-    return (("Authorization", f"Bearer {key}"),) if key else ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -20,6 +21,8 @@ __all__ = [
     "UsageScanner",
     "WorkerRequest",
     "edge_reply",
+    "path_ambiguity",
+    "path_under",
     "read_request",
     "tokens_of",
 ]
@@ -30,6 +33,8 @@ MAX_BODY: Final = 8 * 1024 * 1024
 """Bytes of a request body at most."""
 MAX_SCANNED: Final = 16 * 1024 * 1024
 """Bytes of a non-streamed reply kept to read its ``usage``; past this its tokens are not counted."""
+MAX_LINE: Final = 1024 * 1024
+"""Bytes of a stream's line read for a ``usage``; a longer one is relayed unread."""
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -52,11 +57,13 @@ HOP_BY_HOP: Final = frozenset(
 
 
 class BadRequest(Exception):
-    """A worker's request the forwarder refuses to read: ``status`` and the reason."""
+    """A worker's request the forwarder refuses: ``status``, the reason and its ``code`` (the
+    OpenAI-style error's, in :func:`edge_reply`)."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, code: str = "bad_request") -> None:
         super().__init__(reason)
         self.status = status
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,29 @@ def read_request(conn: socket.socket) -> WorkerRequest:
             raise BadRequest(400, "the connection closed before the request body was complete")
         body += chunk
     return WorkerRequest(method, target, headers, bytes(body[:length]))
+
+
+def path_under(target: str, base: str) -> bool:
+    """Whether a request's ``target`` is a path under ``base`` (no ``..`` that a server would
+    resolve to a path outside it, however it is encoded)."""
+    path = target.partition("?")[0]
+    if not path.startswith("/") or "\\" in path:
+        return False
+    segments = urllib.parse.unquote(path).replace("\\", "/").split("/")
+    if any(segment in (".", "..") for segment in segments):
+        return False
+    return not base or path == base or path.startswith(base + "/")
+
+
+def path_ambiguity(target: str) -> str | None:
+    """Why a path may mean one thing to the edge and another to a server (a ``;`` parameter in a
+    segment, or an escaped ``%`` that a second decoding turns into ``..``), or None."""
+    path = target.partition("?")[0]
+    if "%25" in path:
+        return "a path with an escaped '%' (%25) is not forwarded"
+    if ";" in urllib.parse.unquote(path):
+        return "a path with ';' in a segment is not forwarded"
+    return None
 
 
 _REASONS: Final = {
@@ -160,54 +190,79 @@ def tokens_of(document: Any) -> int | None:
 class UsageScanner:
     """The tokens a reply reports, read as it is relayed: a JSON reply's ``usage``, or a stream's
     (server-sent events: the last ``data:`` chunk that carries a ``usage``, as OpenAI sends it
-    last with ``stream_options.include_usage``)."""
+    last with ``stream_options.include_usage``, or a Responses stream's ``response.usage``).
 
-    def __init__(self, content_type: str) -> None:
+    ``feed`` gives back what to relay: all of it, but for a stream whose usage chunk the edge
+    asked for itself (``strip_usage``), which the worker did not ask for and does not get."""
+
+    def __init__(self, content_type: str, *, strip_usage: bool = False) -> None:
         self.streamed = "text/event-stream" in content_type.lower()
+        self.strip_usage = strip_usage and self.streamed
         self._buffer = bytearray()
-        self._overflow = False
-        self._stream_tokens: int | None = None
+        self._overflow = False  # a JSON reply too long to keep, or a stream line too long to read
+        self._tokens: int | None = None
 
-    def feed(self, data: bytes) -> None:
-        if self._overflow:
-            return
-        self._buffer += data
+    def feed(self, data: bytes) -> bytes:
+        """Read ``data``; what of it to relay now (a stream's whole lines)."""
         if not self.streamed:
-            if len(self._buffer) > MAX_SCANNED:
-                self._overflow = True
-                self._buffer.clear()
-            return
-        *lines, rest = self._buffer.split(b"\n")
-        self._buffer = bytearray(rest)
-        for line in lines:
-            self._event_line(bytes(line))
-        if len(self._buffer) > MAX_SCANNED:  # one line that long is not a usage chunk
+            if not self._overflow:
+                self._buffer += data
+                if len(self._buffer) > MAX_SCANNED:
+                    self._overflow = True
+                    self._buffer.clear()
+            return data
+        self._buffer += data
+        relayed = bytearray()
+        start = 0
+        while (end := self._buffer.find(b"\n", start)) >= 0:
+            line = bytes(self._buffer[start : end + 1])
+            start = end + 1
+            if self._overflow:  # the end of a line too long to be a usage chunk
+                self._overflow = False
+                relayed += line
+            elif self._event_line(line):
+                relayed += line
+        del self._buffer[:start]
+        if len(self._buffer) > MAX_LINE:
+            relayed += self._buffer
             self._buffer.clear()
+            self._overflow = True
+        return bytes(relayed)
 
-    def _event_line(self, line: bytes) -> None:
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            return
-        payload = line[5:].strip()
-        if not payload or payload == b"[DONE]":
-            return
+    def end(self) -> bytes:
+        """The reply is over: what is left to relay."""
+        if not self.streamed or not self._buffer:
+            return b""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        if self._overflow or self._event_line(rest):
+            return rest
+        return b""
+
+    def _event_line(self, line: bytes) -> bool:
+        """Read one line of a stream; whether to relay it."""
+        text = line.strip()
+        if not text.startswith(b"data:") or b'"usage"' not in text:
+            return True
         try:
-            tokens = tokens_of(json.loads(payload))
+            document = json.loads(text[5:])
         except ValueError:
-            return
-        if tokens is not None:
-            self._stream_tokens = tokens
+            return True
+        tokens = tokens_of(document)
+        if tokens is None and isinstance(document, dict):
+            tokens = tokens_of(document.get("response"))  # a Responses stream's last event
+        if tokens is None:
+            return True
+        self._tokens = tokens
+        return not (self.strip_usage and document.get("choices") == [])
 
-    def tokens(self) -> int:
-        """The tokens reported (0 when none was)."""
+    def tokens(self) -> int | None:
+        """The tokens reported, or None when the reply reported none (call after ``end``)."""
         if self.streamed:
-            if self._buffer:
-                self._event_line(bytes(self._buffer))
-                self._buffer.clear()
-            return self._stream_tokens or 0
+            return self._tokens
         if self._overflow or not self._buffer:
-            return 0
+            return None
         try:
-            return tokens_of(json.loads(bytes(self._buffer))) or 0
+            return tokens_of(json.loads(bytes(self._buffer)))
         except ValueError:
-            return 0
+            return None

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Iterable
 
 from edge.contract.candidates import ENDPOINT_NAME
-from edge.service.endpoint_forwarder import ModelEndpoint, endpoint_headers_from_environment
+from edge.service.endpoint_forwarder import ModelEndpoint
 
-__all__ = ["parse_endpoints"]
+__all__ = ["endpoint_headers_from_environment", "parse_endpoints"]
 
 
 def parse_endpoints(specs: Iterable[str], header_specs: Iterable[str]) -> dict[str, ModelEndpoint]:
@@ -62,3 +63,11 @@ def parse_endpoints(specs: Iterable[str], header_specs: Iterable[str]) -> dict[s
         )
         for name, url in urls.items()
     }
+
+
+def endpoint_headers_from_environment(name: str) -> tuple[tuple[str, str], ...]:
+    """``Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY`` when that variable is set. The
+    variable is taken out of this process's environment, before the worker template starts, so
+    that no worker inherits it (nor finds it in ``/proc/self/environ``)."""
+    key = os.environ.pop(f"SEP_ENDPOINT_{name}_API_KEY", None)
+    return (("Authorization", f"Bearer {key}"),) if key else ()

@@ -68,17 +68,19 @@ def _door(forwarder: EndpointForwarder, worker: int = 1) -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def _ask(base: str, path: str = "/chat/completions") -> dict:
+def _ask(base: str, path: str = "/chat/completions", body: bytes = b'{"model": "m"}') -> dict:
     request = urllib.request.Request(
-        base + path, data=b'{"model": "m"}', headers={"Authorization": "Bearer module"}
+        base + path, data=body, headers={"Authorization": "Bearer module"}
     )
     with urllib.request.urlopen(request, timeout=10) as reply:
         return json.load(reply)
 
 
-def _refusal(base: str, path: str = "/chat/completions") -> urllib.error.HTTPError:
+def _refusal(
+    base: str, path: str = "/chat/completions", body: bytes = b'{"model": "m"}'
+) -> urllib.error.HTTPError:
     with pytest.raises(urllib.error.HTTPError) as caught:
-        _ask(base, path)
+        _ask(base, path, body)
     return caught.value
 
 
@@ -109,20 +111,27 @@ def test_requests_pass_only_while_the_call_runs_and_carry_the_organizers_key(ser
 
 
 def test_a_battles_token_limit_refuses_further_requests(server):
-    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)}, tokens_per_battle=15)
+    """Each request reserves its bytes plus its max_tokens; the reply's 10 tokens are what it
+    keeps: two pass, the third passes in what is left, the fourth would not fit."""
+    body = json.dumps({"model": "m", "max_tokens": 5}).encode()
+    bound = len(body) + 5
+    cap = 2 * TOKENS + bound
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)}, tokens_per_battle=cap)
     try:
         base = _door(forwarder)
         forwarder.open(1, "battle-a")
-        _ask(base)
-        _ask(base)  # 10 < 15: passes, and makes 20
-        refused = _refusal(base)
-        assert refused.code == 429 and "token limit of 15" in refused.reason
-        assert forwarder.close(1).tokens == 20
+        for _ in range(3):
+            _ask(base, body=body)
+        refused = _refusal(base, body=body)
+        assert (
+            refused.code == 429 and f"token limit of {cap} has {cap - 30} tokens" in refused.reason
+        )
+        assert forwarder.close(1).tokens == 30
         forwarder.open(1, "battle-b")  # another battle's session starts at zero
-        _ask(base)
+        _ask(base, body=body)
     finally:
         forwarder.stop()
-    assert len(server.seen) == 3
+    assert len(server.seen) == 4
 
 
 def test_only_paths_under_the_endpoints_base_are_forwarded(server):
@@ -135,10 +144,18 @@ def test_only_paths_under_the_endpoints_base_are_forwarded(server):
         assert refused.code == 404 and "only paths under /v1" in refused.reason
         for path in ("/v10/chat", "/v1/../admin", "/v1/%2e%2e/admin", "/v1%2f..%2fadmin"):
             assert _refusal(origin, path).code == 404, path
-        assert forwarder.close(1).requests == 0
+        # A server may read a ';' parameter off a segment, or decode twice: neither is forwarded.
+        for path in ("/v1/..;/secret", "/v1/chat;x/completions", "/v1/chat%3Bx/completions"):
+            refused = _refusal(origin, path)
+            assert refused.code == 400 and "with ';' in a segment" in refused.reason, path
+        for path in ("/v1/%252e%252e/secret", "/v1/chat/%2563ompletions"):
+            refused = _refusal(origin, path)
+            assert refused.code == 400 and "escaped '%' (%25)" in refused.reason, path
+        assert _ask(origin, "/v1/chat/completions?a=%25;b")["usage"]  # a query is the server's
+        assert forwarder.close(1).requests == 1
     finally:
         forwarder.stop()
-    assert server.seen == []
+    assert [path for _, path, _ in server.seen] == ["/v1/chat/completions?a=%25;b"]
 
 
 def test_an_endpoint_that_is_down_is_the_sides_problem_and_its_error_says_so():

@@ -12,7 +12,7 @@ import pytest
 
 from edge.contract.candidates import load_candidates
 from edge.errors import CandidatesError, ProtocolError
-from edge.service.endpoint_http import UsageScanner
+from edge.service.endpoint_http import MAX_LINE, UsageScanner
 from edge.service.endpoint_options import parse_endpoints
 from edge.wire.envelopes import decode_reply, encode_reply
 from edge.wire.headers import with_usage
@@ -22,27 +22,50 @@ from edge.wire.messages import CallUsage, CloseSessionReply, Reply
 def test_a_json_reply_reports_its_total_tokens():
     scanner = UsageScanner("application/json")
     text = json.dumps({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
-    for i in range(0, len(text), 7):  # as it arrives, in pieces
-        scanner.feed(text[i : i + 7].encode())
+    for i in range(0, len(text), 7):  # as it arrives, in pieces, relayed as it is
+        assert scanner.feed(text[i : i + 7].encode()) == text[i : i + 7].encode()
+    assert scanner.end() == b""
     assert scanner.tokens() == 7
 
 
-def test_a_streamed_reply_reports_the_usage_of_its_last_chunk():
-    scanner = UsageScanner("text/event-stream; charset=utf-8")
-    events = (
-        b'data: {"choices": [{"delta": {"content": "a"}}], "usage": null}\n\n'
-        b'data: {"choices": [], "usage": {"total_tokens": 42}}\n\n'
-        b"data: [DONE]\n\n"
-    )
-    for i in range(0, len(events), 5):
-        scanner.feed(events[i : i + 5])
+EVENTS = (
+    b'data: {"choices": [{"delta": {"content": "a"}}], "usage": null}\n\n'
+    b'data: {"choices": [], "usage": {"total_tokens": 42}}\n\n'
+    b"data: [DONE]"
+)
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_a_streamed_reply_reports_the_usage_of_its_last_chunk(strip):
+    """Relayed in whole lines; the usage chunk only when the worker asked for it itself."""
+    scanner = UsageScanner("text/event-stream; charset=utf-8", strip_usage=strip)
+    relayed = b"".join(scanner.feed(EVENTS[i : i + 5]) for i in range(0, len(EVENTS), 5))
+    relayed += scanner.end()
     assert scanner.tokens() == 42
+    usage_chunk = b'data: {"choices": [], "usage": {"total_tokens": 42}}\n'
+    assert relayed == (EVENTS.replace(usage_chunk, b"") if strip else EVENTS)
+
+
+def test_a_responses_stream_reports_its_response_usage_and_a_long_line_is_relayed_unread():
+    scanner = UsageScanner("text/event-stream", strip_usage=True)
+    done = {
+        "type": "response.completed",
+        "response": {"usage": {"input_tokens": 4, "output_tokens": 3}},
+    }
+    line = b"data: " + json.dumps(done).encode() + b"\n\n"
+    long = b'data: {"usage": {"total_tokens": 9}, "pad": "' + b"x" * (MAX_LINE + 10) + b'"}\n'
+    relayed = (
+        scanner.feed(line) + scanner.feed(long[: MAX_LINE + 1]) + scanner.feed(long[MAX_LINE + 1 :])
+    )
+    assert relayed == line + long and scanner.end() == b""
+    assert scanner.tokens() == 7
 
 
 def test_a_reply_without_usage_reports_no_tokens():
     scanner = UsageScanner("application/json")
     scanner.feed(b'{"usage": "lots"}')
-    assert scanner.tokens() == 0
+    assert scanner.tokens() is None
+    assert UsageScanner("text/event-stream").tokens() is None
 
 
 def _candidates(tmp_path: Path, entry: dict) -> Path:
