@@ -160,7 +160,9 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             type=click.IntRange(1),
             default=MatchSettings.max_turns,
             show_default=True,
-            help="A battle past this many turns ends as a tie.",
+            help="A battle past this many turns ends by Showdown's tiebreak (more unfainted "
+            "Pokémon, then mean HP %, then total HP; end reason tiebreak); a LOG_DIR started "
+            "before keeps its rule (a tie).",
         ),
         click.option(
             "--backend",

@@ -25,6 +25,7 @@ import click
 from center.commands.options import RunOptions, common_options
 from center.commands.progress import _at_once, _clock_line, _Progress, _say_ray
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
+from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.collusion import check_collusion, collusion_lines
@@ -193,6 +194,12 @@ def run_command(
             click.echo(
                 f"note: {', '.join(joining)} join this {mode}: their battles are added", err=True
             )
+        if run.turn_cap != "tiebreak" and not opts.quiet:
+            click.echo(
+                f"note: {log_dir} started before the tiebreak: a battle past --max-turns "
+                f"{opts.max_turns} ends as it did then ({TURN_CAP_RULES[run.turn_cap]})",
+                err=True,
+            )
         run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
         backend = run.backend
@@ -226,6 +233,7 @@ def run_command(
                     Path(log_dir),
                     budget,
                     opts.max_turns,
+                    turn_cap=run.turn_cap,
                     showdown_version=SHOWDOWN_VERSION,
                     edge_loss=edge_loss or "void",
                     backend=backend,

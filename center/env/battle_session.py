@@ -24,6 +24,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from center.env.env_player import EnvPlayer, SeatEvent
 from center.env.session_api import RoundOutcome, SeatState, await_round
+from center.env.tiebreak import tiebreak_winner
 from center.errors import EnvError, ResetTimeout
 
 __all__ = ["ABANDON_TIMEOUT", "BattleSession", "Seat"]
@@ -316,6 +317,28 @@ class BattleSession:
             logger.warning("battle %s did not end cleanly; reconnecting the players", tag)
             self._drop_players()
         self.battle_tag = None
+
+    def tiebreak(self) -> str | None:
+        """End the battle by Showdown's tiebreak, applied here to both seats' last requests (the
+        server's players cannot send ``>tiebreak``): the loser forfeits; a tie ends as
+        :meth:`abandon` ends a battle. Returns the seat it gave the win, None for a tie."""
+        if self.opponent is not None:
+            raise EnvError(
+                "the tiebreak needs both sides' exact HP: an outside Player's is not known here"
+            )
+        requests = {}
+        for name, seat in self.seats.items():
+            request = seat.battle.last_request if seat.battle is not None else None
+            if not request:
+                raise EnvError(f"the tiebreak needs {name}'s last request, and it has none")
+            requests[name] = request
+        try:
+            winner = tiebreak_winner(requests)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EnvError(f"the tiebreak cannot read the requests: {exc}") from exc
+        loser = next((name for name in self.seat_names if name != winner), None)
+        self.abandon(forfeiter=loser if winner is not None else None)
+        return winner
 
     def close(self) -> None:
         """Abandon any battle and disconnect the players."""

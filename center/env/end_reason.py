@@ -18,6 +18,7 @@ class EndReason(StrEnum):
     WIN = "win"  # Showdown declared a winner in normal play
     TIE = "tie"  # Showdown declared a tie
     MAX_TURNS = "max_turns"  # stopped at the turn limit (truncated; a tie in battles.csv)
+    TIEBREAK = "tiebreak"  # ended at the turn limit by Showdown's tiebreak (a winner, or a tie)
     STEP_TIMEOUT = "step_timeout"  # Showdown did not answer a step in time (truncated)
     DISCONNECT = "disconnect"  # the connection to Showdown was lost, or (in a match) a side's edge
     FORFEIT = "forfeit"  # PokemonEnv.forfeit() called without a reason

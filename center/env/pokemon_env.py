@@ -29,6 +29,7 @@ from center.env.playable import mask_size, playable_format
 from center.env.rounds import RewardConfig, RoundEnd, idle_mask, settle_round, step_info
 from center.env.seat_view import BattleView
 from center.env.session_api import BattleBackend, SeatState
+from center.env.tiebreak import TurnCap, check_turn_cap
 from center.errors import EnvClosedError, EnvError
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
@@ -82,9 +83,19 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         username_prefix: str = "maple",
         opponent: Player | type[Player] | None = None,
         run_secret: RunSecret | None = None,
+        turn_cap: TurnCap = "tie",
     ) -> None:
         if not backend_spec(backend).outside_player and opponent is not None:
             raise EnvError('an outside poke-env Player plays on a server: use backend="server"')
+        try:
+            self.turn_cap = check_turn_cap(turn_cap)
+        except ValueError as exc:
+            raise EnvError(str(exc)) from None
+        if opponent is not None and max_turns is not None and turn_cap == "tiebreak":
+            raise EnvError(
+                "turn_cap='tiebreak' needs both sides' exact HP, and an outside Player's is not "
+                "known here: use turn_cap='tie' with an opponent"
+            )
         refusal = playable_format(battle_format)
         if refusal:
             raise EnvError(refusal)
@@ -132,6 +143,8 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         #: each player's observation from its last makeObs (returned while it has nothing to do)
         self._observed: dict[str, Any] = {}
         self.end_reason: EndReason | None = None
+        #: the player the last battle's tiebreak gave the win (None: a tie, or no tiebreak)
+        self.tiebreak_winner: str | None = None
 
     # -- PettingZoo API -------------------------------------------------------------------------
 
@@ -276,7 +289,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         Agent: what ``reset`` does after seeding the Agents, for a caller that decides itself."""
         session = self.session
         battle_seed = seed if backend_spec(self.backend).seeded else None
-        self.end_reason = None
+        self.end_reason, self.tiebreak_winner = None, None
         self._over = False
         self.agents = list(self.possible_agents)
         try:
@@ -300,9 +313,10 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
             self.rewards,
             step_timeout=self.step_timeout,
             max_turns=self.max_turns,
+            turn_cap=self.turn_cap,
         )
         if end is not None:
-            self.end_reason = end.reason
+            self.end_reason, self.tiebreak_winner = end.reason, end.tiebreak_winner
             self._over = True
         return end
 

@@ -19,6 +19,7 @@ from center.env.end_reason import EndReason
 from center.env.playable import mask_size
 from center.env.seat_view import BattleView
 from center.env.session_api import BattleBackend, SeatState
+from center.env.tiebreak import TurnCap
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class RoundEnd:
     reason: EndReason
     rewards: dict[str, float]
     terminated: bool
+    #: the seat a tiebreak gave the win (None: a tie, or not a tiebreak)
+    tiebreak_winner: str | None = None
 
 
 def step_info(
@@ -82,9 +85,11 @@ def settle_round(
     *,
     step_timeout: float,
     max_turns: int | None,
+    turn_cap: TurnCap = "tie",
 ) -> RoundEnd | None:
     """Wait for Showdown's answer to the choices just submitted (when no seat of ``names`` still
-    needs to act) and say how that ended the battle; None while it goes on."""
+    needs to act) and say how that ended the battle; None while it goes on. A battle past
+    ``max_turns`` ends by the ``turn_cap`` rule (:data:`~center.env.tiebreak.TURN_CAP_RULES`)."""
     if any(session.seats[n].state is SeatState.NEEDS_ACTION for n in names):
         return None
     outcome = session.await_round(step_timeout)
@@ -111,7 +116,17 @@ def settle_round(
         decided = any(b is not None and (b.won or b.lost) for b in battles)
         return RoundEnd(EndReason.WIN if decided else EndReason.TIE, rewards, True)
     turn = max((b.turn for b in battles if b is not None), default=0)
-    if max_turns is not None and turn > max_turns:
+    if max_turns is None or turn <= max_turns:
+        return None
+    if turn_cap == "tie":
         session.abandon()
         return RoundEnd(EndReason.MAX_TURNS, dict.fromkeys(names, config.tie), False)
-    return None
+    winner = session.tiebreak()
+    if not session.finished:  # the backend did not end it: as if Showdown had not answered
+        session.abandon()
+        return RoundEnd(EndReason.STEP_TIMEOUT, dict.fromkeys(names, 0.0), False)
+    rewards = {
+        name: config.tie if winner is None else config.win if name == winner else config.loss
+        for name in names
+    }
+    return RoundEnd(EndReason.TIEBREAK, rewards, True, winner)

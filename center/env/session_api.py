@@ -124,6 +124,11 @@ class BattleBackend(Protocol):
         """End the current battle now: ``forfeiter`` loses (or, without one, as the backend can)."""
         ...
 
+    def tiebreak(self) -> str | None:
+        """End the current battle by Showdown's tiebreak (:mod:`center.env.tiebreak`) and return
+        the seat it gave the win, None for a tie; EnvError where the backend cannot apply it."""
+        ...
+
     def battle(self, seat_name: str) -> AbstractBattle | None:
         """The seat's battle in the current (or last) episode (None where none is kept)."""
         ...

@@ -262,6 +262,21 @@ class SimSession:
             logger.warning("battle %s did not end cleanly; dropping it", sim.tag)
             sim.destroy()
 
+    def tiebreak(self) -> str | None:
+        """End the battle by the simulator's own tiebreak (``>tiebreak``); the seat it gave the
+        win, None for a tie (or a battle that did not end: ``finished`` stays False)."""
+        sim = self.sim
+        if sim is None or not self.live:
+            return None
+        sim.tiebreak()
+        deadline = time.monotonic() + ABANDON_TIMEOUT
+        while not self.finished and not self.disconnected and self._next_event(deadline):
+            pass
+        if not self.finished:
+            logger.warning("battle %s did not end at its tiebreak", sim.tag)
+            return None
+        return next((seat.name for seat in self.seats.values() if seat.view.won), None)
+
     def close(self) -> None:
         try:
             self.abandon()

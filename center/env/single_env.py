@@ -225,6 +225,8 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         won: bool | None = None
         if reason == EndReason.WIN and battle is not None and (battle.won or battle.lost):
             won = bool(battle.won)
+        elif reason == EndReason.TIEBREAK and self.env.tiebreak_winner is not None:
+            won = self.env.tiebreak_winner == PLAYERS[0]
         return {**info, "won": won, "end_reason": LOSS if won is False else reason}
 
     def render(self) -> str | None:

@@ -23,6 +23,7 @@ import orjson
 from center.env.backend import Backend, BattleReplay, backend_spec, server_url_backend
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
+from center.env.tiebreak import TurnCap
 from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
 from center.evaluation.budget import Budget
@@ -89,6 +90,8 @@ class MatchSettings:
     log_dir: Path
     budget: Budget = field(default_factory=Budget)
     max_turns: int = 300
+    #: what ends a battle past ``max_turns`` (:data:`~center.env.tiebreak.TURN_CAP_RULES`)
+    turn_cap: TurnCap = "tiebreak"
     showdown_version: str = ""
     #: where battles run: the seeded simulator ("sim") or the Showdown server ("server")
     backend: Backend = "server"
@@ -153,6 +156,11 @@ def _record(
     elif env.end_reason == EndReason.WIN:
         winner = Winner.BLUE if blue_battle.won else Winner.RED
         end_reason = EndReason.WIN
+    elif env.end_reason == EndReason.TIEBREAK:  # the rule's result (the server's tie: a forfeit)
+        winner = {"player_0": Winner.BLUE, "player_1": Winner.RED}.get(
+            env.tiebreak_winner or "", Winner.TIE
+        )
+        end_reason = EndReason.TIEBREAK
     else:
         winner, end_reason = Winner.TIE, env.end_reason or EndReason.TIE
     replay = replay_relpath(scheduled.battle_id)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from center.env.backend import BACKENDS, Backend
+from center.env.tiebreak import TurnCap, check_turn_cap
 from center.errors import ResultsError, RunConflictError
 from center.evaluation.battles_csv import check_recorded, load_records
 from center.evaluation.schedule import (
@@ -100,6 +101,9 @@ class RunConfig:
     paired: bool = False
     backend: Backend = "server"
     sprt: SprtSettings | None = None
+    #: what ends a battle at the turn cap; a rerun keeps the stored one (a run.json without one
+    #: is older than the tiebreak: a tie)
+    turn_cap: TurnCap = "tiebreak"
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league", "gauntlet"):
@@ -148,6 +152,7 @@ class RunConfig:
             "paired": self.paired,
             "backend": self.backend,
             "sprt": None if self.sprt is None else self.sprt.to_json(),
+            "turn_cap": self.turn_cap,
             "extra": dict(self.extra),
         }
 
@@ -168,6 +173,7 @@ class RunConfig:
             paired=bool(doc.get("paired", False)),  # absent from runs older than pairing
             backend=doc.get("backend", "server"),  # runs older than backends: the server
             sprt=None if sprt is None else SprtSettings.from_json(sprt),
+            turn_cap=check_turn_cap(str(doc.get("turn_cap", "tie"))),  # older runs: a tie
         )
 
 
@@ -230,7 +236,7 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(
             f"it has -n {stored.n}; a rerun may keep or raise -n, not lower it to {new.n}"
         )
-    return dataclasses.replace(new, seed=stored.seed)
+    return dataclasses.replace(new, seed=stored.seed, turn_cap=stored.turn_cap)
 
 
 def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:

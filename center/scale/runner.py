@@ -52,6 +52,7 @@ class BattleRunner:
                     backend=self.settings.backend,
                     server=self.server,
                     max_turns=self.settings.max_turns,
+                    turn_cap=self.settings.turn_cap,
                     # On the simulator the names are part of the reproducible battle.
                     username_prefix=backend_spec(self.settings.backend).username_prefix(
                         "sep", f"{self.name}{thread}"

@@ -169,6 +169,11 @@ class SimBattle:
         """The battle ends now in a tie (``>forcetie``)."""
         self.send({"op": "tie", "id": self.battle_id})
 
+    def tiebreak(self) -> None:
+        """The battle ends now by Showdown's tiebreak (``>tiebreak``: unfainted Pokémon, then mean
+        HP %, then total HP; a tie where all are equal)."""
+        self.send({"op": "tiebreak", "id": self.battle_id})
+
     def wait_done(self, timeout: float) -> bool:
         """Wait until the battle has ended (or its host died); True when it ended."""
         self._done.wait(timeout)

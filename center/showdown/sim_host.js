@@ -12,6 +12,7 @@
 //   {"op": "choose", "id", "side": "p1", "choice": "move 1"}
 //   {"op": "forfeit", "id", "side": "p1"}        (>forcelose p1)
 //   {"op": "tie", "id"}                          (>forcetie)
+//   {"op": "tiebreak", "id"}                     (>tiebreak: Battle.tiebreak(), the turn cap's rule)
 //   {"op": "destroy", "id"}                      (drop the battle, no event)
 //
 // Events:
@@ -185,6 +186,9 @@ function handle(command) {
     break;
   case 'tie':
     write(get(command.id), '>forcetie');
+    break;
+  case 'tiebreak':
+    write(get(command.id), '>tiebreak');
     break;
   case 'destroy': {
     const battle = battles.get(command.id);

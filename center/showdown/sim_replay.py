@@ -1,7 +1,8 @@
 """Re-simulating a battle from its input log, without agents: parse the log, play it, collect frames.
 
 :func:`parse_input_log` accepts exactly the lines the center writes (``>start``, ``>player``,
-choices, forced ends), so a tampered log can change the battle but never send a command of its own.
+choices, forced ends, ``>tiebreak``), so a tampered log can change the battle but never send a
+command of its own.
 :func:`resimulate` writes the commands one at a time, as in the live battle, so the simulator cuts
 its output into the same frames.
 """
@@ -94,6 +95,8 @@ def parse_input_log(lines: list[str], tag: str) -> InputLog:
 def _command(line: str, number: int) -> Command:
     if line == ">forcetie":
         return lambda battle: battle.tie()
+    if line == ">tiebreak":
+        return lambda battle: battle.tiebreak()
     if line in (">forcelose p1", ">forcelose p2"):
         slot = line[-2:]
         return lambda battle: battle.forfeit(slot)
