@@ -422,7 +422,9 @@ def sep_eval(opts: RunOptions) -> None:
     default=SourceSpec.edge_wait,
     show_default=True,
     help="Seconds to wait for an edge process that is down before the run stops (or, with "
-    "--edge-loss forfeit, before the battle is forfeited).",
+    "--edge-loss forfeit, before the battle is forfeited); and for an untrusted edge "
+    '("trusted": false in sep_config.json) that answers busy before its battle is void (or '
+    "forfeited).",
 )
 @click.option(
     "--edge-loss",
@@ -492,11 +494,14 @@ def sep_main(
             else None
         )
 
+        loss: Literal["void", "forfeit"] = "forfeit" if edge_loss == "forfeit" else "void"
+
         def edge_source(config: SepConfig, index: int) -> EdgeSource:
-            clients = {}
+            clients, trusted = {}, {}
             for side in SIDES:
                 edge = config.edge(side, index % config.edge_count(side))
                 curve = center_curve_from_config(edge.data, side, edge.base_dir)
+                trusted[side] = edge.trusted(side)
                 clients[side] = EdgeClient(
                     edge.endpoint(side),
                     server_public_key=curve[0] if curve else None,
@@ -504,14 +509,23 @@ def sep_main(
                 )
                 pools.setdefault(side, ())
                 if index < config.edge_count(side):
-                    address = EdgeAddress(edge.endpoint(side))
+                    address = EdgeAddress(edge.endpoint(side), trusted=trusted[side])
                     if curve:
                         address = EdgeAddress(
-                            edge.endpoint(side), curve[0], curve[1].public, curve[1].secret
+                            edge.endpoint(side),
+                            curve[0],
+                            curve[1].public,
+                            curve[1].secret,
+                            trusted=trusted[side],
                         )
                     pools[side] += (address,)
             source = EdgeSource(
-                clients, candidates, edge_wait=edge_wait, allow_code_change=opts.allow_code_change
+                clients,
+                candidates,
+                edge_wait=edge_wait,
+                allow_code_change=opts.allow_code_change,
+                trusted=trusted,
+                edge_loss=loss,
             )
             sources.append(source)
             return source
@@ -545,9 +559,11 @@ def sep_main(
                 all_ids=list(known),
                 teams={i: c.team for i, c in known.items()},
                 make_source=make_source,
-                edge_loss="forfeit" if edge_loss == "forfeit" else "void",
+                edge_loss=loss,
                 scale=scale,
-                runner_source=lambda: SourceSpec(str(candidates.resolve()), pools, edge_wait),
+                runner_source=lambda: SourceSpec(
+                    str(candidates.resolve()), pools, edge_wait, edge_loss=loss
+                ),
             )
         finally:
             for source in sources:

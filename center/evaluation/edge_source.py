@@ -1,23 +1,30 @@
 """EdgeSource: each battle's sides served by the blue and red edges (``sep_main``).
 
-The center reads ``candidates.json`` only as data (ids and teams) and imports no user module: the
-edge that plays a side resolves the model id from its own candidates.json.
+The center reads ``candidates.json`` only as data (ids, teams, logNames) and imports no user
+module: the edge that plays a side resolves the model id from its own candidates.json. An
+untrusted edge (a participant's, ``sep_config.json``'s ``"trusted"``) is not taken at its word:
+its ``busy`` is waited for ``--edge-wait`` at most, its waits are not credited, its digest is
+recorded as self-reported; no edge names a candidate.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from center.errors import (
     CallTimeout,
     ConfigError,
     EdgeCallError,
     EdgeDown,
+    EdgeFull,
+    InfrastructureError,
     RemoteUserError,
     SideDisconnected,
 )
@@ -35,6 +42,7 @@ from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.runner import UserFailure
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, InstanceConfig
+from edge.wire.sep_config import loopback_host
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +55,22 @@ class CodeChangedDuringRun(EdgeDown):
 #: Seconds :meth:`EdgeSource.close` spends at most closing the sessions of an interrupted run
 CLOSE_TIMEOUT = 3.0
 
+#: What the center keeps of the policy name an edge reports (``agentName:model:policyName``): a
+#: Python class name, else nothing
+_POLICY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+#: Where an untrusted edge's code digest was recorded from: its own word
+SELF_REPORTED = " (self-reported)"
+
 
 class EdgeSource:
-    """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient."""
+    """Sides served by edges: ``clients`` maps "blue"/"red" to a connected EdgeClient.
+
+    ``trusted`` says, per side, whether its edge is taken at its word (default: an edge on
+    loopback is, one on another host is not: :meth:`edge.wire.sep_config.SepConfig.trusted`).
+    ``edge_loss`` is the run's policy for an edge lost, or an untrusted edge busy past
+    ``edge_wait``: book the side DISCONNECT (``forfeit``) or void the battle (``void``).
+    """
 
     def __init__(
         self,
@@ -58,11 +79,16 @@ class EdgeSource:
         *,
         edge_wait: float = 60.0,
         allow_code_change: bool = True,
+        trusted: Mapping[str, bool] | None = None,
+        edge_loss: Literal["void", "forfeit"] = "void",
     ) -> None:
         self.clients = clients
         #: a model's code that changes on an edge during the run: recorded (True) or the run stops
         self.allow_code_change = allow_code_change
         self.edge_wait = edge_wait
+        self.edge_loss = edge_loss
+        self._trusted = dict(trusted or {})
+        self._busy_since: dict[str, float] = {}  # side: when its untrusted edge began to refuse
         self.candidates: dict[str, Candidate] = load_candidates(candidates_path)
         self._sessions: dict[int, EdgeSession] = {}
         self._digests: dict[str, dict[str, str]] = {}
@@ -159,6 +185,10 @@ class EdgeSource:
             if opened and _clock_ran_out(exc, load_limit, budget, client):
                 return _out_of_time(model_id, budget, opened[-1])
             return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
+        except EdgeFull:
+            if self.trusted(side):
+                raise  # room to come (the host's memory admission): the battle waits, unbooked
+            return self._busy(model_id, side, battle, budget)
         except RemoteUserError as exc:  # the model cannot load or construct on its edge
             if exc.ename == "TimeoutError" and load_limit < self.load_limits.get(
                 side, DEFAULT_LOAD_LIMIT
@@ -169,6 +199,8 @@ class EdgeSource:
             guard = failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
             guard.stats.time_s = opened[-1] if opened else 0.0  # what the side cost, still
             return guard
+        with self._down_lock:
+            self._busy_since.pop(side, None)
         try:
             check_space_size(session.observation_space, "observation_space")
             check_space_size(session.action_space, "action_space")
@@ -177,8 +209,8 @@ class EdgeSource:
             session.close()
             return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
         guard = SideGuard(
-            RemoteSide(session),
-            session.agent_full_name,
+            RemoteSide(session, queues=self.trusted(side)),
+            self._full_name(model_id, session.agent_full_name),
             budget,
             # the open that succeeded; waiting for a lost edge is not the side's
             opened_s=opened[-1],
@@ -195,7 +227,7 @@ class EdgeSource:
         if session.code_digest:
             with self._lock:
                 seen = self._digests.setdefault(model_id, {})
-                where = f"{side} edge"
+                where = f"{side} edge" + ("" if self.trusted(side) else SELF_REPORTED)
                 before = seen.get(where, session.code_digest)
                 change = {
                     "model": model_id,
@@ -222,6 +254,40 @@ class EdgeSource:
                 "rerun with --allow-code-change to go on with it (recorded in run.json)"
             )
         return guard
+
+    def trusted(self, side: str) -> bool:
+        """Whether the ``side`` edge is taken at its word (as given, else: on loopback)."""
+        if side not in self._trusted:
+            self._trusted[side] = _on_loopback(self.clients[side])
+        return self._trusted[side]
+
+    def _busy(self, model_id: str, side: str, battle: ScheduledBattle, budget: Budget) -> SideGuard:
+        """The untrusted ``side`` edge has no room for a session: the battle waits (EdgeFull)
+        until the edge has answered so for ``edge_wait`` seconds (battles that find it busy later
+        share that deadline), then the side is booked DISCONNECT (``forfeit``) or the battle void
+        (InfrastructureError): an edge cannot stall a run by saying it is full."""
+        now = time.monotonic()
+        with self._down_lock:
+            since = self._busy_since.setdefault(side, now)
+        waited = now - since
+        if waited < self.edge_wait:
+            raise EdgeFull(f"the untrusted {side} edge is busy ({waited:.0f}s so far)")
+        why = (
+            f"the untrusted {side} edge at {self.clients[side].address} answered busy to every "
+            f"session it was asked to open for {waited:.0f}s (--edge-wait {self.edge_wait:g})"
+        )
+        if self.edge_loss == "forfeit":
+            return failed_side(model_id, budget, SideStatus.DISCONNECT, why)
+        raise InfrastructureError(f"{battle.battle_id}: {why}; voided")
+
+    def _full_name(self, model_id: str, reported: str) -> str:
+        """``logName:model:policyName`` of a side: its logName the organizer's candidates.json's,
+        never the edge's (an edge could take another entrant's name); of what the edge reports,
+        only a policy name that is a class name."""
+        candidate = self.candidates.get(model_id)
+        log_name = candidate.log_name if candidate is not None else model_id
+        policy = reported.rsplit(":", 1)[-1]
+        return f"{log_name}:{model_id}:{policy if _POLICY_NAME.fullmatch(policy) else 'policy'}"
 
     def apart(self) -> bool:
         """Whether the blue and red edges' calls run on CPUs of their own, as their hellos say
@@ -319,6 +385,12 @@ class EdgeSource:
             )
         for client in self.clients.values():
             client.close()
+
+
+def _on_loopback(client: EdgeClient) -> bool:
+    """Whether the client's edge (``tcp://host:port``) is on this machine's loopback."""
+    host = client.address.removeprefix("tcp://").rsplit(":", 1)[0].strip("[]")
+    return loopback_host(host)
 
 
 def _clock_ran_out(exc: Exception, waited: float, budget: Budget, client: EdgeClient) -> bool:

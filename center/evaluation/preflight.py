@@ -7,7 +7,7 @@ not OK, with its counts and its first error line.
 
 from __future__ import annotations
 
-from center.errors import ConfigError
+from center.errors import ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.budget import Budget
 from center.evaluation.match import SideSource
 from center.evaluation.records import SIDE_STATUSES, BattleRecord
@@ -44,7 +44,9 @@ def check_models(
 ) -> dict[str, str]:
     """Open (and close) each model on each side it will play, as a battle does: model -> problem.
 
-    A model that cannot load is found here, in seconds, instead of in its first battle.
+    A model that cannot load is found here, in seconds, instead of in its first battle; so is
+    one whose untrusted edge stays busy past ``--edge-wait`` (its battles are then void, or
+    forfeited with ``--edge-loss forfeit``).
     """
     problems: dict[str, str] = {}
     for side, model_ids in sides.items():
@@ -57,8 +59,13 @@ def check_models(
             def open_one(s: str, m: str = model_id, b: ScheduledBattle = probe) -> SideGuard:
                 return source.open_side(m, s, b, battle_format, budget, "sep-preflight")
 
-            # waits while the edge has no worker for it
-            open_sides(opened, [side], open_one, source.close_side, f"the check of {model_id}")
+            try:  # waits while the edge has no worker for it (bounded for an untrusted edge)
+                open_sides(opened, [side], open_one, source.close_side, f"the check of {model_id}")
+            except InfrastructureError as exc:
+                if isinstance(exc, EdgeDown):
+                    raise
+                problems[model_id] = str(exc).removeprefix(f"{probe.battle_id}: ")
+                continue
             guard = opened[side]
             try:
                 if guard.fatal is not None:

@@ -175,13 +175,15 @@ class EdgeSession:
 
 class RemoteSide:
     """The :class:`~center.evaluation.side.Side` an edge serves in ``session``: one request per
-    call (see the module docstring)."""
+    call (see the module docstring). ``queues``: whether the side's calls are credited what they
+    wait for a CPU on the edge, as the edge reports it (a trusted edge's); an untrusted edge's
+    ``usage`` is recorded, its waiting credited nothing."""
 
-    queues = True
     needs_battle = False
 
-    def __init__(self, session: EdgeSession) -> None:
+    def __init__(self, session: EdgeSession, *, queues: bool = True) -> None:
         self.session = session
+        self.queues = queues
         self.observation_space = session.observation_space
         self.action_space = session.action_space
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from center.evaluation.match import MatchSettings, SideSource
 
@@ -11,12 +12,14 @@ __all__ = ["EdgeAddress", "RunnerSpec", "SourceSpec"]
 
 @dataclass(frozen=True)
 class EdgeAddress:
-    """One edge a runner connects to, with the CURVE keys of the connection (None: plain TCP)."""
+    """One edge a runner connects to, with the CURVE keys of the connection (None: plain TCP),
+    and whether the center takes its word (``sep_config.json``'s ``"trusted"``)."""
 
     endpoint: str
     server_public_key: str | None = None
     center_public_key: str | None = None
     center_secret_key: str | None = field(default=None, repr=False)
+    trusted: bool = True
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class SourceSpec:
     candidates: str
     edges: dict[str, tuple[EdgeAddress, ...]] = field(default_factory=dict)
     edge_wait: float = 60.0
+    #: a lost edge, or an untrusted one busy past ``edge_wait``: the match's ``edge_loss``
+    edge_loss: Literal["void", "forfeit"] = "void"
 
     def edge_for(self, side: str, runner_index: int) -> EdgeAddress:
         """The edge of ``side`` that runner ``runner_index`` uses: the pool spread evenly."""
@@ -43,9 +48,10 @@ class SourceSpec:
         from center.isolation.edge_client import EdgeClient
         from edge.wire.keys import KeyPair
 
-        clients = {}
+        clients, trusted = {}, {}
         for side in self.edges:
             edge = self.edge_for(side, runner_index)
+            trusted[side] = edge.trusted
             keys = None
             if edge.center_public_key is not None and edge.center_secret_key is not None:
                 keys = KeyPair(edge.center_public_key, edge.center_secret_key)
@@ -54,7 +60,13 @@ class SourceSpec:
                 server_public_key=edge.server_public_key if keys is not None else None,
                 client_keys=keys,
             )
-        return EdgeSource(clients, self.candidates, edge_wait=self.edge_wait)
+        return EdgeSource(
+            clients,
+            self.candidates,
+            edge_wait=self.edge_wait,
+            trusted=trusted,
+            edge_loss=self.edge_loss,
+        )
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ Pinned minimal shape::
     {"blue": {"host": "127.0.0.1", "port": 51000}, "red": {"host": "127.0.0.1", "port": 51010}}
 
 A side may also be a list of edges, one per battle runner (``sep_main --workers``, docs/scale.md);
-a ``sep_edge`` serves one edge. The ``curve`` sections: :mod:`edge.wire.keys`.
+a ``sep_edge`` serves one edge. The ``curve`` sections: :mod:`edge.wire.keys`. An edge's
+``"trusted"`` says whether the center takes its word (:meth:`SepConfig.trusted`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +61,35 @@ class SepConfig:
             raise SepConfigError(f"{self.path}: {side}.port must be an integer port number")
         return host, port
 
+    def trusted(self, side: str) -> bool:
+        """Whether the center takes the ``side`` edge's word: its reports of waiting (for a CPU,
+        for room to open a session) are credited and waited for. ``"trusted"`` in the edge's
+        section; without it, true for an edge on loopback and false for one on another host (a
+        participant's own, or the organizer's, which then says ``"trusted": true``)."""
+        host, _ = self.address(side)
+        section = self.data[side]
+        value = section.get("trusted")
+        if value is None:
+            return loopback_host(host)
+        if not isinstance(value, bool):
+            raise SepConfigError(f"{self.path}: {side}.trusted must be true or false")
+        return value
+
     def endpoint(self, side: str) -> str:
         """``tcp://host:port`` of the ``side`` edge."""
         from edge.wire.transport import tcp_endpoint
 
         return tcp_endpoint(*self.address(side))
+
+
+def loopback_host(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: another machine, as far as the center can tell
+        return False
 
 
 def load_sep_config(path: str | Path) -> SepConfig:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from center.errors import ResultsError
+from center.evaluation import battle_files
 from center.evaluation.battle_files import (
+    SIDE_FILE_LIMIT,
     battle_file_relpaths,
     remove_battle_files,
     write_battle_files,
@@ -97,3 +101,45 @@ def test_files_are_written_removed_and_only_the_battles_own_are_written(tmp_path
         with pytest.raises(ResultsError):
             write_battle_files(tmp_path, BATTLE, {name: b"x"})
     assert not (tmp_path / "battles.csv").exists()
+
+
+def test_a_side_s_err_past_its_limit_is_cut_and_says_so(tmp_path):
+    huge = b"ERROR: RuntimeError: boom\n" + b"x" * (8 * 2**20)  # the 7.5 MiB traceback, and more
+    write_battle_files(tmp_path, BATTLE, {f"logs/{BATTLE}.red.err": huge})
+    kept = (tmp_path / f"logs/{BATTLE}.red.err").read_bytes()
+    assert len(kept) <= SIDE_FILE_LIMIT
+    assert kept.startswith(b"ERROR: RuntimeError: boom\n") and b"cut ...]" in kept
+
+
+def test_a_side_s_printed_output_past_its_limit_is_left_out_and_says_so(tmp_path):
+    noise = gzip.compress(os.urandom(SIDE_FILE_LIMIT * 2))
+    write_battle_files(tmp_path, BATTLE, {f"logs/{BATTLE}.blue.out.gz": noise})
+    assert b"cut ...]" in read_text(tmp_path / f"logs/{BATTLE}.blue.out").encode()
+    assert (tmp_path / f"logs/{BATTLE}.blue.out.gz").stat().st_size < 1024
+
+
+def _err(battle: str, side: str, size: int) -> dict[str, bytes]:
+    return {f"logs/{battle}.{side}.err": b"ERROR: RuntimeError: boom\n" + b"t" * size}
+
+
+def test_a_candidate_s_side_files_stop_growing_at_its_allowance(tmp_path, monkeypatch):
+    monkeypatch.setattr(battle_files, "ENTRY_LOGS_LIMIT", 3 * SIDE_FILE_LIMIT)
+    size = SIDE_FILE_LIMIT - 100
+    for i in range(6):  # the hosted edge's side (red) loses every battle with a long traceback
+        write_battle_files(
+            tmp_path,
+            f"honest-vs-filler-{i:04d}",
+            _err(f"honest-vs-filler-{i:04d}", "red", size)
+            | _err(f"honest-vs-filler-{i:04d}", "blue", 10),
+        )
+    sizes = [(tmp_path / f"logs/honest-vs-filler-{i:04d}.red.err").stat().st_size for i in range(6)]
+    assert sum(sizes) <= 3 * SIDE_FILE_LIMIT + 6 * 200
+    last = (tmp_path / "logs/honest-vs-filler-0005.red.err").read_bytes()
+    assert last.startswith(b"ERROR: RuntimeError: boom\n") and b"side files" in last
+    # the other candidate's files are its own allowance's
+    assert (tmp_path / "logs/honest-vs-filler-0005.blue.err").stat().st_size > 10
+    # a resumed run (a fresh count, from what logs/ holds) goes on where the last stopped
+    resumed = tmp_path / "resumed"
+    shutil.copytree(tmp_path / "logs", resumed / "logs")
+    write_battle_files(resumed, "honest-vs-filler-0009", _err("honest-vs-filler-0009", "red", size))
+    assert (resumed / "logs/honest-vs-filler-0009.red.err").stat().st_size < 1024
