@@ -12,6 +12,7 @@ from typing import Final
 
 from edge.contract.candidates import Candidate
 from edge.service.sandbox import Hardening, paths_to_expose
+from edge.service.seccomp import seccomp_problem
 
 __all__ = ["EDGE_PACKAGE", "choose_hardening", "module_place"]
 
@@ -47,6 +48,9 @@ def choose_hardening(
                 "turn this on"
             )
             exposed = {}
+    seccomp_off = seccomp_problem()  # as root or not: filters need only no_new_privs
+    if seccomp_off is not None:
+        why["seccomp"] = seccomp_off
     network = possible.network and isolate_network
     if possible.network and not isolate_network:
         why["network"] = "not asked (--allow-network)"
@@ -58,6 +62,7 @@ def choose_hardening(
         ipc_namespace=possible.ipc_namespace,
         private_tmp=possible.private_tmp,
         private_proc=possible.private_proc,
+        seccomp=seccomp_off is None,
         model_template=possible.model_template,
         exposed=exposed,
         uid_base=possible.uid_base,

@@ -23,6 +23,7 @@ from typing import Any, Final, NoReturn
 
 from edge.contract.provenance import code_digest
 from edge.contract.user_module import UserModel
+from edge.service import seccomp
 from edge.service.endpoints import open_endpoints
 from edge.service.fork_check import shared_mappings
 from edge.service.fork_server import ForkServer, send
@@ -148,6 +149,8 @@ class _Template(ForkServer):
                 os.dup2(devnull, fd)
             os.close(devnull)
             _poke_loop_on_first_call()
+            if self.spec.hardening.seccomp:  # before the module's import, on for good
+                seccomp.install(seccomp.MODULE_STAGE)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 send(self.ctl, {"op": "broken", "error": f"template set-up failed: {exc!r}"})
@@ -241,6 +244,8 @@ def _enter_battle_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
     os.setresuid(uid, uid, uid)  # from root to another id: every capability goes
     libc_call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if spec.hardening.seccomp:  # its mounts and namespaces made: no more of them
+        seccomp.install(seccomp.WORKER_STAGE)
 
 
 def drop_shared_writable_memory() -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from edge.service.seccomp import filters_summary
+
 __all__ = [
     "EXIT_MEMORY",
     "EXIT_SETUP",
@@ -231,6 +233,8 @@ class Hardening:
     """Each worker sees an empty tmpfs of its own at each of PRIVATE_FOLDERS (/tmp, /dev/shm…)."""
     private_proc: bool = False
     """Each worker sees a /proc of its own PID namespace: its own processes, none of the host's."""
+    seccomp: bool = False
+    """Workers get the seccomp filters of ``edge.service.seccomp`` (system calls refused)."""
     model_template: bool = False
     """The host lets each model have a template process in a user namespace of its own, from
     which its workers are forked (``edge.service.model_template``)."""
@@ -284,6 +288,7 @@ class Hardening:
                 self.private_tmp,
                 "an empty tmpfs of its own per worker at " + ", ".join(PRIVATE_FOLDERS),
             ),
+            "seccomp: " + state("seccomp", self.seccomp, filters_summary()),
         ]
 
 
