@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from edge.contract.model_id import model_id_problem
+
 __all__ = [
     "ScheduledBattle",
     "battle_seed",
@@ -45,9 +47,10 @@ def battle_seed(base_seed: int, battle_id: str) -> int:
 
 
 def _check_candidate_id(cid: str) -> None:
-    # Ids go into battle ids, and battle ids into file names.
-    if not cid or cid in {".", ".."} or any(c in cid for c in "/\\") or not cid.isprintable():
-        raise ValueError(f"candidate id {cid!r} cannot be used in battle ids and file names")
+    # Ids go into battle ids, and battle ids into file names: the edge's one rule.
+    problem = model_id_problem(cid)
+    if problem is not None:
+        raise ValueError(f"candidate id {cid!r} cannot be used in battle ids: {problem}")
 
 
 def check_paired_n(n: int) -> None:

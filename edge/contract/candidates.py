@@ -1,9 +1,10 @@
 """``candidates.json``: the candidate models, their modules, arguments, names and teams.
 
-Each model id maps to an entry (docs/contract.md): ``userModuleID`` (required), ``args``,
-``logName``, ``team`` (inline Showdown team text, or the path of a team file relative to the
-file's folder; :attr:`Candidate.team` holds the text) and ``endpoints`` (the model endpoints its
-workers may reach). Reading the file imports nothing.
+Each model id (:func:`edge.contract.model_id.model_id_problem`) maps to an entry (docs/contract.md):
+``userModuleID`` (required), ``args``, ``logName``, ``team`` (inline Showdown team text, or a team
+file inside the file's folder; :attr:`Candidate.team` holds the text), ``endpoints`` (the model
+endpoints its workers may reach), ``formats`` (the format ids it plays) and ``participant`` (who
+entered it). Reading the file imports nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edge.contract.model_id import model_id_problem
 from edge.errors import CandidatesError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENDPOINT_NAME", "ENTRY_KEYS", "Candidate", "load_candidates"]
+__all__ = [
+    "ENDPOINT_NAME",
+    "ENTRY_KEYS",
+    "FORMAT_ID",
+    "TEAM_FILE_BYTES",
+    "Candidate",
+    "load_candidates",
+]
 
-ENTRY_KEYS = ("userModuleID", "args", "logName", "team", "endpoints")
+ENTRY_KEYS = ("userModuleID", "args", "logName", "team", "endpoints", "formats", "participant")
+
+TEAM_FILE_BYTES = 64 << 10
+"""The most a team file may hold (a Showdown team of six takes about 2 KB)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,14 @@ class Candidate:
     source: Path
     endpoints: tuple[str, ...] = ()
     """The model endpoints its workers may reach (``sep_edge --endpoint NAME=URL``), by name."""
+    formats: tuple[str, ...] = ()
+    """The format ids the entry plays, in its order (empty: not said)."""
+    participant: str = ""
+    """Who entered it (its ``participant`` key; the model id when the entry names none)."""
+
+    def __post_init__(self) -> None:
+        if not self.participant:
+            object.__setattr__(self, "participant", self.model_id)
 
     @property
     def folder(self) -> Path:
@@ -103,10 +123,9 @@ def _json_type(value: Any) -> str:
 
 def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
     where = f"{source}: entry {model_id!r}"
-    if not model_id.strip() or model_id != model_id.strip() or ":" in model_id:
-        raise CandidatesError(
-            f"{where}: a model id must be non-empty, without surrounding spaces and without ':'"
-        )
+    problem = model_id_problem(model_id)
+    if problem is not None:
+        raise CandidatesError(f"{where}: {problem}")
     if not isinstance(entry, dict):
         raise CandidatesError(
             f'{where}: must be an object with at least "userModuleID", got a {_json_type(entry)}'
@@ -147,6 +166,12 @@ def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
 
     team, team_path = _read_team(where, source.parent, entry.get("team"))
     endpoints = _read_endpoints(where, entry.get("endpoints", []))
+    formats = _read_formats(where, entry.get("formats"))
+    participant = entry.get("participant", model_id)
+    if not isinstance(participant, str) or not participant.strip() or not participant.isprintable():
+        raise CandidatesError(
+            f'{where}: "participant" must be a non-empty name, got {participant!r}'
+        )
     return Candidate(
         model_id=model_id,
         module_id=module_id,
@@ -156,6 +181,8 @@ def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
         team_path=team_path,
         source=source,
         endpoints=endpoints,
+        formats=formats,
+        participant=participant,
     )
 
 
@@ -174,8 +201,28 @@ def _read_endpoints(where: str, value: Any) -> tuple[str, ...]:
     return tuple(sorted({v.upper() for v in value}))
 
 
+FORMAT_ID = re.compile(r"[a-z0-9]{1,64}")
+"""A Showdown format id (``gen9vgc2025regi``): lowercase letters and digits."""
+
+
+def _read_formats(where: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and FORMAT_ID.fullmatch(v) for v in value)
+    ):
+        raise CandidatesError(
+            f'{where}: "formats" must be a non-empty list of Showdown format ids such as '
+            f'["gen9vgc2025regi"] (lowercase letters and digits), got {value!r}'
+        )
+    return tuple(dict.fromkeys(value))
+
+
 def _read_team(where: str, folder: Path, value: Any) -> tuple[str | None, Path | None]:
-    """``(team text, team file)`` of an entry's ``team``: inline text or a file by the json."""
+    """``(team text, team file)`` of an entry's ``team``: inline text, or a file that lies inside
+    the folder of candidates.json (resolved first: no ``..``, absolute path or link leads out)."""
     if value is None:
         return None, None
     if not isinstance(value, str) or not value.strip():
@@ -185,7 +232,23 @@ def _read_team(where: str, folder: Path, value: Any) -> tuple[str | None, Path |
     if "\n" in value or "|" in value:
         return value, None
     path = folder / value
+    inside = folder.resolve()
     try:
+        resolved: Path | None = path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte
+        resolved = None
+    if resolved is None or not resolved.is_relative_to(inside) or resolved == inside:
+        raise CandidatesError(
+            f"{where}: team file {value!r} lies outside {inside}, the folder of candidates.json: "
+            f"copy the team file into that folder, or give the team text itself"
+        )
+    try:
+        if path.exists() and not path.is_file():
+            raise CandidatesError(f"{where}: team file {path} is not a regular file")
+        if path.stat().st_size > TEAM_FILE_BYTES:
+            raise CandidatesError(
+                f"{where}: team file {path} is over {TEAM_FILE_BYTES} bytes: not a team"
+            )
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CandidatesError(

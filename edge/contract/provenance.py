@@ -1,8 +1,9 @@
 """Which code a candidate is: a digest of its user module's files, computed where the code runs.
 
-:func:`code_digest` hashes, importing nothing, the module's files (its package folder or its single
-``.py``) and each parent package's ``__init__.py``, caches left out; it reads ``sha256:`` and 64
-hex digits, the same on any host. The exact format is in docs/architecture.md.
+:func:`code_digest` hashes, importing nothing, every file Python could load for the module: its
+package folder (caches, bytecode and native extensions included) or its single ``.py`` with what
+could shadow it, and each parent package's ``__init__`` with its caches; it reads ``sha256:`` and
+64 hex digits, the same on any host for the same files. The exact format is in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -10,18 +11,56 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from edge.contract.candidates import Candidate
 
-__all__ = ["code_digest", "module_files", "short_digest"]
+__all__ = [
+    "BYTECODE_SUFFIXES",
+    "NATIVE_SUFFIXES",
+    "code_digest",
+    "files_digest",
+    "module_files",
+    "short_digest",
+]
 
-_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
-_SKIPPED_SUFFIXES = frozenset({".pyc", ".pyo"})
+#: Folders of tools, from which Python imports nothing: left out of a package's files.
+_TOOL_DIRS = frozenset({".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+#: Compiled Python, which Python may load instead of (or without) the source.
+BYTECODE_SUFFIXES = frozenset({".pyc", ".pyo"})
+#: Native extension modules (``name.cpython-311-x86_64-linux-gnu.so``), loaded before a ``.py``.
+NATIVE_SUFFIXES = frozenset({".so", ".pyd"})
 _cache: dict[tuple[int, int, int, int, int], str] = {}
 """Content hashes by the file's identity and state: device, inode, size, mtime and ctime (which
 a write always moves, and which no tool sets back)."""
 _cache_lock = threading.Lock()
+
+
+def _loadable(folder: Path, stem: str) -> list[Path]:
+    """The files of ``folder`` Python could load as the module ``stem``: ``stem.py``, its
+    bytecode and extensions (``stem.pyc``, ``stem.cpython-311-….so``) and its ``__pycache__``."""
+    found = []
+    for place, caches in ((folder, False), (folder / "__pycache__", True)):
+        if not place.is_dir():
+            continue
+        for path in place.iterdir():
+            name = path.name
+            if not name.startswith(stem + ".") or not path.is_file():
+                continue
+            if caches or name == stem + ".py" or path.suffix in BYTECODE_SUFFIXES | NATIVE_SUFFIXES:
+                found.append(path)
+    return found
+
+
+def _package_files(package: Path) -> list[Path]:
+    files = []
+    for path in package.rglob("*"):
+        if any(p in _TOOL_DIRS for p in path.relative_to(package).parts):
+            continue
+        if path.is_file():
+            files.append(path)
+    return files
 
 
 def module_files(folder: Path, module_id: str) -> list[Path]:
@@ -31,21 +70,14 @@ def module_files(folder: Path, module_id: str) -> list[Path]:
     parts = module_id.split(".")
     files: list[Path] = []
     for depth in range(1, len(parts)):
-        init = folder.joinpath(*parts[:depth], "__init__.py")
-        if init.is_file():
-            files.append(init)
+        files += _loadable(folder.joinpath(*parts[:depth]), "__init__")
     package = folder.joinpath(*parts)
-    if package.is_dir():
-        for path in package.rglob("*"):
-            relative = path.relative_to(package).parts
-            if any(p in _SKIPPED_DIRS for p in relative) or path.suffix in _SKIPPED_SUFFIXES:
-                continue
-            if path.is_file():
-                files.append(path)
+    single = _loadable(folder.joinpath(*parts[:-1]), parts[-1])
+    # A folder with an __init__ is imported before a module file; one without, only without one.
+    if package.is_dir() and (_loadable(package, "__init__") or not single):
+        files += _package_files(package)
     else:
-        single = folder.joinpath(*parts[:-1], parts[-1] + ".py")
-        if single.is_file():
-            files.append(single)
+        files += single
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
 
@@ -75,17 +107,22 @@ def _locate(candidate: Candidate) -> tuple[Path, list[Path]]:
     return candidate.folder, []
 
 
-def code_digest(candidate: Candidate) -> str:
-    """``sha256:…`` of the candidate's module files (``""`` when none are found)."""
-    folder, files = _locate(candidate)
-    if not files:
-        return ""
+def files_digest(folder: Path, files: Iterable[Path]) -> str:
+    """``sha256:…`` of ``files`` by their paths relative to ``folder`` (``""`` for none)."""
     total = hashlib.sha256()
-    for path in files:
+    count = 0
+    for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix()):
         size, content = _content_hash(path)
         name = path.relative_to(folder).as_posix()
         total.update(f"{name}\0{size}\0{content}\n".encode())
-    return f"sha256:{total.hexdigest()}"
+        count += 1
+    return f"sha256:{total.hexdigest()}" if count else ""
+
+
+def code_digest(candidate: Candidate) -> str:
+    """``sha256:…`` of the candidate's module files (``""`` when none are found)."""
+    folder, files = _locate(candidate)
+    return files_digest(folder, files)
 
 
 def short_digest(digest: str) -> str:

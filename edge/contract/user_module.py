@@ -112,6 +112,9 @@ def import_user_module(module_id: str, folder: Path, what: str = "") -> ModuleTy
                 f"so {local} would be ignored; give the module folder a unique name"
             )
         importlib.invalidate_caches()
+        # A cache written beside the module would change its provenance digest: none is, from
+        # now on in this process (a later lazy import of the module's own files included).
+        sys.dont_write_bytecode = True
         try:
             with _on_sys_path(folder):
                 module = importlib.import_module(module_id)

@@ -1,10 +1,10 @@
 """``sep_submit admit ARCHIVE``: verify a submission, check it in the sandbox, add it to a
 candidates folder.
 
-Each step refuses with one line before anything changes: the archive's members, the manifest, the
-packages it needs, the candidates entry and folders it would take, every file's SHA-256 and the
-provenance digest, the conformance checker. Only then is the module moved in and candidates.json
-rewritten atomically.
+Each step refuses with one line before anything changes: the archive's members, the manifest and
+the files it may install (:mod:`edge.submit.layout`), the packages it needs, the entry, name and
+folders it would take, every file's SHA-256 and the provenance digest, the conformance checker.
+Only then is the module moved in and candidates.json rewritten atomically.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edge.contract.candidates import load_candidates
+from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.provenance import code_digest
 from edge.submit.archive import DEFAULT_LIMITS, ArchiveLimits, SafeArchive
 from edge.submit.errors import CheckerFailed, SubmissionError
+from edge.submit.layout import check_files, check_name, module_root, parent_inits
 from edge.submit.manifest import FILES_DIR, MANIFEST_NAME, Manifest
 from edge.submit.requirements import unmet
 
@@ -36,10 +37,13 @@ _MANIFEST_BYTES = 1 << 20
 
 
 def run_checker(candidates: Path, model_id: str) -> int:
-    """The checker ``sep_edge --check`` runs, on ``model_id``; it prints its report."""
+    """The checker ``sep_edge --check`` runs, on ``model_id`` in the first format its entry plays;
+    it prints its report."""
     from edge.checker.__main__ import main as check_main
 
-    return check_main([model_id, "--candidates", str(candidates)])
+    formats = load_candidates(candidates)[model_id].formats
+    chosen = ["--format", formats[0]] if formats else []
+    return check_main([model_id, "--candidates", str(candidates), *chosen])
 
 
 @dataclass
@@ -75,16 +79,18 @@ def _read_manifest(archive: SafeArchive) -> Manifest:
     return manifest
 
 
-def _module_root(manifest: Manifest) -> str:
-    """The module's own path in the candidates folder: its package folder or its ``.py``."""
-    path = manifest.module_id.replace(".", "/")
-    if any(f.path.startswith(path + "/") for f in manifest.files):
-        return path
-    return path + ".py"
-
-
 def _overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _check_names(manifest: Manifest, models: dict[str, Candidate], candidates: Path) -> None:
+    """Refuse a logName that another entry shows already (every name shown is unique)."""
+    for other, candidate in sorted(models.items()):
+        if other != manifest.model_id and candidate.log_name == manifest.log_name:
+            raise SubmissionError(
+                f"logName {manifest.log_name!r} is already the name of entry {other!r} in "
+                f"{candidates}: refused (admit --log-name NAME gives the entry another)"
+            )
 
 
 def _check_place(manifest: Manifest, folder: Path, doc: dict[str, Any], replace: bool) -> bool:
@@ -108,7 +114,7 @@ def _check_place(manifest: Manifest, folder: Path, doc: dict[str, Any], replace:
             f"module {manifest.module_id!r} is also used by {', '.join(map(repr, sharing))} "
             f"in candidates.json: rename the package before packing"
         )
-    root = _module_root(manifest)
+    root = module_root(manifest)
     ours = isinstance(old, dict) and old.get("userModuleID") == manifest.module_id
     if (folder / root).exists() and not ours:
         raise SubmissionError(
@@ -126,15 +132,15 @@ def _check_place(manifest: Manifest, folder: Path, doc: dict[str, Any], replace:
     return old is not None
 
 
-def _read_doc(candidates: Path) -> dict[str, Any]:
+def _read_doc(candidates: Path) -> tuple[dict[str, Any], dict[str, Candidate]]:
     if not candidates.exists():
-        return {}
-    load_candidates(candidates)  # refuses a malformed file with its own line
+        return {}, {}
+    models = load_candidates(candidates)  # refuses a malformed file with its own line
     doc: dict[str, Any] = json.loads(candidates.read_text(encoding="utf-8"))
-    return doc
+    return doc, models
 
 
-def _verify_unpacked(manifest: Manifest, staging: Path) -> None:
+def _verify_unpacked(manifest: Manifest, entry: dict[str, Any], staging: Path) -> None:
     for digest in manifest.files:
         data = (staging / digest.path).read_bytes()
         if len(data) != digest.size or hashlib.sha256(data).hexdigest() != digest.sha256:
@@ -143,7 +149,7 @@ def _verify_unpacked(manifest: Manifest, staging: Path) -> None:
                 f"was changed after packing"
             )
     staged = staging / "candidates.json"
-    staged.write_text(json.dumps({manifest.model_id: manifest.candidate_entry()}), "utf-8")
+    staged.write_text(json.dumps({manifest.model_id: entry}), "utf-8")
     candidate = load_candidates(staged)[manifest.model_id]
     if code_digest(candidate) != manifest.code_digest:
         raise SubmissionError(
@@ -152,19 +158,22 @@ def _verify_unpacked(manifest: Manifest, staging: Path) -> None:
         )
 
 
-def _install(manifest: Manifest, staging: Path, folder: Path, doc: dict[str, Any]) -> None:
+def _install(
+    manifest: Manifest, entry: dict[str, Any], staging: Path, folder: Path, doc: dict[str, Any]
+) -> None:
     """Move the module in (the old one of this model out) and rewrite candidates.json."""
-    root = _module_root(manifest)
+    root = module_root(manifest)
     target = folder / root
     if target.exists():
         target.rename(staging / ".replaced")
     (folder / root).parent.mkdir(parents=True, exist_ok=True)
     (staging / root).rename(target)
-    for digest in manifest.files:  # parent packages' __init__.py, checked equal or absent
-        if not (folder / digest.path).exists():
-            (folder / digest.path).parent.mkdir(parents=True, exist_ok=True)
-            (staging / digest.path).rename(folder / digest.path)
-    doc[manifest.model_id] = manifest.candidate_entry()
+    listed = {f.path for f in manifest.files}
+    for init in parent_inits(manifest.module_id):  # checked equal or absent: only the absent
+        if init in listed and not (folder / init).exists():
+            (folder / init).parent.mkdir(parents=True, exist_ok=True)
+            (staging / init).rename(folder / init)
+    doc[manifest.model_id] = entry
     # A file of its own, flushed, then renamed over: an edge reloading it never reads half.
     fd, partial = tempfile.mkstemp(prefix=".candidates.json.", dir=folder)
     try:
@@ -179,6 +188,19 @@ def _install(manifest: Manifest, staging: Path, folder: Path, doc: dict[str, Any
         raise
 
 
+def _notes(manifest: Manifest) -> list[str]:
+    """What the archive asks for and admit does not grant."""
+    notes = []
+    if manifest.endpoints:
+        notes.append(
+            f"{manifest.model_id!r} asks for the model endpoint(s) {', '.join(manifest.endpoints)}:"
+            f" not granted (an archive never grants itself an endpoint)"
+        )
+    if manifest.final:
+        notes.append(f"{manifest.model_id!r} is marked by its participant as the final submission")
+    return notes
+
+
 def admit(
     archive_path: Path,
     candidates: Path,
@@ -187,19 +209,40 @@ def admit(
     dry_run: bool = False,
     limits: ArchiveLimits = DEFAULT_LIMITS,
     checker: Checker = run_checker,
+    allow_native: bool = False,
+    participant: str | None = None,
+    log_name: str | None = None,
 ) -> AdmitResult:
-    """Admit the archive into the folder of ``candidates`` (see the module docstring)."""
+    """Admit the archive into the folder of ``candidates`` (see the module docstring).
+
+    ``participant`` and ``log_name`` are the organizer's: who entered it (default: the entry
+    itself) and the name shown (default: the archive's); ``allow_native`` admits native extensions.
+    """
     folder = candidates.absolute().parent
     with SafeArchive(archive_path, limits) as archive:
         manifest = _read_manifest(archive)
+        if log_name is not None:
+            manifest.log_name = log_name
+            manifest.validate()
+        check_files(manifest, allow_native)
         missing, notes = unmet(manifest.requires)
         if missing:
             raise SubmissionError(
                 f"{manifest.model_id!r} needs what this Python ({sys.executable}) lacks: "
                 f"{'; '.join(missing)}: install it there (sep_submit never runs pip)"
             )
-        doc = _read_doc(candidates)
+        doc, models = _read_doc(candidates)
+        check_name(manifest, folder)
+        _check_names(manifest, models, candidates)
         replaced = _check_place(manifest, folder, doc, replace)
+        entry = manifest.candidate_entry()
+        old = doc.get(manifest.model_id)
+        if participant is None and replaced and isinstance(old, dict) and "participant" in old:
+            participant = str(old["participant"])  # a new version stays its participant's
+        if participant is not None:
+            if not participant.strip() or not participant.isprintable():
+                raise SubmissionError(f"--participant {participant!r}: not a name")
+            entry["participant"] = participant
         if not dry_run:
             folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".sep_submit-", dir=None if dry_run else folder))
@@ -208,14 +251,14 @@ def admit(
             archive.extract(
                 [f"{FILES_DIR}/{f.path}" for f in manifest.files], staging, strip=f"{FILES_DIR}/"
             )
-            _verify_unpacked(manifest, staging)
+            _verify_unpacked(manifest, entry, staging)
             if checker(staging / "candidates.json", manifest.model_id) != 0:
                 raise CheckerFailed(
                     f"{manifest.model_id!r} failed the conformance checker (its report is "
                     f"above): not admitted"
                 )
             if not dry_run:
-                _install(manifest, staging, folder, doc)
+                _install(manifest, entry, staging, folder, doc)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return AdmitResult(manifest, manifest.candidate_entry(), replaced, notes)
+    return AdmitResult(manifest, entry, replaced, notes + _notes(manifest))

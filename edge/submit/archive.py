@@ -1,11 +1,11 @@
 """Reading a submission archive without trusting it: every member is checked before anything is
 written.
 
-A member must be a regular file or a folder with a relative path that stays inside the archive (no
-absolute path, no ``..``, no backslash or NUL); links, devices and fifos are refused, and so are
-archives past the member count, per-file or total unpacked size limits (read from the headers
-before any data is decompressed to disk). Files are then written one by one into a folder the
-caller owns (a fresh temporary one), never with the archive's owners or modes.
+The raw headers are bounded first (:mod:`edge.submit.tar_headers`). A member must be a regular file
+or a folder with a relative path that stays inside the archive (no absolute path, no ``..``, no
+backslash or NUL); links, devices and fifos are refused, and so are archives past the member count,
+per-file or total unpacked size limits (read from the headers before any data is written). Files
+are then written one by one into a caller's folder, never with the archive's owners or modes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from edge.submit.errors import SubmissionError
+from edge.submit.tar_headers import check_headers
 
 __all__ = ["DEFAULT_LIMITS", "ArchiveLimits", "SafeArchive"]
 
@@ -65,6 +66,7 @@ class SafeArchive:
 
     def __init__(self, path: Path, limits: ArchiveLimits = DEFAULT_LIMITS) -> None:
         self.path = path
+        check_headers(path, limits.members, limits.total_bytes, limits.file_bytes)
         try:
             self._tar = tarfile.open(path, "r:gz")  # noqa: SIM115 - closed by close()
         except FileNotFoundError:

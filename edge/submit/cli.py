@@ -51,13 +51,20 @@ def _fail(exc: EdgeError) -> None:
     help="A Python package the module needs beyond its detected imports, or a version range, "
     "e.g. 'numpy>=1.26' (repeatable).",
 )
-def pack(model_id: str, candidates: Path, out: Path | None, requires: tuple[str, ...]) -> None:
+@click.option(
+    "--final",
+    is_flag=True,
+    help="Ask for this submission to be your final one (the organizer decides).",
+)
+def pack(
+    model_id: str, candidates: Path, out: Path | None, requires: tuple[str, ...], final: bool
+) -> None:
     """Pack MODEL_ID's module, its data and a manifest into one archive to hand over."""
     from edge.submit.pack import describe
     from edge.submit.pack import pack as pack_model
 
     try:
-        target, manifest = pack_model(candidates, model_id, out, requires)
+        target, manifest = pack_model(candidates, model_id, out, requires, final=final)
     except EdgeError as exc:
         _fail(exc)
         return
@@ -85,7 +92,33 @@ def pack(model_id: str, candidates: Path, out: Path | None, requires: tuple[str,
     metavar="SIZE",
     help="Refuse an archive that unpacks past SIZE.",
 )
-def admit(archive: Path, candidates: Path, replace: bool, dry_run: bool, max_size: str) -> None:
+@click.option(
+    "--allow-native",
+    is_flag=True,
+    help="Admit native extensions (*.so, *.pyd) in the module; the digest covers them.",
+)
+@click.option(
+    "--participant",
+    default=None,
+    metavar="NAME",
+    help="Who entered the model (its candidates.json 'participant'; default: the entry itself).",
+)
+@click.option(
+    "--log-name",
+    default=None,
+    metavar="NAME",
+    help="The name shown for the model instead of the archive's logName (it must be unique).",
+)
+def admit(
+    archive: Path,
+    candidates: Path,
+    replace: bool,
+    dry_run: bool,
+    max_size: str,
+    allow_native: bool,
+    participant: str | None,
+    log_name: str | None,
+) -> None:
     """Verify ARCHIVE, check it in the sandbox, unpack it next to CANDIDATES and list it there.
 
     Run it with the edge's own Python: the packages the submission needs are compared with that
@@ -102,7 +135,16 @@ def admit(archive: Path, candidates: Path, replace: bool, dry_run: bool, max_siz
         raise click.BadParameter(str(exc), param_hint="--max-size") from None
     limits = ArchiveLimits(total_bytes=total, file_bytes=min(total, ArchiveLimits.file_bytes))
     try:
-        result = admit_archive(archive, candidates, replace=replace, dry_run=dry_run, limits=limits)
+        result = admit_archive(
+            archive,
+            candidates,
+            replace=replace,
+            dry_run=dry_run,
+            limits=limits,
+            allow_native=allow_native,
+            participant=participant,
+            log_name=log_name,
+        )
     except CheckerFailed as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None

@@ -1,11 +1,10 @@
 """``sep_submit pack MODEL_ID``: one archive of a candidate's module, data and manifest.
 
 Only what can work on an edge is packed: the module's package (or single ``.py``) from the folder
-of candidates.json, with every file in it (weights and data included) and the ``__init__.py`` of
-its parent packages, exactly the files the provenance digest covers. Refused: a module found
-elsewhere (an installed package), a link, an ``args`` value naming a file outside the module, an
-import nothing installed provides, and a module without ``getUserAgentClass`` or
-``getUserPolicy``.
+of candidates.json, with every file in it (weights, data and native extensions included, caches
+left out) and the ``__init__.py`` of its parent packages. Refused: a module found elsewhere, a
+link, compiled Python outside ``__pycache__``, an ``args`` value naming a file outside the module,
+an import nothing installed provides, and a module without the contract's functions.
 """
 
 from __future__ import annotations
@@ -19,17 +18,24 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from edge.contract.candidates import Candidate, load_candidates
-from edge.contract.provenance import code_digest, module_files
+from edge.contract.player import PLAYER_FUNCTION
+from edge.contract.provenance import files_digest, module_files
 from edge.contract.suggest import did_you_mean
+from edge.contract.user_module import OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from edge.submit.archive import DEFAULT_LIMITS, ArchiveLimits
 from edge.submit.errors import SubmissionError
+from edge.submit.layout import is_bytecode, is_native
 from edge.submit.manifest import FILES_DIR, MANIFEST_NAME, FileDigest, Manifest
 from edge.submit.requirements import detect_imports, module_requirements
 
-__all__ = ["CONTRACT_FUNCTIONS", "REQUIRED_FUNCTIONS", "build_manifest", "describe", "pack"]
+__all__ = ["CONTRACT_FUNCTIONS", "build_manifest", "describe", "pack"]
 
-REQUIRED_FUNCTIONS = ("getUserAgentClass", "getUserPolicy")
-CONTRACT_FUNCTIONS = (*REQUIRED_FUNCTIONS, "getUserAgentModelConfig", "isUserAgentSingleAsset")
+CONTRACT_FUNCTIONS = (
+    *REQUIRED_FUNCTIONS,
+    *OPTIONAL_FUNCTIONS,
+    PLAYER_FUNCTION,
+)
+"""The contract's functions (docs/contract.md), recorded in the manifest as found."""
 
 
 def _top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
@@ -78,13 +84,23 @@ def _entry_points(candidate: Candidate, files: list[Path]) -> list[str]:
         names, star = _top_level_names(ast.parse(entry.read_bytes(), filename=str(entry)))
     except SyntaxError as exc:
         raise SubmissionError(f"{entry}: not valid Python (line {exc.lineno}: {exc.msg})") from None
+    found = [f for f in CONTRACT_FUNCTIONS if f in names or star]
+    if star:  # the checker on the edge decides
+        return found
+    if PLAYER_FUNCTION in names:
+        if "getUserAgentClass" in names:
+            raise SubmissionError(
+                f"{entry} defines both {PLAYER_FUNCTION} and getUserAgentClass: keep one "
+                f"(docs/contract.md)"
+            )
+        return found
     missing = [f for f in REQUIRED_FUNCTIONS if f not in names]
-    if missing and not star:
+    if missing:
         raise SubmissionError(
-            f"{entry} defines no {' and no '.join(missing)}: the contract needs both "
-            f"(docs/contract.md)"
+            f"{entry} defines no {' and no '.join(missing)}: the contract needs both, or "
+            f"{PLAYER_FUNCTION} instead (docs/contract.md)"
         )
-    return [f for f in CONTRACT_FUNCTIONS if f in names or star]
+    return found
 
 
 def _outside_files(candidate: Candidate, files: list[Path]) -> None:
@@ -113,10 +129,9 @@ def _outside_files(candidate: Candidate, files: list[Path]) -> None:
                 )
 
 
-def build_manifest(
-    candidate: Candidate, declared: Iterable[str] = ()
-) -> tuple[Manifest, list[Path]]:
-    """The manifest of ``candidate`` and its files; :class:`SubmissionError` when it cannot work."""
+def _packed_files(candidate: Candidate) -> list[Path]:
+    """The module's files but its caches; refuses compiled Python that would not be a cache and,
+    for a single-file module, a file that would be imported instead of it."""
     folder = candidate.folder
     files = module_files(folder, candidate.module_id)
     if not files:
@@ -124,6 +139,37 @@ def build_manifest(
             f"module {candidate.module_id!r} is not in {folder} (the folder of candidates.json): "
             f"only a package next to candidates.json can be packed"
         )
+    single = folder.joinpath(*candidate.module_id.split(".")).with_suffix(".py")
+    kept = []
+    for path in files:
+        relative = path.relative_to(folder).as_posix()
+        if "__pycache__" in path.relative_to(folder).parts:
+            continue  # Python's own caches: the edge never reads bytecode from an archive
+        if is_bytecode(relative):
+            raise SubmissionError(
+                f"{path} is compiled Python without its place in __pycache__: sep_submit admit "
+                f"refuses bytecode (remove it and ship the source)"
+            )
+        if (
+            path.parent == single.parent
+            and path.name.startswith(single.stem + ".")
+            and (path != single)
+        ):
+            raise SubmissionError(
+                f"{path} would be imported instead of {single}: remove it, or make the module a "
+                f"package"
+            )
+        kept.append(path)
+    return kept
+
+
+def build_manifest(
+    candidate: Candidate, declared: Iterable[str] = (), final: bool = False
+) -> tuple[Manifest, list[Path]]:
+    """The manifest of ``candidate`` and its files (``final``: the participant asks for it to be
+    their final submission); :class:`SubmissionError` when it cannot work."""
+    folder = candidate.folder
+    files = _packed_files(candidate)
     _outside_files(candidate, files)
     entry_points = _entry_points(candidate, files)
     own_top = candidate.module_id.split(".")[0]
@@ -142,8 +188,12 @@ def build_manifest(
         entry_points=entry_points,
         requires=requires,
         files=digests,
-        code_digest=code_digest(candidate),
+        code_digest=files_digest(folder, files),
+        plays=list(candidate.formats),
+        endpoints=list(candidate.endpoints),
+        final=final,
     )
+    manifest.validate()
     return manifest, files
 
 
@@ -160,6 +210,7 @@ def pack(
     out: Path | None = None,
     declared: Iterable[str] = (),
     limits: ArchiveLimits = DEFAULT_LIMITS,
+    final: bool = False,
 ) -> tuple[Path, Manifest]:
     """Write ``model_id``'s archive (default ``./MODEL_ID.sep.tar.gz``); its path and manifest."""
     models = load_candidates(candidates)
@@ -169,7 +220,7 @@ def pack(
             f"{candidates} lists no model {model_id!r}" + (f"; {hint}" if hint else "")
         )
     candidate = models[model_id]
-    manifest, files = build_manifest(candidate, declared)
+    manifest, files = build_manifest(candidate, declared, final)
     total = sum(f.size for f in manifest.files)
     too_big = [f.path for f in manifest.files if f.size > limits.file_bytes]
     if too_big or total > limits.total_bytes or len(files) + 1 > limits.members:
@@ -206,6 +257,15 @@ def describe(manifest: Manifest) -> list[str]:
         f"entry points: {', '.join(manifest.entry_points)}",
         f"needs: {needs}",
     ]
+    native = [f.path for f in manifest.files if is_native(f.path)]
+    if native:
+        lines.append(f"native extensions: {len(native)} (admitted only with --allow-native)")
+    if manifest.plays:
+        lines.append(f"plays: {', '.join(manifest.plays)}")
     if manifest.team is not None:
         lines.append("brings a team")
+    if manifest.endpoints:
+        lines.append(f"asks for endpoints: {', '.join(manifest.endpoints)}")
+    if manifest.final:
+        lines.append("marked as the participant's final submission")
     return lines

@@ -127,6 +127,9 @@ def unmet(requires: Iterable[Requirement]) -> tuple[list[str], list[str]]:
                 ok = Pep508(f"{req.name}{req.spec}").specifier.contains(
                     Version(installed), prereleases=True
                 )
+            except InvalidRequirement:
+                missing.append(f"{req.name}{req.spec} is not a requirement")
+                continue
             except InvalidVersion:
                 ok = False
             if not ok:

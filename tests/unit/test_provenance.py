@@ -49,13 +49,55 @@ def test_any_change_of_code_or_data_changes_the_digest(tmp_path: Path) -> None:
     assert digest_of(candidates) not in (first, second)
 
 
-def test_caches_do_not_count_and_a_copy_elsewhere_has_the_same_digest(tmp_path: Path) -> None:
+def test_every_file_python_could_load_counts_and_a_copy_elsewhere_has_the_same_digest(
+    tmp_path: Path,
+) -> None:
     first = digest_of(make_candidate(tmp_path / "a"))
-    cache = tmp_path / "a" / "pkg" / "agent" / "__pycache__"
-    cache.mkdir()
-    (cache / "x.cpython-311.pyc").write_bytes(b"junk")
-    assert digest_of(tmp_path / "a" / "candidates.json") == first
     assert digest_of(make_candidate(tmp_path / "b")) == first  # the same files on another host
+    # A planted cache (an unchecked-hash pyc runs without its source being read), a native
+    # extension that is imported before the __init__.py, and the parent package's cache: each is
+    # code Python may run for the module, so each changes the digest.
+    planted = [
+        "pkg/agent/__pycache__/__init__.cpython-311.pyc",
+        "pkg/agent/__init__.cpython-311-x86_64-linux-gnu.so",
+        "pkg/__pycache__/__init__.cpython-311.pyc",
+    ]
+    seen = {first}
+    for name in planted:
+        (tmp_path / "a" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "a" / name).write_bytes(b"junk")
+        digest = digest_of(tmp_path / "a" / "candidates.json")
+        assert digest not in seen, name
+        seen.add(digest)
+    files = module_files(tmp_path / "a", "pkg.agent")
+    assert sorted(p.relative_to(tmp_path / "a").as_posix() for p in files) == sorted(
+        [*planted, "pkg/__init__.py", "pkg/agent/__init__.py", "pkg/agent/data/weights.bin"]
+    )
+    (tmp_path / "a" / "pkg" / "agent" / ".git").mkdir()
+    (tmp_path / "a" / "pkg" / "agent" / ".git" / "HEAD").write_text("ref\n")  # no code of Python's
+    assert digest_of(tmp_path / "a" / "candidates.json") in seen
+
+
+def test_what_would_shadow_a_single_file_module_counts(tmp_path: Path) -> None:
+    (tmp_path / "solo.py").write_text("Y = 2\n")
+    (tmp_path / "solo_data.json").write_text("{}")
+    (tmp_path / "candidates.json").write_text(json.dumps({"m": {"userModuleID": "solo"}}))
+    for name in ("solo.cpython-311-x86_64-linux-gnu.so", "solo.pyc", "__pycache__/solo.x.pyc"):
+        before = digest_of(tmp_path / "candidates.json")
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"shadow")
+        assert digest_of(tmp_path / "candidates.json") != before, name
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in module_files(tmp_path, "solo"))
+    assert names == [
+        "__pycache__/solo.x.pyc",
+        "solo.cpython-311-x86_64-linux-gnu.so",
+        "solo.py",
+        "solo.pyc",
+    ]
+    # A package of that name is what Python imports: then it is the module's files.
+    (tmp_path / "solo").mkdir()
+    (tmp_path / "solo" / "__init__.py").write_text("Z = 3\n")
+    assert [p.name for p in module_files(tmp_path, "solo")] == ["__init__.py"]
 
 
 def test_a_single_file_module_and_a_missing_one(tmp_path: Path) -> None:

@@ -62,7 +62,8 @@ def test_a_module_without_get_user_policy_is_refused(tmp_path: Path) -> None:
     candidates = _folder(tmp_path, GOOD.replace("def getUserPolicy", "def getPolicy"))
     message = _refused(candidates, tmp_path / "out.tar.gz")
     assert message.endswith(
-        "__init__.py defines no getUserPolicy: the contract needs both (docs/contract.md)"
+        "__init__.py defines no getUserPolicy: the contract needs both, or getUserPlayerClass "
+        "instead (docs/contract.md)"
     )
 
 

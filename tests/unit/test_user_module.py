@@ -152,7 +152,7 @@ def test_the_shipped_test_agents_load(tmp_path: Path) -> None:
         ({"M": {"userModuleID": "m", "logName": 5}}, ["entry 'M'", '"logName"']),
         ({"M": {"userModuleID": "m", "team": 5}}, ["entry 'M'", '"team"']),
         ({"M": {"userModuleId": "m"}}, ["did you mean 'userModuleID'"]),
-        ({"a:b": {"userModuleID": "m"}}, ["entry 'a:b'", "without ':'"]),
+        ({"a:b": {"userModuleID": "m"}}, ["entry 'a:b'", "nor hold '/', '\\' or ':'"]),
         ('{"M": {"userModuleID": "a"}, "M": {"userModuleID": "b"}}', ["'M' appears twice"]),
     ],
 )
