@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.counting_model import CountingServer
 from tests.integration.edges import SEP_EDGE, EdgeProcess, write_config
 
 AGENTS = Path(__file__).resolve().parents[1] / "outside_agents" / "candidates_llm.json"
@@ -115,7 +116,9 @@ def model_server() -> Iterator[ModelServer]:
         server.server_close()
 
 
-def start_edges(tmp_path: Path, server: ModelServer, *extra: str) -> dict[str, EdgeProcess]:
+def start_edges(
+    tmp_path: Path, server: ModelServer | CountingServer, *extra: str
+) -> dict[str, EdgeProcess]:
     """Blue adds the organizer's key by --endpoint-header, red from its environment."""
     config = write_config(tmp_path / "sep_config.json")
     env = {"LLM_TEST_SERVER": server.url}
@@ -143,7 +146,7 @@ def start_edges(tmp_path: Path, server: ModelServer, *extra: str) -> dict[str, E
 def edges_for(tmp_path: Path, request: pytest.FixtureRequest):
     started: list[EdgeProcess] = []
 
-    def start(server: ModelServer, *extra: str) -> dict[str, EdgeProcess]:
+    def start(server: ModelServer | CountingServer, *extra: str) -> dict[str, EdgeProcess]:
         edges = start_edges(tmp_path, server, *extra)
         for process in edges.values():
             started.append(process)
@@ -227,16 +230,40 @@ def test_a_module_not_granted_the_endpoint_reaches_neither_it_nor_the_server(
 def test_past_its_token_limit_a_side_is_refused_with_a_clear_error(
     model_server, edges_for, tmp_path
 ):
-    """``--endpoint-tokens 25``: blue's first three requests pass (10, 20, then 30 tokens), the
-    fourth is refused; the module's urllib raises, and battles.csv says why."""
-    edges = edges_for(model_server, "--endpoint-tokens", "25")
-    rows = play(edges, tmp_path / "run", "llm_chat", "llm_unlisted", "-n", "1", "--seed", "7")
+    """``--endpoint-tokens 140``: each of ``llm_capped``'s requests reserves its body's bytes (about
+    100) plus its max_tokens (5) against what its earlier ones cost (10 each): a few pass, then
+    one would not fit and is refused; the module's urllib raises, and battles.csv says why."""
+    cap = 140
+    edges = edges_for(model_server, "--endpoint-tokens", str(cap))
+    rows = play(edges, tmp_path / "run", "llm_capped", "llm_unlisted", "-n", "1", "--seed", "7")
     row = rows[0]
     assert row["blue_status"] == "ERROR", row
-    assert "token limit of 25" in row["blue_error"], row["blue_error"]
-    assert int(row["blue_endpoint_requests"]) == 3, row
-    assert int(row["blue_endpoint_tokens"]) == 30, row
-    assert len(model_server.requests) == 3
+    assert f"token limit of {cap} has" in row["blue_error"], row["blue_error"]
+    served = model_server.requests
+    assert len(served) >= 2 and int(row["blue_endpoint_requests"]) == len(served), row
+    assert int(row["blue_endpoint_tokens"]) == TOKENS * len(served), row
+    for before, request in enumerate(served):  # each fitted in what the ones before left
+        assert TOKENS * before + len(request["body"].encode()) + 5 <= cap
+
+
+def test_eight_streams_at_once_stay_within_the_cap_as_the_model_server_counts(edges_for, tmp_path):
+    """``llm_swarm`` streams eight requests at once at each decision, half without max_tokens,
+    none asking for usage, against a server that counts every token it serves: the side's
+    battle is served no more than ``--endpoint-tokens``, battles.csv counts what was served, and
+    the module never sees the usage chunk it did not ask for (its code would raise on it)."""
+    cap = 3000
+    counting = CountingServer()
+    try:
+        edges = edges_for(counting, "--endpoint-tokens", str(cap))
+        rows = play(edges, tmp_path / "run", "llm_swarm", "llm_unlisted", "-n", "1", "--seed", "8")
+    finally:
+        counting.stop()
+    row = rows[0]
+    assert row["blue_status"] == "OK", row
+    assert 0 < counting.served <= cap, counting.served
+    assert int(row["blue_endpoint_tokens"]) == counting.served, row
+    assert int(row["blue_endpoint_requests"]) == len(counting.bodies), row
+    assert all(b["stream_options"] == {"include_usage": True} for b in counting.bodies)
 
 
 def test_a_candidate_granted_an_endpoint_the_edge_lacks_is_one_clear_line(tmp_path):

@@ -1,6 +1,6 @@
 """The model endpoints' token cap on real sockets: a fake model server that counts every token it
-serves (prompt and output, whether or not it reports them), the forwarder in front, and plain
-``urllib`` clients streaming at once from threads, as a module's code would."""
+serves (``tests/counting_model.py``), the forwarder in front, and plain ``urllib`` clients
+streaming at once from threads, as a module's code would."""
 
 from __future__ import annotations
 
@@ -11,89 +11,20 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from edge.service.endpoint_budget import DEFAULT_MAX_TOKENS, prepare
 from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
 from edge.service.endpoint_http import BadRequest
-
-OWN_LIMIT = 300
-"""What the fake server generates when a request sets no max_tokens (a real one: its context)."""
-
-
-class CountingServer:
-    """Chat completions that count what they serve: a token per byte of each message's content
-    plus 4 per message (a chat template's), and a token per streamed chunk up to max_tokens."""
-
-    def __init__(self) -> None:
-        self.served = 0
-        self.bodies: list[dict] = []
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                asked = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                with server._lock:
-                    server.bodies.append(asked)
-                if not self.path.endswith("/chat/completions"):
-                    self.send_error(404)
-                    return
-                prompt = sum(len(m["content"].encode()) + 4 for m in asked["messages"])
-                server.count(prompt)
-                output = asked.get("max_tokens") or OWN_LIMIT
-                if not asked.get("stream"):
-                    server.count(output)
-                    usage = {"total_tokens": prompt + output}
-                    self._send(
-                        json.dumps({"choices": [{"message": {"content": "x"}}], "usage": usage})
-                    )
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                try:
-                    for _ in range(output):
-                        chunk = {"choices": [{"index": 0, "delta": {"content": "a "}}]}
-                        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                        server.count(1)
-                    if (asked.get("stream_options") or {}).get("include_usage"):
-                        usage = {"choices": [], "usage": {"total_tokens": prompt + output}}
-                        self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\n")
-                    self.wfile.write(b"data: [DONE]\n\n")
-                except OSError:
-                    pass  # the client went away; what was generated is served all the same
-
-            def _send(self, text: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(text)))
-                self.end_headers()
-                self.wfile.write(text.encode())
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def count(self, tokens: int) -> None:
-        with self._lock:
-            self.served += tokens
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+from tests.counting_model import CountingServer
 
 
 @pytest.fixture
 def server() -> Iterator[CountingServer]:
     s = CountingServer()
     yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    s.stop()
 
 
 def _door(forwarder: EndpointForwarder) -> str:

@@ -3,8 +3,8 @@ endpoint (plain urllib, chat-completions shape) which option to take. Written fr
 alone: plain classes, nothing imported from the service.
 
 It also tells the model what it can see of its environment (so a test can check that the
-organizer's API key is not in it), and tries once to reach the model server's own address
-directly, around the edge: it raises if that works.
+organizer's API key is not in it; not when ``quiet``), and tries once to reach the model server's
+own address directly, around the edge: it raises if that works. ``max_tokens`` is sent if given.
 """
 
 import json
@@ -18,6 +18,8 @@ import numpy as np
 def _chat(args, prompt):
     base = os.environ["SEP_ENDPOINT_LLM"]
     body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}]}
+    if args.get("max_tokens"):
+        body["max_tokens"] = args["max_tokens"]
     if args.get("stream"):
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -65,7 +67,7 @@ class Agent:
     def deploy(self, battle, action):
         if battle.teampreview:
             return "/team 123"
-        if self.asked == 0:
+        if self.asked == 0 and not self.args.get("quiet"):
             if _reach_directly():
                 raise RuntimeError("reached the model server around the edge")
             environ = ""
@@ -104,4 +106,8 @@ def getUserPolicy(args):
 
 
 def getUserAgentModelConfig(args):
-    return {"stream": bool(args.get("stream"))}
+    return {
+        "stream": bool(args.get("stream")),
+        "max_tokens": args.get("max_tokens"),
+        "quiet": bool(args.get("quiet")),
+    }
