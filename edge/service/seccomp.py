@@ -219,7 +219,7 @@ def install(stage: Stage) -> None:
     if arch is None:
         raise OSError(errno.ENOSYS, seccomp_problem())
     instructions = program(stage, arch)
-    filters = (_SockFilter * len(instructions))(*instructions)
+    filters = (_SockFilter * len(instructions))(*(_SockFilter(*i) for i in instructions))
     prog = _SockFprog(len(instructions), filters)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
