@@ -80,7 +80,9 @@ def connect(season_dir: str | Path, *, create: bool = False) -> sqlite3.Connecti
 
 def create_submissions_table(conn: sqlite3.Connection) -> None:
     """Create the ``submissions`` table if it is not there (the ladder does it at start)."""
-    conn.executescript(_SUBMISSIONS)
+    for statement in _SUBMISSIONS.split(";"):  # not executescript: it would end a transaction
+        if statement.strip():
+            conn.execute(statement)
 
 
 def season_quota(season_dir: str | Path) -> tuple[int, float]:

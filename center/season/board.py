@@ -1,0 +1,103 @@
+"""A format's live board: the standings refit from the store, shown for its champions and baselines.
+
+:func:`refit` computes the standings of every battle of the format with the existing rating
+methods (paired: each pair's twins are counted together), writes ``boards/FORMAT/standings.csv``
+and ``.json`` in SEASON_DIR and keeps a rating snapshot in the store. Each row carries the rating
+and its interval, wins and losses, battles, failures by status, the entry's state and a
+``provisional`` mark below ``provisional_battles``; ``gxe`` where the standings have it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from center.evaluation.run_info import utc_now
+from center.evaluation.standings import CandidateStanding
+from center.evaluation.standings_output import write_standings
+from center.season.entrants import champions, pool
+from center.season.settings import SeasonSettings
+from center.season.store import Entrant, SeasonStore
+
+__all__ = ["BOARDS", "board_folder", "refit", "shown_entries"]
+
+BOARDS = "boards"
+"""SEASON_DIR's folder of the boards' standings files, one folder per format."""
+
+
+def board_folder(season_dir: Path, battle_format: str) -> Path:
+    """Where a format's standings.csv and standings.json go."""
+    return Path(season_dir) / BOARDS / battle_format
+
+
+def shown_entries(store: SeasonStore, battle_format: str) -> list[str]:
+    """The entries a format's board shows: its pool and every champion that plays it (a
+    quarantined champion too, with its state)."""
+    entrants = store.entrants()
+    chosen = {e for e in champions(entrants).values() if battle_format in entrants[e].formats}
+    return sorted(chosen | set(pool(entrants, battle_format)))
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _row(
+    c: CandidateStanding, rank: int, entrants: Mapping[str, Entrant], settings: SeasonSettings
+) -> dict[str, Any]:
+    entrant = entrants.get(c.id)
+    return {
+        "rank": rank,
+        "entry": c.id,
+        "participant": entrant.participant if entrant else c.id,
+        "baseline": bool(entrant and entrant.baseline),
+        "state": entrant.state.value if entrant else "",
+        "cause": entrant.cause if entrant else "",
+        "rating": _finite(c.rating),
+        "rating_lo": _finite(c.rating_lo),
+        "rating_hi": _finite(c.rating_hi),
+        "ratings": {k: [_finite(x) for x in v] for k, v in c.ratings.items()},
+        # GXE: the standings' own field once it has one (a place kept until then).
+        "gxe": _gxe(c),
+        "battles": c.battles,
+        "wins": c.wins,
+        "losses": c.losses,
+        "ties": c.ties,
+        "no_result": c.no_result,
+        "statuses": dict(c.statuses),
+        "p_best": _finite(c.p_best),
+        "provisional": c.battles < settings.provisional_battles,
+    }
+
+
+def _gxe(c: CandidateStanding) -> float | None:
+    value = getattr(c, "gxe", None)
+    return _finite(float(value)) if isinstance(value, (int, float)) else None
+
+
+def refit(
+    store: SeasonStore, settings: SeasonSettings, season_dir: Path, battle_format: str, seed: int
+) -> dict[str, Any]:
+    """Refit ``battle_format``'s board from the store, write its files and keep its snapshot."""
+    shown = shown_entries(store, battle_format)
+    records = store.records(battle_format)
+    standings = write_standings(
+        records,
+        board_folder(season_dir, battle_format),
+        candidates=shown,
+        bootstrap=settings.bootstrap,
+        seed=seed,
+        paired=True,
+    )
+    rows = [c for c in standings.candidates if c.id in shown]
+    entrants = store.entrants()
+    board = {
+        "format": battle_format,
+        "at": utc_now(),
+        "battles": len(records),
+        "rows": [_row(c, rank, entrants, settings) for rank, c in enumerate(rows, start=1)],
+    }
+    store.save_board(battle_format, len(records), board)
+    return board
