@@ -137,8 +137,9 @@ def _setup_logging(verbose: int) -> None:
     type=click.IntRange(1),
     default=None,
     metavar="N",
-    help="Tokens a side may use per battle, over its model endpoints (as their replies report "
-    "them); further requests are refused. Default: no limit.",
+    help="Tokens a side may use per battle over its model endpoints, as the model server counts "
+    "them: each request reserves its body's bytes plus its max_tokens (1024 when it gives none) "
+    "before it is sent, and one that would pass N is refused. Default: no limit.",
 )
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def sep_edge(

@@ -11,6 +11,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,9 @@ def test_without_a_cap_only_a_stream_is_changed():
         prepare("/v1/chat/completions", b'{"stream": "yes"}', capped=False)
     with pytest.raises(BadRequest, match="must be a JSON object"):
         prepare("/v1/chat/completions", b"[1]", capped=True)
+
+
+@pytest.mark.parametrize("doc", ["docs/contract.md", "docs/sandbox.md", "edge/cli.py"])
+def test_the_docs_give_the_default_output_limit(doc):
+    text = (Path(__file__).resolve().parents[2] / doc).read_text(encoding="utf-8")
+    assert f"max_tokens: {DEFAULT_MAX_TOKENS}" in text or f"({DEFAULT_MAX_TOKENS} when" in text
