@@ -3,12 +3,13 @@ standings.csv/json, the terminal tables, the gauntlet and the report loop over.
 
 A method fits the decided battles (:class:`RatingData`) to a rating per candidate on the Elo scale
 (mean 1500 over the rated candidates) with a 95% interval (:class:`RatingFit`). The first entry is
-the primary method: it ranks the standings and gives P(best). A third method is one class and one
-entry here.
+the primary method: it ranks the standings and gives P(best). Another method is one class and one
+entry here. GXE (:func:`gxe_fit`) is read from the Bradley–Terry fit, for any board.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -20,29 +21,25 @@ from center.evaluation.rating_model import (
     bradley_terry,
     elo_ratings,
     fit_covariance,
+    gxe,
     laplace_half_width,
     less_sure,
     p_best,
 )
 
 __all__ = [
-    "ELO_BASE",
-    "ELO_K",
     "RATING_METHODS",
     "BradleyTerry",
-    "Elo",
+    "BradleyTerryDraws",
+    "GxeFit",
     "RatingData",
     "RatingFit",
     "RatingMethod",
-    "elo_updates",
+    "bradley_terry_draws",
+    "gxe_fit",
     "pair_matrices",
     "primary",
 ]
-
-ELO_BASE = 1500.0
-"""Where every candidate starts under Elo: the mean of the Bradley–Terry scale."""
-ELO_K = 16.0
-"""Elo's K: the most one battle moves a rating."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +61,12 @@ class RatingData:
     seed: int
     prior_games: float
     design_effect: NDArray[np.float64]
+
+    @functools.cached_property
+    def bradley_terry(self) -> BradleyTerryDraws | None:
+        """Its Bradley–Terry fit and draws (:func:`bradley_terry_draws`), made once: the rating
+        method and GXE read the same ones."""
+        return bradley_terry_draws(self)
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,54 @@ def _unrated(fit: RatingFit, rated: NDArray[np.bool_]) -> RatingFit:
     return fit
 
 
+@dataclass(frozen=True)
+class BradleyTerryDraws:
+    """A Bradley–Terry fit of :class:`RatingData` and what its intervals are read from: the fit on
+    each bootstrap resample (battles, or pairs), and as many draws from its normal approximation
+    (design effects included). Log-strengths; no rows without bootstrap."""
+
+    log_strength: NDArray[np.float64]
+    boot: NDArray[np.float64]
+    normal: NDArray[np.float64]
+    games: NDArray[np.float64]
+
+
+def bradley_terry_draws(data: RatingData) -> BradleyTerryDraws | None:
+    """The Bradley–Terry fit of ``data`` with its resamples and draws; None without a battle."""
+    k, rated, prior = data.k, data.rated, data.prior_games
+    m = len(data.blue_score)
+    if not m:
+        return None
+    scores, games = pair_matrices(data.blue, data.red, data.blue_score, k)
+    log_strength = bradley_terry(scores, games, prior)
+    if data.bootstrap <= 0:
+        empty = np.empty((0, k))
+        return BradleyTerryDraws(log_strength, empty, empty, games)
+    rng = np.random.default_rng(data.seed)
+    stack_s = np.empty((data.bootstrap, k, k))
+    stack_g = np.empty((data.bootstrap, k, k))
+    members = _members(data.cluster)
+    for rep in range(data.bootstrap):
+        pick = _resample(m, members, rng)
+        pick = pick[pick >= 0]
+        stack_s[rep], stack_g[rep] = pair_matrices(
+            data.blue[pick], data.red[pick], data.blue_score[pick], k
+        )
+    boot = bradley_terry(stack_s, stack_g, prior)
+    # Draws from the fit's normal approximation (design effect included), so that a bootstrap
+    # of a few identical battles cannot read certainty. Only the rated block is drawn (an
+    # unrated candidate changes nothing), by Cholesky (the prior makes it positive definite;
+    # the draws do not hang on a LAPACK's eigenvector signs).
+    scale = np.sqrt(data.design_effect)
+    covariance = fit_covariance(log_strength, games, prior) * np.outer(scale, scale)
+    block = np.ix_(rated, rated)
+    normal = np.full((data.bootstrap, k), -np.inf)
+    normal[:, rated] = rng.multivariate_normal(
+        log_strength[rated], covariance[block], size=data.bootstrap, method="cholesky"
+    )
+    return BradleyTerryDraws(log_strength, boot, normal, games)
+
+
 class BradleyTerry:
     """Bradley–Terry with a weak prior (:func:`~center.evaluation.rating_model.bradley_terry`),
     its interval the bootstrap's widened to the fit's normal one, P(best) the less sure of both."""
@@ -155,123 +206,54 @@ class BradleyTerry:
         )
 
     def fit(self, data: RatingData) -> RatingFit:
-        k, rated, prior = data.k, data.rated, data.prior_games
+        k, rated = data.k, data.rated
         out = RatingFit(*(np.full(k, np.nan) for _ in range(4)))
-        m = len(data.blue_score)
-        if not m:
+        draws = data.bradley_terry
+        if draws is None:
             return out
-        scores, games = pair_matrices(data.blue, data.red, data.blue_score, k)
-        log_strength = bradley_terry(scores, games, prior)
-        rating = elo_ratings(log_strength, rated)
-        if data.bootstrap <= 0:
+        rating = elo_ratings(draws.log_strength, rated)
+        if not len(draws.boot):
             return _unrated(RatingFit(rating, out.lo, out.hi, out.p_best), rated)
-        rng = np.random.default_rng(data.seed)
-        stack_s = np.empty((data.bootstrap, k, k))
-        stack_g = np.empty((data.bootstrap, k, k))
-        members = _members(data.cluster)
-        for rep in range(data.bootstrap):
-            pick = _resample(m, members, rng)
-            pick = pick[pick >= 0]
-            stack_s[rep], stack_g[rep] = pair_matrices(
-                data.blue[pick], data.red[pick], data.blue_score[pick], k
-            )
-        boot = elo_ratings(bradley_terry(stack_s, stack_g, prior), rated)
+        boot = elo_ratings(draws.boot, rated)
         lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-        half = laplace_half_width(log_strength, games, prior, rated)
+        half = laplace_half_width(draws.log_strength, draws.games, data.prior_games, rated)
         half = half * np.sqrt(data.design_effect)
         lo, hi = np.minimum(lo, rating - half), np.maximum(hi, rating + half)
-        # The same for P(best): draws from the fit's normal approximation (design effect
-        # included), so that a bootstrap of a few identical battles cannot read 100%.
-        # Only the rated block is drawn (an unrated candidate changes nothing), by Cholesky (the
-        # prior makes it positive definite; the draws do not hang on a LAPACK's eigenvector signs).
-        scale = np.sqrt(data.design_effect)
-        covariance = fit_covariance(log_strength, games, prior) * np.outer(scale, scale)
-        block = np.ix_(rated, rated)
-        draws = np.full((data.bootstrap, k), -np.inf)
-        draws[:, rated] = rng.multivariate_normal(
-            log_strength[rated], covariance[block], size=data.bootstrap, method="cholesky"
-        )
-        best = less_sure(p_best(boot, rated), p_best(draws, rated), rated)
+        best = less_sure(p_best(boot, rated), p_best(draws.normal, rated), rated)
         return _unrated(RatingFit(rating, lo, hi, best), rated)
 
 
-def elo_updates(
-    ratings: NDArray[np.float64],
-    blue: NDArray[np.intp],
-    red: NDArray[np.intp],
-    blue_score: NDArray[np.float64],
-    k_factor: float,
-) -> NDArray[np.float64]:
-    """Sequential Elo on one or a stack of rating rows (``ratings[..., k]``), in column order.
+@dataclass(frozen=True)
+class GxeFit:
+    """Per entry: GXE (a probability) and its 95% interval; NaN where unrated or not computed."""
 
-    ``blue``, ``red`` and ``blue_score`` have shape ``ratings.shape[:-1] + (m,)`` (or ``(m,)``);
-    a battle whose ``blue`` is -1 is skipped. Each battle moves blue by ``K (S - E)`` and red by
-    the opposite, ``E = 1 / (1 + 10^((R_red - R_blue) / 400))``: the sum of the ratings stays.
-    """
-    out = np.array(ratings, dtype=np.float64)
-    rows = out.reshape(-1, out.shape[-1])
-    shape = (rows.shape[0], blue.shape[-1])
-    b, r, s = (np.broadcast_to(a, shape) for a in (blue, red, blue_score))
-    every = np.arange(rows.shape[0])
-    for col in range(shape[1]):
-        live = b[:, col] >= 0
-        who, x, y = every[live], b[live, col], r[live, col]
-        expected = 1.0 / (1.0 + 10.0 ** ((rows[who, y] - rows[who, x]) / 400.0))
-        step = k_factor * (s[live, col] - expected)
-        rows[who, x] += step
-        rows[who, y] -= step
-    return out
+    gxe: NDArray[np.float64]
+    lo: NDArray[np.float64]
+    hi: NDArray[np.float64]
 
 
-class Elo:
-    """Elo: every candidate starts at :data:`ELO_BASE`, each decided battle (ties half a win) moves
-    both sides by ``K (S - E)`` in battle-id order. The 95% interval is the percentile bootstrap of
-    the same updates over resampled battles (pairs) in the order drawn, so it covers both the
-    sampling and the order; P(best) is the primary method's alone."""
-
-    columns = ("elo_rating", "elo_rating_lo", "elo_rating_hi")
-    diff_column = "elo_rating_diff"
-
-    def __init__(self, k_factor: float = ELO_K) -> None:
-        self.k_factor = k_factor
-        self.name = f"Elo K={k_factor:g}"
-        self.head = f"Elo(K{k_factor:g})"  # one token: the table's heads line up with cells
-        self.diff_head = f"{self.head} diff"
-
-    def describe(self, resampled: str) -> str:
-        return (
-            f"Elo, K={self.k_factor:g}, every candidate starting at {ELO_BASE:g}, updated battle "
-            "by battle in battle-id order, ties half a win; 95% percentile bootstrap over "
-            f"{resampled}, the updates rerun on each resample in the order drawn"
-        )
-
-    def fit(self, data: RatingData) -> RatingFit:
-        k = data.k
-        out = RatingFit(*(np.full(k, np.nan) for _ in range(4)))
-        m = len(data.blue_score)
-        if not m:
-            return out
-        start = np.full(k, ELO_BASE)
-        rating = elo_updates(start, data.blue, data.red, data.blue_score, self.k_factor)
-        lo, hi = out.lo, out.hi
-        if data.bootstrap > 0:
-            rng = np.random.default_rng(data.seed)
-            members = _members(data.cluster)
-            picks = np.stack([_resample(m, members, rng) for _ in range(data.bootstrap)])
-            safe = np.maximum(picks, 0)
-            blue = np.where(picks >= 0, data.blue[safe], -1)
-            boot = elo_updates(
-                np.tile(start, (data.bootstrap, 1)),
-                blue,
-                data.red[safe],
-                data.blue_score[safe],
-                self.k_factor,
-            )
-            lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-        return _unrated(RatingFit(rating, lo, hi, out.p_best), data.rated)
+def gxe_fit(data: RatingData) -> GxeFit:
+    """GXE of every entry of the board ``data`` describes (the standings', a season's): its mean
+    Bradley–Terry win probability against every other rated entry, baselines included
+    (:func:`~center.evaluation.rating_model.gxe`), with a 95% interval: the bootstrap's
+    percentiles, widened to those of the fit's normal draws (as the rating's interval is)."""
+    nan = np.full(data.k, np.nan)
+    draws = data.bradley_terry
+    if draws is None:
+        return GxeFit(nan, nan, nan)
+    point = gxe(draws.log_strength, data.rated)
+    if not len(draws.boot):
+        return GxeFit(point, nan, nan)
+    lo, hi = (nan.copy() for _ in range(2))
+    ok = ~np.isnan(point)
+    if ok.any():
+        boot = np.percentile(gxe(draws.boot, data.rated)[:, ok], [2.5, 97.5], axis=0)
+        normal = np.percentile(gxe(draws.normal, data.rated)[:, ok], [2.5, 97.5], axis=0)
+        lo[ok], hi[ok] = np.minimum(boot[0], normal[0]), np.maximum(boot[1], normal[1])
+    return GxeFit(point, lo, hi)
 
 
-RATING_METHODS: dict[str, RatingMethod] = {"bt": BradleyTerry(), "elo": Elo()}
+RATING_METHODS: dict[str, RatingMethod] = {"bt": BradleyTerry()}
 """Every rating method, by key; the first is the primary one (ranks, P(best), ``rating``)."""
 
 

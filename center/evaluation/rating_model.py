@@ -1,5 +1,5 @@
 """The rating model of the standings: a Bradley–Terry fit with a weak prior, its normal (Laplace)
-approximation, and P(best) from resamples or draws (see :mod:`center.evaluation.standings`)."""
+approximation, P(best) from resamples or draws, and GXE (see :mod:`center.evaluation.standings`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ __all__ = [
     "bradley_terry",
     "elo_ratings",
     "fit_covariance",
+    "gxe",
     "laplace_half_width",
     "less_sure",
     "p_best",
@@ -101,6 +102,18 @@ def fit_covariance(
     virtual = 1.0 / (1.0 + np.exp(-log_strength))
     info += np.diag(prior_games * virtual * (1.0 - virtual))
     return np.asarray(np.linalg.inv(info), dtype=np.float64)
+
+
+def gxe(log_strength: NDArray[np.float64], rated: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """GXE: each entry's mean Bradley–Terry win probability against every other ``rated`` entry
+    (itself excluded), along the last axis (one fit or a stack of them); NaN for an unrated
+    entry, and for every entry while fewer than two are rated."""
+    others = int(rated.sum()) - 1
+    strength = np.where(rated, log_strength, 0.0)  # an unrated entry's (-inf in draws) counts not
+    win = 1.0 / (1.0 + np.exp(strength[..., None, :] - strength[..., :, None]))
+    against = rated[None, :] & ~np.eye(len(rated), dtype=bool)  # [i, j]: j counts for i
+    mean = np.where(against, win, 0.0).sum(axis=-1) / max(others, 1)
+    return np.where(rated & (others > 0), mean, np.nan)
 
 
 def p_best(boot: NDArray[np.float64], rated: NDArray[np.bool_]) -> NDArray[np.float64]:

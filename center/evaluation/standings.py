@@ -1,4 +1,4 @@
-"""Standings and ratings from finished battles: win rates, their intervals, Bradley–Terry ratings.
+"""Standings from finished battles: win rates, their intervals, Bradley–Terry ratings and GXE.
 
 How battles count (ties, mirrors, battles without result), the intervals, ``p_best`` and paired
 runs: docs/results.md, "How the standings count". The files and the terminal table are in
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.rating_methods import RATING_METHODS, RatingData, primary
+from center.evaluation.rating_methods import RATING_METHODS, RatingData, gxe_fit, primary
 from center.evaluation.rating_model import Z_95
 from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
 
@@ -67,6 +67,11 @@ class CandidateStanding:
     """Per rating method (:data:`~center.evaluation.rating_methods.RATING_METHODS`' keys): rating,
     interval low, interval high; the primary method's are also ``rating``, ``rating_lo`` and
     ``rating_hi``."""
+    gxe: float = math.nan
+    """GXE: the mean Bradley–Terry win probability against every other rated candidate
+    (:func:`~center.evaluation.rating_methods.gxe_fit`)."""
+    gxe_lo: float = math.nan
+    gxe_hi: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,9 @@ class Standings:
                 key: {"name": m.name, "columns": list(m.columns), "how": m.describe(resampled)}
                 for key, m in RATING_METHODS.items()
             },
+            "gxe": "mean Bradley-Terry win probability against every other rated candidate "
+            f"(itself excluded); 95% percentile bootstrap over {resampled}, widened to the "
+            "percentiles of as many draws from the regularised fit's normal approximation",
             "p_best": f"share of the bootstrap resamples (over {resampled}) in which the "
             "candidate has the highest rating, or of as many draws from the regularised fit's "
             "normal approximation where those are less sure of the leader",
@@ -411,6 +419,7 @@ def compute_standings(
     )
     fits = {key: method.fit(data) for key, method in RATING_METHODS.items()}
     first = fits[primary()]
+    board = gxe_fit(data)
 
     rows = []
     for n, cid in enumerate(ids):
@@ -447,6 +456,9 @@ def compute_standings(
                     key: (float(f.rating[n]), float(f.lo[n]), float(f.hi[n]))
                     for key, f in fits.items()
                 },
+                gxe=float(board.gxe[n]),
+                gxe_lo=float(board.lo[n]),
+                gxe_hi=float(board.hi[n]),
             )
         )
     ranked = [replace(c, rank=n) for n, c in enumerate(sorted(rows, key=_rank_key), start=1)]

@@ -47,14 +47,16 @@ _HEAD = (
     "win_rate_hi",
 )
 _TAIL = ("no_result", *(f"status_{s.value.lower()}" for s in FAILURE_STATUSES), "p_best")
+_GXE = ("gxe", "gxe_lo", "gxe_hi")
 
 
 def standings_columns(paired: bool) -> tuple[str, ...]:
     """standings.csv's columns for the rating methods of now (:data:`RATING_METHODS`): the
-    primary method's keep the place ``rating`` always had, the others' follow ``p_best``."""
+    primary method's keep the place ``rating`` always had, GXE's follow ``p_best``, then the
+    other methods'."""
     first, *rest = RATING_METHODS.values()
     pairs = ("pairs", *(f"pairs_{points:g}" for points in PENTANOMIAL_POINTS)) if paired else ()
-    return (*_HEAD, *first.columns, *_TAIL, *(col for m in rest for col in m.columns), *pairs)
+    return (*_HEAD, *first.columns, *_TAIL, *_GXE, *(c for m in rest for c in m.columns), *pairs)
 
 
 STANDINGS_COLUMNS: tuple[str, ...] = standings_columns(paired=False)
@@ -91,6 +93,7 @@ def _csv_text(standings: Standings) -> str:
                 c.no_result,
                 *(c.statuses[s.value] for s in FAILURE_STATUSES),
                 _fmt(c.p_best, 3),
+                *(_fmt(x, 4) for x in (c.gxe, c.gxe_lo, c.gxe_hi)),
                 *(_fmt(x, 1) for key in rest for x in c.ratings[key]),
                 *paired,
             ]
@@ -148,6 +151,7 @@ def format_standings(standings: Standings) -> str:
         f"{'rank':>4}  {'candidate':<{width}}  {'battles':>7}  {'W':>4} {'L':>4} {'T':>4}  "
         f"{'win%':>6}  {'95% CI':<15}  "
         + "".join(f"{m.head:>6}  {'95% CI':<15}  " for m in RATING_METHODS.values())
+        + f"{'GXE':>6}  {'95% CI':<15}  "
         + f"{'none':>4} {_status_cells(SIDE_STATUSES[s].short for s in FAILURE_STATUSES)}  "
         f"{'P(best)':>7}"
     )
@@ -168,9 +172,10 @@ def format_standings(standings: Standings) -> str:
             for key, m in RATING_METHODS.items()
             for point, lo, hi in [c.ratings[key]]
         )
+        gxe_ci = f"[{pct(c.gxe_lo)}, {pct(c.gxe_hi)}]"
         lines.append(
             f"{c.rank:>4}  {c.id:<{width}}  {c.battles:>7}  {c.wins:>4} {c.losses:>4} {c.ties:>4}  "
-            f"{pct(c.win_rate):>6}  {rate_ci:<15}  {ratings}"
+            f"{pct(c.win_rate):>6}  {rate_ci:<15}  {ratings}{pct(c.gxe):>6}  {gxe_ci:<15}  "
             f"{c.no_result:>4} {_status_cells(c.statuses[s.value] for s in FAILURE_STATUSES)}  "
             f"{pct(c.p_best):>7}" + (f"  {ptnml[c.id]}" if standings.paired else "")
         )
@@ -178,7 +183,8 @@ def format_standings(standings: Standings) -> str:
         f"{standings.battles} battles, {standings.no_result} without result; ties count half; "
         + "ratings on an Elo scale ("
         + ", ".join(f"{m.head}: {m.name}" for m in RATING_METHODS.values())
-        + f"), {standings.bootstrap} bootstrap resamples; "
+        + f"), {standings.bootstrap} bootstrap resamples; GXE: % chance to beat a random other "
+        "candidate of the board (Bradley–Terry); "
         "P(best): % of resamples in which the candidate rates highest"
     )
     if standings.paired:
