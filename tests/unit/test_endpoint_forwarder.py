@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,12 +24,14 @@ TOKENS = 10
 class _Server:
     def __init__(self) -> None:
         self.seen: list[tuple[float, str, str]] = []  # (monotonic, path, authorization)
-        seen = self.seen
+        self.headers: list[dict[str, str]] = []
+        seen, headers = self.seen, self.headers
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 seen.append((time.monotonic(), self.path, self.headers.get("Authorization", "")))
+                headers.append({name.lower(): value for name, value in self.headers.items()})
                 data = json.dumps(
                     {"choices": [{"message": {"content": "1"}}], "usage": {"total_tokens": TOKENS}}
                 ).encode()
@@ -156,6 +159,47 @@ def test_only_paths_under_the_endpoints_base_are_forwarded(server):
     finally:
         forwarder.stop()
     assert [path for _, path, _ in server.seen] == ["/v1/chat/completions?a=%25;b"]
+
+
+def _raw(base: str, request: bytes) -> bytes:
+    """Send ``request`` as bytes to the worker's door; the whole reply."""
+    parts = urllib.parse.urlsplit(base)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        conn.sendall(request)
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_requests_that_would_reach_another_url_are_not_forwarded_as_sent(server):
+    """Absolute URIs, CONNECT, a chunked body beside a length (smuggling), a second request
+    after the first, the worker's Host and an upgrade: none reaches the server as the worker
+    meant it."""
+    forwarder = EndpointForwarder({"LLM": ModelEndpoint("LLM", server.url)})
+    try:
+        base = _door(forwarder)
+        forwarder.open(1, "s")
+        for line in (b"POST http://10.0.0.9/v1/chat HTTP/1.1", b"CONNECT 10.0.0.9:443 HTTP/1.1"):
+            assert _raw(base, line + b"\r\nContent-Length: 0\r\n\r\n").startswith(b"HTTP/1.1 404")
+        smuggled = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 5\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        assert _raw(base, smuggled).startswith(b"HTTP/1.1 411")
+        body = b'{"model": "m"}'
+        twice = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 10.0.0.9\r\nConnection: Upgrade\r\n"
+            b"Upgrade: websocket\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        twice += b"POST /v1/admin HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+        assert _raw(base, twice).startswith(b"HTTP/1.1 200")
+    finally:
+        forwarder.stop()
+    assert [path for _, path, _ in server.seen] == ["/v1/chat/completions"]
+    (sent,) = server.headers
+    assert sent["host"] == urllib.parse.urlsplit(server.url).netloc
+    assert "upgrade" not in sent and sent.get("connection", "close") != "Upgrade"
 
 
 def test_an_endpoint_that_is_down_is_the_sides_problem_and_its_error_says_so():
