@@ -352,7 +352,7 @@ def test_league_rejects_duplicates_too_few_ids_and_ambiguous_battle_ids() -> Non
     with pytest.raises(ValueError, match="at least 2"):
         schedule_league(["a"], 1, 0)
     with pytest.raises(ValueError, match="ambiguous"):
-        schedule_league(["x-vs-y", "z", "x", "y-vs-z"], 1, 0)
+        schedule_league(["a-vs", "b", "a", "vs-b"], 1, 0)  # a-vs-vs-b-0000, twice
 
 
 def test_schedule_rejects_n_below_one() -> None:
