@@ -74,6 +74,7 @@ SLOW = frozenset(
         "integration/test_sample_agents_strength.py",
         "integration/test_sandbox.py",
         "integration/test_scale.py",
+        "integration/test_season.py",
         "integration/test_seccomp.py",
         "integration/test_sides_at_once.py",
         "integration/test_sim_backend.py",
