@@ -2,13 +2,19 @@
 
 Prints the report and exits 0 when every check passed, 1 when one failed, 2 on a user mistake
 (an unknown model, an unreadable candidates.json or recorded battle); ``sep_edge --check`` runs the
-same :func:`main`.
+same :func:`main`. Run with ``python -m``, it first starts again with ``-P``: the working folder
+(a candidates folder, say) is then not first on its path (edge/service/import_path.py).
 """
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
+
+if __name__ == "__main__" and not sys.flags.safe_path:  # before any import from that folder
+    os.execv(sys.executable, [sys.executable, "-P", *sys.orig_argv[1:]])
+
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 

@@ -29,6 +29,7 @@ from edge.checker.checks import CHECKS
 from edge.checker.report import BattleLine, CheckResult, Status
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.game_type import is_doubles_format
+from edge.service.import_path import python_command
 
 logger = logging.getLogger(__name__)
 
@@ -134,11 +135,9 @@ def _play(
     sep_main = _command("sep_main")
     if sep_main is None:
         return [], "sep_main is not installed here: real battles need the center's commands"
-    sep_edge = _command("sep_edge") or [
-        sys.executable,
-        "-c",
-        "from edge.cli import sep_edge; sep_edge()",
-    ]
+    sep_edge = _command("sep_edge") or python_command(
+        "-c", "from edge.cli import sep_edge; sep_edge()"
+    )
     edges: dict[str, subprocess.Popen[bytes]] = {}
     try:
         for side in ("blue", "red"):

@@ -44,6 +44,7 @@ from edge.service.sandbox import (
     own_mount_namespace,
     own_proc,
 )
+from edge.service.sources_only import read_sources_only
 from edge.service.userns import enter_user_namespace
 from edge.service.worker import _poke_loop_on_first_call, run_worker
 from edge.service.worker_spec import WorkerSpec
@@ -172,6 +173,7 @@ class _Template(ForkServer):
         """Import the module and call its contract functions once: "" or what failed."""
         with contextlib.suppress(Exception):
             self.digest = code_digest(self.spec.candidate)  # the files as imported
+        read_sources_only(self.spec.candidate.folder)  # no planted pyc or .so is ever loaded
         try:
             self.model.load()
         except BaseException as exc:  # its workers try again, as fresh workers would

@@ -23,6 +23,7 @@ from edge.service.candidates_watch import CandidatesWatch
 from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
 from edge.service.hardening import module_place
 from edge.service.host_locks import HostClaims
+from edge.service.import_path import refuse_unsafe_paths
 from edge.service.memory_admission import MemoryBudget
 from edge.service.routing import SessionRouter
 from edge.service.sandbox import Hardening, Limits, paths_to_expose
@@ -78,6 +79,7 @@ class SandboxedEdge:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
         _check_endpoints(candidates, endpoints or {})
+        refuse_unsafe_paths(candidates.values())  # before any process of the edge starts
         host_cpus = sorted(os.sched_getaffinity(0))
         if cpus is not None and (not cpus or not set(cpus) <= set(host_cpus)):
             raise ValueError(f"--cpus must be CPUs of this host ({cpu_list(host_cpus)})")

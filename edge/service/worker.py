@@ -53,6 +53,7 @@ from edge.service.sandbox import (
     own_proc,
 )
 from edge.service.sessions import SessionHandlers
+from edge.service.sources_only import read_sources_only
 from edge.service.worker_spec import WorkerSpec
 from edge.wire.envelopes import decode_request
 from edge.wire.headers import peek_header
@@ -88,6 +89,7 @@ def run_worker(
         (enter or _enter_sandbox)(spec, channel.fileno())
         if enter is not None:
             _serve_from(channel.fileno())
+        read_sources_only(spec.candidate.folder)  # its import (and later ones): sources only
     except BaseException as exc:  # tell the supervisor why, then go
         with contextlib.suppress(BaseException):
             send_frame(channel, Kind.FAILED, f"sandbox setup failed: {exc!r}"[:2000].encode())

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, Final
 
 import msgpack
@@ -27,6 +26,7 @@ import msgpack
 from edge.contract.randomness import WORKER_HASH_SEED
 from edge.errors import EdgeError
 from edge.service.fork_server import MAX_CONTROL_MESSAGE, ForkServer, send
+from edge.service.import_path import CHILD_FOLDER, python_command
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -69,16 +69,15 @@ class Zygote:
         self, *, uid_base: int = 100_000, gid: int = 65534, warm_learnsets: bool = True
     ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONHASHSEED"] = WORKER_HASH_SEED  # the same set orders in every run (contract.md)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-        )
         try:
+            # -P, in a folder of root's: no working or script folder (a candidates folder, say)
+            # first on its path; it finds this package as this process does (an editable
+            # install's finder maps only the project's packages), never through the checkout
+            # root, where candidates.json and participants' modules may lie (import_path.py).
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
+                python_command(
                     "-m",
                     "edge.service.zygote",
                     str(theirs.fileno()),
@@ -86,10 +85,11 @@ class Zygote:
                     str(uid_base),
                     str(gid),
                     "warm" if warm_learnsets else "cold",
-                ],
+                ),
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 env=env,
+                cwd=CHILD_FOLDER,
             )
         finally:
             theirs.close()

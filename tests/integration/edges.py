@@ -19,7 +19,8 @@ from center.isolation.edge_client import EdgeClient
 from edge.wire.keys import center_curve_from_config
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
-SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+# -P: no working folder first on its path (the edge refuses a candidates folder there).
+SEP_EDGE = [sys.executable, "-P", "-c", "from edge.cli import sep_edge; sep_edge()"]
 # Each worker's memory limit unless a test gives its own --memory-limit. Admission claims every
 # live worker's limit against the host's budget (edge/service/memory_admission.py): at the
 # default 4 GiB a 23 GiB host holds 5 workers, so tests beside each other were refused with
