@@ -5,10 +5,12 @@ and the admitted entry plays through ``sep_eval`` (real CLIs, Showdown's seeded 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -247,3 +249,70 @@ def test_the_readmes_hand_over_packs_a_trained_policy_and_admits_it(tmp_path: Pa
     assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr[-2000:]
     entry = load_candidates(organizer / "candidates.json")["mine"]
     assert entry.module_id == "mine_policy" and (organizer / "mine_policy").is_dir()
+
+
+def test_a_player_bot_is_packed_admitted_and_plays(
+    league: Path, tmp_path: Path, showdown_install: Path
+) -> None:
+    # A poke-env Player as contract.md shows it: getUserPlayerClass and nothing else.
+    folder = tmp_path / "player"
+    shutil.copytree(OUTSIDE.parent / "max_power_player", folder / "max_power_player")
+    entry = {"userModuleID": "max_power_player", "logName": "MaxPowerBot"}
+    (folder / "candidates.json").write_text(json.dumps({"maxpower_bot": entry}))
+    packed = sep_submit("pack", "maxpower_bot", cwd=folder)
+    assert packed.returncode == 0, packed.stderr
+    assert "entry points: getUserPlayerClass" in packed.stdout
+    archive = folder / "maxpower_bot.sep.tar.gz"
+    admitted = sep_submit("admit", str(archive), "--participant", "Ann", cwd=league)
+    assert admitted.returncode == 0, admitted.stdout[-3000:] + admitted.stderr
+    assert "checks passed" in admitted.stdout
+    bot = load_candidates(league / "candidates.json")["maxpower_bot"]
+    assert (bot.participant, bot.log_name) == ("Ann", "MaxPowerBot")
+
+    log_dir = tmp_path / "run"
+    command = [*SEP_EVAL, "maxpower_bot", "good_random", "-n", "2", "--seed", "3"]
+    command += ["--backend", "sim", "--candidates", str(league / "candidates.json")]
+    command += ["-l", str(log_dir), "-q"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (log_dir / "battles.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    assert all((r["blue_status"], r["red_status"]) == ("OK", "OK") for r in rows), rows
+
+
+def test_hostile_input_gets_one_line_and_exit_2_never_a_traceback(
+    participant: Path, league: Path, tmp_path: Path
+) -> None:
+    packed = sep_submit("pack", "strongest", cwd=participant)
+    assert packed.returncode == 0, packed.stderr
+    archive = participant / "strongest.sep.tar.gz"
+    with tarfile.open(archive) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+    manifest = json.loads(dict((m.name, d) for m, d in members)["manifest.json"])
+    manifest["model_id"] = "../../x/pwn"
+    hostile = tmp_path / "pwn.sep.tar.gz"
+    with tarfile.open(hostile, "w:gz") as tar:
+        for member, data in members:
+            if member.name == "manifest.json":
+                data = json.dumps(manifest).encode()
+                member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    before = snapshot(league)
+    refused = sep_submit("admit", str(hostile), cwd=league)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "error: manifest.json: model id '../../x/pwn': a model id must not be '.' or '..' nor "
+        "hold '/', '\\' or ':'\n"
+    )
+    assert snapshot(league) == before
+
+    # The organizer's own candidates.json naming a file outside its folder as a team.
+    doc = json.loads((league / "candidates.json").read_text())
+    doc["good_random"]["team"] = "/etc/shadow"
+    (league / "candidates.json").write_text(json.dumps(doc))
+    refused = sep_submit("admit", str(archive), cwd=league)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert "team file '/etc/shadow' lies outside" in refused.stderr
+    assert "root:" not in refused.stderr
