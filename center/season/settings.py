@@ -21,7 +21,7 @@ from center.evaluation.match import MatchSettings
 from center.evaluation.voided import DEFAULT_MAX_VOIDS
 from edge.contract.season_ledger import DEFAULT_QUOTA, DEFAULT_WINDOW_H, SEASON_JSON
 
-__all__ = ["SEASON_JSON", "SeasonSettings", "load_settings"]
+__all__ = ["SeasonSettings", "load_settings"]
 
 
 def _help(text: str) -> dict[str, str]:
