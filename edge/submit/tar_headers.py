@@ -26,7 +26,7 @@ BLOCK: Final = 512
 _EXTENSIONS: Final = {b"x": "PAX", b"g": "PAX", b"X": "PAX", b"L": "GNU", b"K": "GNU"}
 #: Types whose data tarfile does not skip (it assumes they have none).
 _NO_DATA: Final = frozenset(b"123456")
-_PAX_RECORD: Final = re.compile(rb"(\d+) ")
+_PAX_RECORD: Final = re.compile(rb"(\d+) ([^=]+)=")  # tarfile's own pattern
 
 
 class _End(Exception):
@@ -52,7 +52,7 @@ def _valid(header: bytes) -> bool:
 
 
 def _read(stream: gzip.GzipFile, size: int, keep: bool) -> bytes:
-    """The next ``size`` bytes and their padding to a whole block (kept only when ``keep``)."""
+    """The next ``size`` bytes with their padding to a whole block (kept only when ``keep``)."""
     left = -(-size // BLOCK) * BLOCK
     kept = []
     while left:
@@ -62,25 +62,29 @@ def _read(stream: gzip.GzipFile, size: int, keep: bool) -> bytes:
         if keep:
             kept.append(chunk)
         left -= len(chunk)
-    return b"".join(kept)[:size]
+    return b"".join(kept)
 
 
-def _pax_size(data: bytes, where: str) -> int | None:
-    """The ``size`` a PAX header sets for the next member, if any."""
+def _pax_size(block: bytes, where: str) -> int | None:
+    """The ``size`` a PAX header sets for the next member, if any: its records read as tarfile
+    reads them (over the whole padded ``block``, up to the first that does not parse)."""
     size = None
     pos = 0
-    while pos < len(data) and data[pos:].strip(b"\0"):
-        match = _PAX_RECORD.match(data, pos)
-        length = int(match.group(1)) if match else 0
-        record = data[pos : pos + length]
-        if match is None or length <= len(match.group(0)) or not record.endswith(b"\n"):
+    while match := _PAX_RECORD.match(block, pos):
+        length = int(match.group(1))
+        if (
+            length == 0
+            or pos + length > len(block)
+            or block[pos + length - 1 : pos + length] != b"\n"
+        ):
             raise SubmissionError(f"{where}: a malformed PAX header: refused")
-        key, _, value = record[len(match.group(0)) : -1].partition(b"=")
+        key = match.group(2)
+        value = block[match.end(2) + 1 : pos + length - 1]
         if key.startswith(b"GNU.sparse"):
             raise SubmissionError(f"{where}: a sparse file is refused")
         if key == b"size":
-            if not value.isdigit():
-                raise SubmissionError(f"{where}: a malformed PAX size {value!r}: refused")
+            if not (value.isdigit() and value.isascii()):
+                raise SubmissionError(f"{where}: a malformed PAX size {value[:20]!r}: refused")
             size = int(value)
         pos += length
     return size

@@ -3,6 +3,7 @@ is written: path traversal, absolute paths, links, devices, fifos, bombs, too ma
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 from collections.abc import Callable
@@ -138,4 +139,66 @@ def test_an_archive_without_a_manifest_is_refused(tmp_path: Path, league: Path) 
     archive = _archive(tmp_path / "bare.sep.tar.gz", (_member("files/a/x.py"), b"x = 1\n"))
     assert (
         _refused(archive, league) == f"{archive}: no manifest.json (pack it with sep_submit pack)"
+    )
+
+
+def _raw(name: bytes, kind: bytes, size_field: bytes) -> bytes:
+    """A ustar header block written by hand, with its checksum."""
+    header = bytearray(512)
+    header[0 : len(name)] = name
+    header[100:108] = b"0000644\0"
+    header[124:136] = size_field
+    header[156:157] = kind
+    header[257:265] = b"ustar\x0000"
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return bytes(header)
+
+
+def test_an_extended_header_with_a_negative_size_is_refused(tmp_path: Path, league: Path) -> None:
+    # tarfile reads a negative size as "read to the end": the whole stream, into memory.
+    archive = tmp_path / "negative.sep.tar.gz"
+    with gzip.open(archive, "wb") as out:
+        out.write(_raw(b"././@PaxHeader", b"x", b"\xff" * 12) + bytes(1024))
+    assert _refused(archive, league) == (
+        f"{archive}: the header at byte 0 of the unpacked archive: a negative size: refused"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "record", "expected"),
+    [
+        (b"g", b"12 size=999\n", "a global PAX header that sets sizes: refused"),
+        (b"x", b"22 GNU.sparse.major=1\n", "a sparse file is refused"),
+        (b"x", b"99 path=x\n", "a malformed PAX header: refused"),
+        (b"S", b"", "a sparse file is refused"),
+    ],
+)
+def test_headers_tarfile_would_read_another_way_are_refused(
+    tmp_path: Path, league: Path, kind: bytes, record: bytes, expected: str
+) -> None:
+    archive = tmp_path / "odd.sep.tar.gz"
+    with gzip.open(archive, "wb") as out:
+        out.write(_raw(b"odd", kind, b"%011o\0" % len(record)) + record.ljust(512, b"\0"))
+        out.write(_raw(b"manifest.json", b"0", b"%011o\0" % 0) + bytes(1024))
+    assert _refused(archive, league) == (
+        f"{archive}: the header at byte 0 of the unpacked archive: {expected}"
+    )
+
+
+def test_a_pax_size_hidden_in_the_padding_is_followed_as_tarfile_follows_it(
+    tmp_path: Path, league: Path
+) -> None:
+    # The PAX header's size covers one record; tarfile also parses records in the block's padding,
+    # so the size set there moves where the next header is, for the walk too.
+    shown, hidden = b"10 path=x\n", b"12 size=999\n"
+    archive = tmp_path / "padding.sep.tar.gz"
+    with gzip.open(archive, "wb") as out:
+        out.write(_raw(b"././@PaxHeader", b"x", b"%011o\0" % len(shown)))
+        out.write((shown + hidden).ljust(512, b"\0"))
+        out.write(_raw(b"files/a.bin", b"0", b"%011o\0" % 0) + bytes(1024))
+        out.write(_raw(b"././@LongLink", b"L", b"%011o\0" % (1 << 30)))
+    assert _refused(archive, league) == (
+        f"{archive}: the header at byte 2560 of the unpacked archive: a GNU extended record of "
+        f"1073741824 bytes, over the 65536-byte limit: refused"
     )
