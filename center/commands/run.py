@@ -42,7 +42,11 @@ from center.evaluation.run_info import (
 )
 from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.sequential import SequentialTests
-from center.evaluation.standings_output import format_standings, write_standings
+from center.evaluation.standings_output import (
+    format_endpoint_use,
+    format_standings,
+    write_standings,
+)
 from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.driver import RunSummary
 from center.scale.launch import ScaleOptions, run_on_runners
@@ -296,6 +300,8 @@ def run_command(
         records, log_dir, candidates=chosen, paired=run.paired, sections=sections
     )
     click.echo(format_standings(standings))
+    for line in format_endpoint_use(records):
+        click.echo(line)
     for line in collusion_lines(collusion):
         click.echo(line)
     if "gauntlet" in sections:

@@ -1,6 +1,6 @@
 """The standings as output: ``standings.csv`` and ``standings.json`` in LOG_DIR, each replaced
-atomically, and a fixed-width table for the terminal. The numbers come from
-:mod:`center.evaluation.standings`."""
+atomically, and a fixed-width table for the terminal, with what each candidate asked of its
+model endpoints. The numbers come from :mod:`center.evaluation.standings`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ __all__ = [
     "STANDINGS_COLUMNS",
     "STANDINGS_CSV",
     "STANDINGS_JSON",
+    "EndpointUse",
+    "endpoint_use",
+    "format_endpoint_use",
     "format_standings",
     "standings_columns",
     "write_standings",
@@ -135,6 +139,50 @@ def write_standings(
     doc = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False)
     write_atomically(log_dir / STANDINGS_JSON, doc + "\n", durable=True)
     return standings
+
+
+@dataclass(frozen=True)
+class EndpointUse:
+    """What a candidate's decisions asked of its edge's model endpoints, summed over its battles
+    (battles.csv's ``SIDE_endpoint_*`` columns)."""
+
+    requests: int = 0
+    tokens: int = 0
+    bytes: int = 0
+    battles: int = 0
+    """The battles in which it asked them at all."""
+
+
+def endpoint_use(records: Iterable[BattleRecord]) -> dict[str, EndpointUse]:
+    """Per candidate that asked its model endpoints in any battle, what it asked, by id."""
+    totals: dict[str, EndpointUse] = {}
+    for r in records:
+        for side in ("blue", "red"):
+            played = r.side(side)
+            counts = (played.endpoint_requests, played.endpoint_tokens, played.endpoint_bytes)
+            if any(counts):
+                model = getattr(r, side)
+                was = totals.get(model, EndpointUse())
+                totals[model] = EndpointUse(
+                    was.requests + counts[0],
+                    was.tokens + counts[1],
+                    was.bytes + counts[2],
+                    was.battles + 1,
+                )
+    return dict(sorted(totals.items()))
+
+
+def format_endpoint_use(records: Iterable[BattleRecord]) -> list[str]:
+    """A terminal line per candidate that asked its model endpoints: requests and tokens, in all
+    and per battle (none when no candidate asked any)."""
+    lines = []
+    for model, use in endpoint_use(records).items():
+        lines.append(
+            f"model endpoints of {model}: {use.requests:,} requests, {use.tokens:,} tokens in "
+            f"{use.battles} battle{'' if use.battles == 1 else 's'} ({use.requests / use.battles:,.1f} requests, "
+            f"{use.tokens / use.battles:,.0f} tokens a battle)"
+        )
+    return lines
 
 
 def _status_cells(cells: Iterable[str | int]) -> str:

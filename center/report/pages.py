@@ -28,6 +28,7 @@ from center.evaluation.rating_methods import RATING_METHODS
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideStatus, Winner
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
+from center.evaluation.standings_output import endpoint_use
 from center.evaluation.voided import count_causes
 from center.report import plots
 from center.report.dex import move_names, pokedex
@@ -184,22 +185,13 @@ def _provenance_info(data: LogDir) -> list[tuple[str, str]]:
 def _endpoint_info(data: LogDir) -> list[tuple[str, str]]:
     """A ``model endpoints`` line per candidate whose decisions asked its edge's model endpoints
     (``sep_edge --endpoint``): requests, tokens and bytes over its battles, from battles.csv."""
-    totals: dict[str, list[int]] = {}
-    for r in data.records:
-        for side in ("blue", "red"):
-            played = r.side(side)
-            counts = [played.endpoint_requests, played.endpoint_tokens, played.endpoint_bytes]
-            if any(counts):
-                total = totals.setdefault(getattr(r, side), [0, 0, 0, 0])
-                total[:3] = [a + b for a, b in zip(total[:3], counts, strict=False)]
-                total[3] += 1
     return [
         (
             "model endpoints",
-            f"{data.name(model)} ({model}): {requests} requests, {tokens} tokens, "
-            f"{size} bytes over {battles} battles",
+            f"{data.name(model)} ({model}): {use.requests} requests, {use.tokens} tokens, "
+            f"{use.bytes} bytes over {use.battles} battles",
         )
-        for model, (requests, tokens, size, battles) in sorted(totals.items())
+        for model, use in endpoint_use(data.records).items()
     ]
 
 

@@ -295,6 +295,14 @@ def _last_line(log: Path) -> str:
     return (errors or lines or ["(no output)"])[-1][:300]
 
 
+def _count(cell: str | None) -> int:
+    """A count column of battles.csv (empty in files older than the column: 0)."""
+    try:
+        return int(cell or 0)
+    except ValueError:
+        return 0
+
+
 def _read_battles(path: Path, model_id: str) -> list[BattleLine]:
     """The battles ``battles.csv`` recorded, seen from ``model_id``'s side."""
     try:
@@ -318,6 +326,8 @@ def _read_battles(path: Path, model_id: str) -> list[BattleLine]:
                 error=(row.get(f"{side}_error") or "").strip(),
                 opponent_status=row.get(f"{other}_status", ""),
                 model_id=model_id,
+                endpoint_requests=_count(row.get(f"{side}_endpoint_requests")),
+                endpoint_tokens=_count(row.get(f"{side}_endpoint_tokens")),
             )
         )
     return sorted(lines, key=lambda line: line.battle_id)

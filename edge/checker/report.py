@@ -53,6 +53,9 @@ class BattleLine:
     opponent_status: str = "OK"
     #: the model whose side ``status`` and ``error`` describe
     model_id: str = ""
+    #: what its decisions asked of the edge's model endpoints (battles.csv's columns)
+    endpoint_requests: int = 0
+    endpoint_tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -63,6 +66,10 @@ class BattleLine:
         """``b0001: OK, winner m (win, 23 turns)`` plus the error, if any, on the same line."""
         text = f"{self.battle_id}: {self.status}, winner {self.winner} ({self.end_reason}"
         text += f", {self.turns} turns)" if self.turns else ")"
+        if self.endpoint_requests:
+            text += (
+                f", {self.endpoint_requests:,} endpoint requests, {self.endpoint_tokens:,} tokens"
+            )
         if self.opponent_status != "OK":
             text += f", the opponent's status {self.opponent_status}"
         if self.error:
@@ -103,6 +110,18 @@ class CheckReport:
                 return result
         raise KeyError(name)
 
+    def endpoint_summary(self) -> str:
+        """What the model's battles asked of its model endpoints, in all and per battle."""
+        requests = sum(b.endpoint_requests for b in self.battles)
+        tokens = sum(b.endpoint_tokens for b in self.battles)
+        played = len(self.battles)
+        per = max(played, 1)
+        return (
+            f"model endpoints: {requests:,} requests, {tokens:,} tokens in {played} "
+            f"battle{'' if played == 1 else 's'} ({requests / per:,.1f} requests, "
+            f"{tokens / per:,.0f} tokens a battle)"
+        )
+
     def format(self) -> str:
         """The report as text: one line per check, a fix under each failure, the battles, notes."""
         width = max(len(name) for name in CHECKS)
@@ -111,6 +130,8 @@ class CheckReport:
             lines.append(f"  {r.status.value.upper():4}  {r.name:<{width}}  {r.message}")
             if r.name == "battles":
                 lines.extend(f"        {'':<{width}}    {b.format()}" for b in self.battles)
+                if any(b.endpoint_requests for b in self.battles):
+                    lines.append(f"        {'':<{width}}    {self.endpoint_summary()}")
             if r.fix and r.status in (Status.FAIL, Status.WARN):
                 lines.append(f"        {'':<{width}}  Fix: {r.fix}")
         lines.extend(f"  note: {note}" for note in self.notes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -177,6 +178,7 @@ def play(edges: dict[str, EdgeProcess], log_dir: Path, *args: str) -> list[dict[
         timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    (log_dir / "sep_main.stdout").write_text(run.stdout)  # for a test that reads the summary
     with (log_dir / "battles.csv").open(newline="") as f:
         return list(csv.DictReader(f))
 
@@ -202,6 +204,12 @@ def test_an_llm_agent_plays_through_its_endpoint_and_its_tokens_land_in_battles_
     assert int(row["blue_endpoint_tokens"]) == TOKENS * len(blue), row
     assert int(row["red_endpoint_tokens"]) == STREAM_TOKENS * len(red), row
     assert int(row["blue_endpoint_bytes"]) > sum(len(r["body"]) for r in blue), row
+    summary = (tmp_path / "run" / "sep_main.stdout").read_text()  # the same, per candidate
+    for model, asked, tokens in (("llm_chat", blue, TOKENS), ("llm_stream", red, STREAM_TOKENS)):
+        assert (
+            f"model endpoints of {model}: {len(asked):,} requests, {tokens * len(asked):,} "
+            "tokens in 1 battle "
+        ) in summary, summary
     log = edges["blue"].log.read_text()
     assert f"model endpoint LLM: {model_server.url} (Authorization; no token limit)" in log
     assert "organizer-key" not in log
@@ -328,6 +336,11 @@ def test_the_checker_checks_an_llm_agent_against_the_endpoint_it_is_given(model_
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    # The report says what the real battle asked: each reply reported TOKENS tokens.
+    asked = re.search(r"model endpoints: (\d+) requests, ([\d,]+) tokens in 1 battle ", run.stdout)
+    assert asked is not None, run.stdout[-3000:]
+    requests, tokens = int(asked[1]), int(asked[2].replace(",", ""))
+    assert 0 < requests < len(model_server.requests) and tokens == TOKENS * requests
     keys = {r["authorization"] for r in model_server.requests}
     # Every request, the recorded checks' included, went through an edge with the organizer's key
     # (a module reaching the URL directly would send its own "not-a-key").
