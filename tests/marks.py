@@ -56,6 +56,7 @@ SLOW = frozenset(
         "integration/test_doubles_service.py",
         "integration/test_edge_reload.py",
         "integration/test_fair_play.py",
+        "integration/test_hosted_edge.py",
         "integration/test_isolation.py",
         "integration/test_largest_observation.py",
         "integration/test_league.py",
