@@ -57,6 +57,7 @@ SLOW = frozenset(
         "integration/test_edge_reload.py",
         "integration/test_fair_play.py",
         "integration/test_hosted_edge.py",
+        "integration/test_import_path.py",
         "integration/test_isolation.py",
         "integration/test_largest_observation.py",
         "integration/test_league.py",

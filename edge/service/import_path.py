@@ -19,7 +19,13 @@ from typing import Final
 from edge.contract.candidates import Candidate
 from edge.errors import CandidatesError
 
-__all__ = ["CHILD_FOLDER", "python_command", "refuse_unsafe_paths", "unsafe_entry"]
+__all__ = [
+    "CHILD_FOLDER",
+    "candidate_folders",
+    "python_command",
+    "refuse_unsafe_paths",
+    "unsafe_entry",
+]
 
 CHILD_FOLDER: Final = "/"
 """The working folder of the Python processes the edge starts: root's, never a candidates one."""
