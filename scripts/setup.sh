@@ -80,8 +80,8 @@ PYPROJECT_HASH="$(sha256sum "$REPO_ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [[ -f "$PIP_STAMP" ]] && [[ "$(cat "$PIP_STAMP")" == "$PYPROJECT_HASH" ]]; then
     step "pip: up to date (pyproject.toml unchanged)"
 else
-    step "pip: installing maple-sep[test,ray,train] (editable)"
-    quietly "$VENV/bin/python" -m pip install -e "$REPO_ROOT[test,ray,train]"
+    step "pip: installing maple-sep[test,ray,train,web] (editable)"
+    quietly "$VENV/bin/python" -m pip install -e "$REPO_ROOT[test,ray,train,web]"
     printf '%s\n' "$PYPROJECT_HASH" >"$PIP_STAMP"
 fi
 

@@ -57,7 +57,8 @@ def sep_ladder(verbose: int) -> None:
     "http",
     default=None,
     metavar="HOST:PORT",
-    help="Serve the season's read-only web page (reserved: not built yet).",
+    help="Serve the season's read-only web page and JSON API there (loopback: 127.0.0.1:8080; "
+    "another address is served with a warning).",
 )
 def run(season_dir: Path, http: str | None) -> None:
     """Run the season until it is closed; run it again after any stop to resume."""
@@ -68,8 +69,6 @@ def run(season_dir: Path, http: str | None) -> None:
     def go() -> None:
         from center.season.ladder import Ladder
 
-        if http is not None:
-            raise ConfigError("--http: the season's web page is not built yet")
         if not season_dir.is_dir():
             raise ConfigError(f"{season_dir}: no such folder (it holds season.json)")
         settings = load_settings(season_dir)
@@ -79,12 +78,23 @@ def run(season_dir: Path, http: str | None) -> None:
             store.close()
             if closed:
                 raise ConfigError(f"{season_dir}: the season closed at {closed}")
-        ladder = Ladder(season_dir, settings, say=lambda line: click.echo(line, err=True))
+
+        def say(line: str) -> None:
+            click.echo(line, err=True)
+
+        ladder = Ladder(season_dir, settings, say=say)
+        web = None
         try:
+            if http is not None:  # after the store exists; served beside the ladder's loop
+                from center.season.web import serve_season
+
+                web = serve_season(season_dir, settings, http, say=say)
             ladder.run()
         except ResultsError as exc:
             raise ConfigError(str(exc)) from None
         finally:
+            if web is not None:
+                web.stop()
             ladder.store.close()
 
     guarded(go)
