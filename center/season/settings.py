@@ -19,7 +19,12 @@ from center.errors import ConfigError
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
 from center.evaluation.voided import DEFAULT_MAX_VOIDS
-from edge.contract.season_ledger import DEFAULT_QUOTA, DEFAULT_WINDOW_H, SEASON_JSON
+from edge.contract.season_ledger import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_QUOTA,
+    DEFAULT_WINDOW_H,
+    SEASON_JSON,
+)
 
 __all__ = ["SeasonSettings", "load_settings"]
 
@@ -37,7 +42,7 @@ class SeasonSettings:
         metadata=_help("the season's formats; an entry plays those its `formats` lists (all)"),
     )
     candidates: str = field(
-        default="candidates.json",
+        default=DEFAULT_CANDIDATES,
         metadata=_help(
             "the entries' candidates.json (relative to SEASON_DIR), reread as it changes"
         ),

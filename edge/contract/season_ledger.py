@@ -14,10 +14,13 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from edge.errors import EdgeError
 
 __all__ = [
+    "CANDIDATES_KEY",
+    "DEFAULT_CANDIDATES",
     "DEFAULT_QUOTA",
     "DEFAULT_WINDOW_H",
     "QUOTA_KEYS",
@@ -29,6 +32,7 @@ __all__ = [
     "connect",
     "create_submissions_table",
     "record_submission",
+    "season_candidates",
     "season_quota",
 ]
 
@@ -40,6 +44,9 @@ DEFAULT_WINDOW_H = 24.0
 """The rolling window of the quota, in hours (season.json ``submission_window_h``)."""
 QUOTA_KEYS = ("submission_quota", "submission_window_h")
 """season.json's keys for the quota; the ladder's settings declare them with these defaults."""
+CANDIDATES_KEY = "candidates"
+DEFAULT_CANDIDATES = "candidates.json"
+"""season.json's key for the entries' candidates.json (relative to SEASON_DIR), and its default."""
 
 _SUBMISSIONS = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -85,8 +92,7 @@ def create_submissions_table(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-def season_quota(season_dir: str | Path) -> tuple[int, float]:
-    """(quota, window in hours) from ``SEASON_DIR/season.json``, the defaults for absent keys."""
+def _season_doc(season_dir: str | Path) -> tuple[Path, dict[str, Any]]:
     path = Path(season_dir) / SEASON_JSON
     try:
         doc = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -94,6 +100,21 @@ def season_quota(season_dir: str | Path) -> tuple[int, float]:
         raise LedgerError(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(doc, dict):
         raise LedgerError(f"{path}: must hold a JSON object")
+    return path, doc
+
+
+def season_candidates(season_dir: str | Path) -> Path:
+    """The season's candidates.json: season.json's ``candidates``, relative to SEASON_DIR."""
+    path, doc = _season_doc(season_dir)
+    name = doc.get(CANDIDATES_KEY, DEFAULT_CANDIDATES)
+    if not isinstance(name, str) or not name.strip():
+        raise LedgerError(f"{path}: {CANDIDATES_KEY} must be a file name, got {name!r}")
+    return Path(season_dir) / name
+
+
+def season_quota(season_dir: str | Path) -> tuple[int, float]:
+    """(quota, window in hours) from ``SEASON_DIR/season.json``, the defaults for absent keys."""
+    path, doc = _season_doc(season_dir)
     quota, window = doc.get(QUOTA_KEYS[0], DEFAULT_QUOTA), doc.get(QUOTA_KEYS[1], DEFAULT_WINDOW_H)
     if not isinstance(quota, int) or isinstance(quota, bool) or quota < 1:
         raise LedgerError(f"{path}: {QUOTA_KEYS[0]} must be a positive integer, got {quota!r}")
