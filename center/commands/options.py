@@ -18,6 +18,7 @@ from center.errors import ConfigError
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
+from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
@@ -36,10 +37,12 @@ class RunOptions:
     paired: bool
     concurrency: int
     candidates: Path
-    decision_time: float
-    bank: float
-    call_cap: float
-    battle_time: float
+    timer: str
+    #: explicit numbers over the timer's (None: the timer's own)
+    decision_time: float | None
+    bank: float | None
+    call_cap: float | None
+    battle_time: float | None
     max_turns: int
     backend_choice: Backend | None
     server_url: str | None
@@ -55,12 +58,8 @@ class RunOptions:
 
     @property
     def budget(self) -> Budget:
-        return Budget(
-            decision_time=self.decision_time,
-            bank=self.bank,
-            call_cap=self.call_cap,
-            battle_time=self.battle_time,
-        )
+        """The ``--timer`` profile's budget with the explicit numbers over its fields."""
+        return effective_budget(self.timer, {f: getattr(self, f) for f in OVERRIDES.values()})
 
     def sprt_settings(self) -> SprtSettings | None:
         """``--sprt ELO0,ELO1 --alpha A --beta B``, checked (ConfigError with one line)."""
@@ -74,6 +73,7 @@ class RunOptions:
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by sep_main and sep_eval."""
+    default = TIMERS[DEFAULT_TIMER].budget  # what --help says of the numbers a timer sets
     options = [
         click.argument("ids", nargs=-1),
         click.option(
@@ -126,34 +126,42 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
         ),
         click.option(
-            "--decision-time",
-            type=click.FloatRange(0.01),
-            default=Budget.decision_time,
+            "--timer",
+            type=click.Choice(tuple(TIMERS)),
+            default=DEFAULT_TIMER,
             show_default=True,
-            help="Free seconds per decision.",
+            help="Each side's time, by name: "
+            + "; ".join(f"{name}: {profile.summary}" for name, profile in TIMERS.items())
+            + ". --decision-time, --bank, --call-cap and --battle-time change its numbers.",
+        ),
+        click.option(
+            "--decision-time",
+            type=click.FloatRange(0.0),
+            default=None,
+            help="Free seconds per decision. [default: the timer's; "
+            f"{DEFAULT_TIMER}'s: {default.decision_time:g}]",
         ),
         click.option(
             "--bank",
             type=click.FloatRange(0.0),
-            default=Budget.bank,
-            show_default=True,
-            help="Overage seconds per side and battle; running dry forfeits.",
+            default=None,
+            help="Overage seconds per side and battle; running dry forfeits. [default: the "
+            f"timer's; {DEFAULT_TIMER}'s: {default.bank:g}]",
         ),
         click.option(
             "--call-cap",
             type=click.FloatRange(0.01),
-            default=Budget.call_cap,
-            show_default=True,
-            help="Longest wait for one call beyond the free time; then a default move.",
+            default=None,
+            help="Longest wait for one call beyond the free time; then a default move. "
+            f"[default: the timer's; {DEFAULT_TIMER}'s: {default.call_cap:g}]",
         ),
         click.option(
             "--battle-time",
             type=click.FloatRange(0.01),
-            default=Budget.battle_time,
-            show_default=True,
+            default=None,
             help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
             "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
-            "(an LLM's).",
+            f"(an LLM's). [default: the timer's; {DEFAULT_TIMER}'s: {default.battle_time:g}]",
         ),
         click.option(
             "--max-turns",

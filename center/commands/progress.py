@@ -7,7 +7,6 @@ import sys
 import threading
 from collections.abc import Callable
 
-from center.evaluation.budget import Budget
 from center.evaluation.records import BattleRecord
 from center.scale.launch import ScaleOptions
 
@@ -73,15 +72,6 @@ class _Progress:
         self._closed.set()
         self.bar.close()
         self._logs.close()
-
-
-def _clock_line(budget: Budget) -> str:
-    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
-    return (
-        f"time per side and battle: {budget.decision_time:g} s free per decision, a "
-        f"{budget.bank:g} s bank, and a battle clock of {budget.battle_time:g} s for all its "
-        "calls (--battle-time; running out forfeits)"
-    )
 
 
 def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options
-from center.commands.progress import _at_once, _clock_line, _Progress, _say_ray
+from center.commands.progress import _at_once, _Progress, _say_ray
 from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
@@ -31,7 +31,12 @@ from center.evaluation.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.collusion import check_collusion, collusion_lines
 from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
 from center.evaluation.match import MatchSettings, SideSource, start_backend
-from center.evaluation.preflight import check_models, failure_summary, validate_teams
+from center.evaluation.preflight import (
+    check_models,
+    failure_summary,
+    playing_the_format,
+    validate_teams,
+)
 from center.evaluation.provenance import check_code, describe_change, source_digests
 from center.evaluation.run_info import (
     RunConfig,
@@ -47,6 +52,7 @@ from center.evaluation.standings_output import (
     format_standings,
     write_standings,
 )
+from center.evaluation.timers import timer_line, timer_record
 from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.driver import RunSummary
 from center.scale.launch import ScaleOptions, run_on_runners
@@ -87,13 +93,15 @@ def run_command(
     all_ids: list[str],
     teams: dict[str, str | None],
     make_source: Callable[[dict[str, list[str]]], SideSource],
+    formats: dict[str, tuple[str, ...]] | None = None,
     edge_loss: Literal["void", "forfeit"] | None = None,
     scale: ScaleOptions | None = None,
     runner_source: Callable[[], SourceSpec] | None = None,
 ) -> None:
     """What sep_main and sep_eval do once their sides are known.
 
-    ``make_source(sides)`` builds the side source for the models each side will play (for
+    ``formats`` are the formats each entry plays (candidates.json's ``formats``; none: every
+    format). ``make_source(sides)`` builds the side source for the models each side will play (for
     ``sep_main``: connects to the edges and checks that they serve them). ``edge_loss`` is
     ``sep_main``'s policy for a lost edge (None in-process). With ``scale``, the
     battles are played by battle runners (:mod:`center.scale`), each building its sides from
@@ -138,6 +146,13 @@ def run_command(
     # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
     showdown_format = check_format(opts.battle_format, doubles=True)
     battle_format = showdown_format.id
+    named = {*opts.ids, *([opts.gauntlet] if opts.gauntlet else [])}
+    chosen, left_out = playing_the_format(chosen, named, formats or {}, battle_format)
+    if left_out and len(chosen) < 2:
+        needs = "a gauntlet needs an opponent" if opts.gauntlet else "a league needs two candidates"
+        raise ConfigError(f"{needs} playing {battle_format}; {left_out.removeprefix('note: ')}")
+    if left_out:  # only entries the command did not name: said before anything is played
+        click.echo(left_out, err=True)
     validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
     unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []
     if unused and not opts.quiet:
@@ -190,6 +205,7 @@ def run_command(
                 paired=paired,
                 backend=resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir)),
                 sprt=sprt,
+                timer=timer_record(opts.timer, budget),
             ),
         )
         record_run_results(log_dir, kept)
@@ -222,7 +238,7 @@ def run_command(
                 f"{_at_once(opts.concurrency, scale)}, results in {log_dir}",
                 err=True,
             )
-            click.echo(_clock_line(budget), err=True)
+            click.echo(timer_line(opts.timer, budget), err=True)
             if run.sprt is not None:
                 click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
         summary = RunSummary([], [])
@@ -406,6 +422,7 @@ def sep_eval(opts: RunOptions) -> None:
             opts,
             all_ids=list(source.candidates),
             teams={i: c.team for i, c in source.candidates.items()},
+            formats={i: c.formats for i, c in source.candidates.items()},
             make_source=lambda sides: source,
         )
 
@@ -564,6 +581,7 @@ def sep_main(
                 opts,
                 all_ids=list(known),
                 teams={i: c.team for i, c in known.items()},
+                formats={i: c.formats for i, c in known.items()},
                 make_source=make_source,
                 edge_loss=loss,
                 scale=scale,

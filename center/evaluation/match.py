@@ -149,8 +149,13 @@ def _record(
     end_reason: EndReason
     if forfeited is not None:
         both_failed = all(sides[p].fatal is not None for p in PLAYERS)
+        both_out = all(sides[p].fatal == SideStatus.TIMEOUT for p in PLAYERS)
         winner = (
-            Winner.NONE if both_failed else Winner.RED if forfeited == "player_0" else Winner.BLUE
+            (Winner.TIE if both_out and settings.budget.tie_when_both_out else Winner.NONE)
+            if both_failed
+            else Winner.RED
+            if forfeited == "player_0"
+            else Winner.BLUE
         )
         end_reason = forfeit_reason(sides[forfeited])
     elif env.end_reason == EndReason.WIN:

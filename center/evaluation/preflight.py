@@ -1,8 +1,9 @@
 """What a run checks before its first battle, and what it says about failing sides at its end.
 
-Before LOG_DIR exists: every brought team passes Showdown's validator, and every model opens on each
-side it will play, as a battle opens it. After the battles: one line per candidate whose side was
-not OK, with its counts and its first error line.
+Before LOG_DIR exists: the entries that do not play the run's format are left out (a named one is
+refused), every brought team passes Showdown's validator, and every model opens on each side it will
+play, as a battle opens it. After the battles: one line per candidate whose side was not OK, with
+its counts and its first error line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,34 @@ from center.evaluation.side_guard import SideGuard
 from center.evaluation.side_opening import open_sides
 from center.showdown.formats import ShowdownFormat
 
-__all__ = ["check_models", "failure_summary", "validate_teams"]
+__all__ = ["check_models", "failure_summary", "playing_the_format", "validate_teams"]
+
+
+def playing_the_format(
+    ids: tuple[str, ...],
+    named: set[str],
+    formats: dict[str, tuple[str, ...]],
+    battle_format: str,
+) -> tuple[tuple[str, ...], str]:
+    """The entries of ``ids`` that play ``battle_format`` (an entry without ``formats`` in
+    candidates.json plays every format), and one line naming those left out ("" when none).
+
+    An entry the command names (``named``) that does not play it is refused: ConfigError.
+    """
+    left_out = [i for i in ids if formats.get(i) and battle_format not in formats[i]]
+    refused = [i for i in left_out if i in named]
+    if refused:
+        plays = "; ".join(f"{i!r} plays {', '.join(formats[i])} only" for i in refused)
+        raise ConfigError(
+            f"{', '.join(map(repr, refused))} {'does' if len(refused) == 1 else 'do'} not play "
+            f"{battle_format} ({plays}, by candidates.json); name others, or give --format a "
+            "format each plays"
+        )
+    if not left_out:
+        return ids, ""
+    why = "; ".join(f"{i} plays {', '.join(formats[i])}" for i in left_out)
+    line = f"note: left out, not playing {battle_format}: {why}"
+    return tuple(i for i in ids if i not in left_out), line
 
 
 def validate_teams(teams: dict[str, str | None], battle_format: ShowdownFormat) -> None:

@@ -89,7 +89,9 @@ class RunConfig:
     simulator, reproducible) or ``server`` (the Showdown server; a run.json without a backend is
     older than backends and ran there). ``sprt`` plays a match or gauntlet as sequential tests
     (paired; ``n`` is the maximum). A ``gauntlet``'s ``candidates`` are its candidate first, then
-    the field (stored sorted).
+    the field (stored sorted). ``timer`` is each side's time
+    (:func:`~center.evaluation.timers.timer_record`): a rerun with other numbers is refused (a
+    run.json without one is older than timers and takes the rerun's).
     """
 
     mode: RunMode
@@ -104,6 +106,7 @@ class RunConfig:
     #: what ends a battle at the turn cap; a rerun keeps the stored one (a run.json without one
     #: is older than the tiebreak: a tie)
     turn_cap: TurnCap = "tiebreak"
+    timer: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league", "gauntlet"):
@@ -153,6 +156,7 @@ class RunConfig:
             "backend": self.backend,
             "sprt": None if self.sprt is None else self.sprt.to_json(),
             "turn_cap": self.turn_cap,
+            "timer": None if self.timer is None else dict(self.timer),
             "extra": dict(self.extra),
         }
 
@@ -174,7 +178,33 @@ class RunConfig:
             backend=doc.get("backend", "server"),  # runs older than backends: the server
             sprt=None if sprt is None else SprtSettings.from_json(sprt),
             turn_cap=check_turn_cap(str(doc.get("turn_cap", "tie"))),  # older runs: a tie
+            timer=_timer_of(doc.get("timer")),  # absent from runs older than timers
         )
+
+
+def _timer_of(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"timer must be an object, got {value!r}")
+    return value
+
+
+def _timer(timer: Mapping[str, Any] | None, fields: list[str]) -> str:
+    """A timer as a rerun's refusal shows it: its profile and the ``fields`` that differ."""
+    if timer is None:
+        return "none"
+    numbers = ", ".join(f"{f} {timer.get(f)}" for f in fields)
+    return f"--timer {timer.get('name')}" + (f" ({numbers})" if numbers else "")
+
+
+def _timer_conflict(stored: Mapping[str, Any], new: Mapping[str, Any] | None) -> str | None:
+    """What differs between two timers' numbers (None: nothing)."""
+    other = dict(new or {})
+    fields = [f for f in stored if f != "name" and stored[f] != other.get(f)]
+    if not fields:
+        return None
+    return f"its timer is {_timer(stored, fields)}, not {_timer(new, fields)}"
 
 
 def read_run_config(log_dir: str | os.PathLike[str]) -> RunConfig | None:
@@ -220,6 +250,9 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(f"its battles are {_pairing(stored)}, not {_pairing(new)}")
     if new.backend != stored.backend:
         raise conflict(f"its battles ran on --backend {stored.backend}, not {new.backend}")
+    timer = None if stored.timer is None else _timer_conflict(stored.timer, new.timer)
+    if timer is not None:
+        raise conflict(timer)
     if stored.mode == "gauntlet" and new.candidates[0] != stored.candidates[0]:
         raise conflict(f"it is the gauntlet of {stored.candidates[0]}, not {new.candidates[0]}")
     if stored.mode == "match" and new.candidates != stored.candidates:
@@ -248,6 +281,7 @@ def open_run(log_dir: str | os.PathLike[str], config: RunConfig) -> RunConfig:
     - the seed must be the same, or None (then the stored seed is used);
     - paired or not, as stored;
     - on the same backend (a run mixes no reproducible battles with server ones);
+    - with the same timer's numbers (a run.json older than timers takes the rerun's);
     - a match must have the same blue and the same red;
     - a league must include every stored candidate; it may add candidates (the new pairs are
       appended, the existing battles keep their ids and seeds);

@@ -2,8 +2,9 @@
 
 The guard holds a :class:`~center.evaluation.side.Side` (in-process or on an edge) and asks it for
 each decision in one call under its :class:`~center.evaluation.budget.Budget`: free time per
-decision, a bank of overage, a cap per call, the battle clock, and credit for a call's wait for an
-edge's CPU (:mod:`center.evaluation.queue_credit`). What goes wrong becomes a status, never an
+decision, a bank of overage (with its grace and its increment per turn), a cap per call and per
+turn, the battle clock, and credit for a call's wait for an edge's CPU
+(:mod:`center.evaluation.queue_credit`). What goes wrong becomes a status, never an
 exception in the match loop. The rules: docs/running.md, "Time, failures and statuses".
 """
 
@@ -55,7 +56,7 @@ class SideGuard:
         self.side = side
         self.agent_full_name = agent_full_name
         self.budget = budget
-        self.bank = budget.bank
+        self.bank = budget.bank + budget.grace
         self.stats = SideStats()
         # Plain Gymnasium copies: checking a value never runs a user-defined Space method.
         self.observation_space = _canonical(side.observation_space)
@@ -66,6 +67,11 @@ class SideGuard:
         self._over = False
         #: the user call that last ran past its deadline ("" when none did)
         self._overran = ""
+        #: the battle turn of the side's last decision (None before its first)
+        self._turn: int | None = None
+        #: the most the decision in progress may take (None: none in progress, or no cap)
+        self._turn_cap: float | None = None
+        self._deciding = False
         self._clock(opened_s, "opening the session")
 
     @property
@@ -104,6 +110,8 @@ class SideGuard:
         played). :meth:`judge` turns the decision into a move."""
         if self.fatal is not None:
             return None
+        if not self._deciding:  # a new decision, not a request asked again
+            self._new_decision(seat.view.turn if seat.view is not None else 0)
         try:
             decision = self._call(
                 "makeObs",
@@ -117,6 +125,17 @@ class SideGuard:
             self.end_decision()
             return None
         return decision
+
+    def _new_decision(self, turn: int) -> None:
+        """A decision starts on battle turn ``turn``: at a new turn the bank gains the increment
+        (never rising above the budget's bank: the grace is gone then), and the decision gets its
+        cap, the first decision's or any other's (Showdown's timer, server/room-battle.ts)."""
+        first = self._turn is None
+        if self._turn is not None and turn > self._turn:
+            self.bank = min(self.bank + self.budget.increment, self.budget.bank)
+        self._turn = turn
+        self._turn_cap = self.budget.turn_cap(first)
+        self._deciding = True
 
     def judge(self, decision: Decision | None, *, team_preview: bool) -> Move:
         """The move of a decision: what its step and deploy raised, and its action, judged. The
@@ -152,6 +171,7 @@ class SideGuard:
         """The battle is over: the policy's last step (``done``) with the last observation, then
         the Agent's ``onEpisodeEnd``. Failures are only logged."""
         self._over = True
+        self._deciding, self._turn_cap = False, None  # the last calls have no turn's cap
         if self.fatal is not None:
             return
         try:
@@ -206,7 +226,10 @@ class SideGuard:
 
     def _deadline(self) -> float:
         free = max(self.budget.decision_time - self._used, 0.0)
-        return free + max(min(self.bank, self.budget.call_cap), 0.0)
+        deadline = free + max(min(self.bank, self.budget.call_cap), 0.0)
+        if self._turn_cap is not None:  # what is left of the decision's cap
+            deadline = min(deadline, max(self._turn_cap - self._used, 0.0))
+        return deadline
 
     def _clock(self, seconds: float, what: str) -> None:
         """Charge ``seconds`` of ``what`` to the clock; run out, the side forfeits (unless the
@@ -224,9 +247,16 @@ class SideGuard:
         if left <= 0:  # only the calls after the battle's end get here (else the side forfeited)
             raise CallTimeout(f"{what}: the battle clock is used up", what)
         timeout = min(self._deadline(), left)
+        if timeout <= 0:  # a request asked again after the decision used up its turn's cap
+            self.stats.timeouts += 1
+            used_up = f"the turn's {self._turn_cap or 0.0:g}s are used up"
+            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", used_up, where=what))
+            raise CallTimeout(f"{what}: {used_up}", what)
         credit = 0.0
         if self.side.queues:  # only an edge queues calls
-            credit = queue_credit(self.budget.decision_time, self.budget.bank, self.stats.queued_s)
+            credit = queue_credit(
+                self.budget.queue_credit_per_call, self.budget.bank, self.stats.queued_s
+            )
         start = time.perf_counter()
         try:
             return fn(timeout, credit)
@@ -268,6 +298,7 @@ class SideGuard:
         """The match sends the side's move (its order, or the default move played without asking
         it after too many illegal actions in a row): the decision in progress ends there, its
         time over the free allowance charged to the bank."""
+        self._deciding, self._turn_cap = False, None
         if self._used <= 0.0:
             return
         self.stats.decision_ms.append(self._used * 1e3)

@@ -131,14 +131,16 @@ def _parse_entry(source: Path, model_id: str, entry: Any) -> Candidate:
             f'{where}: must be an object with at least "userModuleID", got a {_json_type(entry)}'
         )
     for key in entry:
+        # Refused, never ignored: a key this reader does not know may restrict the entry (an
+        # edge that ignored "formats" would play a doubles-only entry in singles).
         if key not in ENTRY_KEYS:
             near = [k for k in ENTRY_KEYS if k.lower() == key.lower()]
-            if near and near[0] not in entry:
-                raise CandidatesError(
-                    f"{where}: unknown key {key!r}; did you mean {near[0]!r}? "
-                    f"(keys are case-sensitive)"
-                )
-            logger.warning("%s: ignoring unknown key %r", where, key)
+            hint = (
+                f"did you mean {near[0]!r}? (keys are case-sensitive)"
+                if near and near[0] not in entry
+                else f"the keys are {', '.join(ENTRY_KEYS)} (a newer file needs a newer edge)"
+            )
+            raise CandidatesError(f"{where}: unknown key {key!r}; {hint}")
 
     module_id = entry.get("userModuleID")
     if module_id is None:

@@ -16,6 +16,7 @@ from center.commands.run import sep_eval, sep_main
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
 from center.evaluation.sprt import SprtSettings
+from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS
 from center.scale.launch import ScaleOptions
 from center.scale.spec import SourceSpec
 from edge.checker.__main__ import _parser as checker_parser
@@ -36,10 +37,6 @@ from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 #: What each option of sep_main / sep_eval configures: (dataclass, field).
 RUN_FIELDS: dict[str, tuple[type, str]] = {
-    "decision_time": (Budget, "decision_time"),
-    "bank": (Budget, "bank"),
-    "call_cap": (Budget, "call_cap"),
-    "battle_time": (Budget, "battle_time"),
     "max_turns": (MatchSettings, "max_turns"),
     "max_voids": (MatchSettings, "max_voids"),
     "alpha": (SprtSettings, "alpha"),
@@ -104,6 +101,20 @@ def test_each_option_default_is_the_default_of_the_field_it_sets(
     assert numbers <= set(fields) | NOT_FIELDS, "a new option: say above which field it sets"
 
 
+@pytest.mark.parametrize("command", [sep_main, sep_eval], ids=["sep_main", "sep_eval"])
+def test_the_timer_sets_the_time_options_unless_they_are_given(command: click.Command) -> None:
+    """--decision-time, --bank, --call-cap and --battle-time default to the --timer profile's
+    numbers (None: not given); --help says the default timer's."""
+    options = click_options(command)
+    assert options["timer"].default == DEFAULT_TIMER and options["timer"].show_default
+    assert TIMERS[DEFAULT_TIMER].budget == Budget(), "the default timer is Budget's defaults"
+    for option, field in OVERRIDES.items():
+        declared = options[field]
+        assert declared.opts == [option] and declared.default is None, option
+        number = getattr(Budget(), field)
+        assert f"{DEFAULT_TIMER}'s: {number:g}]" in (declared.help or ""), option
+
+
 def test_the_edges_other_defaults_are_those_of_what_they_configure() -> None:
     options = click_options(sep_edge)
     signature = inspect.signature(SandboxedEdge.__init__)
@@ -158,10 +169,6 @@ def test_a_bad_limit_is_one_line_naming_its_option() -> None:
 def test_new_field_defaults_reach_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
     """Change the dataclasses' defaults, declare the options anew: they follow."""
     changed: dict[str, Any] = {
-        "decision_time": 2.5,
-        "bank": 45.0,
-        "call_cap": 12.0,
-        "battle_time": 400.0,
         "max_turns": 250,
         "max_voids": 5,
         "alpha": 0.01,
