@@ -25,7 +25,6 @@ from markupsafe import Markup
 from center.csp import script_hash_source
 from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import SIDE_STATUSES, BattleRecord, log_relpath, replay_relpath
-from center.files import existing
 from center.report.pages import render_replay
 from center.report.protocol import read_battle
 
@@ -129,6 +128,6 @@ def render_season_replay(season_dir: Path, record: BattleRecord, names: Mapping[
     """A battle's offline replay page, built from its log by the report's own code (a battle
     without a log gets the page without turns)."""
     log = season_dir / (record.log or log_relpath(record.battle_id))
-    battle = read_battle(existing(log) or log)
+    battle = read_battle(log)  # logs/ID.log, or its compressed twin
     links = {"report": "/", "showdown": None, "log": None}  # its logs stay with the organizer
     return render_replay(record, battle, _players(season_dir, record, names), links)
