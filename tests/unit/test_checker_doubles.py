@@ -105,11 +105,27 @@ def test_a_singles_only_sample_and_a_multi_asset_module_fail_at_doubles_in_one_l
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """The checker names the refusal (its line) and what to do about it (its fix line)."""
-    code = main(
-        ["heuristic", "--candidates", str(ROOT / "candidates.json"), "--format", "gen9vgc2025regi"]
+    # In a process of its own, as a user runs it: this test's process has the checkout (the
+    # samples' candidates folder) on its path, which the checker refuses.
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edge.checker",
+            "heuristic",
+            "--candidates",
+            str(ROOT / "candidates.json"),
+            "--format",
+            "gen9vgc2025regi",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
     )
-    out = capsys.readouterr().out
-    assert code == 1
+    code, out = run.returncode, run.stdout
+    assert code == 1, run.stderr
     [failed] = [line for line in out.splitlines() if line.lstrip().startswith("FAIL")]
     assert "FAIL  agent_init" in failed and "HeuristicPlayer plays singles formats only" in failed
     assert "Fix: this module plays singles only and refuses doubles" in out
