@@ -47,7 +47,8 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 BATTLES_DIR = ROOT / "tests" / "fixtures" / "battles"
-SEP_EDGE = [sys.executable, "-c", "from edge.cli import sep_edge; sep_edge()"]
+# -P: no working folder first on its path (the edge refuses a candidates folder there).
+SEP_EDGE = [sys.executable, "-P", "-c", "from edge.cli import sep_edge; sep_edge()"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TRIVIAL_ID = "trivial"
 TRIVIAL_MODULE = "bench_trivial_agent"

@@ -40,6 +40,7 @@ SLOW = frozenset(
         "integration/test_battle_clock.py",
         "integration/test_bench_delegation.py",
         "integration/test_bench_env.py",
+        "integration/test_bench_hosts.py",
         "integration/test_bench_league.py",
         "integration/test_bench_logdir.py",
         "integration/test_bench_pairing.py",
