@@ -91,8 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FORMAT",
         help="the format the module plays: the recorded battles of that format are replayed (of "
-        "its game type, singles or doubles, when none of the format is shipped; default: every "
-        f"singles one) and the real battles played in it (default {DEFAULT_FORMAT})",
+        "its game type, singles or doubles, when none of the format is shipped) and the real "
+        "battles played in it (default: the entry's formats, the real battles in its first; an "
+        f"entry without formats: every singles recorded battle, real ones in {DEFAULT_FORMAT})",
     )
     parser.add_argument(
         "--call-limit",
@@ -124,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the checker as the command line asks; print the report; the exit code."""
     options = _parser().parse_args(argv)
     try:
-        load_user_model(options.candidates, options.model_id)
+        formats = load_user_model(options.candidates, options.model_id).candidate.formats
     except CandidatesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -157,13 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: the checker's edge could not start: {exc}", file=sys.stderr)
         return 2
     if options.battles:
-        _add_battles(report, options)
+        _add_battles(report, options, options.format or (formats[0] if formats else DEFAULT_FORMAT))
     print(report.format())
     return 0 if report.ok else 1
 
 
-def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
-    """Play the real battles (unless the module cannot even load) and add them to ``report``."""
+def _add_battles(report: CheckReport, options: argparse.Namespace, battle_format: str) -> None:
+    """Play the real battles in ``battle_format`` (unless the module cannot even load) and add
+    them to ``report``."""
     broken = [r.name for r in report.results if r.name in LOADING_CHECKS and r.failed]
     if broken:
         report.results.append(
@@ -172,7 +174,7 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         return
     print(
         f"Playing {options.battles} battles of {options.model_id!r} against a random opponent "
-        f"({options.format or DEFAULT_FORMAT}) on a local Showdown…",
+        f"({battle_format}) on a local Showdown…",
         file=sys.stderr,
         flush=True,
     )
@@ -182,7 +184,7 @@ def _add_battles(report: CheckReport, options: argparse.Namespace) -> None:
         options.candidates,
         options.model_id,
         options.battles,
-        battle_format=options.format or DEFAULT_FORMAT,
+        battle_format=battle_format,
         edge_args=edge_args,
     )
     report.results.append(result)

@@ -18,7 +18,7 @@ from edge.checker.checks import CHECKS, short_repr
 from edge.checker.loading import LOADING_ORDER
 from edge.checker.recorded import RecordedBattles
 from edge.checker.report import CheckReport, CheckResult, Status, Tally
-from edge.checker.samples import SampleBattle, shipped_sample_battles
+from edge.checker.samples import SampleBattle, samples_for_formats, shipped_sample_battles
 from edge.checker.sandboxed import CheckerEdge
 from edge.contract.game_type import is_doubles_format
 from edge.contract.user_module import load_user_model
@@ -100,14 +100,14 @@ def check_user_module(
     """Run every check on ``model_id`` of ``candidates_path``; never raises for the module's faults.
 
     ``battles`` are the recorded samples to play (default: the ones shipped in
-    :mod:`edge.checker.samples` for ``battle_format``: see
-    :func:`~edge.checker.samples.shipped_sample_battles`; without a format, the singles ones). ``call_limit`` bounds each call of a battle, ``load_limit`` each
-    open_session (seconds); ``limits`` are the workers' (default: an edge's); ``endpoints`` the
-    model endpoints its workers reach through the edge, as in a battle. Raises EdgeError
-    when the edge cannot start.
+    :mod:`edge.checker.samples` for ``battle_format``, see
+    :func:`~edge.checker.samples.shipped_sample_battles`; without a format, those of the entry's
+    ``formats``, see :func:`~edge.checker.samples.samples_for_formats`). ``call_limit`` bounds
+    each call of a battle, ``load_limit`` each open_session (seconds); ``limits`` are the
+    workers' (default: an edge's); ``endpoints`` the model endpoints its workers reach through
+    the edge, as in a battle. Raises EdgeError when the edge cannot start.
     """
     path = Path(candidates_path).absolute()
-    samples = list(battles) if battles is not None else shipped_sample_battles(battle_format)
     report = CheckReport(model_id=model_id, candidates_path=path)
     tallies = {name: Tally(name) for name in RECORDED_CHECKS}
     try:
@@ -122,6 +122,12 @@ def check_user_module(
         report.results = [tallies[name].result() for name in RECORDED_CHECKS]
         return report
     candidate = model.candidate
+    if battles is not None:
+        samples = list(battles)
+    elif battle_format is not None:
+        samples = shipped_sample_battles(battle_format)
+    else:
+        samples = samples_for_formats(candidate.formats)
     team = f", a team of {len(candidate.team.splitlines())} lines" if candidate.team else ""
     tallies["candidate"].ok(
         f"{model_id!r}: module {candidate.module_id!r}, logName {candidate.log_name!r}{team}"

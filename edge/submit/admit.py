@@ -3,8 +3,9 @@ candidates folder.
 
 Each step refuses with one line before anything changes: the archive's members, the manifest and
 the files it may install (:mod:`edge.submit.layout`), the packages it needs, the entry, name and
-folders it would take, every file's SHA-256 and the provenance digest, the conformance checker.
-Only then is the module moved in and candidates.json rewritten atomically.
+folders it would take, a season's quota, every file's SHA-256 and the provenance digest, the
+conformance checker (on the entry's formats, through the endpoints granted). Only then is the
+module moved in and candidates.json rewritten atomically.
 """
 
 from __future__ import annotations
@@ -15,35 +16,43 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.provenance import code_digest
+from edge.errors import EdgeError
+from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.submit.archive import DEFAULT_LIMITS, ArchiveLimits, SafeArchive
 from edge.submit.errors import CheckerFailed, SubmissionError
 from edge.submit.layout import check_files, check_name, module_root, parent_inits
 from edge.submit.manifest import FILES_DIR, MANIFEST_NAME, Manifest
 from edge.submit.requirements import unmet
+from edge.submit.season import QuotaRefused, SeasonEntry
 
 __all__ = ["AdmitResult", "Checker", "admit", "run_checker"]
 
-#: Runs the conformance checker on a model of a candidates.json; its exit code (0: all passed).
-Checker = Callable[[Path, str], int]
+#: Runs the conformance checker on a model of a candidates.json, its workers reaching the
+#: endpoints given; its exit code (0: all passed).
+Checker = Callable[[Path, str, Mapping[str, ModelEndpoint]], int]
 
 _MANIFEST_BYTES = 1 << 20
 
 
-def run_checker(candidates: Path, model_id: str) -> int:
-    """The checker ``sep_edge --check`` runs, on ``model_id`` in the first format its entry plays;
-    it prints its report."""
-    from edge.checker.__main__ import main as check_main
+def run_checker(candidates: Path, model_id: str, endpoints: Mapping[str, ModelEndpoint]) -> int:
+    """The checker ``sep_edge --check`` runs, on the recorded battles of the formats the entry
+    plays (the singles ones when it names none), its workers reaching ``endpoints`` through the
+    checker's edge; it prints its report."""
+    from edge.checker.run import check_user_module
 
-    formats = load_candidates(candidates)[model_id].formats
-    chosen = ["--format", formats[0]] if formats else []
-    return check_main([model_id, "--candidates", str(candidates), *chosen])
+    try:
+        report = check_user_module(candidates, model_id, endpoints=endpoints)
+    except EdgeError as exc:  # the sandbox itself could not start
+        raise SubmissionError(f"the checker's edge could not start: {exc}") from None
+    print(report.format(), flush=True)
+    return 0 if report.ok else 1
 
 
 @dataclass
@@ -188,17 +197,32 @@ def _install(
         raise
 
 
-def _notes(manifest: Manifest) -> list[str]:
-    """What the archive asks for and admit does not grant."""
-    notes = []
-    if manifest.endpoints:
+def _grant(
+    manifest: Manifest, given: Mapping[str, ModelEndpoint]
+) -> tuple[dict[str, ModelEndpoint], list[str]]:
+    """The endpoints of ``given`` (the organizer's ``--endpoint``) that the archive asks for, and
+    a line for each thing asked and not given, or given and not asked."""
+    asked = sorted({name.upper() for name in manifest.endpoints})
+    granted = {name: given[name] for name in asked if name in given}
+    model, notes = manifest.model_id, []
+    missing = [name for name in asked if name not in given]
+    if missing:
+        names = ", ".join(missing)
+        options = " ".join(f"--endpoint {name}=URL" for name in missing)
         notes.append(
-            f"{manifest.model_id!r} asks for the model endpoint(s) {', '.join(manifest.endpoints)}:"
-            f" not granted (an archive never grants itself an endpoint)"
+            f"{model!r} asks for the model endpoint {names}, which admit was not given: admitted "
+            f"without it (grant it with {options} and --replace)"
         )
-    if manifest.final:
-        notes.append(f"{manifest.model_id!r} is marked by its participant as the final submission")
-    return notes
+    for name in sorted(set(given) - set(asked)):
+        notes.append(f"--endpoint {name}: {model!r} does not ask for it: not granted")
+    if granted:
+        names = ", ".join(granted)
+        options = " ".join(f"--endpoint {name}=URL" for name in granted)
+        notes.append(
+            f"{model!r} is granted the model endpoint {names}: the edges that serve it need "
+            f"{options}"
+        )
+    return granted, notes
 
 
 def admit(
@@ -212,53 +236,109 @@ def admit(
     allow_native: bool = False,
     participant: str | None = None,
     log_name: str | None = None,
+    endpoints: Mapping[str, ModelEndpoint] | None = None,
+    season: Path | None = None,
 ) -> AdmitResult:
     """Admit the archive into the folder of ``candidates`` (see the module docstring).
 
-    ``participant`` and ``log_name`` are the organizer's: who entered it (default: the entry
-    itself) and the name shown (default: the archive's); ``allow_native`` admits native extensions.
+    What the organizer grants: ``participant`` (who entered it; default: the entry itself),
+    ``log_name`` (the name shown; default: the archive's), ``endpoints`` (of the model endpoints
+    it asks for, those given here; the check runs through them), ``allow_native`` (native
+    extensions). With ``season`` (a SEASON_DIR whose candidates.json ``candidates`` is), the
+    submission is counted in the season's ledger: refused past its quota, recorded when admitted
+    (a refusal for another cause, recorded apart).
     """
-    folder = candidates.absolute().parent
+    if participant is not None and (not participant.strip() or not participant.isprintable()):
+        raise SubmissionError(f"--participant {participant!r}: not a name")
     with SafeArchive(archive_path, limits) as archive:
         manifest = _read_manifest(archive)
-        if log_name is not None:
-            manifest.log_name = log_name
-            manifest.validate()
-        check_files(manifest, allow_native)
-        missing, notes = unmet(manifest.requires)
-        if missing:
-            raise SubmissionError(
-                f"{manifest.model_id!r} needs what this Python ({sys.executable}) lacks: "
-                f"{'; '.join(missing)}: install it there (sep_submit never runs pip)"
-            )
-        doc, models = _read_doc(candidates)
-        check_name(manifest, folder)
-        _check_names(manifest, models, candidates)
-        replaced = _check_place(manifest, folder, doc, replace)
-        entry = manifest.candidate_entry()
-        old = doc.get(manifest.model_id)
-        if participant is None and replaced and isinstance(old, dict) and "participant" in old:
-            participant = str(old["participant"])  # a new version stays its participant's
-        if participant is not None:
-            if not participant.strip() or not participant.isprintable():
-                raise SubmissionError(f"--participant {participant!r}: not a name")
-            entry["participant"] = participant
-        if not dry_run:
-            folder.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".sep_submit-", dir=None if dry_run else folder))
-        try:
-            staging.chmod(0o755)  # sandboxed workers may run as another user
-            archive.extract(
-                [f"{FILES_DIR}/{f.path}" for f in manifest.files], staging, strip=f"{FILES_DIR}/"
-            )
-            _verify_unpacked(manifest, entry, staging)
-            if checker(staging / "candidates.json", manifest.model_id) != 0:
-                raise CheckerFailed(
-                    f"{manifest.model_id!r} failed the conformance checker (its report is "
-                    f"above): not admitted"
+        ledger = None
+        if season is not None:
+            if replace:
+                raise SubmissionError(
+                    "--replace with --season: a season keeps every admitted submission (its "
+                    "battles replay with its code): pack the new version under another model id"
                 )
-            if not dry_run:
-                _install(manifest, entry, staging, folder, doc)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return AdmitResult(manifest, entry, replaced, notes + _notes(manifest))
+            who = participant if participant is not None else manifest.model_id
+            ledger = SeasonEntry(season, who, manifest.model_id, manifest.final)
+        options = _Options(replace, dry_run, allow_native, participant, log_name, endpoints or {})
+        try:
+            return _admit(archive, manifest, candidates, options, checker, ledger)
+        except QuotaRefused:
+            raise  # the ledger recorded it
+        except SubmissionError as exc:
+            if ledger is not None and not dry_run:
+                ledger.refused(str(exc))
+            raise
+
+
+@dataclass(frozen=True)
+class _Options:
+    replace: bool
+    dry_run: bool
+    allow_native: bool
+    participant: str | None
+    log_name: str | None
+    endpoints: Mapping[str, ModelEndpoint]
+
+
+def _admit(
+    archive: SafeArchive,
+    manifest: Manifest,
+    candidates: Path,
+    options: _Options,
+    checker: Checker,
+    ledger: SeasonEntry | None,
+) -> AdmitResult:
+    folder = candidates.absolute().parent
+    participant = options.participant
+    if options.log_name is not None:
+        manifest.log_name = options.log_name
+        manifest.validate()
+    check_files(manifest, options.allow_native)
+    missing, notes = unmet(manifest.requires)
+    if missing:
+        raise SubmissionError(
+            f"{manifest.model_id!r} needs what this Python ({sys.executable}) lacks: "
+            f"{'; '.join(missing)}: install it there (sep_submit never runs pip)"
+        )
+    doc, models = _read_doc(candidates)
+    check_name(manifest, folder)
+    _check_names(manifest, models, candidates)
+    replaced = _check_place(manifest, folder, doc, options.replace)
+    granted, granting = _grant(manifest, options.endpoints)
+    notes += granting
+    entry = manifest.candidate_entry()
+    if granted:
+        entry["endpoints"] = sorted(granted)
+    old = doc.get(manifest.model_id)
+    if participant is None and replaced and isinstance(old, dict) and "participant" in old:
+        participant = str(old["participant"])  # a new version stays its participant's
+    if participant is not None:
+        entry["participant"] = participant
+    quota = ledger.check() if ledger is not None else None  # before the checker's time is spent
+    if not options.dry_run:
+        folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".sep_submit-", dir=None if options.dry_run else folder))
+    try:
+        staging.chmod(0o755)  # sandboxed workers may run as another user
+        archive.extract(
+            [f"{FILES_DIR}/{f.path}" for f in manifest.files], staging, strip=f"{FILES_DIR}/"
+        )
+        _verify_unpacked(manifest, entry, staging)
+        if checker(staging / "candidates.json", manifest.model_id, granted) != 0:
+            raise CheckerFailed(
+                f"{manifest.model_id!r} failed the conformance checker (its report is "
+                f"above): not admitted"
+            )
+        if not options.dry_run:
+            if ledger is not None:
+                quota = ledger.record()  # the quota again, in the record's own transaction
+            _install(manifest, entry, staging, folder, doc)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if quota is not None:
+        notes.append(quota)
+    if manifest.final:
+        notes.append(f"{manifest.model_id!r} is marked by its participant as the final submission")
+    return AdmitResult(manifest, entry, replaced, notes)

@@ -79,9 +79,9 @@ def pack(
 @click.option(
     "--candidates",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("candidates.json"),
-    show_default=True,
-    help="The candidates.json to add the model to; its module goes into the same folder.",
+    default=None,
+    help="The candidates.json to add the model to; its module goes into the same folder. "
+    "[default: ./candidates.json; with --season, the season's]",
 )
 @click.option("--replace", is_flag=True, help="Replace the model's entry if it exists already.")
 @click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
@@ -109,15 +109,42 @@ def pack(
     metavar="NAME",
     help="The name shown for the model instead of the archive's logName (it must be unique).",
 )
+@click.option(
+    "--endpoint",
+    "endpoint_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Grant the model endpoint NAME (as sep_edge --endpoint) if the archive asks for it; "
+    "the checker reaches URL through its edge (repeatable).",
+)
+@click.option(
+    "--endpoint-header",
+    "endpoint_header_specs",
+    multiple=True,
+    metavar="NAME=HEADER:VALUE",
+    help="A header the checker's edge adds to endpoint NAME's requests, as sep_edge's "
+    "(repeatable).",
+)
+@click.option(
+    "--season",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="SEASON_DIR",
+    help="Admit into the season of SEASON_DIR: its candidates.json, its quota of submissions per "
+    "participant (a refusal says when the next is allowed), its ledger.",
+)
 def admit(
     archive: Path,
-    candidates: Path,
+    candidates: Path | None,
     replace: bool,
     dry_run: bool,
     max_size: str,
     allow_native: bool,
     participant: str | None,
     log_name: str | None,
+    endpoint_specs: tuple[str, ...],
+    endpoint_header_specs: tuple[str, ...],
+    season: Path | None,
 ) -> None:
     """Verify ARCHIVE, check it in the sandbox, unpack it next to CANDIDATES and list it there.
 
@@ -125,9 +152,11 @@ def admit(
     environment (nothing is installed). Exits 0 when admitted, 1 when the checker failed, 2 for
     a refused archive.
     """
+    from edge.service.endpoint_options import parse_endpoints
     from edge.submit.admit import admit as admit_archive
     from edge.submit.errors import CheckerFailed
     from edge.submit.pack import describe
+    from edge.submit.season import season_candidates_file
 
     try:
         total = parse_size(max_size)
@@ -135,6 +164,15 @@ def admit(
         raise click.BadParameter(str(exc), param_hint="--max-size") from None
     limits = ArchiveLimits(total_bytes=total, file_bytes=min(total, ArchiveLimits.file_bytes))
     try:
+        endpoints = parse_endpoints(endpoint_specs, endpoint_header_specs)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    try:
+        if season is not None:
+            candidates = season_candidates_file(season, candidates)
+        elif candidates is None:
+            candidates = Path("candidates.json")
         result = admit_archive(
             archive,
             candidates,
@@ -144,6 +182,8 @@ def admit(
             allow_native=allow_native,
             participant=participant,
             log_name=log_name,
+            endpoints=endpoints,
+            season=season,
         )
     except CheckerFailed as exc:
         click.echo(f"error: {exc}", err=True)

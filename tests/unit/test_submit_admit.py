@@ -9,10 +9,12 @@ import io
 import json
 import shutil
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
+from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.submit.admit import admit
 from edge.submit.errors import CheckerFailed, SubmissionError
 from edge.submit.pack import pack
@@ -21,15 +23,17 @@ OUTSIDE = Path(__file__).parents[1] / "outside_agents" / "submit_strongest"
 
 
 class Checker:
-    """Records the models it was asked to check; answers ``code``."""
+    """Records the models it was asked to check and the endpoints given; answers ``code``."""
 
     def __init__(self, code: int = 0) -> None:
         self.code = code
         self.checked: list[str] = []
+        self.endpoints: list[list[str]] = []
 
-    def __call__(self, candidates: Path, model_id: str) -> int:
+    def __call__(self, candidates: Path, model_id: str, endpoints: Mapping[str, object]) -> int:
         assert json.loads(candidates.read_text())[model_id]["userModuleID"] == "strongest_mover"
         self.checked.append(model_id)
+        self.endpoints.append(sorted(endpoints))
         return self.code
 
 
@@ -161,3 +165,51 @@ def test_a_manifest_whose_provenance_digest_differs_is_refused(archive: Path, tm
     with pytest.raises(SubmissionError) as refused:
         admit(changed, tmp_path / "league" / "candidates.json", checker=Checker())
     assert str(refused.value).endswith(f"the manifest says {claimed}: refused")
+
+
+def _asking_for(tmp_path: Path, *names: str) -> Path:
+    """The strongest archive, its entry asking for the model endpoints ``names``."""
+    source = tmp_path / "asking"
+    shutil.copytree(OUTSIDE, source)
+    doc = json.loads((source / "candidates.json").read_text())
+    doc["strongest"]["endpoints"] = list(names)
+    (source / "candidates.json").write_text(json.dumps(doc))
+    out, manifest = pack(source / "candidates.json", "strongest", tmp_path / "asking.sep.tar.gz")
+    assert manifest.endpoints == list(names)  # pack keeps what the entry asks for
+    return out
+
+
+def test_an_endpoint_not_given_at_admit_is_not_granted_and_one_line_says_so(
+    tmp_path: Path,
+) -> None:
+    league = tmp_path / "league"
+    checker = Checker()
+    result = admit(_asking_for(tmp_path, "LLM"), league / "candidates.json", checker=checker)
+    assert "endpoints" not in json.loads((league / "candidates.json").read_text())["strongest"]
+    assert checker.endpoints == [[]]  # the check ran without it, as the battles will
+    assert result.notes == [
+        "'strongest' asks for the model endpoint LLM, which admit was not given: admitted "
+        "without it (grant it with --endpoint LLM=URL and --replace)"
+    ]
+
+
+def test_an_endpoint_given_at_admit_is_granted_and_the_check_runs_through_it(
+    tmp_path: Path,
+) -> None:
+    league = tmp_path / "league"
+    given = {
+        name: ModelEndpoint(name, f"http://127.0.0.1:9/{name}", ()) for name in ("LLM", "VISION")
+    }
+    checker = Checker()
+    result = admit(
+        _asking_for(tmp_path, "LLM"), league / "candidates.json", checker=checker, endpoints=given
+    )
+    assert json.loads((league / "candidates.json").read_text())["strongest"]["endpoints"] == [
+        "LLM"
+    ]
+    assert checker.endpoints == [["LLM"]]  # only what is granted reaches the module
+    assert result.notes == [
+        "--endpoint VISION: 'strongest' does not ask for it: not granted",
+        "'strongest' is granted the model endpoint LLM: the edges that serve it need "
+        "--endpoint LLM=URL",
+    ]

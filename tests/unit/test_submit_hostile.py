@@ -15,6 +15,7 @@ import py_compile
 import shutil
 import tarfile
 import tracemalloc
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ class Checker:
     def __init__(self) -> None:
         self.checked: list[str] = []
 
-    def __call__(self, candidates: Path, model_id: str) -> int:
+    def __call__(self, candidates: Path, model_id: str, endpoints: Mapping[str, object]) -> int:
         self.checked.append(model_id)
         return 0
 
@@ -424,7 +425,9 @@ def test_formats_team_endpoints_and_final_travel_and_only_formats_are_written(
     admitted = load_candidates(league / "candidates.json")["strongest"]
     assert admitted.formats == ("gen9vgc2025regi",) and admitted.team == team
     assert admitted.endpoints == ()  # an archive never grants itself an endpoint
-    assert any("asks for the model endpoint(s) LLM: not granted" in n for n in result.notes)
+    assert any(
+        "asks for the model endpoint LLM, which admit was not given" in n for n in result.notes
+    )
     assert any("final submission" in n for n in result.notes)
 
 

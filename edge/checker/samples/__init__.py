@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ __all__ = [
     "SampleBattle",
     "decision_points",
     "load_sample_battles",
+    "samples_for_formats",
     "shipped_sample_battles",
 ]
 
@@ -109,6 +110,19 @@ def shipped_sample_battles(battle_format: str | None = None) -> list[SampleBattl
         return own
     doubles = battle_format is not None and is_doubles_format(battle_format)
     return [s for s in samples if is_doubles_format(s.battle_format) == doubles]
+
+
+def samples_for_formats(formats: Sequence[str]) -> list[SampleBattle]:
+    """The shipped samples a module that plays ``formats`` (its candidates.json ``formats``) is
+    checked on: those of each format in turn (:func:`shipped_sample_battles`), each sample once;
+    every singles one when it names no format."""
+    if not formats:
+        return shipped_sample_battles()
+    chosen: dict[str, SampleBattle] = {}
+    for battle_format in formats:
+        for sample in shipped_sample_battles(battle_format):
+            chosen.setdefault(sample.name, sample)
+    return list(chosen.values())
 
 
 def decision_points(sample: SampleBattle) -> Iterator[DecisionPoint]:
