@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -546,6 +547,16 @@ def test_sep_ladder_run_serves_the_page_and_warns_off_loopback(
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(
         "error: --http: expected HOST:PORT"
     ), bad.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = subprocess.run(
+            [*SEP_LADDER, "run", str(folder), "--http", f"127.0.0.1:{taken.getsockname()[1]}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert busy.returncode == 2 and "cannot listen there" in busy.stderr.strip().splitlines()[-1]
     log = tmp_path / "ladder.log"
     with log.open("wb") as out:
         ladder = subprocess.Popen(
