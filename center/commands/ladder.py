@@ -15,6 +15,7 @@ import click
 
 from center.commands.run import guarded, setup_logging
 from center.errors import ConfigError, ResultsError
+from center.scale.launch import ScaleOptions
 from center.season.settings import load_settings
 from center.season.store import EntrantState, SeasonStore
 from edge.contract.season_ledger import SEASON_DB
@@ -60,7 +61,37 @@ def sep_ladder(verbose: int) -> None:
     help="Serve the season's read-only web page and JSON API there (loopback: 127.0.0.1:8080; "
     "another address is served with a warning).",
 )
-def run(season_dir: Path, http: str | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Play the battles in W battle runners on a local Ray (each with its own simulator host "
+    "and edge connections, the season's concurrency battles at once), as sep_main --workers; "
+    "with --ray, runners over the whole cluster [default with --ray: one per node]. One format "
+    "only. Needs maple-sep[ray].",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
+    "RAY_ADDRESS). This process stays the only writer of SEASON_DIR.",
+)
+@click.option(
+    "--max-restarts",
+    type=click.IntRange(0),
+    default=ScaleOptions.max_restarts,
+    show_default=True,
+    help="With --workers/--ray: how often a lost battle runner is restarted.",
+)
+def run(
+    season_dir: Path,
+    http: str | None,
+    workers: int | None,
+    ray_address: str | None,
+    max_restarts: int,
+) -> None:
     """Run the season until it is closed; run it again after any stop to resume."""
     from edge.oom_score import shield_from_oom
 
@@ -82,7 +113,10 @@ def run(season_dir: Path, http: str | None) -> None:
         def say(line: str) -> None:
             click.echo(line, err=True)
 
-        ladder = Ladder(season_dir, settings, say=say)
+        scale = None
+        if workers is not None or ray_address is not None:
+            scale = ScaleOptions(workers, ray_address, max_restarts)
+        ladder = Ladder(season_dir, settings, say=say, scale=scale)
         web = None
         try:
             if http is not None:  # after the store exists; served beside the ladder's loop

@@ -2,15 +2,16 @@
 
 :func:`refit` computes the standings of every battle of the format with the existing rating
 methods (paired: each pair's twins are counted together), writes ``boards/FORMAT/standings.csv``
-and ``.json`` in SEASON_DIR and keeps a rating snapshot in the store. Each row carries the rating
-and its interval, wins and losses, battles, failures by status, the entry's state and a
-``provisional`` mark below ``provisional_battles``; ``gxe`` where the standings have it.
+and ``.json`` in SEASON_DIR and keeps a rating snapshot in the store (``through``: the last battle
+it counts). Each row carries the rating and its interval, GXE and its interval, wins and losses,
+battles, failures by status, the entry's state and a ``provisional`` mark below
+``provisional_battles``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from center.season.entrants import champions, pool
 from center.season.settings import SeasonSettings
 from center.season.store import Entrant, SeasonStore
 
-__all__ = ["BOARDS", "board_folder", "refit", "shown_entries"]
+__all__ = ["BOARDS", "board_folder", "refit", "refit_boards", "shown_entries"]
 
 BOARDS = "boards"
 """SEASON_DIR's folder of the boards' standings files, one folder per format."""
@@ -59,8 +60,9 @@ def _row(
         "rating_lo": _finite(c.rating_lo),
         "rating_hi": _finite(c.rating_hi),
         "ratings": {k: [_finite(x) for x in v] for k, v in c.ratings.items()},
-        # GXE: the standings' own field once it has one (a place kept until then).
-        "gxe": _gxe(c),
+        "gxe": _finite(c.gxe),
+        "gxe_lo": _finite(c.gxe_lo),
+        "gxe_hi": _finite(c.gxe_hi),
         "battles": c.battles,
         "wins": c.wins,
         "losses": c.losses,
@@ -72,17 +74,12 @@ def _row(
     }
 
 
-def _gxe(c: CandidateStanding) -> float | None:
-    value = getattr(c, "gxe", None)
-    return _finite(float(value)) if isinstance(value, (int, float)) else None
-
-
-def refit(
+def _fit(
     store: SeasonStore, settings: SeasonSettings, season_dir: Path, battle_format: str, seed: int
 ) -> dict[str, Any]:
-    """Refit ``battle_format``'s board from the store, write its files and keep its snapshot."""
+    """One format's board from every battle the store holds of it, its files written."""
     shown = shown_entries(store, battle_format)
-    records = store.records(battle_format)
+    through, records = store.records_through(battle_format)
     standings = write_standings(
         records,
         board_folder(season_dir, battle_format),
@@ -93,11 +90,32 @@ def refit(
     )
     rows = [c for c in standings.candidates if c.id in shown]
     entrants = store.entrants()
-    board = {
+    return {
         "format": battle_format,
         "at": utc_now(),
         "battles": len(records),
+        "through": through,
         "rows": [_row(c, rank, entrants, settings) for rank, c in enumerate(rows, start=1)],
     }
-    store.save_board(battle_format, len(records), board)
-    return board
+
+
+def refit(
+    store: SeasonStore, settings: SeasonSettings, season_dir: Path, battle_format: str, seed: int
+) -> dict[str, Any]:
+    """Refit ``battle_format``'s board from the store, write its files and keep its snapshot."""
+    return refit_boards(store, settings, season_dir, seed, (battle_format,))[battle_format]
+
+
+def refit_boards(
+    store: SeasonStore,
+    settings: SeasonSettings,
+    season_dir: Path,
+    seed: int,
+    formats: Sequence[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Refit the boards of ``formats`` (default: the season's), write their files, and keep their
+    snapshots in one transaction: a kill before it leaves the last snapshots whole, the files
+    (each replaced atomically) are written again by the next refit."""
+    boards = {f: _fit(store, settings, season_dir, f, seed) for f in formats or settings.formats}
+    store.save_boards(boards)
+    return boards

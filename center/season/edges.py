@@ -1,7 +1,8 @@
 """The season's edges: the blue and red ``sep_edge`` of sep_config.json, connected as sep_main does.
 
-Both edges serve every entry (sides alternate). An edge section may say ``"trusted": false`` (an
-edge the organizer does not run): then a lost edge is its side's DISCONNECT, never a void.
+Both edges serve every entry (sides alternate). An edge is trusted as sep_config.json says
+(:meth:`~edge.wire.sep_config.SepConfig.trusted`: ``"trusted"``, else loopback only); a season
+with an edge it does not trust books a lost edge as its side's DISCONNECT, never a void.
 """
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from center.errors import ConfigError
 from center.evaluation.edge_source import EdgeSource, check_memory_fit
 from center.isolation.edge_client import EdgeClient
+from center.scale.spec import EdgeAddress, SourceSpec
 from edge.errors import EdgeError
 from edge.wire.keys import center_curve_from_config
 from edge.wire.sep_config import SIDES, load_sep_config
 
-__all__ = ["SeasonEdges", "connect_edges", "edge_trust"]
+__all__ = ["SeasonEdges", "connect_edges", "edge_trust", "runner_source"]
 
 
 @dataclass
@@ -44,23 +47,24 @@ class SeasonEdges:
 
 
 def edge_trust(config_path: Path) -> dict[str, bool]:
-    """Each side's ``trusted`` flag in sep_config.json (default true)."""
+    """Whether the center takes each side's edge at its word (sep_config.json's rule)."""
     try:
         config = load_sep_config(config_path)
+        return {side: config.trusted(side) for side in SIDES}
     except EdgeError as exc:
         raise ConfigError(str(exc)) from None
-    trust = {}
-    for side in SIDES:
-        section = config.data.get(side)
-        trust[side] = not (isinstance(section, dict) and section.get("trusted") is False)
-    return trust
 
 
 def connect_edges(
-    config_path: Path, candidates: Path, models: Sequence[str], *, edge_wait: float
+    config_path: Path,
+    candidates: Path,
+    models: Sequence[str],
+    *,
+    edge_wait: float,
+    edge_loss: Literal["void", "forfeit"],
 ) -> SeasonEdges:
     """Connect to both edges and check that they answer and serve ``models``; ConfigError (one
-    line) when one does not."""
+    line) when one does not. ``edge_loss``: the season's policy for a lost edge."""
     try:
         config = load_sep_config(config_path)
         if any(config.edge_count(side) > 1 for side in SIDES):
@@ -75,7 +79,10 @@ def connect_edges(
             )
     except EdgeError as exc:
         raise ConfigError(str(exc)) from None
-    source = EdgeSource(clients, candidates, edge_wait=edge_wait)
+    trusted = edge_trust(config_path)
+    source = EdgeSource(
+        clients, candidates, edge_wait=edge_wait, trusted=trusted, edge_loss=edge_loss
+    )
     try:
         wanted = list(models)
         hellos = source.check_edges({side: wanted for side in SIDES}, config_name=str(config_path))
@@ -86,4 +93,30 @@ def connect_edges(
         source.close()
         raise
     served = {side: frozenset(hellos[side].models) for side in SIDES}
-    return SeasonEdges(source, served, edge_trust(config_path))
+    return SeasonEdges(source, served, trusted)
+
+
+def runner_source(
+    config_path: Path,
+    candidates: Path,
+    *,
+    edge_wait: float,
+    edge_loss: Literal["void", "forfeit"],
+) -> SourceSpec:
+    """What each battle runner of ``--workers``/``--ray`` connects to: the same two edges, with
+    their CURVE keys and trust (plain data that travels to the runners)."""
+    try:
+        config = load_sep_config(config_path)
+        edges: dict[str, tuple[EdgeAddress, ...]] = {}
+        for side in SIDES:
+            curve = center_curve_from_config(config.data, side, config.base_dir)
+            trusted = config.trusted(side)
+            address = EdgeAddress(config.endpoint(side), trusted=trusted)
+            if curve:
+                address = EdgeAddress(
+                    address.endpoint, curve[0], curve[1].public, curve[1].secret, trusted=trusted
+                )
+            edges[side] = (address,)
+    except EdgeError as exc:
+        raise ConfigError(str(exc)) from None
+    return SourceSpec(str(candidates.resolve()), edges, edge_wait, edge_loss=edge_loss)

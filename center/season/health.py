@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from center.season.settings import SeasonSettings
 from center.season.store import BattleKind, EntrantState, SeasonStore
 
-__all__ = ["alarms", "causes", "check_qualification", "check_quarantine"]
+__all__ = ["alarms", "alarms_by_kind", "causes", "check_qualification", "check_quarantine"]
 
 
 def causes(statuses: Iterable[str]) -> str:
@@ -101,19 +101,27 @@ def alarms(
     store: SeasonStore, settings: SeasonSettings, started_at: float, now: float | None = None
 ) -> list[str]:
     """The alarms raised now, one line each (none: healthy)."""
+    return list(alarms_by_kind(store, settings, started_at, now).values())
+
+
+def alarms_by_kind(
+    store: SeasonStore, settings: SeasonSettings, started_at: float, now: float | None = None
+) -> dict[str, str]:
+    """The alarms raised now by kind (``void_rate``, ``idle``): a kind stays raised while its
+    line changes (the minutes of silence grow)."""
     now = time.time() if now is None else now
-    raised = []
+    raised = {}
     recent = store.recent_outcomes(settings.void_alarm_window)
     voids = sum(1 for _, voided in recent if voided)
     if len(recent) >= settings.void_alarm_window and voids / len(recent) > settings.void_alarm_rate:
-        raised.append(
+        raised["void_rate"] = (
             f"void rate {voids}/{len(recent)} over the last {len(recent)} battles and voids "
             f"(alarm above {settings.void_alarm_rate:.0%})"
         )
     last = store.last_finished_at() or started_at
     idle = (now - max(last, started_at)) / 60.0
     if idle >= settings.idle_alarm_minutes and not store.flag("paused"):
-        raised.append(
+        raised["idle"] = (
             f"no battle finished for {idle:.0f} min (alarm after {settings.idle_alarm_minutes:g})"
         )
     return raised

@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from center.errors import ConfigError
 from center.evaluation.match import MatchSettings, start_backend
@@ -27,16 +27,20 @@ from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.voided import replay_allowed
 from center.files import write_atomically
 from center.scale.driver import RunSummary, drive_battles
+from center.scale.launch import ScaleOptions
 from center.scale.local_pool import LocalRunnerPool
-from center.season.board import refit
-from center.season.edges import SeasonEdges, connect_edges, edge_trust
+from center.season.board import refit_boards
+from center.season.edges import SeasonEdges, connect_edges, edge_trust, runner_source
 from center.season.entrants import read_entries, sync_entrants
-from center.season.health import alarms, check_qualification, check_quarantine
+from center.season.health import alarms_by_kind, check_qualification, check_quarantine
 from center.season.scheduler import Scheduler
 from center.season.settings import SeasonSettings
 from center.season.store import EntrantState, SeasonStore
 from center.season.writer import SeasonWriter
 from edge.contract.candidates import load_candidates
+
+if TYPE_CHECKING:
+    from center.scale.ray_pool import RayRunnerPool
 
 __all__ = ["Ladder"]
 
@@ -46,7 +50,9 @@ _PLAYING = (EntrantState.ACTIVE, EntrantState.QUALIFYING)
 
 
 class Ladder:
-    """A season being run: ``say`` gets the lines the organizer reads (settings, events)."""
+    """A season being run: ``say`` gets the lines the organizer reads (settings, events);
+    ``scale`` plays the battles on battle runners (``--workers``/``--ray``) instead of this
+    process's threads."""
 
     def __init__(
         self,
@@ -55,9 +61,11 @@ class Ladder:
         *,
         say: Callable[[str], None],
         poll_s: float = 1.0,
+        scale: ScaleOptions | None = None,
     ) -> None:
         self.season_dir = Path(season_dir)
         self.settings = settings
+        self.scale = scale
         self.say = say
         self.poll_s = poll_s
         self.candidates = self.season_dir / settings.candidates
@@ -78,18 +86,18 @@ class Ladder:
         self._since_refit = 0
         self._refit_at = time.monotonic()
         self._candidates_mtime = -1.0
-        self._alarms: list[str] = []
+        self._alarms: dict[str, str] = {}
         self.edges: SeasonEdges | None = None
         self._server: Any = None
-        self._pools: dict[str, LocalRunnerPool] = {}
+        self._pools: dict[str, LocalRunnerPool | RayRunnerPool] = {}
         self.settings_by_format: dict[str, MatchSettings] = {}
 
     # -- start and stop -------------------------------------------------------------------------
 
-    def edge_loss(self) -> str:
+    def edge_loss(self) -> Literal["void", "forfeit"]:
         """The season's policy for a lost edge (season.json, else by the edges' trust)."""
         if self.settings.edge_loss:
-            return self.settings.edge_loss
+            return "forfeit" if self.settings.edge_loss == "forfeit" else "void"
         return "void" if all(edge_trust(self.config).values()) else "forfeit"
 
     def run(self) -> None:
@@ -98,6 +106,11 @@ class Ladder:
         from center.showdown.formats import check_format
 
         formats = {f: check_format(f, doubles=True) for f in self.settings.formats}
+        if self.scale is not None and len(formats) > 1:
+            raise ConfigError(
+                "--workers/--ray play one format: a season of several formats plays on this "
+                "process's threads (a runner pool per format)"
+            )
         secret = secure_log_dir(self.season_dir, self.seed)
         with SeasonWriter(self.season_dir, self.store) as writer:
             appended = writer.flush()
@@ -119,7 +132,7 @@ class Ladder:
                     self.settings.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
                     backend=self.settings.backend,  # type: ignore[arg-type]
-                    edge_loss="forfeit" if self.edge_loss() == "forfeit" else "void",
+                    edge_loss=self.edge_loss(),
                     brought_teams=spec.teams_brought,
                     run_secret=secret,
                     max_voids=self.settings.max_voids,
@@ -132,53 +145,103 @@ class Ladder:
                     self.boards[f] = board
             self._sync()
             self.write_run_json()
-            self._server = start_backend(self.settings.backend)  # type: ignore[arg-type]
+            if self.store.battles():  # the boards as the store has them (a kill mid-refit)
+                self._refit_all()
+            # Runners of --workers/--ray start their own simulator hosts (or find the server).
+            if self.scale is None:
+                self._server = start_backend(self.settings.backend)  # type: ignore[arg-type]
             try:
                 self._loop(writer)
             finally:
                 self._disconnect()
-                self._server.stop()
+                if self._server is not None:
+                    self._server.stop()
         from center.season.snapshot import write_snapshot
 
         if self.store.flag("closing"):
             write_snapshot(self.store, self.settings, self.season_dir, self.seed, say=self.say)
 
     def _connect(self) -> None:
+        """Both edges, checked (ConfigError when one does not answer or serve)."""
         playable = [e for e, x in self.store.entrants().items() if x.state in _PLAYING]
         self.edges = connect_edges(
-            self.config, self.candidates, playable, edge_wait=self.settings.edge_wait
+            self.config,
+            self.candidates,
+            playable,
+            edge_wait=self.settings.edge_wait,
+            edge_loss=self.edge_loss(),
         )
-        self._pools = {
-            f: LocalRunnerPool(s, self.edges.source, self._server, self.settings.concurrency)
-            for f, s in self.settings_by_format.items()
-        }
+
+    def _start_pools(self) -> None:
+        """The runner pools: this process's threads (one pool per format), or the Ray runners of
+        ``--workers``/``--ray`` (one format)."""
+        assert self.edges is not None
+        if self.scale is None:
+            self._pools = {
+                f: LocalRunnerPool(s, self.edges.source, self._server, self.settings.concurrency)
+                for f, s in self.settings_by_format.items()
+            }
+            return
+        from center.scale.loopback import describe, keep_local_ray_on_loopback, ray_listeners
+        from center.scale.spec import RunnerSpec
+
+        if self.scale.address is None:  # a local Ray: before Ray is imported, which reads it
+            keep_local_ray_on_loopback()
+        from center.scale.ray_pool import RayRunnerPool  # Ray, only now
+
+        ((battle_format, settings),) = self.settings_by_format.items()
+        source = runner_source(
+            self.config,
+            self.candidates,
+            edge_wait=self.settings.edge_wait,
+            edge_loss=self.edge_loss(),
+        )
+        self._pools[battle_format] = RayRunnerPool(
+            RunnerSpec(settings, source, None),
+            workers=self.scale.workers,
+            address=self.scale.address,
+            concurrency=self.settings.concurrency,
+            max_restarts=self.scale.max_restarts,
+        )
+        if self.scale.address is None:
+            self.say(describe(ray_listeners()))
 
     def _disconnect(self) -> None:
         for pool in self._pools.values():
-            pool.close(wait=True)
+            pool.close()
         self._pools = {}
         if self.edges is not None:
             self._save_provenance()
             self.edges.close()
             self.edges = None
 
-    def _wait_for_edges(self) -> bool:
-        """Connect, retrying while the edges do not answer; False when the season closes first."""
+    def _wait_for_edges(self, why: str = "") -> bool:
+        """Connect, retrying while the edges do not answer; False when the season closes first.
+        While they do not, play is paused: ``edges_down`` in the store says since when and why
+        (``why``: what stopped play, else the first failed connection)."""
         waited = False
         while not self._closing():
             try:
                 self._connect()
             except ConfigError as exc:
                 if not waited:
-                    self.say(f"edges: {exc}; play paused until they answer")
-                    self.store.event("edge_down", str(exc))
+                    cause = why or str(exc)
+                    self.say(f"edges: {cause}; play paused until they answer")
+                    logger.warning("edges down: %s; play paused until they answer", cause)
+                    with self.store.transaction():
+                        down = {"since": time.time(), "why": " ".join(cause.split())}
+                        self.store.set_meta("edges_down", json.dumps(down))
+                    self.store.event("edge_down", cause)
                     waited = True
                 self._check_alarms()
                 time.sleep(max(self.poll_s, 2.0))
                 continue
-            if waited:
+            self._start_pools()  # a mistake here (no Ray at --ray's address) is one line
+            if waited or self.store.meta("edges_down"):  # (down when the last run stopped)
                 self.say("edges: answering again; play resumes")
-                self.store.event("edge_back", "the edges answer again")
+                with self.store.transaction():
+                    self.store.set_meta("edges_down", None)
+                self.store.event("edge_back", "the edges answer again; play resumes")
             return True
         return False
 
@@ -218,9 +281,8 @@ class Ladder:
                 busy = busy or bool(summary.played or summary.failed)
                 self._after(summary)
                 if summary.stopped:
-                    self.say(f"play stopped: {summary.stopped}")
                     self._disconnect()
-                    if not self._wait_for_edges():
+                    if not self._wait_for_edges(summary.stopped):
                         return
                     break
             self._refit_due(idle=not busy)
@@ -307,24 +369,33 @@ class Ladder:
             self._refit_all()
 
     def _refit_all(self) -> None:
-        for battle_format in self.settings.formats:
-            self.boards[battle_format] = refit(
-                self.store, self.settings, self.season_dir, battle_format, self.seed
-            )
+        """Every board refit, their snapshots kept in one transaction."""
+        started = time.monotonic()
+        logger.info("refitting the boards (%d battles recorded)", len(self.store.battles()))
+        boards = refit_boards(self.store, self.settings, self.season_dir, self.seed)
+        self.boards.update(boards)
+        logger.info("refit: %s in %.2f s", ", ".join(boards), time.monotonic() - started)
         self._since_refit = 0
         self._refit_at = time.monotonic()
 
     def _check_alarms(self) -> None:
-        raised = alarms(self.store, self.settings, self.started_at)
-        if raised != self._alarms:
-            for line in raised:
-                if line not in self._alarms:
-                    logger.warning("alarm: %s", line)
-                    self.say(f"alarm: {line}")
-                    self.store.event("alarm", line)
+        """Raise (log, output, event) each alarm when it starts and say when it clears; the
+        store's ``alarms`` holds the lines raised now (their text follows, e.g. the minutes)."""
+        raised = alarms_by_kind(self.store, self.settings, self.started_at)
+        for kind, line in raised.items():
+            if kind not in self._alarms:
+                logger.warning("alarm: %s", line)
+                self.say(f"alarm: {line}")
+                self.store.event("alarm", line)
+        for kind, line in self._alarms.items():
+            if kind not in raised:
+                logger.warning("alarm cleared: %s", line)
+                self.say(f"alarm cleared: {line}")
+                self.store.event("alarm_cleared", line)
+        if list(raised.values()) != list(self._alarms.values()):
             with self.store.transaction():
-                self.store.set_meta("alarms", json.dumps(raised))
-            self._alarms = raised
+                self.store.set_meta("alarms", json.dumps(list(raised.values())))
+        self._alarms = raised
 
     # -- entrants and run.json ------------------------------------------------------------------
 

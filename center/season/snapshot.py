@@ -15,7 +15,7 @@ from typing import Any
 
 from center.evaluation.run_info import read_run_json, record_run_results, utc_now
 from center.evaluation.standings_output import write_standings
-from center.season.board import refit, shown_entries
+from center.season.board import refit_boards, shown_entries
 from center.season.edges import edge_trust
 from center.season.entrants import champions
 from center.season.settings import SeasonSettings
@@ -51,7 +51,7 @@ def write_snapshot(
     """Write the closed season's snapshot; the report's path (None if it could not be written)."""
     from center.report import report_after_run  # the layer below the season
 
-    boards = {f: refit(store, settings, season_dir, f, seed) for f in settings.formats}
+    boards = refit_boards(store, settings, season_dir, seed)
     first = settings.formats[0]
     trusted = edge_trust(season_dir / settings.config)
     closed_at = utc_now()

@@ -1,6 +1,6 @@
 """``sep_ladder status``: the season as the organizer reads it, from the store alone.
 
-Flags and alarms, the entrants (state, participant, champion, cause), the queue (waiting,
+Flags, alarms and edges down, the entrants (state, participant, champion, cause), the queue (waiting,
 running with their age, voided and given up), each format's board (provisional ratings marked)
 and the latest events. :func:`season_status` is the same as a document (the web page's API).
 """
@@ -29,6 +29,8 @@ def season_status(store: SeasonStore, formats: tuple[str, ...]) -> dict[str, Any
         "closing": store.flag("closing"),
         "closed_at": store.meta("closed_at"),
         "alarms": json.loads(store.meta("alarms") or "[]"),
+        # {"since", "why"} while play waits for an edge (every entry plays on both)
+        "edges_down": json.loads(store.meta("edges_down") or "null"),
         "entrants": [
             {
                 "entry": e.entry,
@@ -76,6 +78,10 @@ def format_status(doc: dict[str, Any]) -> str:
         + (f" ({', '.join(flags)})" if flags else "")
     ]
     lines += [f"ALARM: {a}" for a in doc["alarms"]]
+    down = doc["edges_down"]
+    if down:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(down["since"]))
+        lines.append(f"EDGES DOWN since {since}Z: {down['why']}; every entry's play paused")
     lines.append("entrants:")
     for e in doc["entrants"]:
         mark = "baseline" if e["baseline"] else "champion" if e["champion"] else ""

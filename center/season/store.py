@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -451,6 +451,14 @@ class SeasonStore:
             for r in self.battles(battle_format=battle_format)
         ]
 
+    def records_through(self, battle_format: str) -> tuple[int, list[BattleRecord]]:
+        """A format's recorded battles and the ``seq`` of the last battle recorded (of any
+        format; 0 before the first): what a rating snapshot counts."""
+        with self.transaction():  # one read: no battle recorded between the two
+            rows = self.battles(battle_format=battle_format)
+            last = self.conn.execute("SELECT MAX(seq) AS m FROM battles").fetchone()["m"]
+        return int(last or 0), [BattleRecord.from_row(json.loads(r["row"])) for r in rows]
+
     def recent_outcomes(self, limit: int) -> list[tuple[float, bool]]:
         """The last ``limit`` battles and voids as (at, voided), newest first."""
         rows = self.conn.execute(
@@ -483,12 +491,16 @@ class SeasonStore:
 
     # -- ratings --------------------------------------------------------------------------------
 
-    def save_board(self, battle_format: str, battles: int, board: dict[str, Any]) -> None:
-        """A rating snapshot of one format's board."""
+    def save_boards(self, boards: Mapping[str, dict[str, Any]]) -> None:
+        """Rating snapshots of the boards of some formats, in one transaction."""
+        now = time.time()
         with self.transaction():
-            self.conn.execute(
+            self.conn.executemany(
                 "INSERT INTO ratings (at, format, battles, board) VALUES (?, ?, ?, ?)",
-                (time.time(), battle_format, battles, json.dumps(board, allow_nan=False)),
+                [
+                    (now, battle_format, int(board["battles"]), json.dumps(board, allow_nan=False))
+                    for battle_format, board in boards.items()
+                ],
             )
 
     def latest_board(self, battle_format: str) -> dict[str, Any] | None:
