@@ -1,12 +1,10 @@
 """Formats per entry and timers players know (issue 44), on the real simulator.
 
-Formats: a league or a gauntlet leaves out the entries of ``tests/agents/candidates_formats.json``
-that do not play the run's format, in one line before its first battle; a named one is refused in
-one line, exit 2, before LOG_DIR exists (sep_eval and sep_main alike). Timers: ``--timer`` is said at
-start and kept in run.json, a resume with other numbers is refused; a first turn past its cap plays
-the default move and the battle goes on; both sides out of time in one round is a tie under
-Showdown's timers (``tests/agents/plain_slow``, written from the contract alone). No assertion on
-a duration: only statuses and outcomes.
+Formats: a league or a gauntlet leaves out the entries that do not play the run's format, in one
+line before its first battle; a named one is refused in one line, exit 2, before LOG_DIR exists.
+Timers: ``--timer`` is said at start and kept in run.json, a resume with other numbers is refused; a
+first turn past its cap plays the default move; both sides out of time in one round is a tie under
+Showdown's timers (``tests/organizer_agents/plain_slow``). Only statuses and outcomes are asserted.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from tests.integration.edges import AGENTS
 pytestmark = pytest.mark.showdown
 
 FORMATS = AGENTS / "candidates_formats.json"
-TIMED = AGENTS / "candidates_timers.json"
+TIMED = AGENTS.parent / "organizer_agents" / "candidates_timers.json"
 SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep_eval()"]
 SEP_MAIN = [sys.executable, "-c", "from center.commands.run import sep_main; sep_main()"]
 

@@ -118,6 +118,8 @@ def _standing(row: Mapping[str, Any], names: Mapping[str, str]) -> StandingRow:
         rating_lo=_number(row.get("rating_lo")),
         rating_hi=_number(row.get("rating_hi")),
         gxe=_number(row.get("gxe")),
+        gxe_lo=_number(row.get("gxe_lo")),
+        gxe_hi=_number(row.get("gxe_hi")),
         battles=int(row.get("battles", 0)),
         wins=int(row.get("wins", 0)),
         losses=int(row.get("losses", 0)),

@@ -61,6 +61,8 @@ class StandingRow(_Doc):
     rating_lo: float | None
     rating_hi: float | None
     gxe: float | None
+    gxe_lo: float | None
+    gxe_hi: float | None
     battles: int
     wins: int
     losses: int
