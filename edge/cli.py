@@ -65,8 +65,9 @@ def _setup_logging(verbose: int) -> None:
     "battle_format",
     default=None,
     help="With --check: the format the model plays: the recorded battles replayed are that "
-    "format's (or its game type's, singles or doubles; default: the singles ones), the real "
-    "battles are played in it (default gen9bssfactory).",
+    "format's (or its game type's, singles or doubles), the real battles are played in it "
+    "(default: the entry's formats, the real battles in the first; without: the singles "
+    "recorded battles, real ones in gen9bssfactory).",
 )
 @limit_options
 @click.option(

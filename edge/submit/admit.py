@@ -244,7 +244,7 @@ def admit(
     What the organizer grants: ``participant`` (who entered it; default: the entry itself),
     ``log_name`` (the name shown; default: the archive's), ``endpoints`` (of the model endpoints
     it asks for, those given here; the check runs through them), ``allow_native`` (native
-    extensions). With ``season`` (a SEASON_DIR whose candidates.json ``candidates`` is), the
+    extensions). With ``season`` (a SEASON_DIR, ``candidates`` its candidates.json), the
     submission is counted in the season's ledger: refused past its quota, recorded when admitted
     (a refusal for another cause, recorded apart).
     """
@@ -290,6 +290,8 @@ def _admit(
     checker: Checker,
     ledger: SeasonEntry | None,
 ) -> AdmitResult:
+    """Every step after the manifest's, then (unless a dry run) the ledger's record and the
+    install."""
     folder = candidates.absolute().parent
     participant = options.participant
     if options.log_name is not None:
@@ -316,7 +318,8 @@ def _admit(
         participant = str(old["participant"])  # a new version stays its participant's
     if participant is not None:
         entry["participant"] = participant
-    quota = ledger.check() if ledger is not None else None  # before the checker's time is spent
+    # The quota before the checker's time is spent, and again when the admission is recorded.
+    quota = ledger.check(options.dry_run) if ledger is not None else None
     if not options.dry_run:
         folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".sep_submit-", dir=None if options.dry_run else folder))
@@ -333,7 +336,7 @@ def _admit(
             )
         if not options.dry_run:
             if ledger is not None:
-                quota = ledger.record()  # the quota again, in the record's own transaction
+                quota = ledger.record()
             _install(manifest, entry, staging, folder, doc)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -43,12 +43,15 @@ class SeasonEntry:
     entry: str
     final: bool
 
-    def check(self) -> str:
-        """Refuse (and record the refusal) when the quota is used; else the quota's line."""
+    def check(self, dry_run: bool) -> str:
+        """Refuse when the quota is used (recording the refusal, unless ``dry_run``); else the
+        quota's line."""
         verdict = check_quota(self.season_dir, self.participant)
-        if not verdict.allowed:
+        if verdict.allowed:
+            return verdict.line(self.participant)
+        if not dry_run:
             self.record()  # the ledger records it as refused (over the quota); this raises
-        return verdict.line(self.participant)
+        raise QuotaRefused(verdict.line(self.participant))
 
     def refused(self, reason: str) -> None:
         """Record a refusal for another cause than the quota (it uses none)."""

@@ -79,11 +79,19 @@ def test_the_quota_refuses_in_one_line_before_the_checker_and_counts_it_apart(
             submission(tmp_path, n), candidates, checker=checker, participant="ann", season=season
         )
         assert result.notes[-1] == f"ann: {n} of 2 submissions in the last 24 h"
-    before = candidates.read_bytes()
-    with pytest.raises(QuotaRefused) as refused:
+    before, third = candidates.read_bytes(), submission(tmp_path, 3)
+    with pytest.raises(QuotaRefused):  # a dry run is refused too, and records nothing
         admit(
-            submission(tmp_path, 3), candidates, checker=checker, participant="ann", season=season
+            third,
+            candidates,
+            checker=checker,
+            dry_run=True,
+            participant="ann",
+            season=season,
         )
+    assert len(ledger(season)) == 2
+    with pytest.raises(QuotaRefused) as refused:
+        admit(third, candidates, checker=checker, participant="ann", season=season)
     line = str(refused.value)
     assert line.startswith("refused: ann has 2 admitted submissions in the last 24 h (at most 2);")
     assert "; the next is allowed from 20" in line and "\n" not in line
