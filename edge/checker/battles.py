@@ -219,9 +219,8 @@ def _opponent_entry(candidate: Candidate, battle_format: str) -> dict[str, Any]:
 
 
 def _team(candidate: Candidate) -> str | None:
-    """The team as the temporary candidates.json gives it: an absolute path, or the text."""
-    if candidate.team_path is not None:
-        return str(candidate.team_path.resolve())
+    """The team as the temporary candidates.json gives it: its text (a team file is read only
+    inside the folder of its candidates.json, and the model's lies outside the temporary one)."""
     return candidate.team
 
 
