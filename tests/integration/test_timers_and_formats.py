@@ -14,6 +14,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from center.evaluation.schedule import schedule_match
 from center.evaluation.timers import TIMERS, timer_record
 from center.scale.local_pool import run_local
 from center.showdown.sim_host import SimHost
-from tests.integration.edges import AGENTS
+from tests.integration.edges import AGENTS, EdgeProcess
 
 pytestmark = pytest.mark.showdown
 
@@ -82,6 +83,29 @@ def test_a_gauntlet_and_its_tests_leave_out_the_field_that_does_not_play(tmp_pat
     assert {r["red"] for r in _rows(tmp_path / "gauntlet")} | {
         r["blue"] for r in _rows(tmp_path / "gauntlet")
     } == {"any", "singles"}
+
+
+def test_sep_main_plays_a_league_of_the_entries_that_play_under_ladder_timer_through_edges(
+    tmp_path: Path, start_edges: Callable[..., dict[str, EdgeProcess]]
+) -> None:
+    """Through real edges under Showdown's ladder timer (no free time: each decision from the
+    bank): the entry that does not play the format is left out, the others play cleanly."""
+    edges = start_edges(FORMATS)
+    args = ("--league", "-n", "2", "--format", "gen9randombattle", "--timer", "ladder")
+    run = _run(
+        SEP_MAIN,
+        tmp_path / "league",
+        *args,
+        "--candidates",
+        str(FORMATS),
+        "--config",
+        str(edges["blue"].config),
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len(_notes(run.stderr)) == 1 and "timer ladder: 0 s free per decision" in run.stderr
+    rows = _rows(tmp_path / "league")
+    assert len(rows) == 2 and {r["blue"] for r in rows} == {"any", "singles"}
+    assert {r["blue_status"] for r in rows} | {r["red_status"] for r in rows} == {"OK"}, rows
 
 
 @pytest.mark.parametrize(
