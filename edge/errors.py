@@ -22,6 +22,8 @@ Exception tree::
     │                          edge/service/sessions.py, next to its code
     ├── ZygoteError            the sandbox's worker template process could not start or went away;
     │                          in edge/service/zygote.py
+    ├── LedgerError            a season's database or season.json cannot be used (names the file);
+    │                          in edge/contract/season_ledger.py, next to the ledger
     ├── Stuck                  the checker: an earlier user call never returned or its worker
     │                          died, so no more user code runs; in edge/checker/calls.py
     └── WorkerDied             the checker: the edge worker serving a call died; in
