@@ -31,16 +31,17 @@ Exception tree::
     │   ├── EdgeRemoteError        the edge answered status "error": carries code, ename, evalue, …
     │   └── EdgeProtocolError      a request that cannot be encoded or a reply that violates the
     │                              protocol
-    └── SideError                  a call into one side's user code failed in a way the center books
-        ├── CallTimeout            the call did not answer by its deadline (also a TimeoutError)
-        ├── SideDisconnected       the side's edge is gone (also a ConnectionError)
-        └── RemoteUserError        user code on the edge raised: carries ename, evalue, traceback
-            └── EdgeInternalError  the edge's own code failed for the session (code ``internal``)
+    └── SideError                  a call into one side's code failed in a way the center books: its
+                                   cause (an edge's error code, or what the center saw) and its row
+                                   of the outcome table (edge.contract.outcomes.OUTCOMES)
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from edge.contract.outcomes import Outcome, outcome_of
+from edge.contract.runner import UserFailure
 
 
 class CenterError(Exception):
@@ -155,31 +156,19 @@ class EdgeProtocolError(EdgeCallError):
 
 
 class SideError(CenterError):
-    """A call into one side's user code failed in a way the center books as that side's status."""
+    """A call into one side's code failed in a way the center books as that side's outcome.
 
+    ``cause`` is a key of the outcome table (an ``ErrorCode`` value of the edge's reply, or an
+    ``edge.contract.outcomes.Seen``); ``outcome`` its row, what it books. ``failure`` is what the
+    side's code raised, as data, when it raised (on an edge: the type, message and traceback of its
+    error reply); ``call`` the user call that raised or overran (``policy.step``), "" when unknown.
+    """
 
-class CallTimeout(SideError, TimeoutError):
-    """A call into a side's code did not answer by its deadline; ``call`` names the user call
-    that overran when it is known (``policy.step``), else ""."""
-
-    def __init__(self, message: str = "", call: str = "") -> None:
+    def __init__(
+        self, cause: str, message: str, *, failure: UserFailure | None = None, call: str = ""
+    ) -> None:
         super().__init__(message)
+        self.cause = cause
+        self.outcome: Outcome = outcome_of(cause)
+        self.failure = failure
         self.call = call
-
-
-class SideDisconnected(SideError, ConnectionError):
-    """The side's edge is gone (raised by its edge session)."""
-
-
-class RemoteUserError(SideError):
-    """User code on the edge raised; carries the edge's ename, evalue and traceback."""
-
-    def __init__(self, ename: str, evalue: str, traceback: str) -> None:
-        super().__init__(f"{ename}: {evalue}")
-        self.ename, self.evalue, self.traceback = ename, evalue, traceback
-
-
-class EdgeInternalError(RemoteUserError):
-    """The edge says its own code failed for the session (the code ``internal``: poke-env could
-    not follow the battle's frames, say). The worker runs user code, which could forge this: the
-    center checks what it can itself before it blames or spares the side."""

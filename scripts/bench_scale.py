@@ -33,12 +33,13 @@ from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, start_backend
-from center.evaluation.records import COLUMNS, BattleRecord, SideRecord, SideStatus, Winner
+from center.evaluation.records import COLUMNS, BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.isolation.edge_client import EdgeClient
 from center.scale.driver import drive_battles
 from center.scale.local_pool import run_local
 from center.scale.outcome import BattleOutcome, OutcomeKind
+from edge.contract.outcomes import SideStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "agents"

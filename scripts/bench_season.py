@@ -25,13 +25,14 @@ sys.path.insert(0, str(REPO))
 
 from center.env.end_reason import EndReason  # noqa: E402
 from center.evaluation.battles_csv import load_records  # noqa: E402
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus, Winner  # noqa: E402
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.season.board import refit  # noqa: E402
 from center.season.health import check_quarantine  # noqa: E402
 from center.season.scheduler import Scheduler  # noqa: E402
 from center.season.settings import SeasonSettings  # noqa: E402
 from center.season.store import EntrantState, SeasonStore  # noqa: E402
 from center.season.writer import SeasonWriter  # noqa: E402
+from edge.contract.outcomes import SideStatus
 
 FORMAT = "gen9randombattle"
 

@@ -21,11 +21,11 @@ from center.env.rounds import as_step_reward, idle_mask, step_info
 from center.env.session_api import SeatState
 from center.evaluation.budget import Budget
 from center.evaluation.helper_thread import helper_thread
-from center.evaluation.records import SIDE_STATUSES
 from center.evaluation.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
 from edge.contract.decision import Decision
 from edge.contract.orders import canonical_order, default_order
+from edge.contract.outcomes import SIDE_STATUSES
 from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError
 
@@ -158,7 +158,7 @@ def forfeit_reason(side: SideGuard) -> EndReason:
     reason = SIDE_STATUSES[side.stats.status].forfeit_reason
     if reason is None:
         raise ValueError(f"{side.stats.status} is not a status that forfeits a battle")
-    return reason
+    return EndReason(reason)
 
 
 def _first_fatal(sides: dict[str, SideGuard]) -> str | None:

@@ -9,6 +9,7 @@ recorded as self-reported; no edge names a candidate.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -19,19 +20,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from center.errors import (
-    CallTimeout,
     ConfigError,
     EdgeCallError,
     EdgeDown,
     EdgeFull,
     InfrastructureError,
-    RemoteUserError,
-    SideDisconnected,
+    SideError,
 )
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.in_process import failed_side
 from center.evaluation.provenance import describe_change
-from center.evaluation.records import SideStatus
 from center.evaluation.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
@@ -40,7 +38,7 @@ from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_limit
 from edge.contract.candidates import Candidate, load_candidates
-from edge.contract.runner import UserFailure
+from edge.contract.outcomes import Seen, SideStatus, Void, voided
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, InstanceConfig
 from edge.wire.sep_config import loopback_host
 
@@ -171,34 +169,18 @@ class EdgeSource:
             try:
                 if getattr(client, "lost_at", None) is not None and not self.wait_for_edge(side):
                     # Known lost and not back in time: no open that would wait out its timeout.
-                    raise SideDisconnected(f"the {side} edge at {client.address} is down")
+                    raise SideError(Seen.LOST, f"the {side} edge at {client.address} is down")
                 session = open_session()
-            except (SideDisconnected, CallTimeout) as exc:
-                if _clock_ran_out(exc, load_limit, budget, client):
-                    return _out_of_time(model_id, budget, opened[-1])
+            except SideError as exc:
+                if not _unanswered(exc) or _clock_ran_out(exc, load_limit, budget, client):
+                    raise
                 # An edge that is down before the battle: wait (bounded) for it to come back
                 # rather than forfeit every battle of the league in a second.
                 if not self.wait_for_edge(side):
                     raise
                 session = open_session()
-        except (SideDisconnected, CallTimeout) as exc:
-            if opened and _clock_ran_out(exc, load_limit, budget, client):
-                return _out_of_time(model_id, budget, opened[-1])
-            return failed_side(model_id, budget, SideStatus.DISCONNECT, str(exc))
-        except EdgeFull:
-            if self.trusted(side):
-                raise  # room to come (the host's memory admission): the battle waits, unbooked
-            return self._busy(model_id, side, battle, budget)
-        except RemoteUserError as exc:  # the model cannot load or construct on its edge
-            if exc.ename == "TimeoutError" and load_limit < self.load_limits.get(
-                side, DEFAULT_LOAD_LIMIT
-            ):
-                # The edge stopped the open at the deadline it was given: the battle clock's.
-                return _out_of_time(model_id, budget, opened[-1])
-            failure = UserFailure(exc.ename, exc.evalue, exc.traceback, "opening the session")
-            guard = failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
-            guard.stats.time_s = opened[-1] if opened else 0.0  # what the side cost, still
-            return guard
+        except SideError as exc:
+            return self._not_opened(model_id, side, battle, budget, exc, load_limit, opened)
         with self._down_lock:
             self._busy_since.pop(side, None)
         try:
@@ -207,13 +189,16 @@ class EdgeSource:
             check_value_bytes(session.observation_space, session.action_space)
         except ValueError as exc:
             session.close()
-            return failed_side(model_id, budget, SideStatus.ERROR, str(exc))
+            return self._not_opened(
+                model_id, side, battle, budget, SideError(Seen.RAISED, str(exc)), load_limit, []
+            )
         guard = SideGuard(
             RemoteSide(session, queues=self.trusted(side)),
             self._full_name(model_id, session.agent_full_name),
             budget,
             # the open that succeeded; waiting for a lost edge is not the side's
             opened_s=opened[-1],
+            trusted=self.trusted(side),
         )
         with self._lock:
             closing = self._closing
@@ -222,7 +207,8 @@ class EdgeSource:
         if closing:  # the run is ending: this session must not outlive it
             session.close()
             guard.close()
-            return failed_side(model_id, budget, SideStatus.DISCONNECT, "the run is ending")
+            ending = SideError(Seen.LOST, "the run is ending")
+            return self._not_opened(model_id, side, battle, budget, ending, load_limit, [])
         refused: dict[str, Any] | None = None
         if session.code_digest:
             with self._lock:
@@ -261,24 +247,58 @@ class EdgeSource:
             self._trusted[side] = _on_loopback(self.clients[side])
         return self._trusted[side]
 
-    def _busy(self, model_id: str, side: str, battle: ScheduledBattle, budget: Budget) -> SideGuard:
+    def _not_opened(
+        self,
+        model_id: str,
+        side: str,
+        battle: ScheduledBattle,
+        budget: Budget,
+        error: SideError,
+        load_limit: float,
+        opened: list[float],
+    ) -> SideGuard:
+        """The reaction to a side that could not open (``error``), from its row of the outcome
+        table: the battle waits (EdgeFull), is void (InfrastructureError; EdgeDown for an edge
+        lost, which stops the run), or is the side's forfeit (a failed guard)."""
+        if error.outcome.waits:  # no room on the edge now
+            if self.trusted(side):
+                raise EdgeFull(str(error)) from error  # room to come: the battle waits, unbooked
+            error = self._stalled(side)
+        elif _unanswered(error):
+            if opened and _clock_ran_out(error, load_limit, budget, self.clients[side]):
+                return _out_of_time(model_id, budget, opened[-1])
+            if error.outcome.status is SideStatus.TIMEOUT:  # no answer, even after the wait
+                error = SideError(Seen.LOST, str(error))
+        elif _stopped_at(error, load_limit, self.load_limits.get(side, DEFAULT_LOAD_LIMIT)):
+            return _out_of_time(model_id, budget, opened[-1])
+        if error.failure is not None and not error.failure.where:
+            failure = dataclasses.replace(error.failure, where="opening the session")
+            error = SideError(error.cause, str(error), failure=failure, call=error.call)
+        trusted = self.trusted(side)
+        if voided(error.outcome, trusted=trusted, edge_loss=self.edge_loss):
+            if error.outcome.void is Void.LOSS:  # no battle against anyone on this edge now
+                raise EdgeDown(f"{side} edge down (setting up {model_id}: {error})") from error
+            raise InfrastructureError(f"{battle.battle_id}: {error}; voided") from error
+        guard = failed_side(model_id, budget, error, trusted=trusted)
+        guard.stats.time_s = opened[-1] if opened else 0.0  # what the side cost, still
+        return guard
+
+    def _stalled(self, side: str) -> SideError:
         """The untrusted ``side`` edge has no room for a session: the battle waits (EdgeFull)
         until the edge has answered so for ``edge_wait`` seconds (battles that find it busy later
-        share that deadline), then the side is booked DISCONNECT (``forfeit``) or the battle void
-        (InfrastructureError): an edge cannot stall a run by saying it is full."""
+        share that deadline), then it is :attr:`Seen.STALLED`: an edge cannot stall a run by
+        saying it is full."""
         now = time.monotonic()
         with self._down_lock:
             since = self._busy_since.setdefault(side, now)
         waited = now - since
         if waited < self.edge_wait:
             raise EdgeFull(f"the untrusted {side} edge is busy ({waited:.0f}s so far)")
-        why = (
+        return SideError(
+            Seen.STALLED,
             f"the untrusted {side} edge at {self.clients[side].address} answered busy to every "
-            f"session it was asked to open for {waited:.0f}s (--edge-wait {self.edge_wait:g})"
+            f"session it was asked to open for {waited:.0f}s (--edge-wait {self.edge_wait:g})",
         )
-        if self.edge_loss == "forfeit":
-            return failed_side(model_id, budget, SideStatus.DISCONNECT, why)
-        raise InfrastructureError(f"{battle.battle_id}: {why}; voided")
 
     def _full_name(self, model_id: str, reported: str) -> str:
         """``logName:model:policyName`` of a side: its logName the organizer's candidates.json's,
@@ -393,13 +413,29 @@ def _on_loopback(client: EdgeClient) -> bool:
     return loopback_host(host)
 
 
-def _clock_ran_out(exc: Exception, waited: float, budget: Budget, client: EdgeClient) -> bool:
+def _unanswered(error: SideError) -> bool:
+    """Whether an open found no edge or no answer (its outcome a DISCONNECT or a TIMEOUT): the
+    edge may be down, and is waited for before the side is booked."""
+    return error.outcome.status in (SideStatus.DISCONNECT, SideStatus.TIMEOUT)
+
+
+def _clock_ran_out(error: SideError, waited: float, budget: Budget, client: EdgeClient) -> bool:
     """Whether an open that timed out did so on the side's battle clock (shorter than the edge's
     load limit) while the edge itself still answers: the side's slowness, not a lost edge."""
     return (
-        isinstance(exc, CallTimeout)
+        error.outcome.status is SideStatus.TIMEOUT
         and waited >= budget.battle_time
         and client.ping(timeout=min(2.0, budget.battle_time))
+    )
+
+
+def _stopped_at(error: SideError, load_limit: float, edge_limit: float) -> bool:
+    """Whether the edge stopped the open at the deadline it was given (the model's load raised
+    TimeoutError there), when that deadline was the battle clock's, shorter than its own."""
+    return (
+        error.failure is not None
+        and error.failure.type == "TimeoutError"
+        and load_limit < edge_limit
     )
 
 
@@ -407,7 +443,7 @@ def _out_of_time(model_id: str, budget: Budget, seconds: float) -> SideGuard:
     """A side whose session did not open within its battle clock: it forfeits (TIMEOUT)."""
     spent = f"the session took {seconds:.1f}s to open"
     failure = clock_failure(spent, budget, "opening the session")
-    guard = failed_side(model_id, budget, SideStatus.TIMEOUT, failure.line(), failure)
+    guard = failed_side(model_id, budget, SideError(Seen.CLOCK, failure.line(), failure=failure))
     guard.stats.time_s = seconds
     return guard
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import gymnasium
 
+from center.errors import SideError
 from center.evaluation.budget import Budget
-from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_space_size, check_value_bytes
 from edge.contract.candidates import Candidate, load_candidates
+from edge.contract.outcomes import Seen
 from edge.contract.provenance import code_digest
 from edge.contract.randomness import seed_global_generators
 from edge.contract.runner import UserFailure
@@ -86,7 +87,7 @@ class InProcessSource:
             return SideGuard(InProcessSide(agent, policy, name), name, budget, opened_s=opened)
         except Exception as exc:  # the module cannot even be set up: the side loses with ERROR
             failure = UserFailure.of(exc, "loading the model")
-            return failed_side(model_id, budget, SideStatus.ERROR, failure.line(), failure)
+            return failed_side(model_id, budget, SideError(Seen.RAISED, str(exc), failure=failure))
 
     def close_side(self, guard: SideGuard) -> None:
         guard.close()
@@ -122,13 +123,10 @@ class _NoSide:
 
 
 def failed_side(
-    model_id: str,
-    budget: Budget,
-    status: SideStatus,
-    detail: str,
-    failure: UserFailure | None = None,
+    model_id: str, budget: Budget, error: SideError, *, trusted: bool = True
 ) -> SideGuard:
-    """A side that has already failed (so the battle is recorded as its forfeit)."""
-    guard = SideGuard(_NoSide(), f"{model_id}:{model_id}:none", budget)
-    guard.fail(status, f"setting up {model_id}: {detail}", failure)
+    """A side that could not be set up (``error``): booked by the guard as any failure is, so
+    the battle is recorded as its forfeit (or voided, as its outcome says)."""
+    guard = SideGuard(_NoSide(), f"{model_id}:{model_id}:none", budget, trusted=trusted)
+    guard.book(f"setting up {model_id}", error)
     return guard

@@ -24,16 +24,10 @@ from center.env.backend import Backend, BattleReplay, backend_spec, server_url_b
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.tiebreak import TurnCap
-from center.errors import CenterError, ConfigError, EdgeDown, InfrastructureError
+from center.errors import CenterError, ConfigError, InfrastructureError
 from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
 from center.evaluation.budget import Budget
-from center.evaluation.records import (
-    BattleRecord,
-    SideStatus,
-    Winner,
-    log_relpath,
-    replay_relpath,
-)
+from center.evaluation.records import BattleRecord, Winner, log_relpath, replay_relpath
 from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
@@ -42,6 +36,7 @@ from center.evaluation.voided import DEFAULT_MAX_VOIDS
 from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
+from edge.contract.outcomes import SideStatus
 from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
@@ -331,21 +326,16 @@ def play_one(
         env.set_teams(
             {p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS}
         )
-        void = settings.edge_loss == "void"
-        for p in PLAYERS:
-            if void and sides[p].fatal == SideStatus.DISCONNECT:
-                # The edge stayed down through the source's wait: no battle against anyone.
-                raise EdgeDown(f"{SIDES[p]} edge down ({sides[p].stats.detail})")
         try:
             played = play_battle(env, scheduled, sides, settings, at_once=at_once)
         except InfrastructureError:
             raise
         except CenterError as exc:  # e.g. ResetTimeout: Showdown could not start the battle
             raise InfrastructureError(f"{scheduled.battle_id}: {exc}") from exc
-        record = played.record
-        statuses = {"blue": record.blue_side.status, "red": record.red_side.status}
-        lost = [s for s, status in statuses.items() if status == SideStatus.DISCONNECT]
-        if void and lost:  # the edge process went away mid-battle: void it, replay it later
+        # A side's edge went away mid-battle, and its outcome voids under the run's policy (a
+        # trusted edge's loss under --edge-loss void): void the battle, replay it later.
+        lost = [SIDES[p] for p in PLAYERS if sides[p].voids(settings.edge_loss)]
+        if lost:
             raise InfrastructureError(
                 f"{scheduled.battle_id}: the {lost[0]} edge was lost mid-battle; voided"
             )

@@ -11,11 +11,12 @@ from __future__ import annotations
 from center.errors import ConfigError, EdgeDown, InfrastructureError
 from center.evaluation.budget import Budget
 from center.evaluation.match import SideSource
-from center.evaluation.records import SIDE_STATUSES, BattleRecord
+from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.side_opening import open_sides
 from center.showdown.formats import ShowdownFormat
+from edge.contract.outcomes import SIDE_STATUSES
 
 __all__ = ["check_models", "failure_summary", "playing_the_format", "validate_teams"]
 

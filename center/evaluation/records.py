@@ -3,7 +3,8 @@ columns.
 
 The columns (:data:`COLUMNS`) are a pinned interface; each side's columns (``blue_status``,
 ``red_status``, ...) are the fields of its :class:`SideRecord`, declared once; what each status
-means is the status table, :data:`SIDE_STATUSES`. docs/results.md describes every column.
+means is the status table, :data:`edge.contract.outcomes.SIDE_STATUSES`. docs/results.md describes
+every column.
 """
 
 from __future__ import annotations
@@ -15,19 +16,16 @@ from enum import StrEnum
 from typing import Any, Final
 
 from center.env.end_reason import EndReason
+from edge.contract.outcomes import SideStatus
 
 __all__ = [
     "COLUMNS",
-    "FAILURE_STATUSES",
     "LOG_SUBDIR",
     "PINNED_COLUMNS",
     "REPLAY_SUBDIR",
     "SIDE_NAMES",
-    "SIDE_STATUSES",
     "BattleRecord",
     "SideRecord",
-    "SideStatus",
-    "SideStatusSpec",
     "Winner",
     "log_relpath",
     "replay_relpath",
@@ -35,88 +33,6 @@ __all__ = [
 
 REPLAY_SUBDIR = "replays"
 LOG_SUBDIR = "logs"
-
-
-class SideStatus(StrEnum):
-    """How a battle ended for one side: played cleanly, or the worst thing its code did."""
-
-    OK = "OK"
-    TIMEOUT = "TIMEOUT"
-    ERROR = "ERROR"
-    INVALID = "INVALID"
-    DISCONNECT = "DISCONNECT"
-
-
-@dataclass(frozen=True)
-class SideStatusSpec:
-    """What a :class:`SideStatus` means to the code that notes it and to the outputs that count it
-    (a row of :data:`SIDE_STATUSES`)."""
-
-    #: a side's status is the most severe one noted in its battle (OK, the least, is 0)
-    severity: int
-    #: counted against the side: a column of the standings (``status_<value>`` in standings.csv)
-    #: and of the report, and a reason for preflight to name the side
-    failure: bool
-    #: the column head in the terminal's standings table ('' for a status that is no column)
-    short: str
-    #: the type of the failure recorded for a forfeit with this status that no exception explains
-    #: (its ``Type: message`` line is the battle's ``<side>_error``)
-    failure_type: str
-    #: the battle's end reason when the side forfeits it with this status; None: never fatal
-    forfeit_reason: EndReason | None
-    #: how the report shows it: ``muted`` (nothing wrong), ``warn`` or ``fail`` (a style each)
-    tone: str
-
-
-SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
-    SideStatus.OK: SideStatusSpec(
-        severity=0,
-        failure=False,
-        short="",
-        failure_type="",
-        forfeit_reason=None,
-        tone="muted",
-    ),
-    SideStatus.TIMEOUT: SideStatusSpec(
-        severity=2,
-        failure=True,
-        short="TO",
-        failure_type="Timeout",
-        forfeit_reason=EndReason.TIMEOUT,
-        tone="warn",
-    ),
-    SideStatus.ERROR: SideStatusSpec(
-        severity=3,
-        failure=True,
-        short="ERR",
-        failure_type="Error",
-        forfeit_reason=EndReason.ERROR,
-        tone="fail",
-    ),
-    SideStatus.INVALID: SideStatusSpec(
-        severity=1,
-        failure=True,
-        short="INV",
-        failure_type="Invalid",
-        forfeit_reason=None,
-        tone="warn",
-    ),
-    SideStatus.DISCONNECT: SideStatusSpec(
-        severity=4,
-        failure=True,
-        short="DC",
-        failure_type="SideDisconnected",
-        forfeit_reason=EndReason.DISCONNECT,
-        tone="fail",
-    ),
-}
-"""The status table: one row per :class:`SideStatus`, in the order of the standings' and the
-report's status columns. The guard (severity, failure type), the match (forfeit reason), the
-standings, their files, preflight and the report (columns) read what a status means here and loop
-over the rows, so a new status is a member of the enum and a row of this table."""
-
-FAILURE_STATUSES: Final = tuple(s for s, spec in SIDE_STATUSES.items() if spec.failure)
-"""The statuses counted against a side, in the order of their columns."""
 
 
 class Winner(StrEnum):

@@ -17,9 +17,10 @@ import gymnasium
 from poke_env.battle import AbstractBattle
 
 from center.env.session_api import SideSeat
-from center.errors import CallTimeout, CenterError
+from center.errors import CenterError, SideError
 from edge.contract.agent import Agent
 from edge.contract.decision import Decision, decide
+from edge.contract.outcomes import Seen
 from edge.contract.policy import StandalonePolicy
 from edge.contract.runner import UserCodeRunner
 from edge.errors import UserCallTimeout
@@ -36,8 +37,9 @@ class Side(Protocol):
 
     Every call takes the seconds it may last (``timeout``) and, for a side whose calls queue for
     a CPU (``queues``: an edge's), the seconds it may wait for one on top (``queue_limit``). A
-    call past its deadline raises :class:`CallTimeout`; a lost edge ``SideDisconnected``; user
-    code that raised outside the step and deploy, what it raised. ``last_usage`` says what the
+    call that fails raises :class:`~center.errors.SideError` with its cause (past its deadline:
+    ``Seen.OVERRAN``; an edge's error reply: its code; a lost edge: ``Seen.LOST``); user code run
+    here that raised outside the step and deploy, what it raised. ``last_usage`` says what the
     last call cost where it ran (None when unknown: a call that timed out).
     """
 
@@ -126,7 +128,7 @@ class InProcessSide:
         try:
             result = self._runner.call(measured, timeout)
         except UserCallTimeout as exc:
-            raise CallTimeout(str(exc), phase[-1]) from None
+            raise SideError(Seen.OVERRAN, str(exc), call=phase[-1]) from None
         self.last_usage = CallUsage(cpu=sum(cpu), queued=0.0)
         return result
 

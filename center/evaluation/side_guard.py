@@ -4,28 +4,37 @@ The guard holds a :class:`~center.evaluation.side.Side` (in-process or on an edg
 each decision in one call under its :class:`~center.evaluation.budget.Budget`: free time per
 decision, a bank of overage (with its grace and its increment per turn), a cap per call and per
 turn, the battle clock, and credit for a call's wait for an edge's CPU
-(:mod:`center.evaluation.queue_credit`). What goes wrong becomes a status, never an
-exception in the match loop. The rules: docs/running.md, "Time, failures and statuses".
+(:mod:`center.evaluation.queue_credit`). What goes wrong is booked by the outcome table
+(:meth:`SideGuard.book`), never an exception in the match loop. The rules: docs/running.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import gymnasium
 
 from center.env.session_api import SideSeat
-from center.errors import CallTimeout, InfrastructureError, SideDisconnected
+from center.errors import InfrastructureError, SideError
 from center.evaluation.budget import Budget, clock_failure
 from center.evaluation.queue_credit import credited_wait, queue_credit
-from center.evaluation.records import SIDE_STATUSES, SideStatus
 from center.evaluation.side import Side
 from center.evaluation.side_stats import SideStats
 from edge.contract.decision import Decision, action_accepted, observation_accepted
+from edge.contract.outcomes import (
+    SIDE_STATUSES,
+    Outcome,
+    Seen,
+    SideStatus,
+    Void,
+    outcome_of,
+    voided,
+)
 from edge.contract.runner import UserFailure
 from edge.wire.spaces import space_from_wire, space_to_wire
 
@@ -51,9 +60,20 @@ class SideGuard:
     """One side's decisions for one battle (see the module docstring)."""
 
     def __init__(
-        self, side: Side, agent_full_name: str, budget: Budget, *, opened_s: float = 0.0
+        self,
+        side: Side,
+        agent_full_name: str,
+        budget: Budget,
+        *,
+        opened_s: float = 0.0,
+        trusted: bool = True,
     ) -> None:
         self.side = side
+        #: whether the side's edge is taken at its word (an outcome that voids for a lost edge
+        #: voids only a trusted edge's battle)
+        self.trusted = trusted
+        #: the outcome (a row of the outcome table) that ended the side's battle, None while none has
+        self.outcome: Outcome | None = None
         self.agent_full_name = agent_full_name
         self.budget = budget
         self.bank = budget.bank + budget.grace
@@ -78,6 +98,12 @@ class SideGuard:
     def fatal(self) -> SideStatus | None:
         return self.stats.fatal
 
+    def voids(self, edge_loss: Literal["void", "forfeit"]) -> bool:
+        """Whether the outcome that ended the side's battle voids it under ``edge_loss`` (the
+        match then plays it again) rather than booking the side."""
+        outcome = self.outcome
+        return outcome is not None and voided(outcome, trusted=self.trusted, edge_loss=edge_loss)
+
     def output(self) -> str:
         """What the side's code printed during the battle (captured in-process or on its edge)."""
         return self.side.output()
@@ -95,7 +121,7 @@ class SideGuard:
         try:
             self._call("reset", lambda t, q: self.side.reset(seed, timeout=t, queue_limit=q))
         except Exception as exc:
-            self._handle("reset", exc)
+            self.book("reset", exc)
         self._used, self._cpu = 0.0, None
 
     @property
@@ -118,7 +144,7 @@ class SideGuard:
                 lambda t, q: self.side.decide(seat, reward, info, False, timeout=t, queue_limit=q),
             )
         except Exception as exc:
-            self._handle("makeObs", exc)
+            self.book("makeObs", exc)
             return None
         if not self._observed(decision):  # the observation was refused
             self._invalid_observation()
@@ -145,13 +171,13 @@ class SideGuard:
             return DEFAULT_MOVE
         self.stats.decisions += 1
         if decision.step_error is not None:
-            self._handle("policy.step", decision.step_error)
+            self.book("policy.step", decision.step_error)
             return DEFAULT_MOVE
         failed = decision.deploy_error
         if failed is not None and not isinstance(failed, ValueError):
             # deploy failed: the side forfeits before any order is sent (a default move sent now
             # could end the battle in the failed side's favour)
-            self._handle("deploy", failed)
+            self.book("deploy", failed)
             return DEFAULT_MOVE
         accepted = action_accepted(self.action_space, decision.action, team_preview=team_preview)
         if not accepted or (decision.order is None and failed is None):
@@ -180,7 +206,7 @@ class SideGuard:
                 lambda t, q: self.side.decide(seat, reward, info, True, timeout=t, queue_limit=q),
             )
         except Exception as exc:  # the last observation failed as any other would
-            self._handle("makeObs", exc)
+            self.book("makeObs", exc)
         else:
             if not self._observed(decision):
                 self._invalid_observation()
@@ -213,9 +239,13 @@ class SideGuard:
             UserFailure("InvalidObservation", "makeObs returned a value outside observation_space"),
         )
 
-    def fail(self, status: SideStatus, detail: str, failure: UserFailure | None = None) -> None:
-        """Mark the side as failed (the battle is forfeited for it)."""
+    def fail(self, cause: str, detail: str, failure: UserFailure | None = None) -> None:
+        """Mark the side as failed by ``cause`` (a key of the outcome table: the battle is
+        forfeited for it with its row's status); the first failure is the one kept."""
+        outcome = outcome_of(cause)
+        status = outcome.status
         if self.stats.fatal is None:
+            self.outcome = outcome
             self.stats.fatal = status
             self.stats.detail = detail[:2000]
             self.stats.failure = failure or UserFailure(SIDE_STATUSES[status].failure_type, detail)
@@ -238,20 +268,20 @@ class SideGuard:
         if self.stats.time_s >= self.budget.battle_time and not self._over:
             spent = f"{self.stats.time_s:.1f}s in the side's calls"
             failure = clock_failure(spent, self.budget, what)
-            self.fail(SideStatus.TIMEOUT, failure.line(), failure)
+            self.fail(Seen.CLOCK, failure.line(), failure)
 
     def _call(self, what: str, fn: Callable[[float, float], T]) -> T:
-        """``fn(timeout, queue_limit)`` under the budget; raise CallTimeout / what the side raised
-        after counting."""
+        """``fn(timeout, queue_limit)`` under the budget; raise what the side raised after counting
+        (a SideError of an outcome that does not end the battle is noted here: a timeout)."""
         left = self.budget.battle_time - self.stats.time_s
         if left <= 0:  # only the calls after the battle's end get here (else the side forfeited)
-            raise CallTimeout(f"{what}: the battle clock is used up", what)
+            raise SideError(Seen.OVERRAN, f"{what}: the battle clock is used up", call=what)
         timeout = min(self._deadline(), left)
         if timeout <= 0:  # a request asked again after the decision used up its turn's cap
-            self.stats.timeouts += 1
             used_up = f"the turn's {self._turn_cap or 0.0:g}s are used up"
-            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", used_up, where=what))
-            raise CallTimeout(f"{what}: {used_up}", what)
+            error = SideError(Seen.OVERRAN, f"{what}: {used_up}", call=what)
+            self._noted(error, UserFailure("CallTimeout", used_up, where=what))
+            raise error
         credit = 0.0
         if self.side.queues:  # only an edge queues calls
             credit = queue_credit(
@@ -260,13 +290,13 @@ class SideGuard:
         start = time.perf_counter()
         try:
             return fn(timeout, credit)
-        except CallTimeout as exc:
-            # Only our own deadline is a timeout: a TimeoutError raised by user code is an error.
-            # It names the user call that overran when the side said (policy.step, say).
-            where = self._overran = exc.call or what
-            self.stats.timeouts += 1
-            self.stats.note(SideStatus.TIMEOUT, UserFailure("CallTimeout", str(exc), where=where))
-            raise CallTimeout(f"{where}: {exc}", where) from exc
+        except SideError as exc:
+            if not exc.outcome.ends_battle:
+                # It names the user call that overran when the side said (policy.step, say).
+                where = self._overran = exc.call or what
+                failure = exc.failure or UserFailure("CallTimeout", str(exc))
+                self._noted(exc, dataclasses.replace(failure, where=where))
+            raise
         finally:
             elapsed = time.perf_counter() - start
             usage = self.side.last_usage
@@ -281,18 +311,36 @@ class SideGuard:
             # The whole wait, queueing included: the organizer's time is spent all the same.
             self._clock(elapsed, self._overran or what)
 
-    def _handle(self, what: str, exc: BaseException) -> None:
-        """Turn an exception from a call into the side's status (the center's own failure, an
-        InfrastructureError, voids the battle instead: it is raised again)."""
-        if isinstance(exc, InfrastructureError):
+    def _noted(self, error: SideError, failure: UserFailure) -> None:
+        """Note an outcome that does not end the battle (its status, counted)."""
+        status = error.outcome.status
+        if status is SideStatus.TIMEOUT:
+            self.stats.timeouts += 1
+        self.stats.note(status, failure)
+
+    def book(self, what: str, exc: BaseException) -> None:
+        """The side's reaction to a failure of ``what``, from its row of the outcome table (an
+        exception that is no SideError is the side's code raising, :attr:`Seen.RAISED`): the
+        battle voided (InfrastructureError), forfeited with the row's status, or, for an outcome
+        noted when the call was made (a timeout), the decision's default move played."""
+        if isinstance(exc, InfrastructureError):  # the center's own failure, raised in the call
             raise exc
-        if isinstance(exc, SideDisconnected):
-            self.fail(SideStatus.DISCONNECT, f"{what}: {exc}")
-        elif isinstance(exc, CallTimeout):
+        error = (
+            exc
+            if isinstance(exc, SideError)
+            else SideError(Seen.RAISED, str(exc), failure=UserFailure.of(exc, what))
+        )
+        outcome = error.outcome
+        if outcome.void is Void.ALWAYS:  # the organizer's failure: no side is booked
+            raise InfrastructureError(f"{what}: {error}") from exc
+        if not outcome.ends_battle:
             self.end_decision()  # the default move is played
-        else:
-            failure = _failure_of(exc, what)
-            self.fail(SideStatus.ERROR, f"{what}: {failure.line()}", failure)
+            return
+        failure = error.failure
+        if failure is not None and not failure.where:
+            failure = dataclasses.replace(failure, where=what)
+        detail = f"{what}: {failure.line() if failure is not None else error}"
+        self.fail(error.cause, detail, failure)
 
     def end_decision(self) -> None:
         """The match sends the side's move (its order, or the default move played without asking
@@ -310,7 +358,7 @@ class SideGuard:
             self.bank -= over
             if self.bank <= 0:
                 self.fail(
-                    SideStatus.TIMEOUT,
+                    Seen.CLOCK,
                     f"time bank of {self.budget.bank:.1f}s exhausted",
                     UserFailure(
                         "TimeBankExhausted",
@@ -325,15 +373,6 @@ class SideGuard:
 _OUTSIDE_ACTION_SPACE = UserFailure(
     "InvalidAction", "policy.step returned an action outside action_space"
 )
-
-
-def _failure_of(exc: BaseException, what: str) -> UserFailure:
-    """What user code raised in ``what``, as data (remote exceptions keep the edge's traceback)."""
-    ename = getattr(exc, "ename", None)
-    if isinstance(ename, str):  # raised on an edge: type, message and traceback came back as data
-        evalue = str(getattr(exc, "evalue", ""))
-        return UserFailure(ename, evalue, str(getattr(exc, "traceback", "")), what)
-    return UserFailure.of(exc, what)
 
 
 def _canonical(space: gymnasium.Space[Any]) -> gymnasium.Space[Any]:

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from center.evaluation.records import SIDE_STATUSES, SideRecord, SideStatus
+from center.evaluation.records import SideRecord
+from edge.contract.outcomes import SIDE_STATUSES, SideStatus
 from edge.contract.runner import UserFailure
 
 

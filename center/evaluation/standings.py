@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 
 from center.evaluation.rating_methods import RATING_METHODS, RatingData, gxe_fit, primary
 from center.evaluation.rating_model import Z_95
-from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord, Winner
+from center.evaluation.records import BattleRecord, Winner
+from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 
 __all__ = [
     "PENTANOMIAL_POINTS",

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from center.evaluation.rating_methods import RATING_METHODS
-from center.evaluation.records import FAILURE_STATUSES, SIDE_STATUSES, BattleRecord
+from center.evaluation.records import BattleRecord
 from center.evaluation.standings import (
     PENTANOMIAL_POINTS,
     Standings,
     compute_standings,
 )
 from center.files import write_atomically
+from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 
 __all__ = [
     "PAIRED_COLUMNS",

@@ -2,8 +2,8 @@
 
 An :class:`EdgeSession` is one session on an edge (one battle, one side); a :class:`RemoteSide` is
 the :class:`~center.evaluation.side.Side` it serves, one ``decide`` request per decision carrying
-the frames its player received since the last call. How errors map to statuses:
-docs/architecture.md.
+the frames its player received since the last call. A failed call raises SideError with its cause,
+which the outcome table (:data:`edge.contract.outcomes.OUTCOMES`) books.
 """
 
 from __future__ import annotations
@@ -18,21 +18,18 @@ import numpy as np
 
 from center.env.session_api import SideSeat
 from center.errors import (
-    CallTimeout,
     CenterError,
     EdgeCallError,
-    EdgeFull,
-    EdgeInternalError,
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
-    InfrastructureError,
-    RemoteUserError,
-    SideDisconnected,
+    SideError,
 )
 from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from edge.contract.decision import Decision
+from edge.contract.outcomes import Seen, SideStatus, outcome_of
+from edge.contract.runner import UserFailure
 from edge.errors import InvalidActionError, ReplicaError
 from edge.maple.replica import ReplicaBattle
 from edge.wire.messages import (
@@ -44,9 +41,9 @@ from edge.wire.messages import (
     DecideRequest,
     EpisodeEndRequest,
     ErrorBody,
-    ErrorCode,
     InstanceConfig,
     OpenSessionRequest,
+    PolicyInfo,
     ResetRequest,
 )
 
@@ -104,10 +101,11 @@ class EdgeSession:
     def call(
         self, body: Any, timeout: float | None = None, queue_limit: float | None = None
     ) -> Any:
-        """One request of this session (its type is the body's), its errors mapped to the side's
-        vocabulary. ``queue_limit`` (a call of the side's budget): the seconds it may wait on the
-        edge for a free CPU, credited to the side; such a call also waits a grace for the edge's
-        word when the edge stops it at its deadline (it names the user call that overran)."""
+        """One request of this session (its type is the body's); a failure raises SideError with
+        its cause (:meth:`_side_error`). ``queue_limit`` (a call of the side's budget): the seconds
+        it may wait on the edge for a free CPU, credited to the side; such a call also waits a
+        grace for the edge's word when the edge stops it at its deadline (it names the user call
+        that overran)."""
         grace = TIMEOUT_GRACE if queue_limit is not None else 0.0
         self.last_usage = None
         try:
@@ -119,31 +117,29 @@ class EdgeSession:
                 grace=grace,
                 refused_grace=REFUSED_GRACE_S,
             )
-        except EdgeRemoteError as exc:
-            self.last_usage = exc.usage
-            self._keep_output(exc.output)
-            if exc.code == ErrorCode.UNKNOWN_SESSION:  # the edge restarted: it lost this battle
-                raise SideDisconnected(
-                    f"the edge at {self.client.address} lost the session"
-                ) from exc
-            if exc.code == ErrorCode.BUSY and isinstance(body, OpenSessionRequest):
-                raise EdgeFull(exc.evalue) from exc  # no worker for it now: the battle waits
-            if exc.code == ErrorCode.TIMEOUT:  # the edge stopped the call at its deadline
-                raise CallTimeout(exc.evalue, exc.call) from exc
-            if exc.code == ErrorCode.INTERNAL:
-                raise EdgeInternalError(exc.ename, exc.evalue, exc.traceback) from exc
-            raise RemoteUserError(exc.ename, exc.evalue, exc.traceback) from exc
-        except EdgeTimeout as exc:
-            if not self.client.connected:
-                raise SideDisconnected(f"the edge at {self.client.address} is gone: {exc}") from exc
-            raise CallTimeout(str(exc)) from exc
-        except EdgeUnavailable as exc:
-            raise SideDisconnected(str(exc)) from exc
         except EdgeCallError as exc:
-            raise RemoteUserError(type(exc).__name__, str(exc), "") from exc
+            if isinstance(exc, EdgeRemoteError):
+                self.last_usage = exc.usage
+                self._keep_output(exc.output)
+            raise self._side_error(exc) from exc
         self.last_usage = reply.usage
         self._keep_output(reply.output)
         return reply.body
+
+    def _side_error(self, exc: EdgeCallError) -> SideError:
+        """What a failed call books: an error reply by its code, the client's failures by what it
+        saw (the outcome table reads both)."""
+        if isinstance(exc, EdgeRemoteError):
+            failure = UserFailure(exc.ename, exc.evalue, exc.traceback)
+            return SideError(exc.code, str(exc), failure=failure, call=exc.call)
+        if isinstance(exc, EdgeUnavailable):
+            return SideError(Seen.LOST, str(exc))
+        if isinstance(exc, EdgeTimeout):
+            if not self.client.connected:
+                return SideError(Seen.LOST, f"the edge at {self.client.address} is gone: {exc}")
+            return SideError(Seen.OVERRAN, str(exc))
+        failure = UserFailure(type(exc).__name__, str(exc))
+        return SideError(Seen.BAD_REPLY, str(exc), failure=failure)
 
     def _keep_output(self, text: str) -> None:
         if text and self._output_size < OUTPUT_KEEP:
@@ -202,11 +198,11 @@ class RemoteSide:
         queue_limit: float = 0.0,
     ) -> Decision:
         session = self.session
-        request = DecideRequest(session.new_frames(seat), reward, _plain_info(info), done)
+        request = DecideRequest(session.new_frames(seat), reward, PolicyInfo.of(info), done)
         try:
             reply: DecideReply = session.call(request, timeout, queue_limit)
-        except EdgeInternalError:
-            self._check_frames(seat)
+        except SideError as exc:
+            self._check_frames(seat, exc)
             raise
         return Decision(
             reply.observation,
@@ -236,21 +232,25 @@ class RemoteSide:
         session = self.session
         try:
             session.call(EpisodeEndRequest(session.new_frames(seat)), timeout, queue_limit)
-        except EdgeInternalError:
-            self._check_frames(seat)
+        except SideError as exc:
+            self._check_frames(seat, exc)
             raise
 
-    def _check_frames(self, seat: SideSeat) -> None:
-        """After the edge said its own code failed: when poke-env cannot follow the seat's frames
-        here either, the battle is void (InfrastructureError), not the side's fault; otherwise
-        the side is booked for it as for any error its worker reports."""
+    def _check_frames(self, seat: SideSeat, error: SideError) -> None:
+        """After the edge said its own code failed (an outcome the table has ``checked``): when
+        poke-env cannot follow the seat's frames here either, the battle is the organizer's to
+        void (:attr:`Seen.UNFOLLOWED`), not the side's fault; otherwise the side is booked for it
+        as for any error its worker reports."""
+        if not error.outcome.checked:
+            return
         config = self.session.instance_config
         try:
             replica = ReplicaBattle(self.session.username, config.battle_format)
             for frame in seat.frames:  # one at a time: a whole battle is more than one feed takes
                 replica.feed([frame])
         except ReplicaError as exc:
-            raise InfrastructureError(f"poke-env cannot follow the battle: {exc}") from exc
+            why = f"poke-env cannot follow the battle: {exc}"
+            raise SideError(Seen.UNFOLLOWED, why) from exc
 
     def output(self) -> str:
         return "".join(self.session.output)
@@ -260,32 +260,12 @@ class RemoteSide:
 
 
 def _raised(error: ErrorBody) -> Exception:
-    """What user code on the edge raised, as an exception: an illegal action (deploy's
-    ``invalid_action``) or a RemoteUserError."""
-    if error.code == ErrorCode.INVALID_ACTION:
+    """What user code on the edge raised in a decision, as an exception: an illegal action (a code
+    whose outcome is INVALID: deploy's ``invalid_action``), else a SideError of its code."""
+    if outcome_of(error.code).status is SideStatus.INVALID:
         return InvalidActionError(error.evalue)
-    return RemoteUserError(error.ename, error.evalue, error.traceback)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python scalars (arrays travel as arrays)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
-    """What the policy may see of ``info``: the mask and the flags, nothing of the center's."""
-    keep = (
-        "team_preview",
-        "action_mask",
-        "turn",
-        "battle_tag",
-        "invalid_action",
-        "needs_action",
-        "end_reason",
-    )
-    return {k: _plain(info[k]) for k in keep if k in info}
+    failure = UserFailure(error.ename, error.evalue, error.traceback)
+    return SideError(error.code, f"{error.ename}: {error.evalue}", failure=failure, call=error.call)
 
 
 def _sum_usage(first: CallUsage | None, second: CallUsage | None) -> CallUsage | None:

@@ -25,7 +25,7 @@ from center.env.backend import BACKENDS
 from center.evaluation.collusion import check_collusion
 from center.evaluation.provenance import describe_change
 from center.evaluation.rating_methods import RATING_METHODS
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import CandidateStanding
 from center.evaluation.standings_output import endpoint_use
@@ -35,6 +35,7 @@ from center.report.dex import move_names, pokedex
 from center.report.narrator import Narrator
 from center.report.protocol import Battle, Mon, Team, to_id
 from center.report.sources import FAILURES, SIDES, CandidateSummary, FirstError, LogDir
+from edge.contract.outcomes import SIDE_STATUSES, SideStatus
 
 
 @cache

@@ -19,19 +19,13 @@ from center.errors import NoRunError
 from center.evaluation.battles_csv import BATTLES_CSV, load_records
 from center.evaluation.gauntlet import gauntlet_section
 from center.evaluation.match import PLAYERS_SUFFIX
-from center.evaluation.records import (
-    FAILURE_STATUSES,
-    REPLAY_SUBDIR,
-    SIDE_STATUSES,
-    BattleRecord,
-    log_relpath,
-    replay_relpath,
-)
+from center.evaluation.records import REPLAY_SUBDIR, BattleRecord, log_relpath, replay_relpath
 from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.standings import Standings, compute_standings
 from center.evaluation.voided import VoidedBattle, read_voided
 from center.files import existing
+from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 
 logger = logging.getLogger(__name__)
 

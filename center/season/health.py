@@ -1,7 +1,7 @@
 """The season's health: quarantine, qualification verdicts and alarms, decided from the store.
 
 A failure is charged to an entry when the status table counts its side's status against it
-(:data:`~center.evaluation.records.SIDE_STATUSES`' ``failure``). An entry whose last K battles
+(:data:`~edge.contract.outcomes.SIDE_STATUSES`' ``failure``). An entry whose last K battles
 were each charged is quarantined; a qualifying entry enters when its qualification battles are
 all recorded and none was charged to it. Alarms: the share of voids among the last N outcomes,
 and the time since a battle last finished.

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from center.errors import ConfigError
-from center.evaluation.records import COLUMNS, SIDE_STATUSES, BattleRecord
+from center.evaluation.records import COLUMNS, BattleRecord
 from center.evaluation.schedule import ScheduledBattle
+from edge.contract.outcomes import SIDE_STATUSES
 from edge.contract.season_ledger import connect, create_submissions_table
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from center.errors import EdgeCallError, EdgeFull
+from center.errors import EdgeCallError, SideError
 from center.isolation.edge_client import EdgeClient
 from edge.wire.keys import center_curve_from_config
 
@@ -32,15 +32,15 @@ T = TypeVar("T")
 
 
 def when_room(open_session: Callable[[], T], wait: float = 300.0) -> T:
-    """``open_session()``, tried again while the edge has no room for it (``EdgeFull``: the
-    host's memory budget is taken by other tests' workers), as ``sep_main`` waits; for at most
+    """``open_session()``, tried again while the edge has no room for it (an outcome that waits:
+    the host's memory budget is taken by other tests' workers), as ``sep_main`` waits; for at most
     ``wait`` seconds, then the refusal is raised."""
     deadline = time.monotonic() + wait
     while True:
         try:
             return open_session()
-        except EdgeFull:
-            if time.monotonic() > deadline:
+        except SideError as exc:
+            if not exc.outcome.waits or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
 

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from center.errors import EdgeUnavailable, SideDisconnected
+from center.errors import EdgeUnavailable, SideError
 from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession
+from edge.contract.outcomes import Seen
 from edge.wire.messages import PROTOCOL_VERSION, HelloReply, HelloRequest, InstanceConfig
 from edge.wire.transport import tcp_endpoint
 from tests.integration.handler_threads import handler_server
@@ -212,8 +213,9 @@ class _Unreachable:
 
 def test_every_call_of_a_session_gives_up_after_the_refused_grace():
     client = _Unreachable()
-    with pytest.raises(SideDisconnected, match="nobody is listening"):
+    with pytest.raises(SideError, match="nobody is listening") as raised:
         EdgeSession(client, "m", InstanceConfig("blue", "player_0", "gen9randombattle"), "u")  # type: ignore[arg-type]
+    assert raised.value.cause == Seen.LOST
     assert client.kwargs["refused_grace"] == REFUSED_GRACE_S
 
 

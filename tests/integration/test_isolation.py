@@ -17,11 +17,11 @@ from center.errors import AuthenticationError, EdgeCallError
 from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
 from center.evaluation.match import MatchSettings, play_battle
-from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide
 from edge.contract.agent import Agent
+from edge.contract.outcomes import SideStatus
 from edge.maple.maple_agent import MapleAgent
 from edge.wire.keys import generate_curve_config, generate_keypair
 from edge.wire.messages import InstanceConfig

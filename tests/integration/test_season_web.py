@@ -33,7 +33,7 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import load_records
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.season.board import refit
 from center.season.health import alarms
@@ -43,6 +43,7 @@ from center.season.web import WebServer, serve_season
 from center.season.web.reader import ReadOnlyStore
 from center.season.web.schema import api_schema
 from center.season.writer import SeasonWriter
+from edge.contract.outcomes import SideStatus
 from edge.contract.season_ledger import record_submission
 from tests.integration.test_report import CHROMIUM, CHROMIUM_ARGS
 

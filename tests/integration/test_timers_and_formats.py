@@ -23,11 +23,12 @@ from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings
-from center.evaluation.records import BattleRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.schedule import schedule_match
 from center.evaluation.timers import TIMERS, timer_record
 from center.scale.local_pool import run_local
 from center.showdown.sim_host import SimHost
+from edge.contract.outcomes import SideStatus
 from tests.integration.edges import AGENTS, EdgeProcess
 
 pytestmark = pytest.mark.showdown

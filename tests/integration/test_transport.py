@@ -37,11 +37,11 @@ from center.errors import (
     EdgeRemoteError,
     EdgeTimeout,
     EdgeUnavailable,
-    RemoteUserError,
-    SideDisconnected,
+    SideError,
 )
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide
+from edge.contract.outcomes import SideStatus
 from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, TransportError
 from edge.service.dispatch import CallContext
 from edge.service.server import EdgeSocketServer
@@ -431,11 +431,15 @@ def test_the_remote_side_matches_error_codes_not_names(client: EdgeClient):
     assert isinstance(errors["illegal"], InvalidActionError)
     assert "not legal" in str(errors["illegal"])
     assert isinstance(errors["not a number"], InvalidActionError)
-    assert isinstance(errors["crash"], RemoteUserError) and errors["crash"].ename == "KeyError"
-    with pytest.raises(RemoteUserError, match="ValueError"):  # only deploy judges actions
+    crash = errors["crash"]
+    assert isinstance(crash, SideError) and crash.failure and crash.failure.type == "KeyError"
+    with pytest.raises(SideError, match="ValueError") as raised:  # only deploy judges actions
         session.call(step("raise"))
-    with pytest.raises(SideDisconnected, match="lost the session"):
+    assert raised.value.outcome.status is SideStatus.ERROR
+    with pytest.raises(SideError) as raised:  # the edge lost the session: the side's edge is gone
         session.call(DecideRequest(["gone"]))
+    assert raised.value.cause == ErrorCode.UNKNOWN_SESSION
+    assert raised.value.outcome.status is SideStatus.DISCONNECT
     assert decided("move 1").order == "/choose move 1"
 
 

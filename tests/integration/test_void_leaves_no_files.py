@@ -14,10 +14,10 @@ from center.evaluation.battles_csv import ResultsWriter, load_records
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
 from center.evaluation.match import MatchSettings
-from center.evaluation.records import SideStatus
 from center.evaluation.schedule import schedule_match
 from center.evaluation.side_guard import SideGuard
 from center.scale.local_pool import run_local
+from edge.contract.outcomes import Seen, SideStatus
 from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
@@ -34,7 +34,7 @@ class RedEdgeLostMidBattle(InProcessSource):
 
             def decide_then_lose(*call: Any) -> Any:
                 if next(calls) == 2:
-                    guard.fail(SideStatus.DISCONNECT, "the red edge went away")
+                    guard.fail(Seen.LOST, "the red edge went away")
                 return decide(*call)
 
             guard.decide = decide_then_lose  # type: ignore[method-assign]

@@ -18,7 +18,7 @@ import pytest
 from center.evaluation import side_guard
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus
+from center.evaluation.records import BattleRecord, SideRecord
 from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.space_limits import check_value_bytes
@@ -26,6 +26,7 @@ from center.report.pages import render_report
 from center.report.sources import read_log_dir
 from edge.checker.checks import observation_size_warning
 from edge.contract.binding import bind_agent
+from edge.contract.outcomes import SideStatus
 from edge.wire.envelopes import decode_reply, encode_reply
 from edge.wire.messages import OpenSessionReply, Reply
 from edge.wire.msgpack_values import (

@@ -23,10 +23,10 @@ from center.env.session_api import SeatState
 from center.errors import EdgeDown
 from center.evaluation.battle_loop import drive_battle
 from center.evaluation.budget import Budget
-from center.evaluation.records import SideStatus
 from center.evaluation.side_guard import SideGuard
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.decision import Decision
+from edge.contract.outcomes import SideStatus
 from tests.fixtures.synthetic_battle import Mon, build_battle
 
 PLAYERS = ("player_0", "player_1")

@@ -12,12 +12,13 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.errors import EdgeInternalError, InfrastructureError
+from center.errors import InfrastructureError, SideError
 from center.evaluation.budget import Budget
-from center.evaluation.records import SideStatus
 from center.evaluation.side_guard import SideGuard
 from center.isolation.edge_session import RemoteSide
-from edge.wire.messages import InstanceConfig
+from edge.contract.outcomes import SideStatus
+from edge.contract.runner import UserFailure
+from edge.wire.messages import ErrorCode, InstanceConfig
 
 TAG = ">battle-gen9randombattle-1"
 GOOD = [f"{TAG}\n|init|battle\n|title|maple p1 vs. maple p2\n|player|p1|maple p1|1|\n|turn|1"]
@@ -54,7 +55,8 @@ class Session:
         self, body: Any, timeout: float | None = None, queue_limit: float | None = None
     ) -> Any:
         self.calls += 1
-        raise EdgeInternalError("ReplicaError", "cannot apply frame 1", "")
+        failure = UserFailure("ReplicaError", "cannot apply frame 1")
+        raise SideError(ErrorCode.INTERNAL, "ReplicaError: cannot apply frame 1", failure=failure)
 
 
 def _guard() -> tuple[SideGuard, Session]:

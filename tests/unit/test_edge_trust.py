@@ -13,9 +13,9 @@ import pytest
 from center.errors import EdgeFull, EdgeRemoteError, InfrastructureError
 from center.evaluation.budget import Budget
 from center.evaluation.edge_source import EdgeSource
-from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.side_guard import SideGuard
+from edge.contract.outcomes import SideStatus
 from edge.errors import SepConfigError
 from edge.wire.messages import ErrorCode
 from edge.wire.sep_config import SepConfig, load_sep_config

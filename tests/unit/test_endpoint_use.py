@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from center.evaluation.battles_csv import ResultsWriter, load_records
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus
+from center.evaluation.records import BattleRecord, SideRecord
 from center.evaluation.standings_output import EndpointUse, endpoint_use, format_endpoint_use
 from edge.checker.battles import _read_battles
 from edge.checker.report import CheckReport, CheckResult, Status
+from edge.contract.outcomes import SideStatus
 
 
 def _battle(n: int, blue: str, red: str, blue_asked: tuple[int, int], red_asked: tuple[int, int]):

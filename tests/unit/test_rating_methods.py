@@ -14,7 +14,7 @@ import pytest
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
 from center.evaluation.rating_methods import RATING_METHODS, BradleyTerry, RatingData, RatingFit
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus
+from center.evaluation.records import BattleRecord, SideRecord
 from center.evaluation.run_info import RunConfig, open_run
 from center.evaluation.standings import compute_standings
 from center.evaluation.standings_output import (
@@ -23,6 +23,7 @@ from center.evaluation.standings_output import (
     write_standings,
 )
 from center.report import write_report
+from edge.contract.outcomes import SideStatus
 from tests.unit.test_standings import battle
 
 # --- the table is the only list -----------------------------------------------------------------

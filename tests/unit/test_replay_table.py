@@ -16,11 +16,12 @@ from center.commands.replay import replay_battle, sep_replay
 from center.env.backend import BACKENDS, BackendSpec, BattleReplay, backend_spec
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.match import replay_source_relpath
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus, log_relpath
+from center.evaluation.records import BattleRecord, SideRecord, log_relpath
 from center.evaluation.run_info import RunConfig, open_run
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_replay import InputLog, Resimulated
 from center.showdown.sim_seeds import public_seeds
+from edge.contract.outcomes import SideStatus
 
 TAG = "battle-gen9randombattle-1"
 FRAMES = {

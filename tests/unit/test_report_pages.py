@@ -7,18 +7,13 @@ import re
 from pathlib import Path
 
 from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.records import (
-    BattleRecord,
-    SideRecord,
-    SideStatus,
-    log_relpath,
-    replay_relpath,
-)
+from center.evaluation.records import BattleRecord, SideRecord, log_relpath, replay_relpath
 from center.evaluation.run_info import RunConfig, open_run
 from center.report import write_report
 from center.report.narrator import Narrator
 from center.report.protocol import read_battle
 from center.report.sources import read_log_dir
+from edge.contract.outcomes import SideStatus
 from tests.fixtures.replay import BATTLES_DIR, load_recording
 
 RECORDING = BATTLES_DIR / "gen9bssfactory-1.json.gz"

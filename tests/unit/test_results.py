@@ -27,17 +27,11 @@ from center.evaluation.battles_csv import (
     load_records,
     pending,
 )
-from center.evaluation.records import (
-    COLUMNS,
-    PINNED_COLUMNS,
-    BattleRecord,
-    SideRecord,
-    SideStatus,
-    Winner,
-)
+from center.evaluation.records import COLUMNS, PINNED_COLUMNS, BattleRecord, SideRecord, Winner
 from center.evaluation.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle, battle_seed, schedule_league, schedule_match
 from center.evaluation.side_stats import SideStats
+from edge.contract.outcomes import SideStatus
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,10 +16,11 @@ import pytest
 from center.env.end_reason import EndReason
 from center.errors import ResultsError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.scale.driver import RunnerLost, drive_battles
 from center.scale.outcome import BattleOutcome, OutcomeKind
+from edge.contract.outcomes import SideStatus
 
 SCHEDULE = schedule_league(["a", "b", "c"], 4, 7)  # 12 battles
 

@@ -11,11 +11,12 @@ import pytest
 from center.env.end_reason import EndReason
 from center.errors import ConfigError
 from center.evaluation.battles_csv import load_records
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import schedule_league
 from center.season.settings import SeasonSettings, load_settings
 from center.season.store import BattleKind, EntrantState, SeasonStore, charged
 from center.season.writer import SeasonWriter
+from edge.contract.outcomes import SIDE_STATUSES, SideStatus
 from edge.contract.season_ledger import DEFAULT_QUOTA, DEFAULT_WINDOW_H, QUOTA_KEYS
 
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from center.evaluation.budget import Budget
-from center.evaluation.records import SideStatus
 from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import DEFAULT_MOVE, Move, SideGuard
 from edge.contract.binding import bind_agent
+from edge.contract.outcomes import SideStatus
 from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
 ORDERS = ["/choose move 1", "/choose move 2"]

@@ -16,13 +16,14 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.errors import CallTimeout
+from center.errors import SideError
 from center.evaluation import side_guard
 from center.evaluation.budget import Budget
 from center.evaluation.side import InProcessSide
 from center.evaluation.side_guard import SideGuard
 from edge.contract.binding import bind_agent
 from edge.contract.decision import Decision
+from edge.contract.outcomes import Seen
 from edge.wire.messages import CallUsage
 from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of
 
@@ -151,7 +152,7 @@ def test_a_call_that_timed_out_after_waiting_for_a_cpu_is_charged_its_own_timeou
     guard = _remote_guard(edge)
     timeout = BUDGET.decision_time + min(BUDGET.bank, BUDGET.call_cap)
     # No reply in time, so no usage: the center waited the call's timeout plus the credit.
-    edge.script = [(timeout + 2.0, None, CallTimeout("no reply"))]
+    edge.script = [(timeout + 2.0, None, SideError(Seen.OVERRAN, "no reply"))]
     _decide(guard, battle)  # the default move closes the decision
     assert guard.stats.timeouts == 1
     assert guard.stats.decision_ms == [pytest.approx(timeout * 1e3)]

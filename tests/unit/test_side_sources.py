@@ -10,9 +10,9 @@ import pytest
 
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import InProcessSource
-from center.evaluation.records import SideStatus
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.space_limits import check_space_size
+from edge.contract.outcomes import SideStatus
 
 MODULE = """
 import gymnasium

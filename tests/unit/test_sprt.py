@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from center.evaluation.records import BattleRecord, SideRecord, SideStatus
+from center.evaluation.records import BattleRecord, SideRecord
 from center.evaluation.schedule import schedule_gauntlet, schedule_match
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.sprt import (
@@ -21,6 +21,7 @@ from center.evaluation.sprt import (
     sprt_state,
     wald_bounds,
 )
+from edge.contract.outcomes import SideStatus
 
 
 def fastchess(ll: int, ld: int, wl: int, dd: int, wd: int, ww: int) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from center.evaluation.rating_model import bradley_terry, laplace_half_width
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideRecord, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.standings import (
     CandidateStanding,
     Standings,
@@ -30,6 +30,7 @@ from center.evaluation.standings_output import (
     format_standings,
     write_standings,
 )
+from edge.contract.outcomes import SIDE_STATUSES
 
 
 def battle(

@@ -1,4 +1,4 @@
-"""The status table (records.SIDE_STATUSES): a row for every SideStatus, and the guard, the match,
+"""The status table (edge.contract.outcomes.SIDE_STATUSES): a row for every SideStatus, and the guard, the match,
 the standings, their files, preflight and the report read a status's meaning from it."""
 
 from __future__ import annotations
@@ -10,18 +10,13 @@ from pathlib import Path
 import pytest
 
 from center.env.end_reason import EndReason
+from center.errors import SideError
 from center.evaluation import battle_loop
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.budget import Budget
 from center.evaluation.in_process import failed_side
 from center.evaluation.preflight import failure_summary
-from center.evaluation.records import (
-    FAILURE_STATUSES,
-    SIDE_STATUSES,
-    BattleRecord,
-    SideRecord,
-    SideStatus,
-)
+from center.evaluation.records import BattleRecord, SideRecord
 from center.evaluation.side_stats import SideStats
 from center.evaluation.standings import compute_standings
 from center.evaluation.standings_output import (
@@ -32,6 +27,14 @@ from center.evaluation.standings_output import (
 )
 from center.report import write_report
 from center.report.sources import FAILURES, read_log_dir
+from edge.contract.outcomes import (
+    FAILURE_STATUSES,
+    OUTCOMES,
+    SIDE_STATUSES,
+    Seen,
+    SideStatus,
+    Void,
+)
 
 
 def battle(k: int, blue_status: SideStatus, red_status: SideStatus = SideStatus.OK) -> BattleRecord:
@@ -143,23 +146,33 @@ def test_a_failure_status_is_counted_in_its_column_everywhere(
     assert f'<option value="{status.value}">{status.value}</option>' in html  # the battle filter
 
 
-@pytest.mark.parametrize("status", list(SideStatus), ids=str)
-def test_a_forfeit_takes_its_failure_type_and_end_reason_from_the_table(status: SideStatus) -> None:
-    guard = failed_side("m", Budget(), status, "gone")  # how a side that cannot start fails
+_ENDING = [cause for cause, row in OUTCOMES.items() if row.ends_battle and row.void is Void.NEVER]
+
+
+@pytest.mark.parametrize("cause", _ENDING, ids=str)
+def test_a_forfeit_takes_its_failure_type_and_end_reason_from_the_table(cause: str) -> None:
+    guard = failed_side(
+        "m", Budget(), SideError(cause, "gone")
+    )  # how a side that cannot start fails
+    status = OUTCOMES[cause].status
     try:
         assert guard.stats.status is status
         assert guard.stats.failure is not None
         assert guard.stats.failure.line().startswith(
             f"{SIDE_STATUSES[status].failure_type}: setting up m: gone"
         )
-        reason = SIDE_STATUSES[status].forfeit_reason
-        if reason is None:
-            with pytest.raises(ValueError, match="not a status that forfeits"):
-                battle_loop.forfeit_reason(guard)
-        else:
-            assert battle_loop.forfeit_reason(guard) is reason
+        assert battle_loop.forfeit_reason(guard) == SIDE_STATUSES[status].forfeit_reason
     finally:
         guard.close()
+
+
+def test_only_a_status_with_a_forfeit_reason_ends_a_battle() -> None:
+    ending = {row.status for row in OUTCOMES.values() if row.ends_battle}
+    assert all(SIDE_STATUSES[s].forfeit_reason is not None for s in ending)
+    guard = failed_side("m", Budget(), SideError(Seen.RAISED, "gone"))
+    guard.stats.fatal = SideStatus.INVALID  # never fatal: the match has no end reason for it
+    with pytest.raises(ValueError, match="not a status that forfeits"):
+        battle_loop.forfeit_reason(guard)
 
 
 def test_the_worst_status_noted_follows_severity() -> None:
@@ -215,7 +228,7 @@ def test_failure_type_and_forfeit_reason_come_from_the_table(
     spec = SIDE_STATUSES[SideStatus.ERROR]
     changed = dataclasses.replace(spec, failure_type="Crash", forfeit_reason=EndReason.TIMEOUT)
     monkeypatch.setitem(SIDE_STATUSES, SideStatus.ERROR, changed)
-    guard = failed_side("m", Budget(), SideStatus.ERROR, "gone")
+    guard = failed_side("m", Budget(), SideError(Seen.RAISED, "gone"))
     try:
         assert guard.stats.error_line.startswith("Crash: ")
         assert battle_loop.forfeit_reason(guard) is EndReason.TIMEOUT

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from center.errors import CallTimeout, RunConflictError, ShowdownNotInstalled
+from center.errors import RunConflictError, ShowdownNotInstalled, SideError
 from center.evaluation import side_guard
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
-from center.evaluation.records import SideStatus
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
 from center.evaluation.side_guard import SideGuard
 from center.evaluation.timers import (
@@ -27,6 +26,7 @@ from center.evaluation.timers import (
     timer_line,
     timer_record,
 )
+from edge.contract.outcomes import Seen, SideStatus
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 from tests.unit.test_side_guard_usage import Clock, FakeEdge
 
@@ -145,7 +145,7 @@ def test_the_bank_starts_with_its_grace_and_gains_the_increment_each_new_turn(cl
 def test_a_turn_past_its_cap_plays_the_default_move_while_the_bank_lasts(clock: Clock) -> None:
     edge = FakeEdge(clock)
     guard = SideGuard(edge, "a:b:c", VGC)
-    out = CallTimeout("no answer", "policy.step")
+    out = SideError(Seen.OVERRAN, "no answer", call="policy.step")
     edge.script = [(90.0, None, out)] + [(55.0, None, out)] * 7 + [(35.0, None, out)]
     _decide(guard, 0)  # team preview: 90 s at most
     assert guard.fatal is None and guard.bank == pytest.approx(420)  # 510 - 90

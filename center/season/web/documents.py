@@ -18,7 +18,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from center.evaluation.edge_source import SELF_REPORTED
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, SideStatus, Winner
+from center.evaluation.records import BattleRecord, Winner
 from center.season.edges import edge_trust
 from center.season.entrants import champions
 from center.season.settings import SeasonSettings
@@ -40,6 +40,7 @@ from center.season.web.schema import (
     Submission,
     VoidLine,
 )
+from edge.contract.outcomes import SIDE_STATUSES, SideStatus
 from edge.contract.season_ledger import LedgerError, check_quota
 from edge.errors import EdgeError
 

@@ -24,9 +24,10 @@ from markupsafe import Markup
 
 from center.csp import script_hash_source
 from center.evaluation.match import PLAYERS_SUFFIX
-from center.evaluation.records import SIDE_STATUSES, BattleRecord, log_relpath, replay_relpath
+from center.evaluation.records import BattleRecord, log_relpath, replay_relpath
 from center.report.pages import render_replay
 from center.report.protocol import read_battle
+from edge.contract.outcomes import SIDE_STATUSES
 
 __all__ = ["REFRESH_S", "page_policy", "render_page", "render_season_replay", "replay_policy"]
 
