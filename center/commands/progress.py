@@ -1,14 +1,30 @@
-"""The run's console output: the progress bar on stderr and the lines said at start-up."""
+"""The run's console output: the progress bar on stderr and the lines said at start-up.
+
+When no battle has ended for STALL_S seconds the bar says what the run waits for
+(:mod:`center.waits`), and, on a stderr that is not a terminal, so does a log line.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
+from typing import Final
 
 from center.evaluation.records import BattleRecord
 from center.scale.launch import ScaleOptions
+from center.waits import WAITS, Wait, Waits, describe_waits
+
+logger = logging.getLogger(__name__)
+
+STALL_S: Final = 10.0
+"""Seconds with no battle ended after which the progress line says what the run waits for."""
+
+LOG_EVERY_S: Final = 60.0
+"""Not on a terminal: a wait that goes on is logged again after this many seconds."""
 
 
 def _at_once(concurrency: int, scale: ScaleOptions | None) -> str:
@@ -24,7 +40,16 @@ def _at_once(concurrency: int, scale: ScaleOptions | None) -> str:
 class _Progress:
     """A tqdm progress bar with the latest result, on stderr."""
 
-    def __init__(self, total: int, done: int, quiet: bool) -> None:
+    def __init__(
+        self,
+        total: int,
+        done: int,
+        quiet: bool,
+        *,
+        waits: Waits = WAITS,
+        clock: Callable[[], float] = time.monotonic,
+        tty: bool | None = None,
+    ) -> None:
         from tqdm import tqdm
         from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -45,22 +70,62 @@ class _Progress:
         #: lines to print above the bar as they happen (an SPRT's decision)
         self.announce: Callable[[], list[str]] | None = None
         self.quiet = quiet
-        # Redrawn every second, so that the elapsed time stays live while no battle ends (an
-        # edge being waited for, long battles).
+        self._waits, self._clock = waits, clock
+        self._tty = sys.stderr.isatty() if tty is None else tty
+        self._lock = threading.Lock()  # the ticking thread and the driver's both draw the bar
+        self._last_end = clock()  # when a battle last ended (or the run began)
+        self._result = ""  # the latest result, the bar's postfix while nothing waits
+        self._logged: tuple[tuple[str, ...], float] = ((), 0.0)  # the waits last logged, when
+        # Redrawn every second, so that the elapsed time stays live while no battle ends, and
+        # says what the run waits for once none has ended for STALL_S.
         self._closed = threading.Event()
         if not quiet:
             threading.Thread(target=self._tick, name="progress", daemon=True).start()
 
     def _tick(self) -> None:
         while not self._closed.wait(1.0):
+            self.tick()
+
+    def _stalled_waits(self, now: float) -> list[Wait]:
+        """The waits in progress once no battle has ended for STALL_S, else none."""
+        return self._waits.in_progress() if now - self._last_end >= STALL_S else []
+
+    def waiting_line(self) -> str:
+        """What the run waits for (``waiting 25 s: red edge busy …``), once no battle has ended
+        for STALL_S; else ""."""
+        now = self._clock()
+        return describe_waits(self._stalled_waits(now), now)
+
+    def tick(self) -> None:
+        """Redraw the bar, with what the run waits for when it stalls (logged too when stderr is
+        not a terminal: a new set of waits, at most every STALL_S, and every LOG_EVERY_S while the
+        same last)."""
+        now = self._clock()
+        waits = self._stalled_waits(now)
+        line = describe_waits(waits, now)
+        with self._lock:
+            self.bar.set_postfix_str(line or self._result, refresh=False)
             self.bar.refresh()
+        whats = tuple(dict.fromkeys(w.what for w in waits))
+        if self._tty:
+            return
+        if not whats:
+            self._logged = ((), 0.0)  # a wait that comes back later is logged again
+        elif now - self._logged[1] >= (LOG_EVERY_S if whats == self._logged[0] else STALL_S):
+            self._logged = (whats, now)
+            logger.warning("%d/%s · %s", self.bar.n, self.bar.total, line)
 
     def __call__(self, record: BattleRecord | None) -> None:
+        with self._lock:
+            self._update(record)
+
+    def _update(self, record: BattleRecord | None) -> None:
+        self._last_end = self._clock()
         if record is not None:
-            self.bar.set_postfix_str(
-                f"{record.blue} vs {record.red}: {record.winner.value} ({record.end_reason})",
-                refresh=False,
+            self._result = (
+                f"{record.blue} vs {record.red}: {record.winner.value} ({record.end_reason})"
             )
+        self.bar.set_postfix_str(self._result, refresh=False)
         if self.describe is not None:
             self.bar.set_description_str(self.describe(), refresh=False)
         for line in self.announce() if self.announce is not None else []:

@@ -37,6 +37,7 @@ from center.evaluation.space_limits import check_space_size, check_value_bytes
 from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_limit
+from center.waits import waits_for
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.outcomes import Seen, SideStatus, Void, voided
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, HelloReply, InstanceConfig
@@ -158,6 +159,7 @@ class EdgeSource:
         load_limit = min(self.load_limits.get(side, DEFAULT_LOAD_LIMIT), budget.battle_time)
         opened: list[float] = []
 
+        @waits_for(lambda: f"{side} edge starting a worker for {model_id}")
         def open_session() -> EdgeSession:
             start = time.perf_counter()
             try:
@@ -329,6 +331,7 @@ class EdgeSource:
         """Per model, the digest of its files on each edge it opened on, as the edge reported it."""
         return {model: dict(places) for model, places in self._digests.items()}
 
+    @waits_for(lambda side, **_: f"{side} edge not answering (reconnecting)")
     def wait_for_edge(self, side: str) -> bool:
         """Wait for the ``side`` edge to answer again, up to ``edge_wait`` seconds after it went
         away (when its connection was lost, else when it was first found down): battles that

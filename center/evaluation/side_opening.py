@@ -20,6 +20,7 @@ from typing import Final
 from center.errors import EdgeFull
 from center.evaluation.helper_thread import helper_thread
 from center.evaluation.side_guard import SideGuard
+from center.waits import now_waiting_for, waits_for
 
 __all__ = ["open_sides"]
 
@@ -30,6 +31,7 @@ LONGEST_WAIT: Final = 5.0
 WARN_EVERY: Final = 60.0
 
 
+@waits_for(lambda what, **_: f"{what} opening its sides")
 def open_sides(
     sides: dict[str, SideGuard],
     players: Iterable[str],
@@ -55,6 +57,7 @@ def open_sides(
                     sides[player] = open_one(player)
             return
         except EdgeFull as exc:
+            now_waiting_for(str(exc))
             for guard in sides.values():
                 try:
                     close(guard)

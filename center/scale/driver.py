@@ -23,8 +23,9 @@ from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import EarlyStop
-from center.evaluation.voided import note_voided, replay_allowed
+from center.evaluation.voided import cause_kind, note_voided, replay_allowed
 from center.scale.outcome import BattleOutcome, OutcomeKind
+from center.waits import WAITS
 
 __all__ = ["RunSummary", "RunnerLost", "RunnerPool", "drive_battles"]
 
@@ -91,6 +92,7 @@ class _Flight:
     runner: int
     battle: ScheduledBattle
     attempt: int
+    wait: int | None = None  # a voided battle played again: its wait (center.waits)
 
 
 def drive_battles(
@@ -120,6 +122,7 @@ def drive_battles(
     """
     battles = _Lookahead(schedule)
     again: deque[tuple[ScheduledBattle, int]] = deque()
+    voided: dict[str, str] = {}  # battle id: why it was voided last, while it is played again
     in_flight: dict[Hashable, _Flight] = {}
     load = [0] * pool.size
     live = set(range(pool.size))
@@ -129,13 +132,17 @@ def drive_battles(
     recorded: set[str] = set()
     why_lost: list[str] = []
     probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
+    restarting: dict[int, int] = {}  # runner: its wait (center.waits) until it is back or retired
     retired: set[int] = set()
     handing_out = True
 
-    def next_battle() -> tuple[ScheduledBattle, int] | None:
+    def next_battle() -> tuple[ScheduledBattle, int, int | None] | None:
         while handing_out:
+            wait = None
             if again:
                 battle, attempt = again.popleft()
+                why = voided.pop(battle.battle_id, "")
+                wait = WAITS.begin(f"{battle.battle_id} played again ({why})")
             else:
                 taken = battles.next()
                 if taken is None:
@@ -143,8 +150,9 @@ def drive_battles(
                 battle, attempt = taken, 0
             if early_stop is not None and early_stop.skip(battle):
                 skipped.append(battle)
+                WAITS.end(wait)
                 continue
-            return battle, attempt
+            return battle, attempt, wait
         return None
 
     def fill() -> None:
@@ -157,13 +165,14 @@ def drive_battles(
                 job = next_battle()
                 if job is None:
                     return
-                battle, attempt = job
-                in_flight[pool.submit(runner, battle)] = _Flight(runner, battle, attempt)
+                battle, attempt, wait = job
+                in_flight[pool.submit(runner, battle)] = _Flight(runner, battle, attempt, wait)
                 load[runner] += 1
 
     def retire(runner: int, why: str) -> None:
         nonlocal handing_out
         live.discard(runner)
+        WAITS.end(restarting.pop(runner, None))
         if runner not in retired:
             retired.add(runner)
             why_lost.append(why)
@@ -199,6 +208,7 @@ def drive_battles(
         """Not recorded: noted, and none of its files left (a killed run's stale ones)."""
         note_voided(log_dir, flight.battle.battle_id, cause)
         remove_battle_files(log_dir, flight.battle.battle_id)
+        voided[flight.battle.battle_id] = cause_kind(cause)
 
     def give_up(flight: _Flight, why: str) -> None:
         remove_battle_files(log_dir, flight.battle.battle_id)
@@ -211,6 +221,7 @@ def drive_battles(
             retire(runner, str(exc))
         elif runner in live:  # no battle for it until it answers again
             live.discard(runner)
+            restarting[runner] = WAITS.begin(f"battle runner {runner} restarting")
             probes[pool.probe(runner)] = (runner, time.monotonic())
 
     def probed(handle: Hashable) -> None:
@@ -226,6 +237,7 @@ def drive_battles(
                 probes[pool.probe(runner)] = (runner, since)
             return
         logger.warning("runner %d is back", runner)
+        WAITS.end(restarting.pop(runner, None))
         live.add(runner)
 
     def waiting_for_restarts() -> bool:
@@ -244,6 +256,7 @@ def drive_battles(
                 continue
             flight = in_flight.pop(handle)
             load[flight.runner] -= 1
+            WAITS.end(flight.wait)
             try:
                 outcome = pool.result(handle)
             except RunnerLost as exc:

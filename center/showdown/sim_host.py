@@ -27,6 +27,7 @@ from center.showdown.install import SHOWDOWN_VERSION, find_install
 from center.showdown.managed import ManagedNodeProcess
 from center.showdown.process import main_exited
 from center.showdown.sim_battle import SimBattle, SimStart
+from center.waits import waits_for
 
 __all__ = ["HOST_SCRIPT", "SimHost"]
 
@@ -82,6 +83,7 @@ class SimHost(ManagedNodeProcess[_Process]):
         current = self._current
         return current.version if current is not None else ""
 
+    @waits_for(lambda **_: "the simulator restarting")
     def wait_until_ready(self, timeout: float | None = None) -> None:
         """Block until a process is running and has loaded the simulator (after a restart too)."""
         deadline = time.monotonic() + (self.start_timeout if timeout is None else timeout)
