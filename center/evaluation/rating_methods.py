@@ -48,7 +48,8 @@ class RatingData:
 
     ``cluster[i]`` numbers the pair battle i belongs to (or its own cluster), 0..C-1 in battle
     order; ``rated`` marks candidates with a decided battle; ``design_effect`` is 1 per candidate
-    unless paired (``battles / n_eff``).
+    unless paired (``battles / n_eff``); ``start``: log-strengths every Bradley–Terry fit starts
+    from (a warm start: the last refit's), None: from equal strengths.
     """
 
     k: int
@@ -61,6 +62,7 @@ class RatingData:
     seed: int
     prior_games: float
     design_effect: NDArray[np.float64]
+    start: NDArray[np.float64] | None = None
 
     @functools.cached_property
     def bradley_terry(self) -> BradleyTerryDraws | None:
@@ -159,7 +161,7 @@ def bradley_terry_draws(data: RatingData) -> BradleyTerryDraws | None:
     if not m:
         return None
     scores, games = pair_matrices(data.blue, data.red, data.blue_score, k)
-    log_strength = bradley_terry(scores, games, prior)
+    log_strength = bradley_terry(scores, games, prior, start=data.start)
     if data.bootstrap <= 0:
         empty = np.empty((0, k))
         return BradleyTerryDraws(log_strength, empty, empty, games)
@@ -173,7 +175,7 @@ def bradley_terry_draws(data: RatingData) -> BradleyTerryDraws | None:
         stack_s[rep], stack_g[rep] = pair_matrices(
             data.blue[pick], data.red[pick], data.blue_score[pick], k
         )
-    boot = bradley_terry(stack_s, stack_g, prior)
+    boot = bradley_terry(stack_s, stack_g, prior, start=data.start)
     # Draws from the fit's normal approximation (design effect included), so that a bootstrap
     # of a few identical battles cannot read certainty. Only the rated block is drawn (an
     # unrated candidate changes nothing), by Cholesky (the prior makes it positive definite;

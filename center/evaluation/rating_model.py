@@ -29,20 +29,24 @@ def bradley_terry(
     *,
     tol: float = 1e-9,
     max_iter: int = 100_000,
+    start: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Fit Bradley–Terry log-strengths by MM, for one data set or a stack of them.
 
     ``scores[..., i, j]`` is what i scored against j (wins + ties/2), ``games[..., i, j]`` the
     number of games between them (symmetric). Each player also plays ``prior_games`` virtual tied
     games against a virtual opponent of strength 1, which keeps every strength finite and fixes
-    the scale. Returns natural-log strengths with shape ``scores.shape[:-1]``.
+    the scale. Returns natural-log strengths with shape ``scores.shape[:-1]``. ``start``: the
+    log-strengths to start from (a warm start, e.g. the last fit's, any shift), broadcast over a
+    stack; the fit is the same maximum, within ``tol``.
     """
     if prior_games <= 0:
         raise ValueError("prior_games must be positive (it keeps ratings finite)")
     k = scores.shape[-1]
     score_total = scores.sum(axis=-1) + prior_games / 2
     virtual_total = prior_games * k / 2
-    strength = np.ones(scores.shape[:-1])
+    shape = scores.shape[:-1]
+    strength = np.ones(shape) if start is None else np.broadcast_to(np.exp(start), shape).copy()
     for _ in range(max_iter):
         pair_sum = strength[..., :, None] + strength[..., None, :]
         virtual_games = prior_games / (strength + 1.0)

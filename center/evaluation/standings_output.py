@@ -116,13 +116,14 @@ def write_standings(
     prior_games: float = 1.0,
     paired: bool = False,
     sections: Mapping[str, Any] | None = None,
+    start: Mapping[str, float] | None = None,
 ) -> Standings:
     """Compute the standings and (re)write ``standings.csv`` and ``standings.json`` in LOG_DIR.
 
     Each file is replaced atomically, so a reader never sees half of one. A ``paired`` run's files
     have the pair columns (:data:`PAIRED_COLUMNS`) and fields too. ``sections`` are more top-level
     entries of standings.json: ``sprt`` (the run's sequential tests), ``gauntlet`` (its candidate
-    against each opponent).
+    against each opponent). ``start``: a warm start (:func:`compute_standings`).
     """
     standings = compute_standings(
         records,
@@ -131,6 +132,7 @@ def write_standings(
         seed=seed,
         prior_games=prior_games,
         paired=paired,
+        start=start,
     )
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

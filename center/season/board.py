@@ -1,12 +1,11 @@
 """A format's live board: the standings refit from the store, shown for its champions and baselines.
 
 :func:`refit` computes the standings of every battle of the format with the existing rating
-methods (paired: each pair's twins are counted together), writes ``boards/FORMAT/standings.csv``
-and ``.json`` in SEASON_DIR and keeps a rating snapshot in the store (``through``: the last battle
-it counts). Each row carries the rating and its interval, GXE and its interval, wins and losses,
-battles, failures by status, the entry's state and a ``provisional`` mark below
-``provisional_battles``.
-"""
+methods (paired: each pair's twins are counted together; warm-started from the last snapshot),
+writes ``boards/FORMAT/standings.csv`` and ``.json`` in SEASON_DIR and keeps a rating snapshot in
+the store (``through``: the last battle it counts). Each row carries the rating and its interval,
+GXE and its interval, wins and losses, battles, failures by status, the entry's state and a
+``provisional`` mark below ``provisional_battles``."""
 
 from __future__ import annotations
 
@@ -77,9 +76,12 @@ def _row(
 def _fit(
     store: SeasonStore, settings: SeasonSettings, season_dir: Path, battle_format: str, seed: int
 ) -> dict[str, Any]:
-    """One format's board from every battle the store holds of it, its files written."""
+    """One format's board from every battle the store holds of it, its files written; the fit
+    starts from the last snapshot's ratings (a warm start: the same fit, in fewer steps)."""
     shown = shown_entries(store, battle_format)
     through, records = store.records_through(battle_format)
+    last = store.latest_board(battle_format) or {}
+    start = {r["entry"]: r["rating"] for r in last.get("rows", []) if r["rating"] is not None}
     standings = write_standings(
         records,
         board_folder(season_dir, battle_format),
@@ -87,6 +89,7 @@ def _fit(
         bootstrap=settings.bootstrap,
         seed=seed,
         paired=True,
+        start=start,
     )
     rows = [c for c in standings.candidates if c.id in shown]
     entrants = store.entrants()

@@ -148,3 +148,19 @@ def test_settings_take_defaults_and_refuse_unknown_keys(tmp_path: Path) -> None:
 def test_the_quota_settings_are_the_ledgers() -> None:
     defaults = {f.name: f.default for f in dataclasses.fields(SeasonSettings)}
     assert (defaults[QUOTA_KEYS[0]], defaults[QUOTA_KEYS[1]]) == (DEFAULT_QUOTA, DEFAULT_WINDOW_H)
+
+
+def test_the_seasons_edges_are_trusted_by_sep_configs_rule(tmp_path: Path) -> None:
+    from center.season.edges import edge_trust
+
+    config = tmp_path / "sep_config.json"
+    sections = {
+        "blue": {"host": "127.0.0.1", "port": 5001},
+        "red": {"host": "203.0.113.7", "port": 5002},  # another host, which does not say
+    }
+    config.write_text(json.dumps(sections))
+    assert edge_trust(config) == {"blue": True, "red": False}
+    sections["blue"]["trusted"] = False
+    sections["red"]["trusted"] = True
+    config.write_text(json.dumps(sections))
+    assert edge_trust(config) == {"blue": False, "red": True}
