@@ -78,6 +78,7 @@ SLOW = frozenset(
         "integration/test_sandbox.py",
         "integration/test_scale.py",
         "integration/test_season.py",
+        "integration/test_season_health.py",
         "integration/test_season_web.py",
         "integration/test_seccomp.py",
         "integration/test_sides_at_once.py",
