@@ -181,7 +181,7 @@ def run_command(
     try:
         while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             if time.monotonic() > deadline:
-                raise SystemExit(f"bench_hosts: {label} ran past {COMMAND_TIMEOUT_S:.0f} s")
+                raise SystemExit(f"{label} ran past {COMMAND_TIMEOUT_S:.0f} s")
             time.sleep(0.02)
         fields = stat_fields(proc.pid)
         assert fields is not None, "a zombie keeps its /proc entry"
@@ -191,7 +191,7 @@ def run_command(
         proc.wait()
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-1500:]
-        raise SystemExit(f"bench_hosts: {label} exited {proc.returncode} ({log}):\n{tail}")
+        raise SystemExit(f"{label} exited {proc.returncode} ({log}):\n{tail}")
     own = (int(fields[11]) + int(fields[12])) / CLK_TCK
     reaped = (int(fields[13]) + int(fields[14])) / CLK_TCK
     return Spent(own, reaped, group.seconds() - before if group else own + reaped)
@@ -286,7 +286,8 @@ class Bench:
         self.runs += 1
         argv = [*(SEP_MAIN if mode == "isolated" else SEP_EVAL), *pair, "-n", str(n), "-q"]
         argv += ["--seed", str(self.args.seed), "--format", battle_format, "-l", str(log_dir)]
-        argv += ["--concurrency", str(self.args.concurrency), "--candidates", str(CANDIDATES)]
+        argv += ["--concurrency", str(self.args.concurrency)]
+        argv += ["--candidates", str(self.args.candidates)]
         if mode == "isolated":
             argv += ["--config", str(self.config)]
         group = CpuGroup.make(f"run-{self.runs}")
@@ -315,6 +316,11 @@ def measure(bench: Bench, pairs: dict[str, tuple[str, str]]) -> dict[tuple[str, 
     script = bench.work / "bare_sim.js"
     script.write_text(BARE_SIM)
     lengths = {"short": args.short, "long": args.battles}
+    # Untimed: each model's first battles on the edges (their first workers) are the edges' start.
+    for battle_format in args.formats:
+        for pair in pairs.values():
+            bench.sep("isolated", pair, battle_format, 1)
+    print("warm-up: one untimed 1-battle sep_main per format and pair", flush=True)
     for r in range(args.rounds):
         for battle_format in args.formats:
             for length, n in lengths.items():
@@ -521,6 +527,9 @@ def main() -> None:
         help="BLUE,RED (candidates.json)",
     )
     parser.add_argument("--no-real", action="store_true", help="the trivial agents only")
+    parser.add_argument(
+        "--candidates", type=Path, default=CANDIDATES, help="whose ids the pairs name (both edges')"
+    )
     parser.add_argument("--concurrency", type=int, default=2, help="sep_main/sep_eval's")
     parser.add_argument("--seed", type=int, default=0, help="of every run (as sep_main --seed)")
     parser.add_argument("--smoke", action="store_true", help="2- and 1-battle runs: that it works")
@@ -547,7 +556,7 @@ def main() -> None:
             process = EdgeSubprocess(
                 side,
                 config,
-                CANDIDATES,
+                args.candidates,
                 work / f"edge-{side}.log",
                 memory_limit_args(args.memory_limit),
             )

@@ -2,7 +2,8 @@
 
     python scripts/bench_scale.py --part all --battles 24 --driver-battles 100000 --runners 64
 
-The three parts, their baselines and targets: docs/benchmarks.md.
+The four parts (the last: the driver through Ray to runners that do no work), their baselines and
+targets: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import csv
 import itertools
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,8 +26,10 @@ from bench_delegation import (
     conditions,
     cpu_seconds,
     memory_limit_args,
+    tree_cpu_seconds,
     write_sep_config,
 )
+from bench_hosts import CpuGroup, run_command
 
 from center.env.end_reason import EndReason
 from center.evaluation.battles_csv import ResultsWriter
@@ -38,7 +40,8 @@ from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.isolation.edge_client import EdgeClient
 from center.scale.driver import drive_battles
 from center.scale.local_pool import run_local
-from center.scale.outcome import BattleOutcome, OutcomeKind
+from center.scale.outcome import BattleOutcome, OutcomeKind, battle_to_wire
+from center.scale.ray_pool import RayRunnerPool
 from edge.contract.outcomes import SideStatus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,8 +110,18 @@ def _bytes_per_battle(log_dir: Path, battles: int) -> tuple[float, float]:
     return (total - pages) / battles, pages / battles
 
 
+def _sep_main_cpu(command: list[str], log_dir: Path, group: CpuGroup | None) -> float:
+    """CPU seconds of a whole sep_main command: its cgroup (Ray's processes, the runners and
+    their simulator hosts included), or without one what it and the children it reaped used."""
+    spent = run_command(
+        f"sep_main {log_dir.name}", command, log_dir.with_suffix(".err"), group, None
+    )
+    return spent.total
+
+
 def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: int) -> None:
-    """The same league in one process, with --workers 1 and with --workers 2, interleaved."""
+    """The same league in one process, with --workers 1 and with --workers 2, interleaved; and
+    each once more with a quarter of the battles, for the CPU per battle beyond the start."""
     modes = {
         "one process": [],
         "--workers 1": ["--workers", "1"],
@@ -116,29 +129,51 @@ def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: in
     }
     walls: dict[str, list[float]] = {mode: [] for mode in modes}
     steady: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpu: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}  # (long, short)
     sizes: dict[str, tuple[float, float]] = {}
+    short = max(1, battles // 4)
     print(
-        f"\n2. sep_main, {len(LEAGUE)}-candidate league, {battles} battles, --concurrency "
-        f"{concurrency} per process/runner, {rounds} round(s):"
+        f"\n2. sep_main, {len(LEAGUE)}-candidate league, {battles} battles (and {short} for the "
+        f"CPU), --concurrency {concurrency} per process/runner, {rounds} round(s):"
     )
     for round_index in range(rounds):
         order = list(modes)[round_index % len(modes) :] + list(modes)[: round_index % len(modes)]
         for mode in order:
-            log_dir = work / f"workers-{round_index}-{mode.replace(' ', '_')}"
-            command = [*SEP_MAIN, "--league", *LEAGUE, "-n", str(battles), "--seed", "1"]
-            command += ["--concurrency", str(concurrency), "-l", str(log_dir), "-q"]
-            command += ["--config", str(config), "--candidates", str(AGENTS / "candidates.json")]
-            start = time.perf_counter()
-            run = subprocess.run([*command, *modes[mode]], capture_output=True, text=True)
-            if run.returncode != 0:
-                raise RuntimeError(f"{mode} failed: {run.stderr[-2000:]}")
-            walls[mode].append(battles / (time.perf_counter() - start))
-            steady[mode].append(_steady_rate(log_dir))
-            sizes[mode] = _bytes_per_battle(log_dir, battles)
-    print(f"{'mode':<12} {'battles/s (whole command)':>26} {'battles/s (steady)':>19}")
+            spent = []
+            for n in (battles, short):
+                name = mode.replace(" ", "_")
+                log_dir = work / f"workers-{round_index}-{name}{'' if n == battles else '-short'}"
+                command = [*SEP_MAIN, "--league", *LEAGUE, "-n", str(n), "--seed", "1"]
+                command += ["--concurrency", str(concurrency), "-l", str(log_dir), "-q"]
+                command += ["--config", str(config)]
+                command += ["--candidates", str(AGENTS / "candidates.json"), *modes[mode]]
+                group = CpuGroup.make(log_dir.name)
+                start = time.perf_counter()
+                try:
+                    spent.append(_sep_main_cpu(command, log_dir, group))
+                finally:
+                    if group is not None:
+                        group.remove()
+                wall = time.perf_counter() - start
+                print(f"  {mode} -n {n}: {wall:.1f} s, {spent[-1]:.1f} s of CPU", flush=True)
+                if n == battles:
+                    walls[mode].append(battles / wall)
+                    steady[mode].append(_steady_rate(log_dir))
+                    sizes[mode] = _bytes_per_battle(log_dir, battles)
+            cpu[mode].append((spent[0], spent[1]))
+    print(
+        f"{'mode':<12} {'battles/s (whole command)':>26} {'battles/s (steady)':>19} "
+        f"{'CPU ms/battle (whole command)':>30} {'CPU ms/battle (beyond the start)':>33}"
+    )
     for mode in modes:
         whole = sum(walls[mode]) / rounds
-        print(f"{mode:<12} {whole:>26.2f} {sum(steady[mode]) / rounds:>19.2f}")
+        long_cpu = sum(c for c, _ in cpu[mode])
+        short_cpu = sum(c for _, c in cpu[mode])
+        beyond = (long_cpu - short_cpu) / ((battles - short) * rounds) if battles > short else 0.0
+        print(
+            f"{mode:<12} {whole:>26.2f} {sum(steady[mode]) / rounds:>19.2f} "
+            f"{long_cpu / (battles * rounds) * 1e3:>30.0f} {beyond * 1e3:>33.0f}"
+        )
     for mode, (own, pages) in sizes.items():
         print(
             f"{mode}: {own / 1024:.1f} KB per battle of battle files (players, logs), "
@@ -159,6 +194,39 @@ def workers(config: Path, work: Path, battles: int, concurrency: int, rounds: in
 # -- 3. the driver alone ----------------------------------------------------------------------------
 
 
+def template_row() -> dict[str, str]:
+    """The battles.csv row of a recorded battle, to be given each battle's own names."""
+    template = BattleRecord(
+        battle_id="x",
+        blue="a",
+        red="b",
+        winner=Winner.BLUE,
+        end_reason=EndReason.WIN,
+        turns=20,
+        duration_s=8.0,
+        seed=1,
+        format=FORMAT,
+        blue_side=SideRecord(SideStatus.OK),
+        red_side=SideRecord(SideStatus.OK),
+    )
+    return dict(zip(COLUMNS, template.to_row(), strict=True))
+
+
+def recorded(row: dict[str, str], blob: bytes, battle: dict[str, object]) -> BattleOutcome:
+    """``battle`` (as a runner receives it) recorded at once, with ``blob`` as its log."""
+    battle_id = str(battle["battle_id"])
+    row = dict(row)
+    row.update(
+        battle_id=battle_id,
+        blue=str(battle["blue"]),
+        red=str(battle["red"]),
+        seed=str(battle["seed"]),
+        replay=f"replays/{battle_id}.html",
+        log=f"logs/{battle_id}.log",
+    )
+    return BattleOutcome(OutcomeKind.RECORDED, battle_id, row, {f"logs/{battle_id}.log": blob})
+
+
 class SyntheticPool:
     """``size`` runners that return each battle recorded at once, with ``file_bytes`` of files."""
 
@@ -168,20 +236,7 @@ class SyntheticPool:
         self._calls: dict[int, ScheduledBattle] = {}
         self._ids = itertools.count()
         self._blob = os.urandom(file_bytes // 2) * 2  # half-compressible, as logs are
-        template = BattleRecord(
-            battle_id="x",
-            blue="a",
-            red="b",
-            winner=Winner.BLUE,
-            end_reason=EndReason.WIN,
-            turns=20,
-            duration_s=8.0,
-            seed=1,
-            format=FORMAT,
-            blue_side=SideRecord(SideStatus.OK),
-            red_side=SideRecord(SideStatus.OK),
-        )
-        self._row = dict(zip(COLUMNS, template.to_row(), strict=True))
+        self._row = template_row()
 
     @property
     def size(self) -> int:
@@ -197,18 +252,7 @@ class SyntheticPool:
 
     def result(self, handle: Hashable) -> BattleOutcome:
         assert isinstance(handle, int)
-        battle = self._calls.pop(handle)
-        row = dict(self._row)
-        row.update(
-            battle_id=battle.battle_id,
-            blue=battle.blue,
-            red=battle.red,
-            seed=str(battle.seed),
-            replay=f"replays/{battle.battle_id}.html",
-            log=f"logs/{battle.battle_id}.log",
-        )
-        files = {f"logs/{battle.battle_id}.log": self._blob}
-        return BattleOutcome(OutcomeKind.RECORDED, battle.battle_id, row, files)
+        return recorded(self._row, self._blob, battle_to_wire(self._calls.pop(handle)))
 
     def probe(self, runner: int) -> Hashable:
         raise AssertionError("synthetic runners are never lost")
@@ -250,16 +294,92 @@ def driver(work: Path, battles: int, runners: int, concurrency: int, file_kb: fl
         )
 
 
+# -- 4. the driver through Ray, to runners that do no work -----------------------------------------
+
+
+class NoWorkRunner:
+    """A battle runner (a Ray actor, as :class:`center.scale.runner.HostedRunner`) that plays
+    nothing: each battle handed to it comes back recorded at once."""
+
+    def __init__(self, file_bytes: int) -> None:
+        self._row = template_row()
+        self._blob = os.urandom(file_bytes // 2) * 2
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def play(self, battle: dict[str, object]) -> BattleOutcome:
+        return recorded(self._row, self._blob, battle)
+
+    def close(self) -> None:
+        pass
+
+
+class NoWorkRayPool(RayRunnerPool):
+    """sep_main's Ray pool (its hand-out, waits, results and close) with :class:`NoWorkRunner`
+    actors on a local Ray instead of runners that play."""
+
+    def __init__(self, size: int, concurrency: int, file_bytes: int) -> None:
+        # Not RayRunnerPool's own start (HostedRunner actors): what its other methods use.
+        import ray
+
+        ray.init(
+            address="local",
+            num_cpus=os.cpu_count() or 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
+        self._owns_ray = True
+        remote = ray.remote(NoWorkRunner).options(num_cpus=0, max_concurrency=concurrency + 1)
+        self._actors = [remote.remote(file_bytes) for _ in range(size)]
+        self._wait_started()
+
+
+def ray_driver(
+    work: Path, battles: int, levels: Sequence[int], concurrency: int, kb: float
+) -> None:
+    """Battles/s the driver hands out through Ray to runners that answer at once, and the CPU per
+    battle of the driver (this process) and of Ray's processes (its tree less this process)."""
+    count = next(n for n in itertools.count(2) if n * (n - 1) >= battles)
+    schedule = schedule_league([f"c{i:04d}" for i in range(count)], 2, 0)[:battles]
+    print(
+        f"\n4. the driver through Ray to runners that do no work: {battles} battles, "
+        f"{concurrency} in flight per runner, {kb:g} KB of files per battle, battles.csv durable; "
+        "Ray's start excluded:"
+    )
+    for size in levels:
+        with NoWorkRayPool(size, concurrency, int(kb * 1024)) as pool:
+            log_dir = work / f"ray-driver-{size}"
+            me = os.getpid()
+            cpu, tree, start = time.process_time(), tree_cpu_seconds(me), time.perf_counter()
+            with ResultsWriter(log_dir) as writer:
+                summary = drive_battles(schedule, pool, writer, log_dir, concurrency=concurrency)
+            wall = time.perf_counter() - start
+            driver_s = time.process_time() - cpu
+            ray_s = tree_cpu_seconds(me) - tree - driver_s
+        played = len(summary.played)
+        print(
+            f"{size:>3} runner(s) {played:>7} battles {played / wall:>7.0f} battles/s, driver CPU "
+            f"{driver_s / played * 1e3:.2f} ms/battle, Ray's processes {ray_s / played * 1e3:.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["all", "ceiling", "workers", "driver"], default="all")
+    parser.add_argument(
+        "--part", choices=["all", "ceiling", "workers", "driver", "ray-driver"], default="all"
+    )
     parser.add_argument("--battles", type=int, default=24, help="battles per pair (parts 1, 2)")
     parser.add_argument("--levels", default="1,2,4,8", help="concurrencies of part 1")
     parser.add_argument("--concurrency", type=int, default=2, help="per process/runner (part 2)")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of part 2")
     parser.add_argument("--driver-battles", type=int, default=20000)
     parser.add_argument("--runners", type=int, default=64, help="synthetic runners (part 3)")
-    parser.add_argument("--file-kb", type=float, default=12.0, help="files per battle (part 3)")
+    parser.add_argument("--file-kb", type=float, default=12.0, help="files per battle (parts 3, 4)")
+    parser.add_argument("--ray-battles", type=int, default=2000, help="battles of part 4")
+    parser.add_argument("--ray-runners", default="1,4", help="no-work Ray runners of part 4")
     parser.add_argument("-l", "--work-dir", type=Path, default=None)
     add_memory_limit(parser)
     args = parser.parse_args()
@@ -269,6 +389,9 @@ def main() -> None:
     print(conditions())
     if args.part in ("all", "driver"):
         driver(work, args.driver_battles, args.runners, 2, args.file_kb)
+    if args.part in ("all", "ray-driver"):
+        levels = [int(level) for level in args.ray_runners.split(",")]
+        ray_driver(work, args.ray_battles, levels, 2, args.file_kb)
     if args.part in ("all", "ceiling", "workers"):
         config = write_sep_config(work / "sep_config.json")
         edges = [

@@ -43,9 +43,11 @@ def test_bench_hosts_measures_every_role_in_both_formats_and_ends_with_the_summa
     last = out.rstrip().splitlines()[-1]
     assert last.startswith("summary: gen9bssfactory, random vs maxpower, CPU per turn"), last
     assert "start-up excluded (2- less 1-battle runs); load " in last
-    # The runs it measured are real ones: sep_main's and sep_eval's LOG_DIRs, both lengths.
+    assert "warm-up: one untimed 1-battle sep_main per format and pair" in out
+    # The runs it measured are real ones: sep_main's and sep_eval's LOG_DIRs, both lengths (16),
+    # after the warm-up's (one per format and pair).
     runs = sorted(tmp_path.glob("run-*"))
-    assert len(runs) == 16 and all((run / "battles.csv").is_file() for run in runs)
+    assert len(runs) == 4 + 16 and all((run / "battles.csv").is_file() for run in runs)
 
 
 def test_a_short_run_as_long_as_the_long_one_is_one_line():
