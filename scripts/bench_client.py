@@ -18,8 +18,7 @@ import numpy as np
 import zmq
 
 from center.isolation.edge_client import EdgeClient
-from edge.service.replies import encode_ok_reply
-from edge.wire.envelopes import decode_request
+from edge.wire.envelopes import CODEC
 from edge.wire.messages import PROTOCOL_VERSION, DecideReply, DecideRequest, HelloReply
 
 MAX_SIZE = 1 << 22
@@ -46,15 +45,15 @@ class Answerer:
                 break
             if not self.router.poll(100):
                 continue
-            routing_id, raw = self.router.recv_multipart()
-            request = decode_request(raw, max_size=MAX_SIZE)
+            routing_id, *frames = self.router.recv_multipart()
+            request = CODEC.decode_request(frames, MAX_SIZE).envelope
             body: HelloReply | DecideReply
             if request.type == "hello_request":
                 body = HelloReply("blue", PROTOCOL_VERSION, [], "answerer", 10.0)
             else:
                 body = DecideReply(observation, mask, True, 0, "/choose move 1")
-            reply = encode_ok_reply(f"r-{n}", request, body, "", max_size=MAX_SIZE)
-            self.router.send_multipart([routing_id, reply])
+            reply = CODEC.reply(f"r-{n}", request, body, max_size=MAX_SIZE)
+            self.router.send_multipart([routing_id, *reply])
         self.router.close(linger=0)
         self.context.term()
 
@@ -68,7 +67,7 @@ def measure(client: EdgeClient, threads: int, calls: int) -> tuple[list[float], 
     cpu: dict[int, float] = {}
 
     def caller(k: int) -> None:
-        request = DecideRequest(FRAMES, 0.0, {}, False)
+        request = DecideRequest(FRAMES, 0.0, done=False)
         for _ in range(WARM_UP):
             client.call(request, f"s{k}", 10.0)
         start = time.thread_time()

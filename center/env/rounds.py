@@ -20,6 +20,7 @@ from center.env.playable import mask_size
 from center.env.seat_view import BattleView
 from center.env.session_api import BattleBackend, SeatState
 from center.env.tiebreak import TurnCap
+from edge.wire.messages import PolicyInfo
 
 logger = logging.getLogger(__name__)
 
@@ -55,16 +56,17 @@ def step_info(
     end_reason: EndReason | None,
     mask: np.ndarray | None,
 ) -> dict[str, Any]:
-    """The ``info`` a player's policy step gets (its mask as given)."""
-    return {
-        "needs_action": needs_action,
-        "team_preview": needs_action and bool(battle.teampreview),
-        "action_mask": mask,
-        "invalid_action": invalid,
-        "turn": battle.turn,
-        "battle_tag": battle.battle_tag,
-        "end_reason": end_reason,
-    }
+    """The ``info`` a player's policy step gets (its mask as given): the keys of
+    :class:`~edge.wire.messages.PolicyInfo`, which an edge's policy gets too."""
+    return PolicyInfo(
+        needs_action=needs_action,
+        team_preview=needs_action and bool(battle.teampreview),
+        action_mask=mask,
+        invalid_action=invalid,
+        turn=battle.turn,
+        battle_tag=battle.battle_tag,
+        end_reason=end_reason,
+    ).to_dict()
 
 
 def idle_mask(action_space: gymnasium.Space[Any]) -> np.ndarray | None:

@@ -37,19 +37,14 @@ from center.isolation.connection import (
     readable,
 )
 from edge.errors import ProtocolError, ProtocolVersionError
-from edge.wire.envelopes import decode_reply, encode_request
-from edge.wire.headers import peek_header
+from edge.wire.envelopes import CODEC, Codec, Message
 from edge.wire.keys import KeyPair, check_z85_key
 from edge.wire.messages import (
     MAX_CALL_TIMEOUT,
-    PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
     HelloReply,
     HelloRequest,
-    Reply,
-    Request,
-    spec_for_body,
     versions_compatible,
 )
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
@@ -96,7 +91,7 @@ class EdgeClient:
     With CURVE, give both ``server_public_key`` (the edge's, Z85) and ``client_keys`` (the
     center's key pair, authorized by the edge). The constructing thread's socket connects in the
     background at construction; :meth:`hello` waits for the edge and says what is wrong when it
-    cannot reach it.
+    cannot reach it. ``codec`` is the version of the message table it speaks.
     """
 
     def __init__(
@@ -108,6 +103,7 @@ class EdgeClient:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         default_timeout: float = DEFAULT_TIMEOUT,
         name: str = "center",
+        codec: Codec = CODEC,
     ) -> None:
         if (server_public_key is None) != (client_keys is None):
             raise ValueError("CURVE needs both server_public_key and client_keys, or neither")
@@ -121,6 +117,7 @@ class EdgeClient:
         self._max_size = max_message_size
         self._default_timeout = default_timeout
         self._name = name
+        self._codec = codec
         self._prefix = uuid.uuid4().hex[:12]
         self._ids = itertools.count(1)
 
@@ -182,7 +179,7 @@ class EdgeClient:
         queue_limit: float | None = None,
         grace: float = 0.0,
         refused_grace: float | None = None,
-    ) -> Reply:
+    ) -> Message:
         """Like :meth:`request`, but return the whole reply (``output`` and ``usage`` included).
 
         ``queue_limit`` is how long the request may wait on the edge for a free CPU
@@ -192,27 +189,29 @@ class EdgeClient:
         sent yet gives up (EdgeUnavailable) once the address has refused connections that long.
         """
         wait = self._default_timeout if timeout is None else timeout
-        try:
-            spec = spec_for_body(body)
-        except ProtocolError as exc:
-            raise EdgeProtocolError(f"cannot send: {exc}") from exc
-        msg_type = spec.request_type
         msg_id = f"{self._prefix}-{next(self._ids)}"
         # The edge learns the deadline too: it stops a call the center no longer waits for.
         deadline = min(wait, MAX_CALL_TIMEOUT) if wait > 0 else None
         queued = min(queue_limit, MAX_CALL_TIMEOUT) if queue_limit and queue_limit > 0 else None
         try:
-            raw = encode_request(
-                Request(spec.request_type, msg_id, body, session, deadline, queued),
+            spec = self._codec.spec_of(body)
+            frames = self._codec.request(
+                body,
+                msg_id=msg_id,
+                session=session,
+                timeout=deadline,
+                queue_limit=queued,
                 max_size=self._max_size,
             )
         except ProtocolError as exc:
-            raise EdgeProtocolError(f"cannot send {msg_type}: {exc}") from exc
+            raise EdgeProtocolError(f"cannot send {type(body).__name__}: {exc}") from exc
         wait += (queued or 0.0) + max(grace, 0.0)
-        what = msg_type + (f" (session {session!r})" if session else "")
+        what = spec.request_type + (f" (session {session!r})" if session else "")
         channel = self._enter()
         try:
-            reply = self._exchange(channel, msg_id, raw, spec.reply_type, what, wait, refused_grace)
+            reply = self._exchange(
+                channel, msg_id, frames, spec.reply_type, what, wait, refused_grace
+            )
         finally:
             self._leave(channel)
         if not reply.ok:
@@ -242,7 +241,7 @@ class EdgeClient:
         if not versions_compatible(body.protocol_version):
             raise EdgeProtocolError(
                 f"the edge at {self._address} speaks protocol {body.protocol_version}, "
-                f"this center speaks {PROTOCOL_VERSION}"
+                f"this center speaks {self._codec.version}"
             )
         return body
 
@@ -378,13 +377,13 @@ class EdgeClient:
         self,
         channel: _Channel,
         msg_id: str,
-        raw: bytes,
+        frames: list[bytes],
         reply_type: str,
         what: str,
         wait: float,
         refused_grace: float | None,
-    ) -> Reply:
-        """Send ``raw`` on ``channel`` and wait up to ``wait`` seconds for its reply, or, unsent,
+    ) -> Message:
+        """Send ``frames`` on ``channel`` and wait up to ``wait`` seconds for its reply, or, unsent,
         ``refused_grace`` seconds of refused connections (:meth:`call`)."""
         conn = channel.conn
         deadline = time.monotonic() + max(wait, 0.0)
@@ -406,7 +405,7 @@ class EdgeClient:
                     f"the connection to the edge at {self._address} was lost before the reply"
                 )
             if not sent and conn.sending:
-                sent = self._send(conn, raw)  # its reply cannot be there yet: the poll waits
+                sent = self._send(conn, frames)  # its reply cannot be there yet: the poll waits
             elif sent:
                 reply = self._receive(conn, msg_id, reply_type)
                 if reply is not None:
@@ -449,16 +448,16 @@ class EdgeClient:
             wake_at = min(deadline, conn.rebuild_at)
         return {sock for sock, _ in poller.poll(max(1, int((wake_at - now) * 1000) + 1))}
 
-    def _send(self, conn: Connection, raw: bytes) -> bool:
-        """Whether ``raw`` went out (not when the socket cannot take it now)."""
+    def _send(self, conn: Connection, frames: list[bytes]) -> bool:
+        """Whether ``frames`` went out (not when the socket cannot take them now)."""
         assert conn.dealer is not None
         try:
-            conn.dealer.send(raw, NOBLOCK)
+            conn.dealer.send_multipart(frames, NOBLOCK)
         except zmq.Again:
             return False
         return True
 
-    def _receive(self, conn: Connection, msg_id: str, reply_type: str) -> Reply | None:
+    def _receive(self, conn: Connection, msg_id: str, reply_type: str) -> Message | None:
         """Read the replies waiting on the socket: the one to ``msg_id``, if it came (the others
         are late replies to calls that gave up)."""
         dealer = conn.dealer
@@ -467,31 +466,40 @@ class EdgeClient:
                 frames = dealer.recv_multipart(NOBLOCK)
             except zmq.Again:
                 return None
-            if len(frames) != 1:
-                logger.warning("dropped a reply of %d frames from %s", len(frames), self._address)
-                continue
-            reply = self._decoded(frames[0], msg_id, reply_type)
+            reply = self._decoded(frames, msg_id, reply_type)
             if reply is not None:
                 return reply
         return None
 
-    def _decoded(self, raw: bytes, msg_id: str, reply_type: str) -> Reply | None:
-        """The reply ``raw`` when it answers ``msg_id`` (EdgeProtocolError when that reply cannot
-        be decoded or is not a ``reply_type``); None when it answers another call."""
+    def _decoded(self, frames: list[bytes], msg_id: str, reply_type: str) -> Message | None:
+        """The reply ``frames`` when it answers ``msg_id`` (EdgeProtocolError when that reply
+        cannot be decoded or is not a ``reply_type``); None when it answers another call, read
+        from its envelope alone."""
+        codec, size = self._codec, self._max_size
         try:
-            reply = decode_reply(raw, max_size=self._max_size)
+            envelope = codec.envelope(frames[0], size)
         except ProtocolError as exc:
-            if peek_header(raw, max_size=self._max_size).parent != msg_id:
+            salvaged = codec.salvage(frames[0])
+            if salvaged is None or salvaged.parent != msg_id:
                 logger.warning("dropped an undecodable reply from %s: %s", self._address, exc)
                 return None
-            what = "incompatible protocol" if isinstance(exc, ProtocolVersionError) else "bad reply"
-            raise EdgeProtocolError(f"{what} from {self._address}: {exc}") from exc
-        if reply.parent != msg_id:
-            logger.debug("dropped a late reply to %s from %s", reply.parent, self._address)
+            raise self._bad_reply(exc) from exc
+        if envelope.parent != msg_id:
+            logger.debug("dropped a late reply to %s from %s", envelope.parent, self._address)
             return None
-        if reply.ok and reply.type != reply_type:
-            raise EdgeProtocolError(f"expected {reply_type} from {self._address}, got {reply.type}")
+        try:
+            reply = codec.decode_reply(frames, size)
+        except ProtocolError as exc:
+            raise self._bad_reply(exc) from exc
+        if reply.ok and envelope.type != reply_type:
+            raise EdgeProtocolError(
+                f"expected {reply_type} from {self._address}, got {envelope.type}"
+            )
         return reply
+
+    def _bad_reply(self, exc: ProtocolError) -> EdgeProtocolError:
+        what = "incompatible protocol" if isinstance(exc, ProtocolVersionError) else "bad reply"
+        return EdgeProtocolError(f"{what} from {self._address}: {exc}")
 
     def _lost(self, conn: Connection, sent: bool) -> bool:
         """Read what the monitor reported: whether the established connection was lost."""

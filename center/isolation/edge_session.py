@@ -14,7 +14,6 @@ import uuid
 from typing import Any
 
 import gymnasium
-import numpy as np
 
 from center.env.session_api import SideSeat
 from center.errors import (

@@ -16,7 +16,8 @@ from typing import Any
 
 from edge.checker.sandboxed import CheckerEdge
 from edge.errors import EdgeError, ProtocolError, UserCallTimeout
-from edge.wire.messages import ErrorBody, ErrorCode, Reply, RequestType
+from edge.wire.envelopes import Envelope, Message
+from edge.wire.messages import ErrorBody, ErrorCode, RequestType
 
 __all__ = [
     "EdgeCalls",
@@ -62,7 +63,7 @@ class EdgeCalls:
         *,
         limit: float,
         kind: str = "call",
-    ) -> Reply:
+    ) -> Message:
         """The reply to one request (ok or error). Raises UserCallTimeout when the call ran
         past ``limit`` seconds, WorkerDied when its worker died, Stuck after either.
 
@@ -75,7 +76,10 @@ class EdgeCalls:
             reply = self.edge.call(request_type, body, session, limit)
         except ProtocolError as exc:  # a worker may write anything into its channel
             undecodable = ErrorBody("ProtocolError", f"its reply could not be decoded: {exc}")
-            reply = Reply("error_reply", "?", "?", "error", undecodable, session=session)
+            envelope = Envelope(
+                v="", id="?", session=session, type="error_reply", parent="?", status="error"
+            )
+            reply = Message(envelope, undecodable)
         elapsed = time.perf_counter() - start
         if reply is not None and reply.usage is not None:
             elapsed -= reply.usage.queued  # the supervisor's measure, not the worker's

@@ -44,6 +44,7 @@ from edge.wire.messages import (
     InstanceConfig,
     OpenSessionReply,
     OpenSessionRequest,
+    PolicyInfo,
     RequestType,
     ResetRequest,
 )
@@ -295,15 +296,12 @@ class RecordedBattles:
         where = point.where
         # What the center knows of the request from its own battle (here the sample's replay).
         team_preview = bool(point.battle.teampreview)
-        info = {
-            "needs_action": True,
-            "team_preview": team_preview,
-            "action_mask": None,  # the edge puts the Agent's mask there
-            "invalid_action": False,
-            "turn": point.battle.turn,
-            "battle_tag": point.battle.battle_tag,
-            "end_reason": None,
-        }
+        info = PolicyInfo(  # no action_mask: the edge puts the Agent's mask there
+            needs_action=True,
+            team_preview=team_preview,
+            turn=point.battle.turn,
+            battle_tag=point.battle.battle_tag,
+        )
         try:
             battle = session.battle(frames)
         except ReplicaError as exc:
@@ -401,17 +399,15 @@ class RecordedBattles:
         where = f"{session.sample.name}, end"
         reward = 1.0 if battle.won else -1.0 if battle.lost else 0.0
         space = session.action_space
-        info = {
-            "needs_action": False,
-            "team_preview": False,
-            "action_mask": np.zeros(int(space.n), dtype=np.int8)
+        info = PolicyInfo(
+            needs_action=False,
+            action_mask=np.zeros(int(space.n), dtype=np.int8)
             if isinstance(space, spaces.Discrete)
             else None,
-            "invalid_action": False,
-            "turn": battle.turn,
-            "battle_tag": battle.battle_tag,
-            "end_reason": "win" if battle.won or battle.lost else "tie",
-        }
+            turn=battle.turn,
+            battle_tag=battle.battle_tag,
+            end_reason="win" if battle.won or battle.lost else "tie",
+        )
         try:
             session.battle(frames)
         except ReplicaError as exc:

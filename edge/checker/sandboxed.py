@@ -23,9 +23,9 @@ from edge.errors import ProtocolError
 from edge.service.endpoint_forwarder import ModelEndpoint
 from edge.service.sandbox import Limits
 from edge.service.supervisor import SandboxedEdge
-from edge.wire.envelopes import decode_reply, encode_request
+from edge.wire.envelopes import CODEC, Message
 from edge.wire.keys import CurveConfig, generate_keypair
-from edge.wire.messages import MESSAGES, Reply, Request, RequestType
+from edge.wire.messages import MESSAGES, RequestType
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["REPLY_GRACE", "CheckerEdge"]
@@ -82,28 +82,33 @@ class CheckerEdge:
 
     def call(
         self, request_type: RequestType, body: Any, session: str, timeout: float
-    ) -> Reply | None:
+    ) -> Message | None:
         """Send one request; its reply, or None when none came in time (its ``timeout`` once it
         starts, as long again waiting for a CPU, and :data:`REPLY_GRACE`). Raises ProtocolError
         for a reply the codec refuses."""
-        request = Request(
-            str(request_type),
-            f"check-{next(self._ids)}",
+        msg_id = f"check-{next(self._ids)}"
+        size = DEFAULT_MAX_MESSAGE_SIZE
+        frames = CODEC.request(
             body,
+            msg_id=msg_id,
             session=session,
             timeout=timeout,
             queue_limit=timeout,
+            max_size=size,
         )
-        self._socket.send(encode_request(request))
+        if CODEC.spec_of(body).request_type != request_type:
+            raise ProtocolError(f"a {type(body).__name__} is no {request_type}")
+        self._socket.send_multipart(frames)
         deadline = time.monotonic() + 2 * timeout + REPLY_GRACE
         while (left := deadline - time.monotonic()) > 0:
             if not self._socket.poll(int(left * 1000) + 1):
                 continue
-            reply = decode_reply(self._socket.recv())
-            if reply.parent != request.id:
+            reply = CODEC.decode_reply(self._socket.recv_multipart(), size)
+            envelope = reply.envelope
+            if envelope.parent != msg_id:
                 continue  # the late reply of a call given up on
-            if reply.ok and reply.type != MESSAGES[request_type].reply_type:
-                raise ProtocolError(f"a {reply.type} answered a {request_type}")
+            if reply.ok and envelope.type != MESSAGES[request_type].reply_type:
+                raise ProtocolError(f"a {envelope.type} answered a {request_type}")
             return reply
         return None
 

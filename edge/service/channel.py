@@ -3,9 +3,9 @@ Unix stream socket made before the worker is sandboxed (so it works in the worke
 namespace).
 
 A frame is a 4-byte big-endian length, then that many bytes: one kind byte and the payload. The
-payloads are wire messages (msgpack, see ``edge.wire.envelopes``) or short texts: nothing is pickled,
-because the worker runs untrusted code. The supervisor reads with :class:`FrameReader`, which
-bounds what a hostile worker can make it buffer.
+payloads are wire messages (their ZeroMQ frames, each with its length: :func:`pack_parts`) or short
+texts: nothing is pickled, because the worker runs untrusted code. The supervisor reads with
+:class:`FrameReader`, which bounds what a hostile worker can make it buffer.
 """
 
 from __future__ import annotations
@@ -15,7 +15,16 @@ import socket
 import struct
 from typing import Final
 
-__all__ = ["FRAME_OVERHEAD", "FrameReader", "Kind", "frame", "recv_frame", "send_frame"]
+__all__ = [
+    "FRAME_OVERHEAD",
+    "FrameReader",
+    "Kind",
+    "frame",
+    "pack_parts",
+    "recv_frame",
+    "send_frame",
+    "unpack_parts",
+]
 
 _LENGTH: Final = struct.Struct(">I")
 FRAME_OVERHEAD: Final = _LENGTH.size + 1
@@ -49,6 +58,31 @@ class Kind(bytes, enum.Enum):
 def frame(kind: Kind, payload: bytes = b"") -> bytes:
     """One frame's bytes."""
     return _LENGTH.pack(len(payload) + 1) + kind.value + payload
+
+
+def pack_parts(parts: list[bytes]) -> bytes:
+    """A wire message's ZeroMQ frames as one payload: each a 4-byte length, then its bytes."""
+    return b"".join(_LENGTH.pack(len(part)) + part for part in parts)
+
+
+def unpack_parts(payload: bytes) -> list[bytes]:
+    """The frames :func:`pack_parts` packed; ValueError when ``payload`` is not such."""
+    parts: list[bytes] = []
+    start = 0
+    while start < len(payload):
+        if len(payload) - start < _LENGTH.size or len(parts) >= _MAX_PARTS:
+            raise ValueError("a malformed message payload")
+        (length,) = _LENGTH.unpack_from(payload, start)
+        start += _LENGTH.size
+        if len(payload) - start < length:
+            raise ValueError("a malformed message payload")
+        parts.append(payload[start : start + length])
+        start += length
+    return parts
+
+
+_MAX_PARTS: Final = 4
+"""A wire message has two frames (a reply the supervisor sends on, three)."""
 
 
 def send_frame(sock: socket.socket, kind: Kind, payload: bytes = b"") -> None:

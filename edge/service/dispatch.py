@@ -12,8 +12,8 @@ from typing import Any, Protocol
 import zmq
 
 from edge.errors import ProtocolError
-from edge.wire.headers import RequestHeader
-from edge.wire.messages import ErrorBody, Request
+from edge.wire.envelopes import Codec, Envelope
+from edge.wire.messages import ErrorBody
 
 __all__ = ["CallContext", "Dispatcher", "Handler", "ReplySink"]
 
@@ -57,29 +57,34 @@ class Dispatcher(Protocol):
         """The centers behind ``routing_ids`` disconnected (closed, or silent past the heartbeat
         timeout): what is theirs may end."""
 
-    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
-        """Serve one request the message table does not give to the server (its raw bytes, from
-        ``routing_id``, and the envelope the server read: a request is peeked once)."""
+    def dispatch(self, routing_id: bytes, envelope: Envelope, frames: list[bytes]) -> None:
+        """Serve one request the message table does not give to the server: its frames
+        (``[envelope, body]``, from ``routing_id``) and the envelope the server decoded (the
+        body is decoded by whoever serves it)."""
 
     def release(self) -> None:
         """The server's sockets are closed: free what the dispatcher holds."""
 
 
 class ReplySink(Protocol):
-    """What a dispatcher may ask of the socket server: its side, its message size limit, and the
-    replies (built here, sent from the I/O thread, or posted from another thread)."""
+    """What a dispatcher may ask of the socket server: its side, its codec, its message size
+    limit, and the replies (built here, sent from the I/O thread, or posted from another
+    thread)."""
 
     @property
     def side(self) -> str: ...
 
     @property
+    def codec(self) -> Codec: ...
+
+    @property
     def max_message_size(self) -> int: ...
 
-    def send(self, routing_id: bytes, raw: bytes) -> None: ...
+    def send(self, routing_id: bytes, frames: list[bytes]) -> None: ...
 
-    def post(self, routing_id: bytes, raw: bytes) -> None: ...
+    def post(self, routing_id: bytes, frames: list[bytes]) -> None: ...
 
-    def ok_reply(self, request: Request, body: Any, output: str) -> bytes: ...
+    def ok_reply(self, request: Envelope, body: Any, output: str) -> list[bytes]: ...
 
     def error_reply(
         self,
@@ -88,8 +93,10 @@ class ReplySink(Protocol):
         request_type: str | None,
         error: ErrorBody,
         output: str = "",
-    ) -> bytes: ...
+    ) -> list[bytes]: ...
 
-    def refuse_undecodable(self, routing_id: bytes, raw: bytes, exc: ProtocolError) -> None: ...
+    def refuse_undecodable(
+        self, routing_id: bytes, envelope_frame: bytes, exc: ProtocolError
+    ) -> None: ...
 
     def refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None: ...

@@ -28,9 +28,8 @@ from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.replica import ReplicaBattle
 from edge.service.dispatch import CallContext
-from edge.service.replies import encode_ok_reply
 from edge.service.sessions import SessionHandlers
-from edge.wire.envelopes import decode_reply, decode_request, encode_request
+from edge.wire.envelopes import CODEC
 from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
@@ -38,8 +37,7 @@ from edge.wire.messages import (
     EpisodeEndRequest,
     InstanceConfig,
     OpenSessionRequest,
-    Request,
-    RequestType,
+    PolicyInfo,
     ResetRequest,
 )
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
@@ -82,20 +80,24 @@ def play(battle_format: str) -> list[DecideReply]:
     handlers = SessionHandlers("blue", {"rehearsal": candidate}, capture=False).handlers()
     ids = itertools.count(1)
 
-    def call(request_type: str, body: Any) -> Any:
-        request = decode_request(encode_request(Request(request_type, f"r{next(ids)}", body, "r")))
-        reply = handlers[request.type](CallContext(request.type, request.id, "r"), request.body)
-        raw = encode_ok_reply(request.id, request, reply, "", max_size=DEFAULT_MAX_MESSAGE_SIZE)
-        return decode_reply(raw).body
+    def call(body: Any) -> Any:
+        size = DEFAULT_MAX_MESSAGE_SIZE
+        frames = CODEC.request(body, msg_id=f"r{next(ids)}", session="r", max_size=size)
+        request = CODEC.decode_request(frames, size)
+        envelope = request.envelope
+        context = CallContext(envelope.type, envelope.id, "r")
+        reply = handlers[envelope.type](context, request.body)
+        return CODEC.decode_reply(
+            CODEC.reply(envelope.id, envelope, reply, max_size=size), size
+        ).body
 
     call(
-        RequestType.OPEN_SESSION,
         OpenSessionRequest(
             "rehearsal", InstanceConfig("blue", "player_0", battle_format, 0), username
         ),
     )
-    call(RequestType.RESET, ResetRequest("agent", 0))
-    call(RequestType.RESET, ResetRequest("policy"))
+    call(ResetRequest("agent", 0))
+    call(ResetRequest("policy"))
     # The center's cut: each decide carries the frames up to a request that asks for a decision.
     replica = ReplicaBattle(username, battle_format)
     decisions, sent, turn = [], 0, 0
@@ -103,17 +105,15 @@ def play(battle_format: str) -> list[DecideReply]:
         battle = replica.feed([frame])
         turn = battle.turn if battle is not None else turn
         if battle is not None and "|request|" in frame and decision_required(battle):
-            info = {"needs_action": True, "turn": turn}
-            decisions.append(
-                call(RequestType.DECIDE, DecideRequest(frames[sent : index + 1], 0.0, info, False))
-            )
+            info = PolicyInfo(needs_action=True, turn=turn)
+            decisions.append(call(DecideRequest(frames[sent : index + 1], 0.0, info, False)))
             sent = index + 1
     # The battle's end, as the center ends it: the policy's last step with the last mask given.
     last = decisions[-1]
-    info = {"needs_action": False, "turn": turn, "action_mask": last.action_mask}
-    decisions.append(call(RequestType.DECIDE, DecideRequest(frames[sent:], 1.0, info, True)))
-    call(RequestType.EPISODE_END, EpisodeEndRequest([]))
-    call(RequestType.CLOSE_SESSION, CloseSessionRequest())
+    info = PolicyInfo(needs_action=False, turn=turn, action_mask=last.action_mask)
+    decisions.append(call(DecideRequest(frames[sent:], 1.0, info, True)))
+    call(EpisodeEndRequest([]))
+    call(CloseSessionRequest())
     return decisions
 
 

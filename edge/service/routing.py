@@ -18,7 +18,7 @@ import zmq
 
 from edge.errors import ProtocolError
 from edge.service.candidates_watch import RELOAD_HINT
-from edge.service.channel import Kind, frame
+from edge.service.channel import Kind, frame, pack_parts, unpack_parts
 from edge.service.endpoint_forwarder import EndpointForwarder
 from edge.service.host_locks import HostClaims
 from edge.service.scheduling import CallScheduler
@@ -27,17 +27,14 @@ from edge.service.worker_ends import MAX_HISTORY_BYTES, WorkerEnds
 from edge.service.worker_handle import Job, WorkerHandle
 from edge.service.worker_io import PollSet, WorkerChannels, reply_violation
 from edge.service.worker_pool import WorkerPool
-from edge.wire.envelopes import decode_request, encode_reply
-from edge.wire.headers import RequestHeader, peek_reply, with_usage
+from edge.wire.envelopes import Envelope
 from edge.wire.messages import (
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
     HandledBy,
     OpenSessionRequest,
-    Reply,
     error_code_spec,
-    reply_type_for,
     spec_for,
     truncate_text,
 )
@@ -65,7 +62,7 @@ MAX_PENDING_PER_SESSION: Final = 32
 DEAD_SESSIONS_KEPT: Final = 4096
 
 _USAGE_ROOM: Final = 160
-"""Bytes the supervisor's ``usage`` adds to a reply at most."""
+"""Bytes the supervisor's usage frame adds to a reply at most."""
 
 # Plain ints: zmq's flags are enums, whose operators cost microseconds at every poll.
 _POLLOUT: Final = int(zmq.POLLOUT)
@@ -113,21 +110,22 @@ class SessionRouter(WorkerEnds):
 
     # -- requests from the center -------------------------------------------------------------
 
-    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
-        job = Job(raw, header, routing_id, header.timeout or DEFAULT_CALL_TIMEOUT)
+    def dispatch(self, routing_id: bytes, envelope: Envelope, frames: list[bytes]) -> None:
+        job = Job(frames, envelope, routing_id, envelope.timeout or DEFAULT_CALL_TIMEOUT)
         serve = {HandledBy.ROUTER: self._open, HandledBy.WORKER: self._route}
-        serve[spec_for(header.type).handled_by](job)
+        serve[spec_for(envelope.type).handled_by](job)
 
     def _route(self, job: Job) -> None:
         """A request for its session's worker (answered here when the session is gone)."""
-        assert job.header is not None
-        session = job.header.session
+        assert job.envelope is not None
+        session = job.envelope.session
+        ends_session = spec_for(job.envelope.type).ends_session
         worker = self._sessions.get(session)
-        if worker is not None and worker.job is not None and spec_for(job.header.type).ends_session:
+        if worker is not None and worker.job is not None and ends_session:
             self._close_busy(worker, job)
         elif worker is not None:
             self._submit(worker, job)
-        elif spec_for(job.header.type).ends_session:
+        elif ends_session:
             self._reply_closed(job)
         elif session in self._dead_sessions:
             self._fail(job, ErrorCode.WORKER_DIED, "WorkerDied", self._dead_sessions[session])
@@ -172,15 +170,16 @@ class SessionRouter(WorkerEnds):
         self._next_housekeeping = min(self._next_housekeeping, now + CENTER_GONE_GRACE)
 
     def _open(self, job: Job) -> None:
-        assert job.raw is not None and job.header is not None
+        assert job.frames is not None and job.envelope is not None
         server = self.server
         try:
-            request = decode_request(job.raw, max_size=server.max_message_size)
+            body: OpenSessionRequest = server.codec.request_body(
+                job.envelope, job.frames[1], server.max_message_size
+            )
         except ProtocolError as exc:
-            server.refuse_undecodable(job.routing_id or b"", job.raw, exc)
+            server.refuse_undecodable(job.routing_id or b"", job.frames[0], exc)
             return
-        body: OpenSessionRequest = request.body
-        session = job.header.session
+        session = job.envelope.session
         self.refresh_models()
         if body.model_id not in self._pool.models:
             self._fail(
@@ -211,15 +210,15 @@ class SessionRouter(WorkerEnds):
         self._submit(worker, job)
 
     def _submit(self, worker: WorkerHandle, job: Job) -> None:
-        assert job.header is not None and job.raw is not None
+        assert job.envelope is not None and job.frames is not None
         if len(worker.queue) >= MAX_PENDING_PER_SESSION:
-            waiting = f"session {job.header.session!r} already has too many requests waiting"
+            waiting = f"session {job.envelope.session!r} already has too many requests waiting"
             self._fail(job, ErrorCode.BUSY, "EdgeBusy", waiting)
             return
-        if spec_for(job.header.type).replayed_on_restore:
-            worker.history_bytes += len(job.raw)
+        if spec_for(job.envelope.type).replayed_on_restore:
+            worker.history_bytes += sum(map(len, job.frames))
             if worker.history_bytes <= MAX_HISTORY_BYTES:
-                worker.history.append(job.raw)
+                worker.history.append(pack_parts(job.frames))
         worker.last_used = time.monotonic()
         if job.routing_id is not None:
             worker.routing_id = job.routing_id
@@ -231,42 +230,34 @@ class SessionRouter(WorkerEnds):
         if worker.job is not None or not worker.queue or worker.gone:
             return
         job = worker.queue.popleft()
-        assert job.raw is not None and job.header is not None
-        if spec_for(job.header.type).handled_by is HandledBy.ROUTER:
+        assert job.frames is not None and job.envelope is not None
+        if spec_for(job.envelope.type).handled_by is HandledBy.ROUTER:
             # Answer before the center gives up: a model that cannot be built in time is an error
             # of the model, which the center can only tell from the edge's answer.
             job.timeout = max(job.timeout * 0.95, job.timeout - 1.0)
-        if job.header.queue_limit is not None:
-            job.queue_limit = job.header.queue_limit
-        self._scheduler.start(worker, job, frame(Kind.REQUEST, job.raw))
+        if job.envelope.queue_limit is not None:
+            job.queue_limit = job.envelope.queue_limit
+        self._scheduler.start(worker, job, frame(Kind.REQUEST, pack_parts(job.frames)))
 
     def _reply_closed(self, job: Job) -> None:
         """``close_session`` of a session that is not here: done already (idempotent)."""
-        assert job.header is not None
+        assert job.envelope is not None
         server = self.server
-        reply = Reply(
-            reply_type_for(job.header.type),
-            server.next_reply_id(),
-            job.header.id,
-            "ok",
-            CloseSessionReply(),
-            job.header.session,
-        )
-        server.send(job.routing_id or b"", encode_reply(reply, max_size=server.max_message_size))
+        server.send(job.routing_id or b"", server.ok_reply(job.envelope, CloseSessionReply(), ""))
 
     def _fail(self, job: Job, code: ErrorCode, ename: str, evalue: str, call: str = "") -> None:
         """Answer ``job`` with an error of the supervisor's (restores are not answered); a code
         that ends a worker (the error-code table) ends the session's, as a worker's own does."""
-        if job.header is None or job.routing_id is None:
+        if job.envelope is None or job.routing_id is None:
             return
         evalue = truncate_text(evalue, EVALUE_LIMIT, keep="head")
         error = ErrorBody(ename, evalue, code=code, call=call)
         server = self.server
+        request = job.envelope
         server.send(
-            job.routing_id,
-            server.error_reply(job.header.id, job.header.session, job.header.type, error),
+            job.routing_id, server.error_reply(request.id, request.session, request.type, error)
         )
-        worker = self._sessions.get(job.header.session)
+        worker = self._sessions.get(request.session)
         if worker is not None and error_code_spec(code).ends_worker:
             worker.tainted = True
 
@@ -308,14 +299,14 @@ class SessionRouter(WorkerEnds):
             self._pool.check_forked(worker)  # (one forked from a model's template)
         elif kind is Kind.ENDPOINTS and worker.state == "starting" and self._endpoints is not None:
             self._attach_endpoints(worker)
-        elif kind is Kind.REPLY and job is not None and job.header is not None:
+        elif kind is Kind.REPLY and job is not None and job.envelope is not None:
             self._on_reply(worker, job, payload)
-        elif kind is Kind.RESTORED and job is not None and job.header is None:
+        elif kind is Kind.RESTORED and job is not None and job.envelope is None:
             self._scheduler.end_call(worker)
             worker.job = None
             logger.info("session %s restored on worker %d", worker.session, worker.number)
             self._next_job(worker)
-        elif kind is Kind.FAILED and (worker.state == "starting" or (job and job.header is None)):
+        elif kind is Kind.FAILED and (worker.state == "starting" or (job and job.envelope is None)):
             cause = payload.decode("utf-8", "replace")[:2000]
             self._pool.kill(worker)
             self.worker_gone(worker, cause)
@@ -331,34 +322,41 @@ class SessionRouter(WorkerEnds):
         if problem is not None:
             self._violation(worker, problem)
 
-    def _on_reply(self, worker: WorkerHandle, job: Job, raw: bytes) -> None:
-        assert job.header is not None
+    def _on_reply(self, worker: WorkerHandle, job: Job, payload: bytes) -> None:
+        assert job.envelope is not None
         server = self.server
-        try:
-            header = peek_reply(raw, max_size=server.max_message_size)
-        except ProtocolError as exc:
+        codec, size = server.codec, server.max_message_size
+        code = ""
+        try:  # the envelope, and an error's body for its code; an ok body is forwarded unread
+            frames = unpack_parts(payload)
+            reply = codec.envelope(frames[0], size) if frames else None
+            if reply is None or len(frames) < 2:
+                raise ProtocolError("a reply without its frames")
+            if reply.status == "error":
+                code = codec.reply_body(reply, frames[1], size).code
+        except (ProtocolError, ValueError) as exc:
             self._violation(worker, f"sent an unreadable reply ({exc})")
             return
-        violation = reply_violation(job.header, header)
+        violation = reply_violation(job.envelope, reply, code, len(frames))
         if violation is not None:
             self._violation(worker, violation)
             return
         if self._memory_exceeded(worker):
             return
         usage = self._scheduler.end_call(worker)
-        if len(raw) + _USAGE_ROOM <= server.max_message_size:
-            raw = with_usage(raw, usage)
+        if len(payload) + _USAGE_ROOM <= size:
+            frames.append(codec.usage_frame(usage))
         worker.job = None
-        if header.status == "error" and error_code_spec(header.code).ends_worker:
+        if reply.status == "error" and error_code_spec(code).ends_worker:
             worker.tainted = True
         if job.routing_id is not None:
-            server.send(job.routing_id, raw)
-        if spec_for(job.header.type).ends_session:
+            server.send(job.routing_id, frames)
+        if spec_for(job.envelope.type).ends_session:
             # The center is done with the session, whatever the worker says: one that fails to
             # close must not keep it, and its place on the edge, until it expires.
-            worker.tainted = worker.tainted or header.status != "ok"
+            worker.tainted = worker.tainted or reply.status != "ok"
             self._end_session(worker, keep=True)
-        elif spec_for(job.header.type).handled_by is HandledBy.ROUTER and header.status == "error":
+        elif spec_for(job.envelope.type).handled_by is HandledBy.ROUTER and reply.status == "error":
             # The center neither uses nor closes a session that failed to open: its worker, and
             # the host memory it claims, must not wait for it to expire.
             self._end_session(worker, keep=True)

@@ -2,9 +2,9 @@
 ``zmq.auth`` handler, told which client keys to let in), ``hello``, and the replies; a
 :class:`Dispatcher` it holds serves the other requests.
 
-One I/O thread owns every socket and runs the dispatcher too. A request the server cannot decode
-gets an error reply when its id can be read, and is dropped with a log line otherwise: nothing a
-peer sends stops the server.
+One I/O thread owns every socket and runs the dispatcher too; it decodes a request's envelope
+frame only. A request the server cannot decode gets an error reply when its id can be read, and is
+dropped with a log line otherwise: nothing a peer sends stops the server.
 """
 
 from __future__ import annotations
@@ -29,24 +29,16 @@ from zmq.utils.monitor import recv_monitor_message
 
 from edge.errors import InsecureBindError, ProtocolError, TransportError
 from edge.service.dispatch import Dispatcher
-from edge.service.replies import (
-    encode_error_reply,
-    encode_ok_reply,
-    undecodable_error,
-)
-from edge.wire.envelopes import decode_request
-from edge.wire.headers import RequestHeader, peek_header, peek_request
+from edge.service.replies import encode_error_reply, undecodable_error, unsupported_error
+from edge.wire.envelopes import CODEC, Codec, Envelope
 from edge.wire.keys import CurveConfig
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
-    MESSAGES,
-    PROTOCOL_VERSION,
     ErrorBody,
     ErrorCode,
     HandledBy,
     HelloReply,
     HelloRequest,
-    Request,
     RequestType,
 )
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
@@ -86,7 +78,7 @@ class EdgeSocketServer:
 
     Without ``curve`` the server only binds loopback addresses unless ``insecure=True``. With
     ``curve`` it requires CurveZMQ and accepts only the client keys in
-    ``curve.authorized_clients``.
+    ``curve.authorized_clients``. ``codec`` is the version of the message table it speaks.
     """
 
     def __init__(
@@ -100,6 +92,7 @@ class EdgeSocketServer:
         insecure: bool = False,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         models: Iterable[str] | Callable[[], Iterable[str]] = (),
+        codec: Codec = CODEC,
     ) -> None:
         if not isinstance(side, str) or not side:
             raise ValueError("side must be a non-empty str (blue or red)")
@@ -113,6 +106,7 @@ class EdgeSocketServer:
                 "sep_config.json, or pass --insecure (insecure=True) on a trusted network."
             )
         self._side = side
+        self._codec = codec
         self._models = models if callable(models) else [str(m) for m in models]
         self._max_size = max_message_size
         self._curve = curve
@@ -122,7 +116,7 @@ class EdgeSocketServer:
         self._cpus: list[int] = []
         self._memory: tuple[int, int, str] = (0, 0, "")
         self._ids = itertools.count(1)
-        self._outbox: queue.SimpleQueue[tuple[bytes, bytes]] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[tuple[bytes, list[bytes]]] = queue.SimpleQueue()
         self._dispatcher: Dispatcher = dispatch_with(self)
         self._stop_requested = False
         self._running = threading.Event()
@@ -206,6 +200,11 @@ class EdgeSocketServer:
     def instance(self) -> str:
         """Random id of this server, sent in every hello reply."""
         return self._instance
+
+    @property
+    def codec(self) -> Codec:
+        """The codec of the protocol version this server speaks."""
+        return self._codec
 
     @property
     def max_message_size(self) -> int:
@@ -296,17 +295,17 @@ class EdgeSocketServer:
 
     # -- replies, for the server and its dispatcher ---------------------------------------------
 
-    def refuse_undecodable(self, routing_id: bytes, raw: bytes, exc: ProtocolError) -> None:
+    def refuse_undecodable(
+        self, routing_id: bytes, envelope_frame: bytes, exc: ProtocolError
+    ) -> None:
         """An error reply to a request that cannot be decoded (dropped when it has no id)."""
-        header = peek_header(raw, max_size=self._max_size)
-        if header.id is None:
+        salvaged = self._codec.salvage(envelope_frame)
+        if salvaged is None:
             self._warn("undecodable", f"dropped an undecodable message ({exc})")
             return
-        logger.warning("bad request %s: %s", header.id, exc)
-        self.send(
-            routing_id,
-            self.error_reply(header.id, header.session, header.type, undecodable_error(exc)),
-        )
+        logger.warning("bad request %s: %s", salvaged.id, exc)
+        error = undecodable_error(exc)
+        self.send(routing_id, self.error_reply(salvaged.id, salvaged.session, salvaged.type, error))
 
     def refuse_busy(self, routing_id: bytes, msg_id: str, session: str, msg_type: str) -> None:
         """An error reply (code ``busy``): the session has too many requests waiting."""
@@ -317,21 +316,21 @@ class EdgeSocketServer:
         )
         self.send(routing_id, self.error_reply(msg_id, session, msg_type, error))
 
-    def _serve_here(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
+    def _serve_here(self, routing_id: bytes, envelope: Envelope, frames: list[bytes]) -> None:
         """Answer a request the message table gives to the socket server itself."""
         try:
-            request = decode_request(raw, max_size=self._max_size)
+            body = self._codec.request_body(envelope, frames[1], self._max_size)
         except ProtocolError as exc:
-            self.refuse_undecodable(routing_id, raw, exc)
+            self.refuse_undecodable(routing_id, frames[0], exc)
             return
-        answer = self.ANSWERS[RequestType(header.type)]
-        self.send(routing_id, self.ok_reply(request, answer(self, request.body), ""))
+        answer = self.ANSWERS[RequestType(envelope.type)]
+        self.send(routing_id, self.ok_reply(envelope, answer(self, body), ""))
 
     def _hello(self, body: HelloRequest) -> HelloReply:
         models = self._models() if callable(self._models) else self._models
         return HelloReply(
             self._side,
-            PROTOCOL_VERSION,
+            self._codec.version,
             [str(m) for m in models],
             self._instance,
             self._load_limit,
@@ -367,30 +366,38 @@ class EdgeSocketServer:
                         parts = self._router.recv_multipart(_NOBLOCK, copy=False)
                     except zmq.Again:
                         break
-                    if len(parts) == 2:
+                    if len(parts) >= 2:
                         with contextlib.suppress(zmq.ZMQError, ValueError, TypeError):
                             self._peer_fd[parts[0].bytes] = int(parts[1].get(zmq.SRCFD))
                     self._on_message([part.bytes for part in parts])
             self._flush_outbox()
 
-    def _on_message(self, frames: list[bytes]) -> None:
-        if len(frames) != 2:
-            self._warn("frames", f"dropped a message of {len(frames) - 1} frames (expected 1)")
+    def _on_message(self, parts: list[bytes]) -> None:
+        if len(parts) < 2:
+            self._warn("frames", "dropped a message without frames")
             return
-        routing_id, raw = frames
-        try:  # the request's one peek: the table says who serves it
-            header = peek_request(raw, max_size=self._max_size)
+        routing_id, frames = parts[0], parts[1:]
+        try:  # the envelope frame only: the table says who serves the request
+            envelope = self._codec.envelope(frames[0], self._max_size)
+            spec = self._codec.spec(envelope)
+            if len(frames) != 2:
+                raise ProtocolError(f"a request of {len(frames)} frames (expected 2)")
         except ProtocolError as exc:
-            self.refuse_undecodable(routing_id, raw, exc)
+            self.refuse_undecodable(routing_id, frames[0], exc)
             return
-        if MESSAGES[header.type].handled_by is HandledBy.SERVER:
-            self._serve_here(routing_id, raw, header)
+        if spec is None:  # a newer minor's message type, say
+            error = unsupported_error(envelope.type)
+            self.send(routing_id, self.error_reply(envelope.id, envelope.session, None, error))
+        elif spec.handled_by is HandledBy.SERVER:
+            self._serve_here(routing_id, envelope, frames)
         else:
-            self._dispatcher.dispatch(routing_id, raw, header)
+            self._dispatcher.dispatch(routing_id, envelope, frames)
 
-    def ok_reply(self, request: Request, body: Any, output: str) -> bytes:
-        """An encoded ok reply to ``request``."""
-        return encode_ok_reply(self.next_reply_id(), request, body, output, max_size=self._max_size)
+    def ok_reply(self, request: Envelope, body: Any, output: str) -> list[bytes]:
+        """The frames of an ok reply to ``request``."""
+        return self._codec.reply(
+            self.next_reply_id(), request, body, output, max_size=self._max_size
+        )
 
     def error_reply(
         self,
@@ -399,9 +406,10 @@ class EdgeSocketServer:
         request_type: str | None,
         error: ErrorBody,
         output: str = "",
-    ) -> bytes:
-        """An encoded error reply to the request ``parent`` of ``session``."""
+    ) -> list[bytes]:
+        """The frames of an error reply to the request ``parent`` of ``session``."""
         return encode_error_reply(
+            self._codec,
             self.next_reply_id(),
             parent,
             session,
@@ -415,28 +423,28 @@ class EdgeSocketServer:
         """A fresh message id for a reply of this server."""
         return f"{self._instance[:12]}-{next(self._ids)}"
 
-    def send(self, routing_id: bytes, raw: bytes) -> None:
-        """Send a reply to the center behind ``routing_id`` (I/O thread only; dropped when the
-        center is gone or reads nothing)."""
+    def send(self, routing_id: bytes, frames: list[bytes]) -> None:
+        """Send a reply's frames to the center behind ``routing_id`` (I/O thread only; dropped
+        when the center is gone or reads nothing)."""
         try:
-            self._router.send_multipart([routing_id, raw], zmq.NOBLOCK)
+            self._router.send_multipart([routing_id, *frames], zmq.NOBLOCK)
         except zmq.ZMQError as exc:  # EHOSTUNREACH: the client left; EAGAIN: it reads nothing
             logger.info("dropped a reply: %s", exc.strerror)
 
-    def post(self, routing_id: bytes, raw: bytes) -> None:
+    def post(self, routing_id: bytes, frames: list[bytes]) -> None:
         """:meth:`send` from any thread: the I/O thread sends it (nothing once stopping)."""
         if self._stop_requested:
             return
-        self._outbox.put((routing_id, raw))
+        self._outbox.put((routing_id, frames))
         self._wake()
 
     def _flush_outbox(self) -> None:
         while True:
             try:
-                routing_id, raw = self._outbox.get_nowait()
+                routing_id, frames = self._outbox.get_nowait()
             except queue.Empty:
                 return
-            self.send(routing_id, raw)
+            self.send(routing_id, frames)
 
     def wake(self) -> None:
         """Make the serving loop go round once (safe from a signal handler)."""

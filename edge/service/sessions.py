@@ -237,7 +237,7 @@ class SessionHandlers:
                 session.policy,
                 battle,
                 body.reward,
-                body.info,
+                body.info.to_dict(),
                 session.agent_full_name,
                 done=body.done,
                 on_call=self.on_call,

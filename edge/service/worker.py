@@ -29,15 +29,10 @@ import msgspec
 from edge.contract.user_module import UserModel
 from edge.errors import ProtocolError
 from edge.service import seccomp
-from edge.service.channel import Kind, recv_frame, send_frame
+from edge.service.channel import Kind, pack_parts, recv_frame, send_frame, unpack_parts
 from edge.service.dispatch import CallContext
 from edge.service.endpoints import open_endpoints
-from edge.service.replies import (
-    encode_error_reply,
-    encode_ok_reply,
-    undecodable_error,
-    unsupported_error,
-)
+from edge.service.replies import encode_error_reply, undecodable_error, unsupported_error
 from edge.service.sandbox import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -55,8 +50,7 @@ from edge.service.sandbox import (
 from edge.service.sessions import SessionHandlers
 from edge.service.sources_only import read_sources_only
 from edge.service.worker_spec import WorkerSpec
-from edge.wire.envelopes import decode_request
-from edge.wire.headers import peek_header
+from edge.wire.envelopes import CODEC, Message
 from edge.wire.messages import (
     ErrorBody,
     ErrorCode,
@@ -301,21 +295,36 @@ class _Worker:
         self.call = call
         name_thread(call or IDLE_NAME)
 
-    def handle(self, raw: bytes) -> tuple[bytes, bool]:
-        """The encoded reply to one request, and whether user code ran out of memory."""
+    def handle(self, payload: bytes) -> tuple[bytes, bool]:
+        """The reply to one request (its frames, packed), and whether user code ran out of
+        memory."""
+        frames, out_of_memory = self.answer(payload)
+        return pack_parts(frames), out_of_memory
+
+    def answer(self, payload: bytes) -> tuple[list[bytes], bool]:
+        """The reply's frames to the request packed in ``payload`` (see :meth:`handle`)."""
         try:
-            request = decode_request(raw, max_size=self.max_size)
+            parts = unpack_parts(payload)
+        except ValueError as exc:
+            return self.error_reply(
+                "?", "", None, undecodable_error(ProtocolError(str(exc)))
+            ), False
+        try:
+            message = CODEC.decode_request(parts, self.max_size)
         except ProtocolError as exc:
-            header = peek_header(raw, max_size=self.max_size)
+            salvaged = CODEC.salvage(parts[0]) if parts else None
+            if salvaged is None:
+                return self.error_reply("?", "", None, undecodable_error(exc)), False
             error = undecodable_error(exc)
-            return self.error_reply(header.id or "?", header.session, header.type, error), False
+            return self.error_reply(salvaged.id, salvaged.session, salvaged.type, error), False
+        request = message.envelope
         handler = self.handlers.get(request.type)
         if handler is None:
             error = unsupported_error(request.type)
             return self.error_reply(request.id, request.session, request.type, error), False
         context = CallContext(request.type, request.id, request.session)
         try:
-            body = handler(context, request.body)
+            body = handler(context, message.body)
         except MemoryError as exc:
             output = self.take_output()
             limit = format_size(self.spec.limits.memory) if self.spec.limits.memory else "none"
@@ -337,8 +346,7 @@ class _Worker:
         if request.type == RequestType.CLOSE_SESSION:
             _end_stray_processes()
         try:
-            reply = encode_ok_reply(self.next_id(), request, body, output, max_size=self.max_size)
-            return reply, False
+            return CODEC.reply(self.next_id(), request, body, output, max_size=self.max_size), False
         except ProtocolError as exc:  # e.g. an object array in an observation
             error = error_body(exc, request.type)
             return self.error_reply(request.id, request.session, request.type, error, output), False
@@ -348,15 +356,16 @@ class _Worker:
         Agent and Policy, the replica fed every frame. None when it worked, else why not."""
         where = "restoring the session"
         try:
-            for raw in history:
-                request = decode_request(raw, max_size=self.max_size)
+            for payload in history:
+                message: Message = CODEC.decode_request(unpack_parts(payload), self.max_size)
+                request, body = message.envelope, message.body
                 context = CallContext(request.type, request.id, request.session)
                 if request.type == RequestType.OPEN_SESSION:
-                    self.service.open_session(context, request.body)
+                    self.service.open_session(context, body)
                 elif request.type == RequestType.RESET:
-                    self.service.reset(context, request.body)
+                    self.service.reset(context, body)
                 elif spec_for(request.type).carries_frames:
-                    self.service.feed(request.session, request.body.frames)
+                    self.service.feed(request.session, body.frames)
         except BaseException as exc:
             return f"{where} on a new worker failed: {type(exc).__name__}: {exc}"[:2000]
         finally:
@@ -370,9 +379,16 @@ class _Worker:
         request_type: str | None,
         error: ErrorBody,
         output: str = "",
-    ) -> bytes:
+    ) -> list[bytes]:
         return encode_error_reply(
-            self.next_id(), parent, session, request_type, error, output, max_size=self.max_size
+            CODEC,
+            self.next_id(),
+            parent,
+            session,
+            request_type,
+            error,
+            output,
+            max_size=self.max_size,
         )
 
     def next_id(self) -> str:

@@ -143,14 +143,14 @@ class WorkerEnds:
         session = worker.session
         overran = f"{call} ({what})" if call else what
         cause = f"{overran} did not return within {job.timeout:.3g} s: its worker was killed"
-        if job.header is None or job.header.type == RequestType.OPEN_SESSION:
+        if job.envelope is None or job.envelope.type == RequestType.OPEN_SESSION:
             # Building the Agent and Policy hangs: the user's code cannot be served at all.
-            if job.header is not None:
+            if job.envelope is not None:
                 self._fail(job, ErrorCode.WORKER_DIED, "TimeoutError", cause)
             self.worker_gone(worker, cause)
             return
         self._fail(job, ErrorCode.TIMEOUT, "CallTimeout", cause, call)
-        if job.header.type == RequestType.CLOSE_SESSION:
+        if job.envelope.type == RequestType.CLOSE_SESSION:
             # The center is done with the session: it ends here, it is not restored.
             self.worker_gone(worker, cause)
             return

@@ -17,7 +17,7 @@ from edge.service.cgroups import WorkerGroup
 from edge.service.channel import FrameReader
 from edge.service.template_handle import ModelTemplate
 from edge.service.zygote import Zygote
-from edge.wire.headers import RequestHeader
+from edge.wire.envelopes import Envelope
 
 __all__ = ["DEFAULT_QUEUE_LIMIT", "Job", "WorkerHandle"]
 
@@ -28,10 +28,11 @@ caller that does not say what it credits credits nothing."""
 
 @dataclass
 class Job:
-    """A request a worker serves, or (``header`` None) the restoring of its session."""
+    """A request a worker serves (its frames and its decoded envelope), or (``envelope`` None)
+    the restoring of its session."""
 
-    raw: bytes | None
-    header: RequestHeader | None
+    frames: list[bytes] | None
+    envelope: Envelope | None
     routing_id: bytes | None
     timeout: float
     deadline: float = 0.0
@@ -41,7 +42,7 @@ class Job:
 
     @property
     def what(self) -> str:
-        return self.header.type if self.header is not None else "restoring the session"
+        return self.envelope.type if self.envelope is not None else "restoring the session"
 
 
 @dataclass(eq=False)

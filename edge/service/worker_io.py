@@ -19,7 +19,7 @@ import zmq
 
 from edge.service.channel import Kind
 from edge.service.worker_handle import WorkerHandle
-from edge.wire.headers import ReplyHeader, RequestHeader
+from edge.wire.envelopes import Envelope
 from edge.wire.messages import error_code_spec
 
 # Plain ints: zmq's flags are enums, whose operators cost microseconds at every poll.
@@ -130,12 +130,13 @@ class WorkerChannels:
                 self._on_frame(worker, kind, payload)
 
 
-def reply_violation(request: RequestHeader, reply: ReplyHeader) -> str | None:
-    """What a worker's ``reply`` to ``request`` claims that it may not (None: nothing)."""
+def reply_violation(request: Envelope, reply: Envelope, code: str, frames: int) -> str | None:
+    """What a worker's ``reply`` to ``request`` (of ``frames`` frames, an error's ``code``)
+    claims that it may not (None: nothing)."""
     if reply.parent != request.id or reply.session != request.session:
         return "answered a request it was not given"
-    if reply.status == "error" and error_code_spec(reply.code).supervisor_only:
-        return f"claimed the error code {reply.code!r}"
-    if reply.has_usage:
-        return "claimed the supervisor's usage field"
+    if reply.status == "error" and error_code_spec(code).supervisor_only:
+        return f"claimed the error code {code!r}"
+    if frames != 2:
+        return f"sent a reply of {frames} frames (the usage frame is the supervisor's)"
     return None

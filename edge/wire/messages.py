@@ -1,6 +1,7 @@
 """The messages between the center and an edge: the version, the message table, the typed bodies
-(msgspec Structs: the codec decodes and checks them in one pass), the envelopes, and the error codes
-of error replies. ``docs/protocol.md`` describes the same for humans; a test keeps them in agreement.
+(msgspec Structs tagged with their type: the codec decodes and checks them in one pass), the
+policy's ``info``, a call's usage, and the error codes of error replies. ``docs/protocol.md``
+describes the same for humans; a test keeps them in agreement.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import traceback as traceback_module
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import gymnasium
 import msgspec
@@ -25,6 +26,7 @@ from edge.wire.msgpack_values import (
     CpuList,
     Digest,
     EValue,
+    FrameList,
     FullName,
     Name,
     NameList,
@@ -40,6 +42,7 @@ __all__ = [
     "MESSAGES",
     "PROTOCOL_VERSION",
     "USER_CALLS",
+    "Body",
     "CallUsage",
     "CloseSessionReply",
     "CloseSessionRequest",
@@ -54,12 +57,10 @@ __all__ = [
     "HelloReply",
     "HelloRequest",
     "InstanceConfig",
-    "MessageHeader",
     "MessageSpec",
     "OpenSessionReply",
     "OpenSessionRequest",
-    "Reply",
-    "Request",
+    "PolicyInfo",
     "RequestType",
     "ResetReply",
     "ResetRequest",
@@ -70,15 +71,14 @@ __all__ = [
     "reply_spec_for",
     "reply_type_for",
     "spec_for",
-    "spec_for_body",
     "truncate_text",
     "versions_compatible",
 ]
 
-PROTOCOL_VERSION: Final = "4.2"
-"""``major.minor``. Peers with the same major version interoperate; a minor bump only adds
-optional fields, message types or error codes (unknown body fields are ignored). The history of
-the versions is in docs/protocol.md."""
+PROTOCOL_VERSION: Final = "5.0"
+"""``major.minor``. Peers with the same major version interoperate; a minor only adds optional
+fields, message types or error codes (an unknown field is ignored, an unknown request type is
+answered ``unsupported``). The history of the versions is in docs/protocol.md."""
 
 DEFAULT_LOAD_LIMIT: Final = 30.0
 """Seconds a battle's ``open_session`` gives, in all, to loading a model, unless the edge says
@@ -94,17 +94,27 @@ _VERSION_RE: Final = re.compile(r"(\d{1,4})\.(\d{1,4})")
 
 
 # --------------------------------------------------------------------------------------------
-# Message bodies. Field types are part of the protocol: the codec checks them in both directions.
+# Message bodies. Field types are part of the protocol: the receiver's decoder checks them.
 # --------------------------------------------------------------------------------------------
 
 
-class HelloRequest(msgspec.Struct, frozen=True):
+def _type_name(class_name: str) -> str:
+    """A body's tag: its class name in snake case (``DecideRequest`` -> ``decide_request``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()
+
+
+class Body(msgspec.Struct, frozen=True, tag_field="type", tag=_type_name):
+    """A message body: its ``type`` (the class name in snake case, ``decide_request``) travels in
+    its frame, so that one union of every body decodes a frame in one pass."""
+
+
+class HelloRequest(Body, frozen=True):
     """Liveness and version check; ``client`` names the caller in the edge's log."""
 
-    client: str = ""
+    client: Name = ""
 
 
-class HelloReply(msgspec.Struct, frozen=True):
+class HelloReply(Body, frozen=True):
     """Who answers: the edge's side, its protocol version, the model ids it serves.
 
     ``instance`` is random per edge process: a change means the edge restarted and lost its
@@ -132,9 +142,9 @@ class HelloReply(msgspec.Struct, frozen=True):
 class InstanceConfig(msgspec.Struct, frozen=True):
     """The Agent's ``instanceConfig`` (user-module contract)."""
 
-    side: str
-    player: str
-    battle_format: str
+    side: Name
+    player: Name
+    battle_format: Name
     seed: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,15 +152,15 @@ class InstanceConfig(msgspec.Struct, frozen=True):
         return msgspec.structs.asdict(self)
 
 
-class OpenSessionRequest(msgspec.Struct, frozen=True):
+class OpenSessionRequest(Body, frozen=True):
     """Create the Agent, the Policy and the replica battle of one battle and side."""
 
-    model_id: str
+    model_id: Name
     instance_config: InstanceConfig
-    username: str
+    username: Name
 
 
-class OpenSessionReply(msgspec.Struct, frozen=True):
+class OpenSessionReply(Body, frozen=True):
     """The Agent's spaces and the ``agentName:modelName:policyName`` of the session.
 
     ``code_digest``: the digest of the model's files on the edge
@@ -163,27 +173,59 @@ class OpenSessionReply(msgspec.Struct, frozen=True):
     code_digest: Digest = ""
 
 
-class DecideRequest(msgspec.Struct, frozen=True):
+class PolicyInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The ``info`` a policy's step gets (docs/contract.md), as the center gives it: the one list
+    of its keys (:meth:`to_dict`). In a decide request ``action_mask`` is None: the edge puts the
+    Agent's mask there (:func:`policy_mask`), but for a ``done`` step, which gets it as given."""
+
+    needs_action: bool = True
+    team_preview: bool = False
+    action_mask: np.ndarray | None = None
+    invalid_action: bool = False
+    turn: Annotated[int, msgspec.Meta(ge=0)] = 0
+    battle_tag: Name = ""
+    end_reason: Name | None = None
+
+    @classmethod
+    def of(cls, info: Mapping[str, Any]) -> PolicyInfo:
+        """The fields of ``info`` this Struct declares (numpy scalars as Python's), the rest
+        left out: what the policy may see, nothing else of the center's."""
+        known = {
+            name: value.item() if isinstance(value, np.generic) else value
+            for name in cls.__struct_fields__
+            if (value := info.get(name, _ABSENT)) is not _ABSENT
+        }
+        return cls(**known)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain dict a policy's ``step`` gets."""
+        return {name: getattr(self, name) for name in self.__struct_fields__}
+
+
+_ABSENT: Final = object()
+
+
+class DecideRequest(Body, frozen=True):
     """The decision message: apply ``frames``, then run the side's decision.
 
-    - By default: ``makeObs`` and ``action_mask``, then, when ``info["needs_action"]`` is true and
+    - By default: ``makeObs`` and ``action_mask``, then, when ``info.needs_action`` is true and
       the observation lies in ``observation_space``, ``policy.step`` and ``deploy`` on the battle
       as it stands. ``reward`` and ``info`` are the step's arguments as the center passes them
-      (``done`` false); ``info`` has no ``action_mask``: the edge adds the mask the Agent just
-      gave, as the center presents it to a policy (see :func:`policy_mask`). With
-      ``needs_action`` false only the observation is made.
+      (``done`` false); the edge puts the mask the Agent just gave in ``info``, as the center
+      presents it to a policy (see :func:`policy_mask`). With ``needs_action`` false only the
+      observation is made.
     - ``done``: the battle is over: ``makeObs`` and ``action_mask``, then the policy's last step
       (``done=True``) with ``reward`` and ``info`` as given (its mask included), when the
       observation lies in ``observation_space``. Nothing is deployed.
     """
 
-    frames: list[str]
+    frames: FrameList
     reward: float = 0.0
-    info: dict[str, Any] = msgspec.field(default_factory=dict)
+    info: PolicyInfo = msgspec.field(default_factory=PolicyInfo)
     done: bool = False
 
 
-class DecideReply(msgspec.Struct, frozen=True):
+class DecideReply(Body, frozen=True):
     """What the decision gave: the observation and the Agent's mask, whether the policy stepped
     (``stepped``), the action and the order, or what ``policy.step`` (``step_error``) or
     ``deploy`` (``deploy_error``) raised, as data."""
@@ -197,32 +239,32 @@ class DecideReply(msgspec.Struct, frozen=True):
     step_error: ErrorBody | None = None
 
 
-class ResetRequest(msgspec.Struct, frozen=True):
+class ResetRequest(Body, frozen=True):
     """Reset the Agent or the Policy of the session, re-seeding the Agent first when ``seed``."""
 
     target: Literal["agent", "policy"] = "agent"
     seed: int | None = None
 
 
-class ResetReply(msgspec.Struct, frozen=True):
+class ResetReply(Body, frozen=True):
     """Empty."""
 
 
-class EpisodeEndRequest(msgspec.Struct, frozen=True):
+class EpisodeEndRequest(Body, frozen=True):
     """Apply the last frames of the battle, then ``onEpisodeEnd``."""
 
-    frames: list[str]
+    frames: FrameList
 
 
-class EpisodeEndReply(msgspec.Struct, frozen=True):
+class EpisodeEndReply(Body, frozen=True):
     """Empty."""
 
 
-class CloseSessionRequest(msgspec.Struct, frozen=True):
+class CloseSessionRequest(Body, frozen=True):
     """Forget the session (Agent, Policy, replica)."""
 
 
-class CloseSessionReply(msgspec.Struct, frozen=True):
+class CloseSessionReply(Body, frozen=True):
     """Empty."""
 
 
@@ -295,7 +337,7 @@ def error_code_spec(code: str) -> ErrorCodeSpec:
     return ERROR_CODES.get(code, _UNKNOWN_CODE)
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(Body, frozen=True):
     """Body of every reply with status ``error``: the exception's type name, message, traceback
     (for humans) and the :class:`ErrorCode` (for programs; ``""`` when the peer gave none)."""
 
@@ -415,7 +457,6 @@ MESSAGES: Final[Mapping[str, MessageSpec]] = {
 """The message table, keyed by request type (in code and in ``docs/protocol.md``)."""
 
 _BY_REPLY_TYPE: Final[Mapping[str, MessageSpec]] = {s.reply_type: s for s in MESSAGES.values()}
-_BY_REQUEST_BODY: Final[Mapping[type, MessageSpec]] = {s.request_body: s for s in MESSAGES.values()}
 
 
 def spec_for(request_type: str) -> MessageSpec:
@@ -424,14 +465,6 @@ def spec_for(request_type: str) -> MessageSpec:
         return MESSAGES[request_type]
     except KeyError:
         raise ProtocolError(f"unknown message type {request_type!r}") from None
-
-
-def spec_for_body(body: object) -> MessageSpec:
-    """The table row whose request body ``body`` is; ProtocolError when it is none."""
-    try:
-        return _BY_REQUEST_BODY[type(body)]
-    except KeyError:
-        raise ProtocolError(f"a {type(body).__name__} is not a request body") from None
 
 
 def reply_spec_for(reply_type: str) -> MessageSpec | None:
@@ -456,71 +489,25 @@ def versions_compatible(version: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Envelopes.
+# A call's usage: the supervisor's frame after a reply's body.
 # --------------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A request envelope: ``v``, ``id``, ``session``, ``type``, ``body``, and the
-    ``timeout`` in seconds after which the caller gives up, so that the edge can stop the call."""
-
-    type: str
-    id: str
-    body: Any
-    session: str = ""
-    timeout: float | None = None
-    #: seconds the caller credits for waiting for a free CPU before the call starts; an edge
-    #: that has waited this long starts the call anyway
-    queue_limit: float | None = None
+UsedSeconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_CALL_TIMEOUT)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=1 << 62)]
 
 
-@dataclass(frozen=True, slots=True)
-class CallUsage:
+class CallUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a call cost on the edge, measured by the edge's supervisor, never by the worker:
     ``cpu`` seconds used by all the worker's processes during the call, ``queued`` seconds the
     request waited for a free CPU before it started. What the call's worker asked of the
     organizer's model endpoints (``sep_edge --endpoint``) while it ran: requests, bytes (both
     ways) and the tokens their replies reported (OpenAI-style ``usage``)."""
 
-    cpu: float
-    queued: float
-    endpoint_requests: int = 0
-    endpoint_bytes: int = 0
-    endpoint_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A reply envelope: ``parent`` is the request's id; ``body`` is an ErrorBody on error.
-
-    ``output`` is what user code wrote to stdout/stderr during the call (truncated), for ok and
-    error replies alike.
-    """
-
-    type: str
-    id: str
-    parent: str
-    status: Literal["ok", "error"]
-    body: Any
-    session: str = ""
-    output: str = ""
-    usage: CallUsage | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether ``status`` is ``ok``."""
-        return self.status == "ok"
-
-
-@dataclass(frozen=True, slots=True)
-class MessageHeader:
-    """What could be read of a message that failed to decode (see :func:`peek_header`)."""
-
-    id: str | None
-    parent: str | None
-    session: str
-    type: str | None
+    cpu: UsedSeconds
+    queued: UsedSeconds
+    endpoint_requests: Count = 0
+    endpoint_bytes: Count = 0
+    endpoint_tokens: Count = 0
 
 
 def truncate_text(text: str, limit: int, *, keep: Literal["head", "tail"] = "tail") -> str:

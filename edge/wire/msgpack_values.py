@@ -35,23 +35,33 @@ __all__ = [
     "EXT_NUMPY_SCALAR",
     "MAX_ACTION_BYTES",
     "MAX_DIGEST_LENGTH",
+    "MAX_ENVELOPE_BYTES",
+    "MAX_FRAMES",
+    "MAX_FRAME_LENGTH",
     "MAX_FULL_NAME_LENGTH",
+    "MAX_ID_LENGTH",
     "MAX_LIST_LENGTH",
     "MAX_NAME_LENGTH",
     "MAX_NESTING_DEPTH",
     "MAX_OBSERVATION_BYTES",
     "MAX_ORDER_LENGTH",
+    "MAX_TYPE_LENGTH",
     "OUTPUT_LIMIT",
     "TRACEBACK_LIMIT",
     "CpuList",
     "Digest",
     "EValue",
+    "FrameList",
     "FullName",
+    "Id",
     "Name",
     "NameList",
     "Order",
     "Output",
+    "ParentId",
+    "SessionId",
     "Traceback",
+    "TypeName",
     "check_size",
     "check_value",
     "checked_ext",
@@ -77,7 +87,11 @@ MAX_ACTION_BYTES: Final = DEFAULT_MAX_MESSAGE_SIZE // 8
 the largest ``Discrete`` and the output a reply may carry, a decide reply stays within a message."""
 
 MAX_NESTING_DEPTH: Final = 32
-"""Deepest nesting of msgpack maps and arrays, the envelope counting as depth 1."""
+"""Deepest nesting of msgpack maps and arrays, a frame's own map counting as depth 1."""
+
+MAX_ENVELOPE_BYTES: Final = 128 * 1024
+"""Largest envelope frame: its ids, its type and a reply's ``output`` (16 KiB of characters of up
+to 4 bytes each) fit."""
 
 # -- the length of every string and list a peer sends: declared once, checked at decode -------
 
@@ -109,6 +123,18 @@ MAX_ORDER_LENGTH: Final = 1024
 MAX_LIST_LENGTH: Final = 4096
 """Most entries of a list of names or numbers a peer sends (a hello's models, its CPUs)."""
 
+MAX_ID_LENGTH: Final = 128
+"""Longest message id, parent id or session id."""
+
+MAX_TYPE_LENGTH: Final = 64
+"""Longest message type."""
+
+MAX_FRAME_LENGTH: Final = 1 << 20
+"""Longest battle frame (one line of Showdown's protocol; a request line is tens of kB)."""
+
+MAX_FRAMES: Final = 1 << 16
+"""Most battle frames one request carries (a whole battle's, after a restart)."""
+
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LENGTH)]
 FullName = Annotated[str, msgspec.Meta(max_length=MAX_FULL_NAME_LENGTH)]
 Digest = Annotated[
@@ -119,6 +145,14 @@ Traceback = Annotated[str, msgspec.Meta(max_length=TRACEBACK_LIMIT + CUT_MARK_RO
 Output = Annotated[str, msgspec.Meta(max_length=OUTPUT_LIMIT + CUT_MARK_ROOM)]
 Order = Annotated[str, msgspec.Meta(max_length=MAX_ORDER_LENGTH)]
 NameList = Annotated[list[Name], msgspec.Meta(max_length=MAX_LIST_LENGTH)]
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
+ParentId = Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
+SessionId = Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
+TypeName = Annotated[str, msgspec.Meta(max_length=MAX_TYPE_LENGTH)]
+FrameList = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=MAX_FRAME_LENGTH)]],
+    msgspec.Meta(max_length=MAX_FRAMES),
+]
 CpuList = Annotated[
     list[Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]], msgspec.Meta(max_length=MAX_LIST_LENGTH)
 ]

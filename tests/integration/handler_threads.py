@@ -22,9 +22,8 @@ from edge.errors import ProtocolError
 from edge.service.dispatch import CallContext, Handler, ReplySink
 from edge.service.replies import unsupported_error
 from edge.service.server import EdgeSocketServer
-from edge.wire.envelopes import decode_request
-from edge.wire.headers import RequestHeader
-from edge.wire.messages import MESSAGES, Request, RequestType, error_body
+from edge.wire.envelopes import CODEC, Envelope, Message
+from edge.wire.messages import RequestType, error_body
 
 __all__ = ["HandlerThreads", "SessionLanes", "handler_server"]
 
@@ -47,10 +46,11 @@ def handler_server(
 ) -> EdgeSocketServer:
     """An edge socket server whose requests (hello aside) run ``handlers``, which maps request
     types (``"decide_request"``) to handler functions, on threads. Other keywords go to
-    :class:`EdgeSocketServer`."""
-    unknown = [t for t in handlers if t not in MESSAGES or t == RequestType.HELLO]
+    :class:`EdgeSocketServer` (``codec`` among them: the message table it serves)."""
+    messages = kwargs.get("codec", CODEC).messages
+    unknown = [t for t in handlers if t not in messages or t == RequestType.HELLO]
     if unknown:
-        served = sorted(t for t in MESSAGES if t != RequestType.HELLO)
+        served = sorted(t for t in messages if t != RequestType.HELLO)
         raise ValueError(f"no such request type to handle: {unknown}; handle some of {served}")
     if max_workers < 1 or max_pending_per_session < 1:
         raise ValueError("max_workers and max_pending_per_session must be positive")
@@ -71,7 +71,7 @@ logger = logging.getLogger("edge.service.server")
 @dataclass(frozen=True, slots=True)
 class HandlerJob:
     routing_id: bytes
-    request: Request
+    request: Message
     handler: Handler
 
 
@@ -108,14 +108,15 @@ class HandlerThreads:
     def release(self) -> None:
         pass
 
-    def dispatch(self, routing_id: bytes, raw: bytes, header: RequestHeader) -> None:
-        """Decode the request and queue it for its handler (a worker's part: the whole body)."""
+    def dispatch(self, routing_id: bytes, envelope: Envelope, frames: list[bytes]) -> None:
+        """Decode the request's body and queue it for its handler (a worker's part)."""
         server = self._server
         try:
-            request = decode_request(raw, max_size=server.max_message_size)
+            body = server.codec.request_body(envelope, frames[1], server.max_message_size)
         except ProtocolError as exc:
-            server.refuse_undecodable(routing_id, raw, exc)
+            server.refuse_undecodable(routing_id, frames[0], exc)
             return
+        request = envelope
         handler = self._handlers.get(request.type)
         if handler is None:
             error = unsupported_error(request.type)
@@ -123,15 +124,16 @@ class HandlerThreads:
                 routing_id, server.error_reply(request.id, request.session, request.type, error)
             )
             return
-        if not self._lanes.submit(request.session, HandlerJob(routing_id, request, handler)):
+        job = HandlerJob(routing_id, Message(envelope, body), handler)
+        if not self._lanes.submit(request.session, job):
             server.refuse_busy(routing_id, request.id, request.session, request.type)
 
     def _run_job(self, job: HandlerJob) -> None:
         """Run one handler (worker thread) and queue its reply for the I/O thread."""
-        request = job.request
+        request = job.request.envelope
         context = CallContext(request.type, request.id, request.session)
         try:
-            body = job.handler(context, request.body)
+            body = job.handler(context, job.request.body)
             raw = self._server.ok_reply(request, body, context.output)
         except BaseException as exc:  # user code may raise anything, SystemExit included
             if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
@@ -210,7 +212,7 @@ class SessionLanes:
                 try:
                     self._run(job)
                 except Exception:  # _run catches user errors; this is a bug, keep the worker
-                    logger.exception("internal error while serving %s", job.request.type)
+                    logger.exception("internal error while serving %s", job.request.envelope.type)
             with self._lock:
                 lane = self._lanes.get(session)
                 if lane and not self._stopped:

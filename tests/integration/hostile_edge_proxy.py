@@ -20,12 +20,16 @@ import zmq
 STOLEN_NAME = "good_random:good_random:RandomPolicy"  # the blue entrant's, as its edge says it
 
 
-def rewrite(reply: dict, attacks: set[str]) -> dict:
-    """The real edge's reply, as this edge sends it on."""
-    kind, ok = reply.get("type"), reply.get("status") == "ok"
+def rewrite(frames: list[bytes], attacks: set[str]) -> list[bytes]:
+    """The real edge's reply (its frames: envelope, body, usage), as this edge sends it on."""
+    envelope = msgpack.unpackb(frames[0], raw=False)
+    body = msgpack.unpackb(frames[1], raw=False)
+    usage = msgpack.unpackb(frames[2], raw=False) if len(frames) > 2 else None
+    kind, ok = envelope.get("type"), envelope.get("status", "ok") == "ok"
     if "traceback" in attacks and kind == "decide_reply" and ok:
-        reply["status"] = "error"
-        reply["body"] = {
+        envelope["status"] = "error"
+        body = {
+            "type": "error_body",
             "ename": "RuntimeError",
             "evalue": "lost on purpose",
             "traceback": "Traceback (most recent call last):\n" + "x" * (15 * 2**19),
@@ -33,28 +37,28 @@ def rewrite(reply: dict, attacks: set[str]) -> dict:
             "call": "policy.step",
         }
     if "queued" in attacks:
-        usage = reply.get("usage") or {"cpu": 0.0}
+        usage = usage or {"cpu": 0.0}
         usage["queued"] = 86400.0  # "I waited a day for a CPU"
-        reply["usage"] = usage
     if "name" in attacks and kind == "open_session_reply" and ok:
-        reply["body"]["agent_full_name"] = STOLEN_NAME
+        body["agent_full_name"] = STOLEN_NAME
     if "digest" in attacks and kind == "open_session_reply" and ok:
-        reply["body"]["code_digest"] = "sha256:" + "f" * 2**20
-    return reply
+        body["code_digest"] = "sha256:" + "f" * 2**20
+    rewritten = [msgpack.packb(envelope), msgpack.packb(body)]
+    return rewritten if usage is None else [*rewritten, msgpack.packb(usage)]
 
 
-def busy(request: dict, number: int) -> dict:
+def busy(request: dict, number: int) -> list[bytes]:
     """The error reply an edge with no worker free gives an open_session (code ``busy``)."""
-    return {
+    envelope = {
         "v": request["v"],
         "id": f"proxy-{number}",
         "parent": request["id"],
         "session": request["session"],
         "type": "open_session_reply",
         "status": "error",
-        "body": {"ename": "EdgeBusy", "evalue": "no worker free", "traceback": "", "code": "busy"},
-        "output": "",
     }
+    body = {"type": "error_body", "ename": "EdgeBusy", "evalue": "no worker free", "code": "busy"}
+    return [msgpack.packb(envelope), msgpack.packb(body)]
 
 
 def main() -> None:
@@ -74,19 +78,20 @@ def main() -> None:
     while True:
         ready = dict(poller.poll())
         if front in ready:
-            caller, raw = front.recv_multipart()
-            request = msgpack.unpackb(raw, raw=False)
+            caller, *frames = front.recv_multipart()
+            request = msgpack.unpackb(frames[0], raw=False)
             if "busy" in attacks and request.get("type") == "open_session_request":
                 answered += 1
-                front.send_multipart([caller, msgpack.packb(busy(request, answered))])
+                front.send_multipart([caller, *busy(request, answered)])
             else:
                 callers[request["id"]] = caller
-                back.send(raw)
+                back.send_multipart(frames)
         if back in ready:
-            reply = msgpack.unpackb(back.recv(), raw=False)
-            caller = callers.pop(reply.get("parent"), None)
+            frames = back.recv_multipart()
+            parent = msgpack.unpackb(frames[0], raw=False).get("parent")
+            caller = callers.pop(parent, None)
             if caller is not None:
-                front.send_multipart([caller, msgpack.packb(rewrite(reply, attacks))])
+                front.send_multipart([caller, *rewrite(frames, attacks)])
 
 
 if __name__ == "__main__":

@@ -59,18 +59,19 @@ PEER_SCRIPT = textwrap.dedent(
     sock.bind(endpoint)
     print("ready", flush=True)
     while True:
-        ident, raw = sock.recv_multipart()
-        request = msgpack.unpackb(raw)
-        print("got", request["session"], flush=True)
-        if request["session"] == "hang":
+        ident, head, _ = sock.recv_multipart()  # [envelope, body]
+        request = msgpack.unpackb(head)
+        session = request.get("session", "")
+        print("got", session, flush=True)
+        if session == "hang":
             continue
-        body = {"side": "blue", "protocol_version": version, "models": [], "instance": "peer"}
+        body = {"type": "hello_reply", "side": "blue", "protocol_version": version,
+                "models": [], "instance": "peer"}
         reply = {
             "v": version, "id": "peer-" + request["id"], "parent": request["id"],
-            "session": request["session"], "type": "hello_reply", "status": "ok",
-            "body": body, "output": "",
+            "session": session, "type": "hello_reply", "status": "ok",
         }
-        sock.send_multipart([ident, msgpack.packb(reply)])
+        sock.send_multipart([ident, msgpack.packb(reply), msgpack.packb(body)])
     """
 )
 

@@ -280,8 +280,8 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     import msgpack
     import zmq
 
-    from edge.wire.envelopes import decode_reply, encode_request
-    from edge.wire.messages import PROTOCOL_VERSION, DecideRequest, HelloRequest, Request
+    from edge.wire.envelopes import CODEC
+    from edge.wire.messages import PROTOCOL_VERSION, DecideRequest, HelloRequest
 
     config = write_config(tmp_path / "sep_config.json")
     edge = EdgeProcess("blue", config, AGENTS / "candidates.json", tmp_path / "blue.log").start()
@@ -290,47 +290,43 @@ def test_a_real_edge_answers_garbage_with_errors_and_keeps_serving(tmp_path):
     sock.linger = 0
     sock.connect(edge.endpoint)
 
-    def exchange(raw: bytes, expect_reply: bool = True):
-        sock.send(raw)  # one frame, as EdgeClient sends
+    def exchange(frames: list[bytes], expect_reply: bool = True):
+        sock.send_multipart(frames)  # [envelope, body], as EdgeClient sends
         if not sock.poll(5000):  # every receive has a deadline
             assert not expect_reply, "no reply"
             return None
-        return decode_reply(sock.recv())
+        return CODEC.decode_reply(sock.recv_multipart(), 1 << 23)
 
-    def envelope(**fields) -> bytes:
-        base = {
-            "v": PROTOCOL_VERSION,
-            "id": "x1",
-            "session": "",
-            "type": "hello_request",
-            "body": {},
-        }
+    def envelope(**fields) -> list[bytes]:
+        base = {"v": PROTOCOL_VERSION, "id": "x1", "session": "", "type": "hello_request"}
+        body = fields.pop("body", {})
         base.update(fields)
-        return msgpack.packb(base)
+        return [msgpack.packb(base), msgpack.packb({"type": base["type"], **body})]
 
     try:
-        exchange(b"\xc1\xff not msgpack", expect_reply=False)  # unaddressable: dropped and logged
-        for raw in (
+        exchange([b"\xc1\xff not msgpack"], expect_reply=False)  # unaddressable: dropped, logged
+        for frames in (
             envelope(v="99.0"),  # wrong protocol version
             envelope(type="steal_secrets_request"),  # unknown message type
             envelope(type="decide_request", session="nope", body={"frames": 3}),  # malformed body
             envelope(type="make_obs_request", session="nope", body={"frames": []}),  # not a type
-            encode_request(
-                Request("decide_request", "x2", DecideRequest([]), session="nope")
+            CODEC.request(
+                DecideRequest([]), msg_id="x2", session="nope", max_size=1 << 20
             ),  # unknown session
         ):
-            reply = exchange(raw)
-            assert reply is not None and not reply.ok and reply.body.ename, raw
-        for version in ("3.0", "3.1"):  # a center of the previous major version: one line
-            reply = exchange(envelope(v=version, type="decide_request", session="s", body={}))
+            reply = exchange(frames)
+            assert reply is not None and not reply.ok and reply.body.ename, frames
+        for version in ("4.2", "3.1"):  # a center of an earlier major version: one line
+            old = {"v": version, "id": "x1", "session": "s", "type": "decide_request", "body": {}}
+            reply = exchange([msgpack.packb(old)])  # one frame, as a 4.x center sent
             assert reply is not None and reply.body.code == "version", reply
             assert version in reply.body.evalue and "\n" not in reply.body.evalue
-        exchange(b"\x00" * (9 * 1024 * 1024), expect_reply=False)  # over the size limit: refused
+        exchange([b"\x00" * (9 * 1024 * 1024)], expect_reply=False)  # past the size limit
         sock.close()  # ZeroMQ drops a peer that sent an oversized message: reconnect
         sock = context.socket(zmq.DEALER)
         sock.linger = 0
         sock.connect(edge.endpoint)
-        reply = exchange(encode_request(Request("hello_request", "x3", HelloRequest("test"))))
+        reply = exchange(CODEC.request(HelloRequest("test"), msg_id="x3", max_size=1 << 20))
         assert reply is not None and reply.ok and reply.body.side == "blue"
         assert edge.proc is not None and edge.proc.poll() is None
     finally:

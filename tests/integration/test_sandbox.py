@@ -42,6 +42,7 @@ from edge.wire.messages import (
     ErrorCode,
     InstanceConfig,
     OpenSessionRequest,
+    PolicyInfo,
 )
 from tests.integration.edges import AGENTS, EdgeProcess, write_config
 from tests.integration.helpers import parent_of, proc_stat
@@ -180,13 +181,7 @@ class Session:
 
     def decide(self, timeout: float = 10.0) -> tuple[DecideReply, str]:
         frames = self.decisions[self.index % len(self.decisions)]
-        info = {
-            "team_preview": self.index == 0,
-            "action_mask": None,
-            "turn": self.index,
-            "needs_action": True,
-            "invalid_action": False,
-        }
+        info = PolicyInfo(team_preview=self.index == 0, turn=self.index)
         self.index += 1
         reply = self.client.call(
             DecideRequest(frames, 0.0, info), session=self.name, timeout=timeout

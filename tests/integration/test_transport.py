@@ -46,7 +46,7 @@ from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, Tr
 from edge.service.dispatch import CallContext
 from edge.service.server import EdgeSocketServer
 from edge.service.sessions import UnknownSession
-from edge.wire.envelopes import decode_reply
+from edge.wire.envelopes import CODEC, Message
 from edge.wire.keys import (
     CurveConfig,
     KeyPair,
@@ -106,12 +106,12 @@ class FakeSession:
         return OpenSessionReply(space, space, f"Fake:{body.model_id}:Fake")
 
     def decide(self, ctx: CallContext, body: DecideRequest) -> Any:
-        """A deploy of the action after ``deploy`` in the frames, a policy's step on
-        ``info["what"]``, or else an observation of the frames."""
+        """A deploy of the action after ``deploy`` in the frames, a policy's step on what
+        follows ``step`` (JSON), or else an observation of the frames."""
         if body.frames[:1] == ["deploy"]:
             return self.deploy(body.frames[1])
-        if "what" in body.info:
-            return self.policy_step(ctx, body.info["what"])
+        if body.frames[:1] == ["step"]:
+            return self.policy_step(ctx, json.loads(body.frames[1]))
         return self.make_obs(ctx, body.frames)
 
     def make_obs(self, ctx: CallContext, frames: list[str]) -> DecideReply:
@@ -170,7 +170,7 @@ class FakeSession:
 
 def step(what: Any) -> DecideRequest:
     """A decide request on which the fake steps its policy with ``what``."""
-    return DecideRequest([], info={"what": what})
+    return DecideRequest(["step", json.dumps(what)])
 
 
 def deploy(action: Any) -> DecideRequest:
@@ -240,17 +240,18 @@ def raw_dealer(server: EdgeSocketServer) -> Iterator[zmq.Socket[bytes]]:
     context.destroy(linger=0)
 
 
-def receive(sock: zmq.Socket[bytes], timeout: float = WAIT) -> bytes:
+def receive(sock: zmq.Socket[bytes], timeout: float = WAIT) -> Message:
+    """The next reply on ``sock``, decoded."""
     if not sock.poll(int(timeout * 1000)):
         pytest.fail(f"no message within {timeout} s")
-    return sock.recv()
+    return CODEC.decode_reply(sock.recv_multipart(), 1 << 23)
 
 
-def raw_request(msg_type: str, msg_id: str, body: dict[str, Any], **changes: Any) -> bytes:
+def raw_request(msg_type: str, msg_id: str, body: dict[str, Any], **changes: Any) -> list[bytes]:
+    """A request's frames written by hand (its body tagged with its type)."""
     envelope = {"v": PROTOCOL_VERSION, "id": msg_id, "session": "s", "type": msg_type}
-    envelope["body"] = body
     envelope.update(changes)
-    return msgpack.packb(envelope)
+    return [msgpack.packb(envelope), msgpack.packb({"type": msg_type, **body})]
 
 
 def free_port() -> int:
@@ -374,17 +375,18 @@ def test_a_session_with_too_many_waiting_requests_is_busy(
     sock.linger = 0
     try:
         sock.connect(server.endpoint)
-        sock.send(raw_request("decide_request", "running", {"frames": ["block"]}))
+        sock.send_multipart(raw_request("decide_request", "running", {"frames": ["block"]}))
         assert fake.entered.wait(WAIT)
         # One connection: the edge reads these two in order, the first fills the session's lane.
-        sock.send(raw_request("decide_request", "waiting", {"frames": ["next"]}))
-        sock.send(raw_request("decide_request", "refused", {"frames": ["next"]}))
-        refused = decode_reply(receive(sock))
-        assert refused.parent == "refused" and not refused.ok
+        sock.send_multipart(raw_request("decide_request", "waiting", {"frames": ["next"]}))
+        sock.send_multipart(raw_request("decide_request", "refused", {"frames": ["next"]}))
+        refused = receive(sock)
+        assert refused.envelope.parent == "refused" and not refused.ok
         assert (refused.body.code, refused.body.ename) == (ErrorCode.BUSY, "EdgeBusy")
         fake.gate.set()
-        replies = [decode_reply(receive(sock)) for _ in range(2)]
-        assert [(r.parent, r.ok) for r in replies] == [("running", True), ("waiting", True)]
+        replies = [receive(sock) for _ in range(2)]
+        parents = [(r.envelope.parent, r.ok) for r in replies]
+        assert parents == [("running", True), ("waiting", True)]
     finally:
         sock.close(linger=0)
         context.destroy(linger=0)
@@ -470,22 +472,28 @@ def test_server_survives_malformed_and_hostile_messages(
     raw_dealer.send(b"\xc1 not msgpack")  # no id to answer: dropped
     raw_dealer.send_multipart([b"two", b"frames"])  # dropped
     raw_dealer.send(b"\xdd\xff\xff\xff\xff")  # an array claiming 4 billion elements: dropped
-    raw_dealer.send(raw_request("decide_request", "v2", {"frames": []}, v="1.5"))
-    raw_dealer.send(raw_request("teleport_request", "tp", {}))
-    raw_dealer.send(raw_request("decide_request", "bad", {"frames": "not a list"}))
-    raw_dealer.send(raw_request("hello_request", "h", {}, session=""))
+    raw_dealer.send_multipart(raw_request("decide_request", "v2", {"frames": []}, v="4.2"))
+    raw_dealer.send_multipart(raw_request("teleport_request", "tp", {}))
+    raw_dealer.send_multipart(raw_request("decide_request", "bad", {"frames": "not a list"}))
+    raw_dealer.send_multipart(raw_request("decide_request", "one", {"frames": []})[:1])
+    raw_dealer.send_multipart(raw_request("hello_request", "h", {}, session=""))
 
-    replies = [decode_reply(receive(raw_dealer)) for _ in range(4)]
-    assert [r.parent for r in replies] == ["v2", "tp", "bad", "h"]  # nothing for the first three
+    replies = [receive(raw_dealer) for _ in range(5)]
+    parents = [r.envelope.parent for r in replies]
+    assert parents == ["v2", "tp", "bad", "one", "h"]  # nothing for the first three
     assert replies[0].body.ename == "ProtocolVersionError"
     assert replies[0].body.code == ErrorCode.VERSION
-    assert replies[1].body.ename == "ProtocolError"
-    assert replies[1].body.code == ErrorCode.PROTOCOL
+    assert replies[1].body.ename == "NotImplementedError"  # a newer minor's type, say
+    assert replies[1].body.code == ErrorCode.UNSUPPORTED
     assert "teleport_request" in replies[1].body.evalue
-    assert replies[1].type == "error_reply"
+    assert replies[1].envelope.type == "error_reply"
     assert replies[2].body.ename == "ProtocolError"
     assert replies[2].body.code == ErrorCode.PROTOCOL
-    assert replies[3].ok and replies[3].body.side == "blue"
+    assert (replies[3].body.code, replies[3].body.evalue) == (
+        "protocol",
+        "a request of 1 frames (expected 2)",
+    )
+    assert replies[4].ok and replies[4].body.side == "blue"
     assert client.hello(WAIT).side == "blue"
 
 
@@ -523,13 +531,19 @@ def receive_frames(sock: zmq.Socket[bytes], timeout: float = WAIT) -> list[bytes
     return sock.recv_multipart()
 
 
-def reply_to(parent: str, **changes: Any) -> bytes:
+def reply_to(parent: str, **changes: Any) -> list[bytes]:
+    """A reply's frames written by hand (``body`` the body, tagged with the reply's type, or
+    ``error_body``; ``usage`` a third frame)."""
     envelope = {
         "v": PROTOCOL_VERSION, "id": "e-1", "parent": parent, "session": "s",
-        "type": "reset_reply", "status": "ok", "body": {},
+        "type": "reset_reply", "status": "ok",
     }  # fmt: skip
+    body = changes.pop("body", {})
+    usage = changes.pop("usage", None)
     envelope.update(changes)
-    return msgpack.packb(envelope)
+    tag = "error_body" if envelope["status"] == "error" else envelope["type"]
+    frames = [msgpack.packb(envelope), msgpack.packb({"type": tag, **body})]
+    return frames if usage is None else [*frames, msgpack.packb(usage)]
 
 
 def error(ename: str, code: str = "") -> dict[str, Any]:
@@ -540,11 +554,12 @@ def error(ename: str, code: str = "") -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "raised", "text"),
     [
-        ({"v": "5.0"}, EdgeProtocolError, "incompatible protocol"),
-        ({"v": "3.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "6.0"}, EdgeProtocolError, "incompatible protocol"),
+        ({"v": "4.2"}, EdgeProtocolError, "incompatible protocol"),
         ({"v": "3.1", "body": {"x": 1}}, EdgeProtocolError, "incompatible protocol"),
         ({"v": "2.1"}, EdgeProtocolError, "incompatible protocol"),
-        ({"v": "1.5"}, EdgeProtocolError, "incompatible protocol"),
+        ({"usage": {"cpu": -1.0, "queued": 0.0}}, EdgeProtocolError, "bad reply"),
+        ({"usage": [1, 2, 3]}, EdgeProtocolError, "bad reply"),
         ({"type": "decide_reply", "body": {"observation": "x"}}, EdgeProtocolError, "expected"),
         ({"type": "make_obs_reply", "body": {}}, EdgeProtocolError, "bad reply"),
         ({"body": {"x": {"y": [1] * 3}}, "output": 7}, EdgeProtocolError, "bad reply"),
@@ -568,12 +583,13 @@ def test_the_client_survives_bad_replies_from_a_hostile_edge(
 ):
     client = make_client(hostile_edge.getsockopt(zmq.LAST_ENDPOINT).decode())
     results = in_thread(lambda: client.request(ResetRequest(), "s", WAIT))
-    routing_id, raw = receive_frames(hostile_edge)
+    routing_id, raw, _ = receive_frames(hostile_edge)
     parent = msgpack.unpackb(raw)["id"]
     hostile_edge.send_multipart([routing_id, b"\xc1 garbage"])  # dropped
-    hostile_edge.send_multipart([routing_id, reply_to("nobody")])  # a reply to no request: dropped
+    # A reply to no request: dropped, its envelope read alone.
+    hostile_edge.send_multipart([routing_id, reply_to("nobody")[0], b"\xc1 not read"])
     hostile_edge.send_multipart([routing_id, b"two", b"frames"])  # dropped
-    hostile_edge.send_multipart([routing_id, reply_to(parent, **changes)])
+    hostile_edge.send_multipart([routing_id, *reply_to(parent, **changes)])
     status, value = outcome(results)
     if raised is None:
         assert status == "ok" and value == ResetReply()
@@ -587,14 +603,14 @@ def test_a_call_that_credits_waiting_for_a_cpu_sends_it_and_waits_that_much_long
 ):
     client = make_client(hostile_edge.getsockopt(zmq.LAST_ENDPOINT).decode())
     results = in_thread(lambda: client.call(ResetRequest(), "s", timeout=1.0, queue_limit=10.0))
-    routing_id, raw = receive_frames(hostile_edge)
+    routing_id, raw, _ = receive_frames(hostile_edge)
     request = msgpack.unpackb(raw)
     assert (request["timeout"], request["queue_limit"]) == (1.0, 10.0)
     # Past the call's own timeout, within timeout + queue_limit: the client still waits.
     with pytest.raises(queue.Empty):
         results.get(timeout=3.0)
     usage = {"cpu": 0.25, "queued": 2.5}
-    hostile_edge.send_multipart([routing_id, reply_to(request["id"], usage=usage)])
+    hostile_edge.send_multipart([routing_id, *reply_to(request["id"], usage=usage)])
     status, reply = outcome(results)
     assert status == "ok" and reply.usage == CallUsage(cpu=0.25, queued=2.5)
 

@@ -27,8 +27,8 @@ from center.report.sources import read_log_dir
 from edge.checker.checks import observation_size_warning
 from edge.contract.binding import bind_agent
 from edge.contract.outcomes import SideStatus
-from edge.wire.envelopes import decode_reply, encode_reply
-from edge.wire.messages import OpenSessionReply, Reply
+from edge.wire.envelopes import CODEC, Envelope
+from edge.wire.messages import PROTOCOL_VERSION, OpenSessionReply
 from edge.wire.msgpack_values import (
     DEFAULT_MAX_MESSAGE_SIZE,
     MAX_ACTION_BYTES,
@@ -122,9 +122,12 @@ def test_the_report_shows_each_sides_clock_per_battle(tmp_path):
 
 def _open_reply_size(space: gymnasium.Space[Any]) -> int:
     body = OpenSessionReply(space, gymnasium.spaces.Discrete(11), "a:b:c")
-    raw = encode_reply(Reply("open_session_reply", "i" * 32, "p" * 32, "ok", body, "s" * 32))
-    assert decode_reply(raw).body.observation_space == space
-    return len(raw)
+    request = Envelope(
+        v=PROTOCOL_VERSION, id="p" * 32, session="s" * 32, type="open_session_request"
+    )
+    frames = CODEC.reply("i" * 32, request, body, max_size=DEFAULT_MAX_MESSAGE_SIZE)
+    assert CODEC.decode_reply(frames, DEFAULT_MAX_MESSAGE_SIZE).body.observation_space == space
+    return sum(map(len, frames))
 
 
 def test_uniform_box_bounds_travel_as_scalars_so_the_largest_observation_opens():

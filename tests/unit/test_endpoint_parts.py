@@ -14,9 +14,8 @@ from edge.contract.candidates import load_candidates
 from edge.errors import CandidatesError, ProtocolError
 from edge.service.endpoint_http import MAX_LINE, UsageScanner
 from edge.service.endpoint_options import parse_endpoints
-from edge.wire.envelopes import decode_reply, encode_reply
-from edge.wire.headers import with_usage
-from edge.wire.messages import CallUsage, CloseSessionReply, Reply
+from edge.wire.envelopes import CODEC, Envelope
+from edge.wire.messages import PROTOCOL_VERSION, CallUsage, CloseSessionReply
 
 
 def test_a_json_reply_reports_its_total_tokens():
@@ -116,20 +115,20 @@ def test_endpoint_option_mistakes_are_one_clear_line(specs, headers, message):
         parse_endpoints(specs, headers)
 
 
-def _reply() -> bytes:
-    return encode_reply(Reply("close_session_reply", "r1", "q1", "ok", CloseSessionReply(), "s"))
+def _reply() -> list[bytes]:
+    request = Envelope(v=PROTOCOL_VERSION, id="q1", session="s", type="close_session_request")
+    return CODEC.reply("r1", request, CloseSessionReply(), max_size=1 << 20)
 
 
 def test_usage_carries_the_endpoint_counts_of_a_call():
-    raw = with_usage(_reply(), CallUsage(0.5, 0.0, 3, 2048, 30))
-    assert decode_reply(raw).usage == CallUsage(0.5, 0.0, 3, 2048, 30)
-    plain = with_usage(_reply(), CallUsage(0.5, 0.0))
+    frames = [*_reply(), CODEC.usage_frame(CallUsage(0.5, 0.0, 3, 2048, 30))]
+    assert CODEC.decode_reply(frames, 1 << 20).usage == CallUsage(0.5, 0.0, 3, 2048, 30)
+    plain = CODEC.usage_frame(CallUsage(0.5, 0.0))
     assert b"endpoint" not in plain  # a call that asked nothing says nothing
-    assert decode_reply(plain).usage == CallUsage(0.5, 0.0)
+    assert CODEC.decode_reply([*_reply(), plain], 1 << 20).usage == CallUsage(0.5, 0.0)
 
 
 def test_a_malformed_endpoint_usage_is_a_protocol_error():
-    envelope = msgpack.unpackb(_reply())
-    envelope["usage"] = {"cpu": 0.1, "queued": 0.0, "endpoint": {"requests": -1}}
-    with pytest.raises(ProtocolError, match=r"usage\.endpoint\.requests"):
-        decode_reply(msgpack.packb(envelope))
+    usage = msgpack.packb({"cpu": 0.1, "queued": 0.0, "endpoint_requests": -1})
+    with pytest.raises(ProtocolError, match=r"endpoint_requests"):
+        CODEC.decode_reply([*_reply(), usage], 1 << 20)

@@ -8,13 +8,12 @@ import msgpack
 import pytest
 
 from center.isolation.edge_session import bounded_load_limit
-from edge.wire.envelopes import decode_reply, encode_reply
+from edge.wire.envelopes import CODEC, Envelope
 from edge.wire.messages import (
     DEFAULT_LOAD_LIMIT,
     MAX_LOAD_LIMIT,
     PROTOCOL_VERSION,
     HelloReply,
-    Reply,
 )
 
 
@@ -38,21 +37,23 @@ def test_a_hello_reply_without_a_limit_reads_as_the_default_limit():
         "session": "",
         "type": "hello_reply",
         "status": "ok",
-        "body": {
-            "side": "blue",
-            "protocol_version": PROTOCOL_VERSION,
-            "models": ["a"],
-            "instance": "x",
-        },
         "output": "",
     }
-    reply = decode_reply(msgpack.packb(envelope))
+    body = {
+        "type": "hello_reply",
+        "side": "blue",
+        "protocol_version": PROTOCOL_VERSION,
+        "models": ["a"],
+        "instance": "x",
+    }
+    reply = CODEC.decode_reply([msgpack.packb(envelope), msgpack.packb(body)], 1 << 20)
     assert isinstance(reply.body, HelloReply) and reply.body.load_limit == DEFAULT_LOAD_LIMIT
 
 
 def test_an_announced_limit_crosses_the_wire():
-    reply = Reply("hello_reply", "2", "1", "ok", HelloReply("red", "1.5", ["a"], "x", 45.0))
-    body = decode_reply(encode_reply(reply)).body
+    request = Envelope(v=PROTOCOL_VERSION, id="1", type="hello_request")
+    frames = CODEC.reply("2", request, HelloReply("red", "5.0", ["a"], "x", 45.0), max_size=1 << 20)
+    body = CODEC.decode_reply(frames, 1 << 20).body
     assert isinstance(body, HelloReply) and body.load_limit == 45.0
 
 

@@ -17,15 +17,13 @@ from edge.service.replies import encode_error_reply
 from edge.service.routing import MAX_PENDING_PER_SESSION, SessionRouter
 from edge.service.worker_handle import Job, WorkerHandle
 from edge.service.worker_io import PollSet
-from edge.wire.envelopes import decode_reply, encode_request
-from edge.wire.headers import RequestHeader, peek_request
+from edge.wire.envelopes import CODEC, Envelope
 from edge.wire.messages import (
     ERROR_CODES,
     MESSAGES,
     DecideRequest,
     ErrorCode,
     HandledBy,
-    Request,
 )
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -34,21 +32,23 @@ class Server:
     """What the router asks of the socket server: its replies are kept, not sent."""
 
     side = "blue"
+    codec = CODEC
     max_message_size = DEFAULT_MAX_MESSAGE_SIZE
     instance = "test"
 
     def __init__(self) -> None:
-        self.sent: list[bytes] = []
+        self.sent: list[list[bytes]] = []
         self.ids = iter(range(1, 10_000))
 
-    def send(self, routing_id: bytes, raw: bytes) -> None:
-        self.sent.append(raw)
+    def send(self, routing_id: bytes, frames: list[bytes]) -> None:
+        self.sent.append(frames)
 
     def next_reply_id(self) -> str:
         return f"e-{next(self.ids)}"
 
-    def error_reply(self, parent: str, session: str, request_type: Any, error: Any) -> bytes:
+    def error_reply(self, parent: str, session: str, request_type: Any, error: Any) -> list[bytes]:
         return encode_error_reply(
+            CODEC,
             self.next_reply_id(),
             parent,
             session,
@@ -73,17 +73,19 @@ def router() -> tuple[SessionRouter, WorkerHandle, Server]:
     b.close()
 
 
-def decide(msg_id: str) -> tuple[bytes, RequestHeader]:
-    raw = encode_request(Request("decide_request", msg_id, DecideRequest([]), "s-1", 5.0))
-    return raw, peek_request(raw)
+def decide(msg_id: str) -> tuple[Envelope, list[bytes]]:
+    frames = CODEC.request(
+        DecideRequest([]), msg_id=msg_id, session="s-1", timeout=5.0, max_size=1 << 20
+    )
+    return CODEC.envelope(frames[0], 1 << 20), frames
 
 
 def overflow(router: SessionRouter) -> Any:
     """Fill the session's queue and send one request more: the supervisor answers ``busy``."""
     for n in range(MAX_PENDING_PER_SESSION + 1):
-        raw, header = decide(f"c-{n}")
-        router.dispatch(b"center", raw, header)
-    return decode_reply(router.server.sent[-1])  # type: ignore[attr-defined]
+        envelope, frames = decide(f"c-{n}")
+        router.dispatch(b"center", envelope, frames)
+    return CODEC.decode_reply(router.server.sent[-1], 1 << 20)  # type: ignore[attr-defined]
 
 
 def test_a_supervisor_code_that_does_not_end_workers_leaves_the_worker(router):
@@ -105,13 +107,13 @@ def test_a_supervisor_code_whose_row_ends_workers_ends_the_sessions_worker(route
 def test_dispatch_serves_a_request_where_its_row_says(router, monkeypatch):
     router, _, _ = router
     served: list[str] = []
-    monkeypatch.setattr(router, "_open", lambda job: served.append(f"router {job.header.id}"))
-    monkeypatch.setattr(router, "_route", lambda job: served.append(f"worker {job.header.id}"))
-    raw, header = decide("c-1")
-    router.dispatch(b"center", raw, header)
+    monkeypatch.setattr(router, "_open", lambda job: served.append(f"router {job.envelope.id}"))
+    monkeypatch.setattr(router, "_route", lambda job: served.append(f"worker {job.envelope.id}"))
+    envelope, frames = decide("c-1")
+    router.dispatch(b"center", envelope, frames)
     row = MESSAGES["decide_request"]
     monkeypatch.setitem(
         MESSAGES, "decide_request", dataclasses.replace(row, handled_by=HandledBy.ROUTER)
     )
-    router.dispatch(b"center", raw, header)
+    router.dispatch(b"center", envelope, frames)
     assert served == ["worker c-1", "router c-1"]

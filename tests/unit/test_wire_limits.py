@@ -9,13 +9,12 @@ import msgspec
 import pytest
 
 from edge.errors import ProtocolError
-from edge.wire.envelopes import decode_reply, encode_reply
+from edge.wire.envelopes import CODEC, Message
 from edge.wire.messages import (
     PROTOCOL_VERSION,
     ErrorBody,
     HelloReply,
     OpenSessionReply,
-    Reply,
     error_body,
 )
 from edge.wire.msgpack_values import (
@@ -32,28 +31,27 @@ from edge.wire.msgpack_values import (
 from edge.wire.spaces import space_to_wire
 
 
-def _reply(reply_type: str, body: dict, *, status: str = "ok", output: str = "") -> bytes:
-    """A reply as a stranger's edge writes it, from docs/protocol.md (plain msgpack)."""
-    return msgpack.packb(
-        {
-            "v": PROTOCOL_VERSION,
-            "id": "r-1",
-            "parent": "c-1",
-            "session": "s",
-            "type": reply_type,
-            "status": status,
-            "body": body,
-            "output": output,
-        }
-    )
+def _reply(reply_type: str, body: dict, *, status: str = "ok", output: str = "") -> list[bytes]:
+    """A reply as a stranger's edge writes it, from docs/protocol.md (plain msgpack frames)."""
+    envelope = {
+        "v": PROTOCOL_VERSION,
+        "id": "r-1",
+        "parent": "c-1",
+        "session": "s",
+        "type": reply_type,
+        "status": status,
+        "output": output,
+    }
+    tag = "error_body" if status == "error" else reply_type
+    return [msgpack.packb(envelope), msgpack.packb({"type": tag, **body})]
 
 
-def _error(**fields: str) -> bytes:
+def _error(**fields: str) -> list[bytes]:
     body = {"ename": "RuntimeError", "evalue": "boom", "traceback": "", "code": "user_error"}
     return _reply("decide_reply", {**body, **fields}, status="error")
 
 
-def _opened(**fields: str) -> bytes:
+def _opened(**fields: str) -> list[bytes]:
     body = {
         "observation_space": space_to_wire(gymnasium.spaces.Discrete(3)),
         "action_space": space_to_wire(gymnasium.spaces.Discrete(3)),
@@ -63,8 +61,8 @@ def _opened(**fields: str) -> bytes:
     return _reply("open_session_reply", {**body, **fields})
 
 
-def _decode(raw: bytes) -> Reply:
-    return decode_reply(raw, max_size=16 * 2**20)
+def _decode(frames: list[bytes]) -> Message:
+    return CODEC.decode_reply(frames, 16 * 2**20)
 
 
 def test_an_error_reply_of_the_largest_texts_an_encoder_cuts_to_is_read():
@@ -142,8 +140,10 @@ def test_what_an_honest_edge_encodes_of_a_huge_exception_is_within_the_limits():
         raise exc
     except Exception as raised:
         body = error_body(raised)
-    reply = Reply("decide_reply", "r-1", "c-1", "error", body, "s", output="p" * 2**20)
-    decoded = _decode(encode_reply(reply))
+    frames = CODEC.error(
+        "r-1", "c-1", "s", "decide_request", body, output="p" * 2**20, max_size=16 * 2**20
+    )
+    decoded = _decode(frames)
     assert isinstance(decoded.body, ErrorBody)
     assert decoded.body.ename == name[:MAX_NAME_LENGTH]
     assert len(decoded.body.evalue) <= EVALUE_LIMIT + CUT_MARK_ROOM

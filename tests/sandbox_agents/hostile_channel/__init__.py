@@ -71,14 +71,16 @@ class Policy:
             channel.sendall(_frame(b"Z", b"boo"))
             time.sleep(self.seconds)
         elif attack == "forged_reply":
+            from edge.service.channel import pack_parts
             from edge.service.replies import encode_error_reply
+            from edge.wire.envelopes import CODEC
             from edge.wire.messages import ErrorBody
 
             error = ErrorBody("Forged", "for another session", code="user_error")
-            forged = encode_error_reply(
-                "forged-1", "someone-elses-request", "someone-else", "decide_request", error,
-                max_size=loop.max_size,
-            )  # fmt: skip
+            forged = pack_parts(encode_error_reply(
+                CODEC, "forged-1", "someone-elses-request", "someone-else", "decide_request",
+                error, max_size=loop.max_size,
+            ))  # fmt: skip
             channel.sendall(_frame(b"A", forged))
             time.sleep(self.seconds)
         elif attack == "close_channel":
