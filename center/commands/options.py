@@ -1,5 +1,6 @@
-"""The options sep_main and sep_eval share: :class:`RunOptions` and the click decorator that
-declares them (:func:`common_options`)."""
+"""The options sep_main and sep_eval share: :class:`RunOptions`, the click decorator that
+declares them (:func:`common_options`), and what follows from them: the default LOG_DIR, the
+backend."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, Backend, server_ur
 from center.errors import ConfigError
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
+from center.evaluation.run_info import read_run_config
+from center.evaluation.series import MAX_BEST_OF
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
 
@@ -35,6 +38,11 @@ class RunOptions:
     battle_format: str
     seed: int | None
     paired: bool
+    #: games per series (None: the format's, else 1), which unit the ratings count, and whether
+    #: both teams' sheets are shown at team preview
+    best_of: int | None
+    rate: str
+    open_team_sheets: bool
     concurrency: int
     candidates: Path
     timer: str
@@ -86,7 +94,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             type=click.IntRange(1),
             default=10,
             show_default=True,
-            help="Battles per pair (sides alternate in a league).",
+            help="Battles per pair (sides alternate in a league); with --best-of, series.",
         ),
         click.option(
             "-l",
@@ -110,6 +118,28 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Play each seed twice with the candidates swapped between sides, so that each "
             "plays each team draw once (-n even); standings count the pairs.",
+        ),
+        click.option(
+            "--best-of",
+            type=click.IntRange(1, MAX_BEST_OF),
+            default=None,
+            help="Play each battle as a series of up to N games (odd), Showdown's rule: the same "
+            "two teams in every game, sides swapped between games, a tie lowering the wins "
+            "needed, a DISCONNECT losing the series; battles.csv has a row per game, series.csv "
+            "one per series. [default: the format's (…bo3: 3), else 1]",
+        ),
+        click.option(
+            "--rate",
+            type=click.Choice(("series", "games")),
+            default="series",
+            show_default=True,
+            help="With --best-of: what the standings rate (the other's standings are shown too).",
+        ),
+        click.option(
+            "--open-team-sheets",
+            is_flag=True,
+            help="Show both sides' team sheets (all but stats) at team preview, as Showdown's "
+            "Open Team Sheets rule does (--backend sim, a format with team preview).",
         ),
         click.option(
             "--concurrency",
@@ -253,3 +283,31 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def default_log_dir(
+    league: bool,
+    ids: tuple[str, ...],
+    battle_format: str,
+    gauntlet: str | None = None,
+    best_of: int = 1,
+) -> Path:
+    """A LOG_DIR derived from the command, so that rerunning it resumes by default."""
+    if best_of > 1:
+        battle_format = f"{battle_format}-bo{best_of}"
+    if league:
+        return Path("runs") / f"league-{battle_format}"
+    if gauntlet:
+        return Path("runs") / f"gauntlet-{gauntlet}-{battle_format}"
+    return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
+
+
+def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
+    """``--backend``; else the server when ``--server`` names one; else, on a rerun, the backend
+    the run was started on; else the simulator."""
+    if choice:
+        return choice
+    if server_url:
+        return server_url_backend()
+    stored = read_run_config(log_dir)
+    return stored.backend if stored is not None else DEFAULT_RUN_BACKEND

@@ -25,6 +25,7 @@ from center.evaluation.match import replay_source_relpath
 from center.evaluation.records import BattleRecord, Winner, log_relpath
 from center.evaluation.run_info import read_run_config
 from center.evaluation.run_secret import SECRET_FILE, read_run_secret
+from center.evaluation.series import MAX_BEST_OF
 from center.files import read_text
 from center.showdown.sim_replay import InputLog, Resimulated
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds
@@ -162,7 +163,9 @@ def check_seeds(log: InputLog, seed: int, secret: RunSecret | None) -> tuple[str
             played[0]
         )
 
-    if secret is not None and matches(secret.sim_seeds(seed)):
+    # A series' game has seeds of its own: the series' seed and its place in the series.
+    games = range(MAX_BEST_OF)
+    if secret is not None and any(matches(secret.sim_seeds(seed, game)) for game in games):
         return "run secret", ""
     if matches(public_seeds(seed)):
         return "public (a run older than run secrets)", ""

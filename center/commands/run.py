@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
-from center.commands.options import RunOptions, common_options
+from center.commands.options import RunOptions, common_options, default_log_dir, resolve_backend
 from center.commands.progress import _at_once, _Progress, _say_ray
-from center.env.backend import DEFAULT_RUN_BACKEND, Backend, server_url_backend
+from center.commands.series_play import check_series, play_rounds, write_rated_standings
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
@@ -46,12 +46,10 @@ from center.evaluation.run_info import (
     record_run_results,
 )
 from center.evaluation.run_secret import secure_log_dir
+from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import SequentialTests
-from center.evaluation.standings_output import (
-    format_endpoint_use,
-    format_standings,
-    write_standings,
-)
+from center.evaluation.series import next_games, series_format
+from center.evaluation.standings_output import format_endpoint_use
 from center.evaluation.timers import timer_line, timer_record
 from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.driver import RunSummary
@@ -63,28 +61,6 @@ from edge.errors import EdgeError
 from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
-
-
-def default_log_dir(
-    league: bool, ids: tuple[str, ...], battle_format: str, gauntlet: str | None = None
-) -> Path:
-    """A LOG_DIR derived from the command, so that rerunning it resumes by default."""
-    if league:
-        return Path("runs") / f"league-{battle_format}"
-    if gauntlet:
-        return Path("runs") / f"gauntlet-{gauntlet}-{battle_format}"
-    return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
-
-
-def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
-    """``--backend``; else the server when ``--server`` names one; else, on a rerun, the backend
-    the run was started on; else the simulator."""
-    if choice:
-        return choice
-    if server_url:
-        return server_url_backend()
-    stored = read_run_config(log_dir)
-    return stored.backend if stored is not None else DEFAULT_RUN_BACKEND
 
 
 def run_command(
@@ -108,7 +84,7 @@ def run_command(
     ``runner_source()``; this process drives them and writes LOG_DIR.
     """
     from center.showdown import SHOWDOWN_VERSION
-    from center.showdown.formats import check_format
+    from center.showdown.formats import check_format, has_team_preview, showdown_formats
 
     league, budget = opts.league, opts.budget
     sprt = opts.sprt_settings()
@@ -144,8 +120,16 @@ def run_command(
             f"known: {', '.join(all_ids)}"
         )
     # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
-    showdown_format = check_format(opts.battle_format, doubles=True)
+    game_format, best_of, series_note = series_format(
+        opts.battle_format, opts.best_of, showdown_formats()
+    )
+    showdown_format = check_format(game_format, doubles=True)
     battle_format = showdown_format.id
+    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format, opts.gauntlet, best_of)
+    backend = resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir))
+    check_series(best_of, sprt, backend, showdown_format, opts.open_team_sheets, has_team_preview)
+    if series_note and not opts.quiet:
+        click.echo(series_note, err=True)
     named = {*opts.ids, *([opts.gauntlet] if opts.gauntlet else [])}
     chosen, left_out = playing_the_format(chosen, named, formats or {}, battle_format)
     if left_out and len(chosen) < 2:
@@ -161,9 +145,9 @@ def run_command(
             "candidates.json is not played",
             err=True,
         )
-    sides = (
+    sides = (  # a series swaps sides between its games
         {"blue": list(chosen), "red": list(chosen)}
-        if league or opts.gauntlet
+        if league or opts.gauntlet or best_of > 1
         else {
             "blue": [chosen[0]],
             "red": [chosen[1]],
@@ -179,7 +163,6 @@ def run_command(
             err=True,
         )
     digests = source_digests(source)  # where each model's code ran, by the digest of its files
-    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format, opts.gauntlet)
     mode: RunMode = "league" if league else "gauntlet" if opts.gauntlet else "match"
     with ResultsWriter(log_dir) as writer:
         kept = check_code(
@@ -201,11 +184,14 @@ def run_command(
                     "max_turns": opts.max_turns,
                     "concurrency": opts.concurrency,
                     "edge_loss": edge_loss,
+                    "rate": opts.rate,
                 },
                 paired=paired,
-                backend=resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir)),
+                backend=backend,
                 sprt=sprt,
                 timer=timer_record(opts.timer, budget),
+                best_of=best_of,
+                open_team_sheets=opts.open_team_sheets,
             ),
         )
         record_run_results(log_dir, kept)
@@ -222,8 +208,9 @@ def run_command(
             )
         run_secret = secure_log_dir(log_dir, opts.seed)
         schedule = run.schedule()
-        backend = run.backend
         todo = pending(schedule, log_dir)
+        if best_of > 1:  # each undecided series' next game
+            todo = [b for b in next_games(schedule, load_records(log_dir), best_of) if b in todo]
         # Voided --max-voids times already (in an earlier run): not played again.
         abandoned = given_up(Path(log_dir), todo, opts.max_voids)
         todo = [b for b in todo if b not in {battle for battle, _ in abandoned}]
@@ -232,10 +219,12 @@ def run_command(
             tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
             todo = [b for b in todo if not tests.skip(b)]
         if not opts.quiet:
+            what = f"{len(schedule)} battles ({len(schedule) - len(todo)} already done"
+            if best_of > 1:
+                what = f"{run.n} series of up to {best_of} games ({len(todo)} to play now"
             click.echo(
-                f"{mode}: {len(schedule)} battles ({len(schedule) - len(todo)} already done"
-                f"{' or decided' if tests else ''}), {battle_format}, seed {run.seed}, "
-                f"{_at_once(opts.concurrency, scale)}, results in {log_dir}",
+                f"{mode}: {what}{' or decided' if tests else ''}), {battle_format}, seed "
+                f"{run.seed}, {_at_once(opts.concurrency, scale)}, results in {log_dir}",
                 err=True,
             )
             click.echo(timer_line(opts.timer, budget), err=True)
@@ -260,21 +249,23 @@ def run_command(
                     brought_teams=showdown_format.teams_brought,
                     run_secret=run_secret,
                     max_voids=opts.max_voids,
+                    open_team_sheets=opts.open_team_sheets,
                 )
-                if scale is None:
-                    summary = run_local(
-                        todo,
-                        source,
-                        settings,
-                        writer,
-                        server=server,
-                        concurrency=opts.concurrency,
-                        on_done=progress,
-                        early_stop=tests,
-                    )
-                else:
+
+                def play(todo: Sequence[ScheduledBattle]) -> RunSummary:
+                    if scale is None:
+                        return run_local(
+                            todo,
+                            source,
+                            settings,
+                            writer,
+                            server=server,
+                            concurrency=opts.concurrency,
+                            on_done=progress,
+                            early_stop=tests,
+                        )
                     assert runner_source is not None
-                    summary = run_on_runners(
+                    return run_on_runners(
                         todo,
                         scale,
                         settings,
@@ -286,6 +277,11 @@ def run_command(
                         early_stop=tests,
                         say=lambda line: _say_ray(line, opts.quiet, progress),
                     )
+
+                def following() -> list[ScheduledBattle]:
+                    return next_games(schedule, load_records(log_dir), best_of)
+
+                summary = play(todo) if best_of == 1 else play_rounds(todo, play, following)
             finally:
                 progress.close()
                 if server is not None:
@@ -312,10 +308,10 @@ def run_command(
     collusion = check_collusion(records)
     if collusion.pairs:
         sections["collusion"] = collusion.to_json()
-    standings = write_standings(
-        records, log_dir, candidates=chosen, paired=run.paired, sections=sections
-    )
-    click.echo(format_standings(standings))
+    for line in write_rated_standings(
+        Path(log_dir), schedule, records, best_of, opts.rate, chosen, run.paired, sections
+    ):
+        click.echo(line)
     for line in format_endpoint_use(records):
         click.echo(line)
     for line in collusion_lines(collusion):

@@ -57,6 +57,8 @@ class SessionRequest:
     secret: RunSecret
     #: the outside poke-env Player for the backend's server configuration (None: two seats)
     opponent: Callable[[ServerConfiguration], Player | None]
+    #: both sides' team sheets shown at team preview (the simulator only)
+    open_team_sheets: bool = False
 
 
 #: a session for the request, and what the call started for it (to ``stop()`` with the env), or None
@@ -149,6 +151,8 @@ def _start_server(server_url: str | None) -> Any:
 def _server_session(request: SessionRequest) -> tuple[BattleBackend, Any]:
     from center.env.battle_session import BattleSession
 
+    if request.open_team_sheets:
+        raise EnvError("open team sheets are shown on the simulator only (backend='sim')")
     config, started = resolve_server(request.server)
     try:
         session = BattleSession(
@@ -205,6 +209,7 @@ def _sim_session(request: SessionRequest) -> tuple[BattleBackend, Any]:
             teams=request.teams,
             username_prefix=request.username_prefix,
             secret=request.secret,
+            open_team_sheets=request.open_team_sheets,
         )
     except BaseException:
         if started is not None:

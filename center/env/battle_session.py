@@ -283,6 +283,9 @@ class BattleSession:
     def replay_source(self) -> list[str] | None:
         return None  # the server draws its teams and rolls: nothing replays its battles
 
+    def set_series_game(self, game: int) -> None:
+        """Nothing to do: the server deals its own teams (a series there brings them)."""
+
     def set_teams(self, teams: dict[str, str | None]) -> None:
         """Teams for the next battles (formats where teams are brought)."""
         self.teams = dict(teams)

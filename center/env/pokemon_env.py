@@ -84,6 +84,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         opponent: Player | type[Player] | None = None,
         run_secret: RunSecret | None = None,
         turn_cap: TurnCap = "tie",
+        open_team_sheets: bool = False,
     ) -> None:
         if not backend_spec(backend).outside_player and opponent is not None:
             raise EnvError('an outside poke-env Player plays on a server: use backend="server"')
@@ -135,6 +136,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._owned_server: Any = None
         self._teams = teams
         self._username_prefix = username_prefix
+        self._open_team_sheets = open_team_sheets
         self._session: BattleBackend | None = None
         self._np_random = np.random.default_rng()
         self._closed = False
@@ -169,6 +171,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 username_prefix=self._username_prefix,
                 secret=self.run_secret,
                 opponent=self._outside_opponent,
+                open_team_sheets=self._open_team_sheets,
             )
         )
         self._session = session
@@ -206,6 +209,11 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self._teams = teams
         if self._session is not None:
             self._session.set_teams(teams)
+
+    def set_series_game(self, game: int) -> None:
+        """The next battles are game ``game`` of a series (0: the first, or none): on the
+        simulator, new rolls and the first game's dealt teams, each with its player."""
+        self.session.set_series_game(game)
 
     def set_agents(
         self, agents: dict[str, Agent], teams: dict[str, str | None] | None = None

@@ -155,6 +155,11 @@ class BattleBackend(Protocol):
         """Teams for the next battles (formats where teams are brought)."""
         ...
 
+    def set_series_game(self, game: int) -> None:
+        """The next battles are game ``game`` of a series (0: the first, or none): where the
+        backend deals teams from seeds, the first game's teams again, each with its player."""
+        ...
+
     def close(self) -> None:
         """Abandon any battle and release the session's connections."""
         ...

@@ -100,6 +100,7 @@ class SimSession:
         teams: dict[str, str | None] | None = None,
         username_prefix: str = "maple",
         secret: RunSecret | None = None,
+        open_team_sheets: bool = False,
     ) -> None:
         if len(seat_names) != 2:
             raise EnvError(
@@ -121,6 +122,9 @@ class SimSession:
         self._by_slot = {seat.slot: seat for seat in self.seats.values()}
         self.sim: SimBattle | None = None
         self.seed: int | None = None
+        self.game = 0
+        #: both sides' team sheets shown at team preview (Showdown's Open Team Sheets)
+        self.open_team_sheets = open_team_sheets
         self.disconnected = False
         self.disconnect_detail = ""
         self._start_error = ""
@@ -173,12 +177,17 @@ class SimSession:
     def set_teams(self, teams: dict[str, str | None]) -> None:
         self.teams = dict(teams)
 
+    def set_series_game(self, game: int) -> None:
+        """The next battles are game ``game`` of a series (0: the first, or none): new rolls, the
+        first game's dealt teams, swapped between the slots in the odd games."""
+        self.game = int(game)
+
     def start_battle(self, timeout: float, seed: int | None = None) -> None:
         """Start the battle of ``seed`` (a random one when None) and wait for the first requests."""
         self.abandon()
         self._release()
         self.seed = secrets.randbits(31) if seed is None else int(seed)
-        battle_seed, *team_seeds = self.secret.sim_seeds(self.seed)
+        battle_seed, *team_seeds = self.secret.sim_seeds(self.seed, self.game)
         players = {}
         for seat, team_seed in zip(self.seats.values(), team_seeds, strict=True):
             team = self.teams.get(seat.name) or None
@@ -196,8 +205,8 @@ class SimSession:
                 False,
             )
         self.disconnected, self.disconnect_detail, self._start_error = False, "", ""
-        tag = self.secret.battle_tag(self.battle_format, self.seed)
-        start = SimStart(self.battle_format, battle_seed, players, tag)
+        tag = self.secret.battle_tag(self.battle_format, self.seed, self.game)
+        start = SimStart(self.battle_format, battle_seed, players, tag, self.open_team_sheets)
         deadline = time.monotonic() + timeout
         try:
             self.sim = self.host.open_battle(start, timeout)

@@ -101,6 +101,8 @@ class MatchSettings:
     run_secret: RunSecret | None = None
     #: voidings of one battle (this run and its reruns) after which it is not played again
     max_voids: int | None = DEFAULT_MAX_VOIDS
+    #: both sides' team sheets shown at team preview (``--open-team-sheets``; the simulator)
+    open_team_sheets: bool = False
 
 
 class PlayedBattle(NamedTuple):
@@ -200,6 +202,7 @@ def _record(
         finished_at=utc_now(),
         log=log,
         **versions,
+        series=scheduled.series,
     )
     return PlayedBattle(record, files)
 
@@ -317,7 +320,9 @@ def play_one(
                 settings.battle_format,
                 settings.budget,
                 usernames[p],
-                agent_seed=env.run_secret.agent_seed(scheduled.seed, p, SEED_BOUND),
+                agent_seed=env.run_secret.agent_seed(
+                    scheduled.seed, p, SEED_BOUND, game=scheduled.game
+                ),
             ),
             source.close_side,
             scheduled.battle_id,
@@ -326,6 +331,7 @@ def play_one(
         env.set_teams(
             {p: source.team(names[p]) if settings.brought_teams else None for p in PLAYERS}
         )
+        env.set_series_game(scheduled.game)  # a series' dealt teams, new rolls
         try:
             played = play_battle(env, scheduled, sides, settings, at_once=at_once)
         except InfrastructureError:

@@ -100,6 +100,8 @@ class BattleRecord:
     version_sep: str = ""
     version_poke_env: str = ""
     version_showdown: str = ""
+    #: the series the battle is a game of (``--best-of``; docs/results.md), "" when none
+    series: str = ""
 
     def __post_init__(self) -> None:
         # Accept plain strings from callers and from CSV; a bad value raises ValueError here.

@@ -30,6 +30,7 @@ from center.evaluation.schedule import (
     schedule_gauntlet,
     schedule_league,
     schedule_match,
+    series_games,
 )
 from center.evaluation.sprt import SprtSettings
 from center.files import write_atomically
@@ -91,7 +92,9 @@ class RunConfig:
     (paired; ``n`` is the maximum). A ``gauntlet``'s ``candidates`` are its candidate first, then
     the field (stored sorted). ``timer`` is each side's time
     (:func:`~center.evaluation.timers.timer_record`): a rerun with other numbers is refused (a
-    run.json without one is older than timers and takes the rerun's).
+    run.json without one is older than timers and takes the rerun's). ``best_of`` above 1 plays
+    each scheduled battle as a series of up to that many games (``n`` counts series);
+    ``open_team_sheets`` shows both teams' sheets at team preview.
     """
 
     mode: RunMode
@@ -107,6 +110,8 @@ class RunConfig:
     #: is older than the tiebreak: a tie)
     turn_cap: TurnCap = "tiebreak"
     timer: Mapping[str, Any] | None = None
+    best_of: int = 1
+    open_team_sheets: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("match", "league", "gauntlet"):
@@ -136,12 +141,14 @@ class RunConfig:
             raise ValueError("the run's seed is not resolved yet; use open_run()")
         if self.mode == "match":
             blue, red = self.candidates
-            return schedule_match(blue, red, self.n, self.seed, paired=self.paired)
-        if self.mode == "gauntlet":
-            return schedule_gauntlet(
+            battles = schedule_match(blue, red, self.n, self.seed, paired=self.paired)
+        elif self.mode == "gauntlet":
+            battles = schedule_gauntlet(
                 self.candidates[0], self.candidates[1:], self.n, self.seed, paired=self.paired
             )
-        return schedule_league(self.candidates, self.n, self.seed, paired=self.paired)
+        else:
+            battles = schedule_league(self.candidates, self.n, self.seed, paired=self.paired)
+        return battles if self.best_of == 1 else series_games(battles, self.best_of)
 
     def to_json(self) -> dict[str, Any]:
         """The run.json document."""
@@ -157,6 +164,8 @@ class RunConfig:
             "sprt": None if self.sprt is None else self.sprt.to_json(),
             "turn_cap": self.turn_cap,
             "timer": None if self.timer is None else dict(self.timer),
+            "best_of": self.best_of,
+            "open_team_sheets": self.open_team_sheets,
             "extra": dict(self.extra),
         }
 
@@ -179,6 +188,8 @@ class RunConfig:
             sprt=None if sprt is None else SprtSettings.from_json(sprt),
             turn_cap=check_turn_cap(str(doc.get("turn_cap", "tie"))),  # older runs: a tie
             timer=_timer_of(doc.get("timer")),  # absent from runs older than timers
+            best_of=int(doc.get("best_of", 1)),  # absent from runs older than series: 1
+            open_team_sheets=bool(doc.get("open_team_sheets", False)),
         )
 
 
@@ -250,6 +261,13 @@ def _merge(stored: RunConfig, new: RunConfig, log_dir: Path) -> RunConfig:
         raise conflict(f"its battles are {_pairing(stored)}, not {_pairing(new)}")
     if new.backend != stored.backend:
         raise conflict(f"its battles ran on --backend {stored.backend}, not {new.backend}")
+    if new.best_of != stored.best_of:
+        raise conflict(f"it plays best-of-{stored.best_of}, not best-of-{new.best_of}")
+    if new.open_team_sheets != stored.open_team_sheets:
+        said = {True: "with --open-team-sheets", False: "without --open-team-sheets"}
+        raise conflict(
+            f"it plays {said[stored.open_team_sheets]}, not {said[new.open_team_sheets]}"
+        )
     timer = None if stored.timer is None else _timer_conflict(stored.timer, new.timer)
     if timer is not None:
         raise conflict(timer)

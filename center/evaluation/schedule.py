@@ -3,7 +3,8 @@
 A rerun of the same command computes the same ids and seeds, so a run resumes and grows (a larger N
 or more candidates only append battles). A *paired* schedule plays each seed twice with the
 candidates swapped: battle ``2p + 1`` has the other candidate blue and the seed of battle ``2p``,
-which cancels the luck of the team draw.
+which cancels the luck of the team draw. A best-of-N run plays each scheduled battle as a series
+of up to N games (:func:`series_games`): the same seed, sides swapped from game to game.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "schedule_gauntlet",
     "schedule_league",
     "schedule_match",
+    "series_games",
 ]
 
 
@@ -30,6 +32,8 @@ class ScheduledBattle:
 
     ``pair`` is the pairing of candidates the battle belongs to, as scheduled (not sides). In a
     paired schedule, battles ``2p`` and ``2p + 1`` of a pairing are twins: same seed, sides swapped.
+    A game of a series has its ``series`` id and its place in it, ``game`` (0 first); a battle of
+    a run without series has ``series`` "".
     """
 
     battle_id: str
@@ -38,6 +42,8 @@ class ScheduledBattle:
     seed: int
     pair: tuple[str, str]
     index: int
+    series: str = ""
+    game: int = 0
 
 
 def battle_seed(base_seed: int, battle_id: str) -> int:
@@ -157,3 +163,24 @@ def schedule_gauntlet(
     if len({s.battle_id for s in schedule}) != len(schedule):
         raise ValueError(f"candidate ids {[candidate, *opponents]} give ambiguous battle ids")
     return schedule
+
+
+def series_games(series: Iterable[ScheduledBattle], best_of: int) -> list[ScheduledBattle]:
+    """Each scheduled battle as a series of ``best_of`` games, in the series' order.
+
+    A series keeps its battle's id (the ``series`` of its games), pair and seed: every game has
+    the series' seed (its teams, a game's own rolls: ``RunSecret.sim_seeds``). Game ``k`` has the
+    series' blue blue when ``k`` is even, its red when odd; its id is ``{blue}-vs-{red}-{index:04d}
+    -g{k + 1}``. How many games are played is the series rule's (:mod:`center.evaluation.series`).
+    """
+    if best_of < 1:
+        raise ValueError(f"a series has at least one game, got best-of {best_of}")
+    games = []
+    for s in series:
+        for k in range(best_of):
+            blue, red = (s.blue, s.red) if k % 2 == 0 else (s.red, s.blue)
+            battle_id = f"{blue}-vs-{red}-{s.index:04d}-g{k + 1}"
+            games.append(
+                ScheduledBattle(battle_id, blue, red, s.seed, s.pair, s.index, s.battle_id, k)
+            )
+    return games

@@ -22,6 +22,7 @@ from center.evaluation.match import PLAYERS_SUFFIX
 from center.evaluation.records import REPLAY_SUBDIR, BattleRecord, log_relpath, replay_relpath
 from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
 from center.evaluation.sequential import SequentialTests
+from center.evaluation.series import series_record, series_results
 from center.evaluation.standings import Standings, compute_standings
 from center.evaluation.voided import VoidedBattle, read_voided
 from center.files import existing
@@ -242,10 +243,19 @@ def read_log_dir(log_dir: str | Path, *, candidates: Path | None = None) -> LogD
     names.update({k: v for k, v in _names_from_candidates(candidates).items() if k in names})
     names.update(_names_from_replays(path, names))
     paired = bool(run is not None and run.paired)
-    standings = compute_standings(records, candidates=ids, paired=paired)
+    rated = records
+    if run is not None and run.best_of > 1 and run.seed is not None:  # as the run rates them
+        series = series_results(run.schedule(), records, run.best_of)
+        scheduled = len(records) + sum(
+            run.best_of - len(r.games) for r in series if r.winner is None
+        )
+        if run.extra.get("rate", "series") == "series":
+            rated = [series_record(r) for r in series if r.winner is not None]
+    standings = compute_standings(rated, candidates=ids, paired=paired)
+    games = standings if rated is records else compute_standings(records, candidates=ids)
     summaries = _summaries(path, ids, records, players, names)
     for summary, standing in zip(
-        summaries, sorted(standings.candidates, key=lambda c: c.id), strict=True
+        summaries, sorted(games.candidates, key=lambda c: c.id), strict=True
     ):
         summary.statuses = dict(standing.statuses)  # as standings.csv counts them
     sprt: list[dict[str, Any]] = []

@@ -55,6 +55,8 @@ def battle_to_wire(battle: ScheduledBattle) -> dict[str, object]:
         "seed": battle.seed,
         "pair": list(battle.pair),
         "index": battle.index,
+        "series": battle.series,
+        "game": battle.game,
     }
 
 
@@ -62,8 +64,15 @@ def battle_from_wire(data: dict[str, object]) -> ScheduledBattle:
     """The inverse of :func:`battle_to_wire`."""
     pair = data["pair"]
     assert isinstance(pair, list) and len(pair) == 2
-    seed, index = data["seed"], data["index"]
-    assert isinstance(seed, int) and isinstance(index, int)
+    seed, index, game = data["seed"], data["index"], data["game"]
+    assert isinstance(seed, int) and isinstance(index, int) and isinstance(game, int)
     return ScheduledBattle(
-        str(data["battle_id"]), str(data["blue"]), str(data["red"]), seed, (pair[0], pair[1]), index
+        str(data["battle_id"]),
+        str(data["blue"]),
+        str(data["red"]),
+        seed,
+        (pair[0], pair[1]),
+        index,
+        str(data["series"]),
+        game,
     )

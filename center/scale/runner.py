@@ -58,6 +58,7 @@ class BattleRunner:
                         "sep", f"{self.name}{thread}"
                     ),
                     run_secret=self.settings.run_secret,  # the driver's: the same battles
+                    open_team_sheets=self.settings.open_team_sheets,
                 )
                 self._envs.append(env)
             self._local.env = env

@@ -19,7 +19,7 @@ from center.errors import ConfigError, ShowdownError
 from center.showdown.install import find_install
 from edge.contract.game_type import is_doubles_format
 
-__all__ = ["ShowdownFormat", "check_format", "showdown_formats"]
+__all__ = ["ShowdownFormat", "check_format", "has_team_preview", "showdown_formats"]
 
 # Prints every format as {id, name, gameType, team}; an id is Showdown's toID of the name.
 _LIST_FORMATS = """
@@ -76,6 +76,35 @@ def showdown_formats(install_dir: Path | None = None) -> dict[str, ShowdownForma
     return _formats(find_install(install_dir))
 
 
+# Whether a format's rules include a team preview (Team Preview or Team Type Preview), as the
+# Open Team Sheets rules require.
+_TEAM_PREVIEW = """
+const {Dex} = require('./dist/sim/dex');
+const rules = Dex.formats.getRuleTable(Dex.formats.get(process.argv[1]));
+console.log(JSON.stringify(rules.has('teampreview') || rules.has('teamtypepreview')));
+"""
+
+
+def has_team_preview(format_id: str, install_dir: Path | None = None) -> bool:
+    """Whether ``format_id`` (a format of :func:`showdown_formats`) has a team preview."""
+    node = shutil.which("node") or "node"
+    try:
+        done = subprocess.run(
+            [node, "-e", _TEAM_PREVIEW, format_id],
+            cwd=find_install(install_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ShowdownError(f"could not read the rules of {format_id} with {node}: {exc}") from exc
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise ShowdownError(f"could not read the rules of {format_id}: {tail[0]}")
+    return bool(json.loads(done.stdout))
+
+
 def check_format(
     battle_format: str, install_dir: Path | None = None, *, doubles: bool = False
 ) -> ShowdownFormat:
@@ -91,8 +120,8 @@ def check_format(
         raise ConfigError(f"unknown format {battle_format!r} in Showdown{hint}")
     if "bo3" in found.id:
         raise ConfigError(
-            f"format {battle_format!r} is a best-of-3 series; play {found.id[:-3]!r}: each "
-            "battle counts alone"
+            f"format {battle_format!r} is a best-of-3 series; play {found.id[:-3]!r} (sep_main "
+            "and sep_eval play it as series: --best-of 3)"
         )
     playable = ("singles", "doubles") if doubles else ("singles",)
     if found.game_type not in playable:

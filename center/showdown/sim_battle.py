@@ -69,12 +69,14 @@ class SimPlayer:
 
 @dataclass(frozen=True)
 class SimStart:
-    """How a battle starts: format, battle seed, both players, and the tag the players see."""
+    """How a battle starts: format, battle seed, both players, the tag the players see, and
+    whether both sides' team sheets are shown at team preview."""
 
     formatid: str
     seed: str
     players: Mapping[str, SimPlayer]
     tag: str
+    open_team_sheets: bool = False
 
     def command(self, battle_id: str) -> dict[str, Any]:
         """The host's ``start`` command for this battle."""
@@ -87,13 +89,14 @@ class SimStart:
             if player.seed:
                 spec["seed"] = player.seed
             players[slot] = spec
-        return {
+        command = {
             "op": "start",
             "id": battle_id,
             "formatid": self.formatid,
             "seed": self.seed,
             "players": players,
         }
+        return {**command, "openteamsheets": True} if self.open_team_sheets else command
 
 
 def init_frame(tag: str, names: Mapping[str, str]) -> str:

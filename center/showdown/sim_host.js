@@ -8,7 +8,9 @@
 // passes can become a `>eval` (or any other) command of the stream. A brought team is checked and
 // cleaned by Showdown's validator first, as the server does; a team it rejects starts no battle.
 //
-//   {"op": "start", "id", "formatid", "seed", "players": {"p1": {"name", "team"?, "seed"?}, "p2": ...}}
+//   {"op": "start", "id", "formatid", "seed", "players": {"p1": {"name", "team"?, "seed"?}, "p2": ...},
+//    "openteamsheets"?}   (true: >show-openteamsheets at team preview, as the server writes it
+//                          once both players accept Open Team Sheets)
 //   {"op": "choose", "id", "side": "p1", "choice": "move 1"}
 //   {"op": "forfeit", "id", "side": "p1"}        (>forcelose p1)
 //   {"op": "tie", "id"}                          (>forcetie)
@@ -156,6 +158,7 @@ function start(command) {
   void pump(id, battle);
   write(battle, `>start ${JSON.stringify({formatid, seed})}`);
   for (const side of SIDES) write(battle, `>player ${side} ${JSON.stringify(options[side])}`);
+  if (command.openteamsheets === true) write(battle, '>show-openteamsheets');
 }
 
 function get(id) {

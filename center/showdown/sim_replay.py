@@ -1,8 +1,8 @@
 """Re-simulating a battle from its input log, without agents: parse the log, play it, collect frames.
 
 :func:`parse_input_log` accepts exactly the lines the center writes (``>start``, ``>player``,
-choices, forced ends, ``>tiebreak``), so a tampered log can change the battle but never send a
-command of its own.
+open team sheets, choices, forced ends, ``>tiebreak``), so a tampered log can change the battle
+but never send a command of its own.
 :func:`resimulate` writes the commands one at a time, as in the live battle, so the simulator cuts
 its output into the same frames.
 """
@@ -33,6 +33,7 @@ Command = Callable[[SimBattle], None]
 
 _PLAYER = re.compile(r">player (p1|p2) (\{.*\})")
 _CHOICE_LINE = re.compile(r">(p1|p2) (.+)")
+_OPEN_TEAM_SHEETS = ">show-openteamsheets"
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,13 @@ def parse_input_log(lines: list[str], tag: str) -> InputLog:
         team = _optional_str(spec.get("team"), f"line {number}: the team")
         player_seed = _optional_str(spec.get("seed"), f"line {number}: the seed")
         players[slot] = SimPlayer(spec["name"], team, player_seed)
+    # Open team sheets are part of the start (the host writes them right after the players).
+    open_team_sheets = lines[3:4] == [_OPEN_TEAM_SHEETS]
+    first = 4 + open_team_sheets
     commands: list[tuple[int, str, Command]] = []
-    for number, line in enumerate(lines[3:], start=4):
+    for number, line in enumerate(lines[first - 1 :], start=first):
         commands.append((number, line, _command(line, number)))
-    return InputLog(SimStart(formatid, seed, players, tag), commands)
+    return InputLog(SimStart(formatid, seed, players, tag, open_team_sheets), commands)
 
 
 def _command(line: str, number: int) -> Command:

@@ -27,6 +27,11 @@ SEED_NAMES = ("battle", "p1", "p2")
 SimSeeds = tuple[str, str, str]
 
 
+def _game(game: int) -> str:
+    # A series' later games: a suffix; game 0 keeps the derivation battles always had.
+    return f":g{int(game)}" if game else ""
+
+
 def _sodium(digest: bytes) -> str:
     return f"sodium,{digest.hex()[:32]}"
 
@@ -81,25 +86,31 @@ class RunSecret:
     def _mac(self, what: str) -> bytes:
         return hmac.new(self._key, what.encode(), hashlib.sha256).digest()
 
-    def sim_seeds(self, root: int) -> SimSeeds:
+    def sim_seeds(self, root: int, game: int = 0) -> SimSeeds:
         """The battle seed and the team seeds of p1 and p2 for the public seed ``root``.
 
         Each side's team depends only on ``root`` and its slot, so the two battles of a pair (the
-        same ``root``, sides swapped) deal the same team to the same slot whoever plays it.
+        same ``root``, sides swapped) deal the same team to the same slot whoever plays it. Game
+        ``game`` of a series (0: its first, or a lone battle) has rolls of its own and the teams of
+        game 0, swapped in the odd games (whose sides are): each candidate keeps its team.
         """
-        battle, p1, p2 = (_sodium(self._mac(f"sim:{int(root)}:{what}")) for what in SEED_NAMES)
-        return battle, p1, p2
+        battle = _sodium(self._mac(f"sim:{int(root)}:battle{_game(game)}"))
+        p1, p2 = (_sodium(self._mac(f"sim:{int(root)}:{what}")) for what in SEED_NAMES[1:])
+        return (battle, p2, p1) if game % 2 else (battle, p1, p2)
 
-    def battle_tag(self, battle_format: str, root: int) -> str:
+    def battle_tag(self, battle_format: str, root: int, game: int = 0) -> str:
         """The room the players see, shaped as the server names rooms: ``battle-FORMAT-N``, N a
         number that says nothing of ``root`` to whoever lacks the secret."""
-        number = int.from_bytes(self._mac(f"tag:{int(root)}")[:4], "big") & 0x7FFF_FFFF
+        mac = self._mac(f"tag:{int(root)}{_game(game)}")
+        number = int.from_bytes(mac[:4], "big") & 0x7FFF_FFFF
         return f"battle-{battle_format}-{number}"
 
-    def agent_seed(self, root: int, player: str, bound: int = 2**32) -> int:
+    def agent_seed(self, root: int, player: str, bound: int = 2**32, game: int = 0) -> int:
         """The seed ``player``'s Agent gets for the battle of ``root`` (``instanceConfig["seed"]``
-        and the ``seed`` hook): reproducible, and no key to the simulator's seeds."""
-        return int.from_bytes(self._mac(f"agent:{int(root)}:{player}")[:8], "big") % bound
+        and the ``seed`` hook), game ``game`` of its series: reproducible, and no key to the
+        simulator's seeds."""
+        mac = self._mac(f"agent:{int(root)}:{player}{_game(game)}")
+        return int.from_bytes(mac[:8], "big") % bound
 
     def __repr__(self) -> str:
         return "RunSecret(<hidden>)"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from center.commands.run import resolve_backend
+from center.commands.options import resolve_backend
 from center.env.session_api import SeatState
 from center.env.sim_session import SimSession
 from center.errors import EnvError, RunConflictError
