@@ -5,7 +5,8 @@
     python scripts/bench_season.py --season runs/my-season   # also: the battles' CPU in a real one
 
 The ladder's CPU and database growth per battle; the battles a champion joining midway needs
-until its interval is as narrow as the field's median. How: docs/seasons.md, "Numbers".
+until its interval is as narrow as the field's median; a refit's fit, cold and warm-started.
+How: docs/seasons.md, "Numbers".
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ sys.path.insert(0, str(REPO))
 
 from center.env.end_reason import EndReason  # noqa: E402
 from center.evaluation.battles_csv import load_records  # noqa: E402
-from center.evaluation.records import BattleRecord, SideRecord, Winner
+from center.evaluation.records import BattleRecord, SideRecord, Winner  # noqa: E402
+from center.evaluation.standings import compute_standings  # noqa: E402
 from center.season.board import refit  # noqa: E402
 from center.season.health import check_quarantine  # noqa: E402
 from center.season.scheduler import Scheduler  # noqa: E402
 from center.season.settings import SeasonSettings  # noqa: E402
 from center.season.store import EntrantState, SeasonStore  # noqa: E402
 from center.season.writer import SeasonWriter  # noqa: E402
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import SideStatus  # noqa: E402
 
 FORMAT = "gen9randombattle"
 
@@ -129,6 +131,7 @@ def run(
                     cpu += time.process_time() - start
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file, not the log's slack
         grown = _db_bytes(folder) - empty
+        cold_ms, warm_ms = refit_cost(store, bootstrap, seed)
         store.close()
     return {
         "battles": battles,
@@ -136,7 +139,26 @@ def run(
         "ladder_cpu_ms_per_battle": 1000.0 * cpu / battles,
         "db_bytes_per_battle": grown / battles,
         "newcomer_battles_to_field_width": placed_after,
+        "refit_ms_cold": cold_ms,
+        "refit_ms_warm": warm_ms,
     }
+
+
+def refit_cost(store: SeasonStore, bootstrap: int, seed: int) -> tuple[float, float]:
+    """A fit of every battle (bootstrap included) in CPU ms, started cold and warm (from the last
+    snapshot, as the ladder's refit starts): the best of three each."""
+    records = store.records(FORMAT)
+    last = store.latest_board(FORMAT) or {}
+    start = {r["entry"]: r["rating"] for r in last.get("rows", []) if r["rating"] is not None}
+    best = []
+    for warm in (None, start):
+        times = []
+        for _ in range(3):
+            began = time.process_time()
+            compute_standings(records, bootstrap=bootstrap, seed=seed, paired=True, start=warm)
+            times.append(1000.0 * (time.process_time() - began))
+        best.append(min(times))
+    return best[0], best[1]
 
 
 def battle_cpu(season: Path) -> dict[str, float]:

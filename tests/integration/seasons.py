@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +81,14 @@ def make_season(
     settings: dict,
     start_edges: Callable[..., dict[str, EdgeProcess]],
     edge_sections: dict[str, dict] | None = None,
+    extra_modules: Sequence[Path] = (),
 ) -> dict[str, EdgeProcess]:
-    """SEASON_DIR at ``folder``: the test modules, candidates.json, season.json and the edges'
-    sep_config.json (with ``edge_sections`` added to its sides: what the center reads of them);
-    the edges started on it."""
+    """SEASON_DIR at ``folder``: the test modules (and ``extra_modules``), candidates.json,
+    season.json and the edges' sep_config.json (with ``edge_sections`` added to its sides: what
+    the center reads of them); the edges started on it."""
     folder.mkdir()
-    for name, source in MODULES.items():
-        shutil.copytree(source, folder / name)
+    for source in [*MODULES.values(), *extra_modules]:
+        shutil.copytree(source, folder / source.name)
     write_entries(folder, entries)
     (folder / "season.json").write_text(json.dumps(settings))
     edges = start_edges(folder / "candidates.json")

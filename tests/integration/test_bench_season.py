@@ -20,3 +20,4 @@ def test_bench_season_prints_its_figures() -> None:
     assert figures["ladder_cpu_ms_per_battle"] > 0
     assert figures["db_bytes_per_battle"] > 0
     assert "newcomer_battles_to_field_width" in figures
+    assert figures["refit_ms_cold"] > 0 and figures["refit_ms_warm"] > 0

@@ -1,6 +1,7 @@
 """A season through real edges with outside modules: qualification, a module that starts crashing
 (quarantined), a submission admitted mid-season (qualified, then placed), a quota refusal, kill -9
-of the ladder (resumed: every battle once), and close (a snapshot sep_replay verifies)."""
+of the ladder (resumed: every battle once), and close (a snapshot sep_replay verifies); a season of
+two formats (a board each); a season played by Ray battle runners (``--workers 2``)."""
 
 from __future__ import annotations
 
@@ -8,32 +9,37 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from center.evaluation.battles_csv import load_records
 from edge.contract.season_ledger import record_submission
-from tests.integration.edges import EdgeProcess
+from tests.integration.seasons import (
+    MODULES,
+    SEP_LADDER,
+    SEP_REPLAY,
+    close_season,
+    make_season,
+    query,
+    recorded,
+    rows,
+    start_ladder,
+    state,
+    stop,
+    wait_for,
+    write_entries,
+)
 
-TESTS = Path(__file__).resolve().parent.parent
-SEP_LADDER = [sys.executable, "-c", "from center.commands.ladder import sep_ladder; sep_ladder()"]
-SEP_REPLAY = [sys.executable, "-c", "from center.commands.replay import sep_replay; sep_replay()"]
-MODULES = {
-    "first_legal": TESTS / "season_agents" / "first_legal",
-    "crash_on_marker": TESTS / "season_agents" / "crash_on_marker",
-    "max_power_player": TESTS / "outside_agents" / "max_power_player",
-}
 ENTRIES = {
     "base": {"userModuleID": "first_legal", "participant": "organizer"},
     "alice": {"userModuleID": "max_power_player", "participant": "alice"},
     "bob": {"userModuleID": "first_legal", "participant": "bob"},
     "carol": {"userModuleID": "crash_on_marker", "participant": "carol"},
+    "erin": {"userModuleID": "crash_at_once", "participant": "erin"},
 }
 SETTINGS = {
     "formats": ["gen9randombattle"],
@@ -48,58 +54,15 @@ SETTINGS = {
 }
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.3)
-
-
-def query(season: Path, sql: str, *args: object) -> list[tuple]:
-    try:
-        conn = sqlite3.connect(f"file:{season / 'season.db'}?mode=ro", uri=True, timeout=30)
-    except sqlite3.OperationalError:  # the ladder has not made its database yet
-        return []
-    try:
-        return conn.execute(sql, args).fetchall()
-    except sqlite3.OperationalError:  # nor its tables
-        return []
-    finally:
-        conn.close()
-
-
-def state(season: Path, entry: str) -> str:
-    rows = query(season, "SELECT state FROM entrants WHERE entry = ?", entry)
-    return rows[0][0] if rows else ""
-
-
-def recorded(season: Path) -> set[str]:
-    return {r[0] for r in query(season, "SELECT battle_id FROM battles")}
-
-
-def write_entries(season: Path, entries: dict) -> None:
-    tmp = season / "candidates.json.tmp"
-    tmp.write_text(json.dumps(entries))
-    os.replace(tmp, season / "candidates.json")  # as sep_submit admit does: whole or not at all
-
-
 @pytest.fixture
 def season(tmp_path: Path, start_edges) -> Iterator[Path]:
     folder = tmp_path / "season"
-    folder.mkdir()
-    for name, source in MODULES.items():
-        shutil.copytree(source, folder / name)
-    write_entries(folder, ENTRIES)
-    (folder / "season.json").write_text(json.dumps(SETTINGS))
-    edges: dict[str, EdgeProcess] = start_edges(folder / "candidates.json")
-    shutil.copy(edges["blue"].config, folder / "sep_config.json")
+    # erin's module fails from its first battle (a copy of carol's, its marker there already)
+    at_once = tmp_path / "crash_at_once"
+    shutil.copytree(MODULES["crash_on_marker"], at_once)
+    (at_once / "CRASH").write_text("")
+    make_season(folder, ENTRIES, SETTINGS, start_edges, extra_modules=[at_once])
     yield folder
-
-
-def start_ladder(season: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen([*SEP_LADDER, "run", str(season)], stdout=out, stderr=out)
 
 
 def test_a_season_runs_through_failures_and_closes_into_a_verified_snapshot(season: Path) -> None:
@@ -110,6 +73,12 @@ def test_a_season_runs_through_failures_and_closes_into_a_verified_snapshot(seas
             "the three entries qualify",
             lambda: all(state(season, e) == "active" for e in ("alice", "bob", "carol")),
         )
+        # The qualification gate: a failure charged to erin there keeps it off the ladder.
+        wait_for("erin rejected", lambda: state(season, "erin") == "rejected")
+        cause = query(season, "SELECT cause FROM entrants WHERE entry = 'erin'")[0][0]
+        assert cause.startswith("qualification: ERROR")
+        ladder_sql = "SELECT 1 FROM battles WHERE kind = 'ladder' AND 'erin' IN (blue, red)"
+        assert not query(season, ladder_sql)
         # carol's module starts failing: two battles charged to it in a row quarantine it.
         (season / "crash_on_marker" / "CRASH").write_text("")
         wait_for("carol quarantined", lambda: state(season, "carol") == "quarantined")
@@ -192,3 +161,114 @@ def test_a_season_runs_through_failures_and_closes_into_a_verified_snapshot(seas
         )
         assert replay.returncode == 0, replay.stdout + replay.stderr
         assert replay.stdout.startswith(f"same: {battle_id}")
+
+
+def test_a_season_of_two_formats_keeps_a_board_each_and_entries_play_their_formats(
+    tmp_path: Path, start_edges
+) -> None:
+    gen9, gen8 = "gen9randombattle", "gen8randombattle"
+    entries = {
+        "one": {"userModuleID": "first_legal"},
+        "two": {"userModuleID": "max_power_player"},
+        "three": {"userModuleID": "first_legal", "formats": [gen8]},
+    }
+    settings = {
+        "formats": [gen9, gen8],
+        "seed": 3,
+        "concurrency": 1,
+        "refit_battles": 2,
+        "bootstrap": 50,
+        "batch": 2,
+    }
+    season = tmp_path / "season"
+    make_season(season, entries, settings, start_edges)
+    log = tmp_path / "ladder.log"
+    ladder = start_ladder(season, log)
+
+    def played(battle_format: str) -> int:
+        return len(query(season, "SELECT 1 FROM battles WHERE format = ?", battle_format))
+
+    try:
+        wait_for("battles of both formats", lambda: played(gen9) >= 4 and played(gen8) >= 6)
+        close_season(season, ladder, log)
+    finally:
+        stop(ladder)
+
+    by_id = {r[0]: r[1] for r in query(season, "SELECT battle_id, format FROM battles")}
+    assert all(r["format"] == by_id[r["battle_id"]] for r in rows(season))  # played as stored
+    assert not [b for b, f in by_id.items() if f == gen9 and "three" in b]
+    assert [b for b, f in by_id.items() if f == gen8 and "three" in b]
+    boards = json.loads((season / "standings.json").read_text())["season"]["boards"]
+    assert {r["entry"] for r in boards[gen9]["rows"]} == {"one", "two"}
+    assert {r["entry"] for r in boards[gen8]["rows"]} == {"one", "two", "three"}
+    for battle_format, board in boards.items():
+        assert board["battles"] == played(battle_format)
+        on_file = json.loads((season / "boards" / battle_format / "standings.json").read_text())
+        assert on_file["battles"] == board["battles"]
+        for row in board["rows"]:  # GXE, the standings' own, with its interval
+            assert 0.0 < row["gxe"] < 1.0 and row["gxe_lo"] <= row["gxe"] <= row["gxe_hi"]
+
+    # --workers plays one format: a season of two is refused in one line.
+    refused = subprocess.run(
+        [*SEP_LADDER, "run", str(season), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+MARKER = "SEP_SEASON_TEST_MARK"
+
+
+def marked(mark: str, program: str = "") -> list[int]:
+    """The processes whose environment carries ``mark`` (and whose command line starts with
+    ``program``): Ray's processes and the simulator hosts inherit the ladder's."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if f"{MARKER}={mark}".encode() not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            if (entry / "cmdline").read_bytes().startswith(program.encode()):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.timeout(900)  # a real Ray on 2 loaded cores starts slowly
+def test_sep_ladder_run_with_workers_2_plays_through_ray_battle_runners(
+    tmp_path: Path, start_edges
+) -> None:
+    entries = {"one": {"userModuleID": "first_legal"}, "two": {"userModuleID": "max_power_player"}}
+    settings = {"formats": ["gen9randombattle"], "seed": 4, "concurrency": 1, "bootstrap": 20}
+    season = tmp_path / "season"
+    make_season(season, entries, settings, start_edges)
+    log = tmp_path / "ladder.log"
+    mark = uuid.uuid4().hex
+    ladder = start_ladder(season, log, "--workers", "2", env={MARKER: mark})
+    try:
+        wait_for(
+            "two battle runners",
+            lambda: len(marked(mark, "ray::HostedRunner")) == 2 or ladder.poll() is not None,
+            timeout=300,
+        )
+        assert ladder.poll() is None, log.read_text()[-3000:]
+        wait_for("six battles", lambda: len(recorded(season)) >= 6, timeout=300)
+        close_season(season, ladder, log)
+    finally:
+        stop(ladder)
+    wait_for("nothing of the run left", lambda: not marked(mark), timeout=60)
+    records = load_records(season)
+    ids = [r.battle_id for r in records]
+    assert len(ids) == len(set(ids)) and set(ids) == recorded(season)
+    assert "local Ray listens on loopback only" in log.read_text()  # said at start
+    replay = subprocess.run(
+        [*SEP_REPLAY, str(season), ids[-1]], capture_output=True, text=True, timeout=120
+    )
+    assert replay.returncode == 0 and replay.stdout.startswith(f"same: {ids[-1]}"), replay.stdout
