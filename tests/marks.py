@@ -81,6 +81,7 @@ SLOW = frozenset(
         "integration/test_season_health.py",
         "integration/test_season_web.py",
         "integration/test_seccomp.py",
+        "integration/test_series.py",
         "integration/test_sides_at_once.py",
         "integration/test_sim_backend.py",
         "integration/test_sprt.py",
