@@ -90,6 +90,7 @@ SLOW = frozenset(
         "integration/test_timers_and_formats.py",
         "integration/test_train_to_league.py",
         "integration/test_turn_cap.py::test_a_run_tiebreaks_at_the_cap_and_an_older_log_dir_keeps_its_tie",
+        "integration/test_waits_said.py",
         "unit/test_marks.py::test_skip_and_only_split_the_tests_between_them",
     }
 )

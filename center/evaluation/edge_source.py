@@ -264,7 +264,9 @@ class EdgeSource:
         lost, which stops the run), or is the side's forfeit (a failed guard)."""
         if error.outcome.waits:  # no room on the edge now
             if self.trusted(side):
-                raise EdgeFull(str(error)) from error  # room to come: the battle waits, unbooked
+                why = error.failure.message if error.failure else error  # the edge's reason
+                # room to come: the battle waits, unbooked
+                raise EdgeFull(f"{side} edge busy for {model_id} ({why})") from error
             error = self._stalled(side)
         elif _unanswered(error):
             if opened and _clock_ran_out(error, load_limit, budget, self.clients[side]):

@@ -182,3 +182,11 @@ def test_on_a_terminal_nothing_is_logged(caplog):
         progress.tick()
     assert caplog.records == []
     progress.close()
+
+
+def test_running_md_states_the_stall_and_the_log_intervals():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "running.md").read_text()
+    assert f"When no battle has ended for {STALL_S:.0f} s, the progress bar says" in text
+    assert f"(at most every {STALL_S:.0f} s), and every {LOG_EVERY_S:.0f} s while" in text
