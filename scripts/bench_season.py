@@ -4,9 +4,8 @@
     python scripts/bench_season.py --quick                   # a few battles, to see that it works
     python scripts/bench_season.py --season runs/my-season   # also: the battles' CPU in a real one
 
-The ladder's CPU and database growth per battle; the battles a champion joining midway needs
-until its interval is as narrow as the field's median; a refit's fit, cold and warm-started.
-How: docs/seasons.md, "Numbers".
+CPU and database growth per battle, a newcomer's battles until its interval is as narrow as the
+field's median, a refit cold and warm-started: docs/seasons.md, "Numbers".
 """
 
 from __future__ import annotations
