@@ -65,6 +65,7 @@ SLOW = frozenset(
         "integration/test_lenient_space.py",
         "integration/test_llm_endpoints.py",
         "integration/test_load_limit.py",
+        "integration/test_loaded_server.py",
         "integration/test_memory_attack.py",
         "integration/test_model_template.py",
         "integration/test_outside_agents_player.py",

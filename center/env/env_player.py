@@ -69,6 +69,13 @@ class EnvPlayer(Player):
         )
         kwargs.setdefault("max_concurrent_battles", 1)
         kwargs.setdefault("loop", POKE_LOOP)
+        # No opening-handshake timeout and no keepalive (poke-env's 10 s and 20 s): the server is
+        # one the center supervises, a dead one closes the socket, and every wait has the center's
+        # own deadline (the start's, each round's). A server just started on a loaded machine
+        # took over 10 s to open a websocket, which ended the connection (issue 46).
+        kwargs.setdefault("open_timeout", None)
+        kwargs.setdefault("ping_interval", None)
+        kwargs.setdefault("ping_timeout", None)
         super().__init__(**kwargs)
         # poke-env attaches a StreamHandler to a logger named after the user; route its records
         # through our hierarchy instead, so that the application decides what is printed.
@@ -184,7 +191,7 @@ class EnvPlayer(Player):
 
 
 def player_connected(player: Player) -> bool:
-    """Whether ``player``'s websocket is still listening."""
+    """Whether ``player``'s websocket is still listening (or still opening)."""
     listening: Future[Any] | None = getattr(player.ps_client, "_listening_coroutine", None)
     return listening is not None and not listening.done()
 
@@ -198,6 +205,12 @@ def disconnect_player(player: Player, timeout: float = 5.0) -> None:
     if not player_connected(player):
         return
     client = player.ps_client
+    if getattr(client, "websocket", None) is None:
+        # Still opening (no handshake timeout, see EnvPlayer): end the attempt; poke-env logs a
+        # cancelled listen as CRITICAL, which says nothing here.
+        client.logger.disabled = True
+        client._listening_coroutine.cancel()
+        return
     try:
         asyncio.run_coroutine_threadsafe(
             _as_coroutine(client.stop_listening()), client.loop

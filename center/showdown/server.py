@@ -51,6 +51,20 @@ def _answers(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+def _websocket_answers(url: str, timeout: float) -> bool:
+    """Whether a websocket opened at ``url`` gets Showdown's first message within ``timeout``:
+    its main process answers, not only the network worker that serves HTTP first."""
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect
+
+    try:
+        with connect(url, open_timeout=timeout, close_timeout=1.0) as websocket:
+            websocket.recv(timeout=timeout)
+            return True
+    except (OSError, TimeoutError, WebSocketException):
+        return False
+
+
 class ShowdownServer(ManagedNodeProcess[subprocess.Popen[bytes]]):
     """A local Pokémon Showdown server: owned (started, watched and stopped by us) or attached
     (someone else's, found by ``find_or_start``; ``stop`` leaves it running).
@@ -127,7 +141,8 @@ class ShowdownServer(ManagedNodeProcess[subprocess.Popen[bytes]]):
         return super().is_alive()
 
     def wait_until_ready(self, timeout: float | None = None) -> None:
-        """Block until the server answers HTTP (after a start or a watchdog restart).
+        """Block until the server answers (after a start or a watchdog restart): HTTP, and for an
+        owned server a websocket's first message.
 
         Raises ShowdownStartError when it does not within ``timeout`` (default start_timeout).
         """
@@ -269,7 +284,13 @@ class ShowdownServer(ManagedNodeProcess[subprocess.Popen[bytes]]):
                         if self._log_path
                         else f"Showdown exited while starting on port {self._port}"
                     )
-            if self.ping(timeout=1.0):
+            # HTTP first (the network worker), then a websocket's first message (the main
+            # process): under load the second came 4-12 s later, and a player's handshake in
+            # between waited as long (issue 46).
+            if self.ping(timeout=1.0) and (
+                not self._owned
+                or _websocket_answers(self.websocket_url, max(deadline - time.monotonic(), 1.0))
+            ):
                 return
             if time.monotonic() >= deadline:
                 log = f"; log {self._log_path}:\n{self._log_tail()}" if self._log_path else ""
