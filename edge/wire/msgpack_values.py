@@ -64,7 +64,6 @@ __all__ = [
     "TypeName",
     "check_size",
     "check_value",
-    "checked_ext",
     "dec_hook",
     "decode_value",
     "enc_hook",
@@ -200,16 +199,6 @@ _SCALAR_FIELDS: Final = msgspec.msgpack.Decoder(tuple[str, bytes])
 def numpy_ext(code: int, data: memoryview) -> Any:
     """The ``ext_hook`` that decodes numpy arrays and scalars (writable copies) and refuses any
     other extension (:mod:`edge.wire.spaces` describes their format)."""
-    return _numpy(code, data, copy=True)
-
-
-def checked_ext(code: int, data: memoryview) -> Any:
-    """:func:`numpy_ext` checking only: arrays are read-only views of ``data`` (an encoder that
-    checks its own output need not copy a large observation)."""
-    return _numpy(code, data, copy=False)
-
-
-def _numpy(code: int, data: memoryview, *, copy: bool) -> Any:
     try:
         if code == EXT_NDARRAY:
             text, shape, buffer = _ARRAY_FIELDS.decode(data)
@@ -219,7 +208,7 @@ def _numpy(code: int, data: memoryview, *, copy: bool) -> Any:
             if math.prod(shape) * dtype.itemsize != len(buffer):
                 raise ProtocolError("array extension: data size does not match dtype and shape")
             array = np.frombuffer(buffer, dtype=dtype).reshape(shape)
-            return array.copy() if copy else array
+            return array.copy()
         if code == EXT_NUMPY_SCALAR:
             return scalar_from_wire(list(_SCALAR_FIELDS.decode(data)))
     except DECODE_ERRORS as exc:
