@@ -8,15 +8,26 @@
 # `serial` ones (tests/marks.py), which need the machine to themselves, in one process. Both runs
 # get the extra arguments (a --junitxml report of the serial run goes to NAME.serial.xml beside
 # the first's NAME.xml; not one set in PYTEST_ADDOPTS); the command fails if either does.
-# Quick first run (nine tests in ten: the ones under ~5 s each):
-#     ./scripts/test.sh -m "not slow"
+# The inner loop, under 3 minutes (the `quick` tests of tests/marks.py: the unit tests and the
+# main path through edges of the test's own process), after the same set-up and checks:
+#     ./scripts/test.sh --quick
+# Nine tests in ten (the ones under ~5 s each): ./scripts/test.sh -m "not slow"
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 ./scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
+if [ "$quick" -eq 1 ]; then
+  # Only QUICK's paths are collected (each worker collects them); one run: a serial test among
+  # them would wait for the machine (tests/marks.py's lock).
+  listed='from tests.marks import quick_paths; print(*quick_paths(), sep="\n")'
+  mapfile -t paths < <(.venv/bin/python -c "$listed")
+  exec .venv/bin/pytest -n "${SEP_TEST_WORKERS:-3}" --dist worksteal -m quick "${paths[@]}" "$@"
+fi
 # pytest's exit codes: 2 interrupted, 4 a usage error (the second run would say it again), 5 no
 # test selected (a selection with no serial test, or only serial ones).
 status=0

@@ -1,9 +1,9 @@
-"""Which tests are ``slow`` and which run ``serial``, in one table each; ``--serial`` (run, skip or
-only them: ``scripts/test.sh`` runs the serial ones in a pytest run of their own), and the lock that
-lets a serial test run alone when pytest-xdist runs it beside others.
+"""Which tests are ``slow``, which run ``serial`` and which are ``quick``, in one table each;
+``--serial`` (run, skip or only them: ``scripts/test.sh`` runs the serial ones in a pytest run of
+their own), and the lock that lets a serial test run alone when pytest-xdist runs it beside others.
 
 ``slow``: a module whose tests each take about 5 s or more (real edges, battles, Ray, Chromium,
-benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the quick first run.
+benchmarks), or one such test of a quicker module. ``pytest -m "not slow"`` is the first run.
 
 ``serial``: a test that must have the machine to itself. Edges share host-wide claims (worker user
 ids, CPUs, and the host's memory budget under ``/run/sep-edge``), so a test that measures CPU
@@ -18,6 +18,9 @@ Nor are the smoke runs of the benchmarks that play through ``sep_main``'s battle
 wall-clock limit whose outcome a slower machine cannot change: test_battle_clock's sides run out
 of the battle clock sooner, never later, and test_load_limit's 2 s import stays twice the limit
 it must fail and a tenth of the one it must pass.
+
+``quick``: the inner loop (``scripts/test.sh --quick``, ``pytest -m quick``): the unit tests and a
+few integration tests of the main path through edges of the test's own process, less what is slow.
 
 A name in a table that no longer names a test file or function fails the collection, so a rename
 cannot drop a mark silently.
@@ -34,7 +37,8 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 
-# Paths under tests/; "FILE::name" marks one test function (all its parameters) of FILE.
+# Paths under tests/; "FILE::name" marks one test function (all its parameters) of FILE, and
+# "FOLDER/" every test under FOLDER.
 SLOW = frozenset(
     {
         "integration/test_battle_clock.py",
@@ -126,10 +130,29 @@ SERIAL = frozenset(
     }
 )
 
+# The quick run: a battle through edges of the test's process (real socket servers, the real
+# protocol, sep_main's own process) with modules written from the contract, a status, a resume.
+QUICK = frozenset(
+    {
+        "unit/",
+        "integration/test_main_path.py",
+    }
+)
+
+
+def quick_paths() -> list[str]:
+    """QUICK's entries as pytest arguments from the repository's root (``scripts/test.sh --quick``
+    collects only them)."""
+    return sorted(f"tests/{entry}" for entry in QUICK)
+
 
 def _check(table: frozenset[str]) -> None:
     for entry in table:
         path, _, function = entry.partition("::")
+        if path.endswith("/"):
+            if function or not (TESTS / path).is_dir():
+                raise pytest.UsageError(f"tests/marks.py names {entry}, which is not a folder")
+            continue
         if not (TESTS / path).is_file():
             raise pytest.UsageError(f"tests/marks.py names {path}, which is not a test file")
         if function and f"def {function}(" not in (TESTS / path).read_text():
@@ -142,18 +165,24 @@ def _marked(item: pytest.Item, table: frozenset[str]) -> bool:
         return False
     name = path.relative_to(TESTS).as_posix()
     function = getattr(item, "originalname", item.name)
-    return name in table or f"{name}::{function}" in table
+    if name in table or f"{name}::{function}" in table:
+        return True
+    return any(entry.endswith("/") and name.startswith(entry) for entry in table)
 
 
 def apply(items: list[pytest.Item]) -> None:
-    """Add the ``slow`` and ``serial`` marks of the tables to the collected tests."""
-    _check(SLOW)
-    _check(SERIAL)
+    """Add the ``slow``, ``serial`` and ``quick`` marks of the tables to the collected tests (a
+    slow test is never quick)."""
+    for table in (SLOW, SERIAL, QUICK):
+        _check(table)
     for item in items:
-        if _marked(item, SLOW):
+        slow = _marked(item, SLOW)
+        if slow:
             item.add_marker(pytest.mark.slow)
         if _marked(item, SERIAL):
             item.add_marker(pytest.mark.serial)
+        if not slow and _marked(item, QUICK):
+            item.add_marker(pytest.mark.quick)
 
 
 SERIAL_CHOICES = ("run", "skip", "only")
