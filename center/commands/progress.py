@@ -1,17 +1,19 @@
 """The run's console output: the progress bar on stderr and the lines said at start-up.
 
 When no battle has ended for STALL_S seconds the bar says what the run waits for
-(:mod:`center.waits`), and, on a stderr that is not a terminal, so does a log line.
+(:mod:`center.waits`), and, on a stderr that is not a terminal, so does a log line; before the bar
+(the models' check), :func:`waits_said` says it in lines of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from center.evaluation.records import BattleRecord
@@ -75,7 +77,7 @@ class _Progress:
         self._lock = threading.Lock()  # the ticking thread and the driver's both draw the bar
         self._last_end = clock()  # when a battle last ended (or the run began)
         self._result = ""  # the latest result, the bar's postfix while nothing waits
-        self._logged: tuple[tuple[str, ...], float] = ((), 0.0)  # the waits last logged, when
+        self._said = _Said()
         # Redrawn every second, so that the elapsed time stays live while no battle ends, and
         # says what the run waits for once none has ended for STALL_S.
         self._closed = threading.Event()
@@ -106,13 +108,7 @@ class _Progress:
         with self._lock:
             self.bar.set_postfix_str(line or self._result, refresh=False)
             self.bar.refresh()
-        whats = tuple(dict.fromkeys(w.what for w in waits))
-        if self._tty:
-            return
-        if not whats:
-            self._logged = ((), 0.0)  # a wait that comes back later is logged again
-        elif now - self._logged[1] >= (LOG_EVERY_S if whats == self._logged[0] else STALL_S):
-            self._logged = (whats, now)
+        if not self._tty and self._said.due(waits, now):
             logger.warning("%d/%s · %s", self.bar.n, self.bar.total, line)
 
     def __call__(self, record: BattleRecord | None) -> None:
@@ -137,6 +133,57 @@ class _Progress:
         self._closed.set()
         self.bar.close()
         self._logs.close()
+
+
+class _Said:
+    """When a line of what the run waits for is due: a new set of waits at most every STALL_S,
+    the same set every LOG_EVERY_S."""
+
+    def __init__(self) -> None:
+        self._whats: tuple[str, ...] = ()
+        self._at = -math.inf
+
+    def due(self, waits: list[Wait], now: float) -> bool:
+        whats = tuple(dict.fromkeys(w.what for w in waits))
+        if not whats:
+            self._whats, self._at = (), -math.inf  # a wait that comes back is said again
+            return False
+        if now - self._at < (LOG_EVERY_S if whats == self._whats else STALL_S):
+            return False
+        self._whats, self._at = whats, now
+        return True
+
+
+@contextlib.contextmanager
+def waits_said(
+    doing: str,
+    quiet: bool,
+    *,
+    waits: Waits = WAITS,
+    clock: Callable[[], float] = time.monotonic,
+    tick: float = 1.0,
+) -> Iterator[None]:
+    """While the block runs (``doing``: before the progress bar, the models' check), say on
+    stderr what it waits for once it has run STALL_S: ``checking the models: waiting 12 s: …``,
+    when :class:`_Said` says a line is due. Nothing when ``quiet``."""
+    done, start, said = threading.Event(), clock(), _Said()
+
+    def watch() -> None:
+        while not done.wait(tick):
+            now = clock()
+            found = waits.in_progress() if now - start >= STALL_S else []
+            if said.due(found, now):
+                print(f"{doing}: {describe_waits(found, now)}", file=sys.stderr, flush=True)
+
+    watcher = threading.Thread(target=watch, name="waits-said", daemon=True)
+    if not quiet:
+        watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if watcher.is_alive():
+            watcher.join()
 
 
 def _say_ray(line: str, quiet: bool, progress: _Progress) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import click
 
 from center.commands.options import RunOptions, common_options, default_log_dir, resolve_backend
-from center.commands.progress import _at_once, _Progress, _say_ray
+from center.commands.progress import _at_once, _Progress, _say_ray, waits_said
 from center.commands.series_play import check_series, play_rounds, write_rated_standings
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
@@ -154,7 +154,9 @@ def run_command(
         }
     )
     source = make_source(sides)
-    for model_id, problem in check_models(source, sides, battle_format, budget).items():
+    with waits_said("checking the models on their edges", opts.quiet):  # before the bar
+        problems = check_models(source, sides, battle_format, budget)
+    for model_id, problem in problems.items():
         if opts.strict:
             raise ConfigError(f"model {model_id!r} cannot be played: {problem}")
         click.echo(

@@ -190,3 +190,20 @@ def test_running_md_states_the_stall_and_the_log_intervals():
     text = (Path(__file__).resolve().parents[2] / "docs" / "running.md").read_text()
     assert f"When no battle has ended for {STALL_S:.0f} s, the progress bar says" in text
     assert f"(at most every {STALL_S:.0f} s), and every {LOG_EVERY_S:.0f} s while" in text
+
+
+def test_before_the_bar_the_models_check_says_what_it_waits_for_in_a_line(capsys):
+    from center.commands.progress import waits_said
+
+    clock = _Clock()
+    waits = Waits(clock)
+    token = waits.begin("red edge starting a worker for heuristic")
+    said = ""
+    with waits_said("checking the models", False, waits=waits, clock=clock, tick=0.01):
+        clock.now += STALL_S
+        deadline = time.monotonic() + 10
+        while "waiting" not in said and time.monotonic() < deadline:
+            time.sleep(0.01)
+            said += capsys.readouterr().err
+    waits.end(token)
+    assert said == "checking the models: waiting 10 s: red edge starting a worker for heuristic\n"
