@@ -9,7 +9,8 @@
 # get the extra arguments (a --junitxml report of the serial run goes to NAME.serial.xml beside
 # the first's NAME.xml; not one set in PYTEST_ADDOPTS); the command fails if either does.
 # The inner loop, under 3 minutes (the `quick` tests of tests/marks.py: the unit tests and the
-# main path through edges of the test's own process), after the same set-up and checks:
+# main path through edges of the test's own process), after the same set-up and checks (--quick
+# first, other arguments after it go to pytest):
 #     ./scripts/test.sh --quick
 # Nine tests in ten (the ones under ~5 s each): ./scripts/test.sh -m "not slow"
 set -euo pipefail
