@@ -52,8 +52,8 @@ def _answers(url: str, timeout: float = 1.0) -> bool:
 
 
 def _websocket_answers(url: str, timeout: float) -> bool:
-    """Whether a websocket opened at ``url`` gets Showdown's first message within ``timeout``:
-    its main process answers, not only the network worker that serves HTTP first."""
+    """Whether a websocket opened at ``url`` gets Showdown's first message within ``timeout``
+    (HTTP answers earlier, while the server is still starting its child processes)."""
     from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect
 
@@ -284,9 +284,8 @@ class ShowdownServer(ManagedNodeProcess[subprocess.Popen[bytes]]):
                         if self._log_path
                         else f"Showdown exited while starting on port {self._port}"
                     )
-            # HTTP first (the network worker), then a websocket's first message (the main
-            # process): under load the second came 4-12 s later, and a player's handshake in
-            # between waited as long (issue 46).
+            # HTTP, then a websocket's first message: under load the second came 4-12 s after
+            # the first, and a player's handshake in between waited as long (issue 46).
             if self.ping(timeout=1.0) and (
                 not self._owned
                 or _websocket_answers(self.websocket_url, max(deadline - time.monotonic(), 1.0))
