@@ -204,9 +204,7 @@ def test_an_endpoint_given_at_admit_is_granted_and_the_check_runs_through_it(
     result = admit(
         _asking_for(tmp_path, "LLM"), league / "candidates.json", checker=checker, endpoints=given
     )
-    assert json.loads((league / "candidates.json").read_text())["strongest"]["endpoints"] == [
-        "LLM"
-    ]
+    assert json.loads((league / "candidates.json").read_text())["strongest"]["endpoints"] == ["LLM"]
     assert checker.endpoints == [["LLM"]]  # only what is granted reaches the module
     assert result.notes == [
         "--endpoint VISION: 'strongest' does not ask for it: not granted",
