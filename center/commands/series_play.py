@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from center.env.backend import backend_spec
 from center.errors import ConfigError
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
@@ -38,12 +39,12 @@ def check_series(
             "--sprt tests battles two by two; it takes no --best-of (play the series without "
             "--sprt, or the battles without --best-of)"
         )
-    if best_of > 1 and backend != "sim" and not showdown_format.teams_brought:
+    if best_of > 1 and not backend_spec(backend).seeded and not showdown_format.teams_brought:
         raise ConfigError(
             f"--best-of on {showdown_format.id}, which deals its teams, needs --backend sim: the "
             "server deals new teams each game, the simulator the series' first ones again"
         )
-    if open_team_sheets and backend != "sim":
+    if open_team_sheets and not backend_spec(backend).seeded:
         raise ConfigError("--open-team-sheets needs --backend sim (its players ask for them)")
     if open_team_sheets and not team_preview(showdown_format.id):
         raise ConfigError(

@@ -42,7 +42,7 @@ def _queued_call(
     scheduler: CallScheduler, worker: WorkerHandle, timeout: float, waited: float
 ) -> None:
     """``worker``'s call, given no CPU (the one CPU is held) and waiting ``waited`` seconds already."""
-    scheduler.start(worker, Job(raw=b"", header=None, routing_id=None, timeout=timeout), b"")
+    scheduler.start(worker, Job(frames=[], envelope=None, routing_id=None, timeout=timeout), b"")
     assert worker.job is not None and worker.job.started is None
     worker.job.arrived = time.monotonic() - waited
 
@@ -56,7 +56,7 @@ def _warnings(caplog) -> list[str]:
 def test_a_short_wait_for_a_cpu_logs_nothing_above_debug(workers, caplog):
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     scheduler = CallScheduler([0], None, lambda worker, data: None)
-    scheduler.start(workers(1), Job(raw=b"", header=None, routing_id=None, timeout=12.0), b"")
+    scheduler.start(workers(1), Job(frames=[], envelope=None, routing_id=None, timeout=12.0), b"")
     _queued_call(scheduler, workers(2), timeout=12.0, waited=6e-05)
     scheduler.serve()
     assert _warnings(caplog) == []
@@ -66,7 +66,7 @@ def test_a_short_wait_for_a_cpu_logs_nothing_above_debug(workers, caplog):
 def test_a_long_wait_for_a_cpu_is_said_once_with_advice(workers, caplog):
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     scheduler = CallScheduler([0], None, lambda worker, data: None)
-    scheduler.start(workers(1), Job(raw=b"", header=None, routing_id=None, timeout=12.0), b"")
+    scheduler.start(workers(1), Job(frames=[], envelope=None, routing_id=None, timeout=12.0), b"")
     _queued_call(scheduler, workers(2), timeout=2.0, waited=0.5)
     scheduler.serve()
     _queued_call(scheduler, workers(3), timeout=2.0, waited=0.5)
