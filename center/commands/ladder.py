@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from center.commands.options import scale_options
 from center.commands.run import guarded, setup_logging
 from center.errors import ConfigError, ResultsError
 from center.scale.launch import ScaleOptions
@@ -61,30 +62,7 @@ def sep_ladder(verbose: int) -> None:
     help="Serve the season's read-only web page and JSON API there (loopback: 127.0.0.1:8080; "
     "another address is served with a warning).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Play the battles in W battle runners on a local Ray (each with its own simulator host "
-    "and edge connections, the season's concurrency battles at once), as sep_main --workers; "
-    "with --ray, runners over the whole cluster [default with --ray: one per node]. One format "
-    "only. Needs maple-sep[ray].",
-)
-@click.option(
-    "--ray",
-    "ray_address",
-    default=None,
-    metavar="ADDRESS",
-    help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
-    "RAY_ADDRESS). This process stays the only writer of SEASON_DIR.",
-)
-@click.option(
-    "--max-restarts",
-    type=click.IntRange(0),
-    default=ScaleOptions.max_restarts,
-    show_default=True,
-    help="With --workers/--ray: how often a lost battle runner is restarted.",
-)
+@scale_options("the season's concurrency", "SEASON_DIR", " One format only.")
 def run(
     season_dir: Path,
     http: str | None,

@@ -22,6 +22,7 @@ from center.evaluation.run_info import read_run_config
 from center.evaluation.series import MAX_BEST_OF
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
+from center.scale.launch import ScaleOptions
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
@@ -311,3 +312,40 @@ def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Pat
         return server_url_backend()
     stored = read_run_config(log_dir)
     return stored.backend if stored is not None else DEFAULT_RUN_BACKEND
+
+
+def scale_options(at_once: str, writer: str, note: str = "") -> Callable[[Any], Any]:
+    """``--workers``, ``--ray``, ``--max-restarts`` (:class:`ScaleOptions`), shared by sep_main and
+    sep_ladder: ``at_once`` says how many battles a runner plays, ``writer`` what it writes."""
+    options = [
+        click.option(
+            "--workers",
+            type=click.IntRange(1),
+            default=None,
+            help="Play the battles in W battle runners on a local Ray (each with its own simulator "
+            f"host and edge connections, {at_once} battles at once); with --ray, runners over the "
+            f"whole cluster [default with --ray: one per node].{note} Needs maple-sep[ray].",
+        ),
+        click.option(
+            "--ray",
+            "ray_address",
+            default=None,
+            metavar="ADDRESS",
+            help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
+            f"RAY_ADDRESS). This process stays the only writer of {writer}.",
+        ),
+        click.option(
+            "--max-restarts",
+            type=click.IntRange(0),
+            default=ScaleOptions.max_restarts,
+            show_default=True,
+            help="With --workers/--ray: how often a lost battle runner is restarted.",
+        ),
+    ]
+
+    def decorate(command: Any) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate

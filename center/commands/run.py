@@ -22,7 +22,13 @@ from typing import Any, Literal
 
 import click
 
-from center.commands.options import RunOptions, common_options, default_log_dir, resolve_backend
+from center.commands.options import (
+    RunOptions,
+    common_options,
+    default_log_dir,
+    resolve_backend,
+    scale_options,
+)
 from center.commands.progress import _at_once, _Progress, _say_ray, waits_said
 from center.commands.series_play import check_series, play_rounds, write_rated_standings
 from center.env.tiebreak import TURN_CAP_RULES
@@ -456,29 +462,7 @@ def sep_eval(opts: RunOptions) -> None:
     "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
     "edges, so that nobody can void a losing battle by disconnecting).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=None,
-    help="Play the battles in W battle runners on a local Ray (each with its own simulator host "
-    "and edge connections, --concurrency battles at once); with --ray, runners over the whole "
-    "cluster [default with --ray: one per node]. Needs maple-sep[ray].",
-)
-@click.option(
-    "--ray",
-    "ray_address",
-    default=None,
-    metavar="ADDRESS",
-    help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
-    "RAY_ADDRESS). This process stays the only writer of LOG_DIR.",
-)
-@click.option(
-    "--max-restarts",
-    type=click.IntRange(0),
-    default=ScaleOptions.max_restarts,
-    show_default=True,
-    help="With --workers/--ray: how often a lost battle runner is restarted.",
-)
+@scale_options("--concurrency", "LOG_DIR")
 def sep_main(
     opts: RunOptions,
     config_path: Path,
