@@ -237,8 +237,16 @@ class EdgeSocketServer:
                 raise RuntimeError(f"EdgeSocketServer cannot serve: it is {self._state}")
             self._state = "serving"
         previous: dict[signal.Signals, Any] = {}
+        previous_wakeup_fd: int | None = None
         try:
             if handle_signals:
+                # The kernel may hand a signal to any thread that does not block it (a dispatcher
+                # thread, say); Python then runs the handler only when the main thread next runs
+                # bytecode, which a poll without timeout never does: the wake-up fd, written in
+                # C by whichever thread took the signal, ends that poll.
+                previous_wakeup_fd = signal.set_wakeup_fd(
+                    self._wake_w.fileno(), warn_on_full_buffer=False
+                )
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     previous[signum] = signal.signal(signum, self._on_signal)
             self._dispatcher.start()
@@ -247,6 +255,8 @@ class EdgeSocketServer:
         finally:
             for restored, handler in previous.items():
                 signal.signal(restored, handler)
+            if previous_wakeup_fd is not None:
+                signal.set_wakeup_fd(previous_wakeup_fd)
             self._dispatcher.stop()
             self._release()
             logger.info("%s edge on %s stopped", self._side, self._endpoint)
