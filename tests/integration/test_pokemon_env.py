@@ -27,9 +27,13 @@ def _play_out_team_preview(env, infos):
 def test_index_99_costs_the_invalid_reward_and_keeps_the_request_open(showdown):
     """An action index outside the space costs the invalid-action reward; the same request stays
     open, and a legal action then plays the turn."""
-    with PokemonEnv(server=showdown) as env:
+    # Teams of our own: the server deals its random ones unseeded, and a lead that ends turn 0
+    # with a forced switch (Intimidate against Eject Pack) leaves the other side waiting there.
+    teams = dict.fromkeys(["player_0", "player_1"], team("strong_team.txt"))
+    with PokemonEnv("gen9bssregi", server=showdown, teams=teams) as env:
         _, infos = env.reset(seed=1)
         _, _, _, _, infos = _play_out_team_preview(env, infos)
+        assert infos["player_0"]["needs_action"] and infos["player_1"]["needs_action"]
         battle = env.battle("player_0")
         request_before = battle.last_request
         _, rewards, terminated, truncated, infos = env.step({"player_0": 99, "player_1": 0})
