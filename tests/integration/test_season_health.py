@@ -1,6 +1,7 @@
 """A season's health through real edges: a trusted edge killed mid-season (its battles voided and
 retried with backoff, play paused until it answers again, the alarms raised), an untrusted edge
-killed (its side charged DISCONNECT, never voided), and kill -9 of the ladder mid-refit."""
+killed (its side charged DISCONNECT, never voided) or stalled (charged within its clock), and
+kill -9 of the ladder mid-refit."""
 
 from __future__ import annotations
 
@@ -160,6 +161,46 @@ def test_an_untrusted_edge_that_stops_answering_is_charged_never_voided(
     finally:
         stop(ladder)
     assert not (season / "voided.jsonl").exists()
+
+
+def test_an_untrusted_edge_that_stalls_is_charged_within_the_clock_and_never_stops_the_season(
+    tmp_path: Path, start_edges
+) -> None:
+    """A hosted edge that stops answering without closing its socket (SIGSTOP: no refused
+    connection, nothing lost to notice) buys nothing: each battle on it ends within its side's
+    clock, charged to that side, and the season keeps landing battles."""
+    season = tmp_path / "season"
+    clock = {"decision_time": 0.5, "bank": 1.0, "battle_time": 6.0}
+    edges = make_season(
+        season,
+        ENTRIES,
+        {**HEALTH, **clock},
+        start_edges,
+        edge_sections={"red": {"trusted": False}},
+    )
+    log = tmp_path / "ladder.log"
+    ladder = start_ladder(season, log)
+    red = edges["red"].proc
+    try:
+        wait_for("two battles", lambda: count(season) >= 2)
+        before = count(season)
+        os.kill(red.pid, signal.SIGSTOP)
+        stalled_at = time.monotonic()
+        wait_for("battles after the stall", lambda: count(season) >= before + 4)
+        # Two at once, each ended by red's 6 s clock (plus its open): not a wait without bound.
+        assert time.monotonic() - stalled_at < 120
+        after = rows(season)[before:]
+        charged = [r for r in after if r["red_status"] != "OK"]
+        assert len(charged) >= 3, after  # the battle in flight at the stall may have ended OK
+        assert all(r["blue_status"] == "OK" for r in charged), charged
+        assert all(r["winner"] == "blue" for r in charged), charged
+        assert count(season, "SELECT COUNT(*) FROM voids") == 0
+        assert not events(season, "edge_down")
+        os.kill(red.pid, signal.SIGCONT)
+        close_season(season, ladder, log)
+    finally:
+        os.kill(red.pid, signal.SIGCONT)
+        stop(ladder)
 
 
 REFIT = {
