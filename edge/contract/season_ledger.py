@@ -172,12 +172,27 @@ def _verdict(
 def check_quota(
     season_dir: str | Path, participant: str, *, now: float | None = None
 ) -> QuotaVerdict:
-    """Whether ``participant`` may submit now (reads only)."""
+    """Whether ``participant`` may submit now. Reads only: the database is opened read-only (a
+    reader such as the season's web page never writes it), and a season whose ledger has no
+    submission yet counts none."""
     quota, window_h = season_quota(season_dir)
-    conn = connect(season_dir, create=_is_season(season_dir))
+    path = Path(season_dir) / SEASON_DB
+    at = time.time() if now is None else now
+    if not path.exists():
+        if not _is_season(season_dir):
+            connect(season_dir)  # the one-line refusal: no such season
+        return QuotaVerdict(True, 0, quota, window_h)
     try:
-        create_submissions_table(conn)
-        return _verdict(conn, participant, time.time() if now is None else now, quota, window_h)
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: cannot open the season database ({exc})") from exc
+    conn.row_factory = sqlite3.Row
+    try:
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'submissions'"
+        ).fetchone():
+            return QuotaVerdict(True, 0, quota, window_h)
+        return _verdict(conn, participant, at, quota, window_h)
     finally:
         conn.close()
 

@@ -75,3 +75,9 @@ def test_a_bad_quota_setting_is_refused(season: Path) -> None:
     (season / "season.json").write_text(json.dumps({"submission_quota": 0}))
     with pytest.raises(LedgerError, match="submission_quota must be a positive integer"):
         check_quota(season, "alice")
+
+
+def test_a_season_without_a_database_yet_has_its_whole_quota(tmp_path: Path) -> None:
+    (tmp_path / "season.json").write_text("{}")
+    assert check_quota(tmp_path, "alice").allowed
+    assert not (tmp_path / "season.db").exists()

@@ -300,7 +300,7 @@ def _provenance(store: SeasonStore, entry: str) -> list[Provenance]:
 
 def _quota(season_dir: Path, participant: str) -> QuotaLine | None:
     try:
-        verdict = check_quota(season_dir, participant)  # the ledger's own rule (reads only)
+        verdict = check_quota(season_dir, participant)  # the ledger's own rule (read-only)
     except (LedgerError, EdgeError, sqlite3.Error):
         return None
     return QuotaLine(
