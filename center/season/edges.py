@@ -20,7 +20,7 @@ from edge.errors import EdgeError
 from edge.wire.keys import center_curve_from_config
 from edge.wire.sep_config import SIDES, load_sep_config
 
-__all__ = ["SeasonEdges", "connect_edges", "edge_trust", "runner_source"]
+__all__ = ["SeasonEdges", "connect_edges", "edge_clients", "edge_trust", "runner_source"]
 
 
 @dataclass
@@ -55,16 +55,9 @@ def edge_trust(config_path: Path) -> dict[str, bool]:
         raise ConfigError(str(exc)) from None
 
 
-def connect_edges(
-    config_path: Path,
-    candidates: Path,
-    models: Sequence[str],
-    *,
-    edge_wait: float,
-    edge_loss: Literal["void", "forfeit"],
-) -> SeasonEdges:
-    """Connect to both edges and check that they answer and serve ``models``; ConfigError (one
-    line) when one does not. ``edge_loss``: the season's policy for a lost edge."""
+def edge_clients(config_path: Path) -> dict[str, EdgeClient]:
+    """A client of each side's edge (its address and CURVE keys from sep_config.json); ConfigError
+    (one line) for a config a season cannot use."""
     try:
         config = load_sep_config(config_path)
         if any(config.edge_count(side) > 1 for side in SIDES):
@@ -79,6 +72,20 @@ def connect_edges(
             )
     except EdgeError as exc:
         raise ConfigError(str(exc)) from None
+    return clients
+
+
+def connect_edges(
+    config_path: Path,
+    candidates: Path,
+    models: Sequence[str],
+    *,
+    edge_wait: float,
+    edge_loss: Literal["void", "forfeit"],
+) -> SeasonEdges:
+    """Connect to both edges and check that they answer and serve ``models``; ConfigError (one
+    line) when one does not. ``edge_loss``: the season's policy for a lost edge."""
+    clients = edge_clients(config_path)
     trusted = edge_trust(config_path)
     source = EdgeSource(
         clients, candidates, edge_wait=edge_wait, trusted=trusted, edge_loss=edge_loss

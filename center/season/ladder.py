@@ -30,9 +30,16 @@ from center.scale.driver import RunSummary, drive_battles
 from center.scale.launch import ScaleOptions
 from center.scale.local_pool import LocalRunnerPool
 from center.season.board import refit_boards
-from center.season.edges import SeasonEdges, connect_edges, edge_trust, runner_source
+from center.season.edges import (
+    SeasonEdges,
+    connect_edges,
+    edge_clients,
+    edge_trust,
+    runner_source,
+)
 from center.season.entrants import read_entries, sync_entrants
 from center.season.health import alarms_by_kind, check_qualification, check_quarantine
+from center.season.heartbeat import Heartbeat
 from center.season.scheduler import Scheduler
 from center.season.settings import SeasonSettings
 from center.season.store import EntrantState, SeasonStore
@@ -150,9 +157,12 @@ class Ladder:
             # Runners of --workers/--ray start their own simulator hosts (or find the server).
             if self.scale is None:
                 self._server = start_backend(self.settings.backend)  # type: ignore[arg-type]
+            heartbeat = Heartbeat(self.season_dir, lambda: edge_clients(self.config))
+            heartbeat.start()
             try:
                 self._loop(writer)
             finally:
+                heartbeat.stop()
                 self._disconnect()
                 if self._server is not None:
                     self._server.stop()

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from center.season.entrants import champions
+from center.season.heartbeat import edge_answering
 from center.season.store import SeasonStore
 
 __all__ = ["format_status", "season_status"]
@@ -31,6 +32,11 @@ def season_status(store: SeasonStore, formats: tuple[str, ...]) -> dict[str, Any
         "alarms": json.loads(store.meta("alarms") or "[]"),
         # {"since", "why"} while play waits for an edge (every entry plays on both)
         "edges_down": json.loads(store.meta("edges_down") or "null"),
+        # each side's heartbeat: {"ok", "checked", "at" (its last answer), "why"}
+        "edges_seen": {
+            side: {**seen, "answering": edge_answering(seen, now)}
+            for side, seen in json.loads(store.meta("edges_seen") or "{}").items()
+        },
         "entrants": [
             {
                 "entry": e.entry,
@@ -82,6 +88,13 @@ def format_status(doc: dict[str, Any]) -> str:
     if down:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(down["since"]))
         lines.append(f"EDGES DOWN since {since}Z: {down['why']}; every entry's play paused")
+    for side, seen in sorted(doc["edges_seen"].items()):
+        if not seen["answering"] and seen.get("ok") is False:
+            last = seen.get("at")
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(last)) + "Z" if last else "never"
+            lines.append(
+                f"EDGE {side} not answering its heartbeat (last answer {since}): {seen['why']}"
+            )
     lines.append("entrants:")
     for e in doc["entrants"]:
         mark = "baseline" if e["baseline"] else "champion" if e["champion"] else ""

@@ -196,7 +196,11 @@ def test_an_untrusted_edge_that_stalls_is_charged_within_the_clock_and_never_sto
         assert all(r["winner"] == "blue" for r in charged), charged
         assert count(season, "SELECT COUNT(*) FROM voids") == 0
         assert not events(season, "edge_down")
+        # Nothing of the battles says red went quiet: the heartbeat does, and blue still answers.
+        wait_for("the heartbeat to miss red", lambda: "EDGE red not answering" in status(season))
+        assert "EDGE blue" not in status(season)
         os.kill(red.pid, signal.SIGCONT)
+        wait_for("red's heartbeat back", lambda: "EDGE red" not in status(season), 60)
         close_season(season, ladder, log)
     finally:
         os.kill(red.pid, signal.SIGCONT)

@@ -59,6 +59,9 @@ def season(tmp_path: Path) -> Path:
 
 
 def ledger(season: Path) -> list[tuple[str, str, int, int]]:
+    """The submissions recorded; none when nothing made the database yet (a dry run makes none)."""
+    if not (season / "season.db").exists():
+        return []
     conn = sqlite3.connect(season / "season.db")
     try:
         rows = conn.execute(

@@ -21,6 +21,7 @@ from center.evaluation.edge_source import SELF_REPORTED
 from center.evaluation.records import BattleRecord, Winner
 from center.season.edges import edge_trust
 from center.season.entrants import champions
+from center.season.heartbeat import edge_answering
 from center.season.settings import SeasonSettings
 from center.season.store import BattleKind, EntrantState, SeasonStore
 from center.season.web.reader import log_names
@@ -180,26 +181,20 @@ def _submissions(store: SeasonStore) -> list[Submission]:
 
 
 def _edges(store: SeasonStore, settings: SeasonSettings, season_dir: Path) -> list[EdgeLine]:
-    """Each edge and when it last answered: a battle recorded (both edges played it) or the
-    ladder's ``edge_back``; down from an ``edge_down`` until the next of those."""
+    """Each edge, whether it answers and when it last did: the ladder's heartbeat
+    (:mod:`center.season.heartbeat`)."""
     try:
         trust = edge_trust(season_dir / settings.config)
     except Exception:  # a config the ladder will complain about: both shown as the default
         trust = {"blue": True, "red": True}
-    last = store.conn.execute(
-        "SELECT MAX(at) AS at FROM (SELECT MAX(finished_at) AS at FROM battles UNION ALL "
-        "SELECT MAX(at) FROM events WHERE kind = 'edge_back')"
-    ).fetchone()["at"]
-    down = store.conn.execute(
-        "SELECT MAX(at) AS at FROM events WHERE kind = 'edge_down'"
-    ).fetchone()["at"]
-    answering = down is None or (last is not None and float(last) >= float(down))
+    seen = json.loads(store.meta("edges_seen") or "{}")
+    now = time.time()
     return [
         EdgeLine(
             side=side,
             trusted=trusted,
-            answering=answering,
-            last_answer_at=iso(None if last is None else float(last)),
+            answering=edge_answering(seen.get(side), now),
+            last_answer_at=iso(seen.get(side, {}).get("at")),
         )
         for side, trusted in trust.items()
     ]
