@@ -30,6 +30,9 @@ class BattleOutcome:
     row: dict[str, str] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     message: str = ""
+    #: the runner's code digests so far (model -> where -> digest): a runner's own edge sessions
+    #: see them, the driver's process does not
+    digests: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def recorded(cls, record: BattleRecord, files: dict[str, bytes]) -> BattleOutcome:

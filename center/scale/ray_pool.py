@@ -74,6 +74,7 @@ class RayRunnerPool:
                 "--workers and --ray need Ray: pip install 'maple-sep[ray]' (or ./scripts/setup.sh)"
             )
         self._owns_ray = address is None
+        self._digests: dict[str, dict[str, str]] = {}
         init: dict[str, Any] = {
             "include_dashboard": False,
             "log_to_driver": False,
@@ -153,7 +154,13 @@ class RayRunnerPool:
             # either way): the ping that follows tells, as it waits for a restarting runner and
             # fails at once for one that is dead for good.
             raise RunnerLost(handle.runner, f"runner lost ({_short(exc)})", final=False) from exc
+        for model, places in outcome.digests.items():
+            self._digests.setdefault(model, {}).update(places)
         return outcome
+
+    def code_digests(self) -> dict[str, dict[str, str]]:
+        """The code digests the runners' sessions saw (model -> where -> digest)."""
+        return {model: dict(places) for model, places in self._digests.items()}
 
     def probe(self, runner: int) -> Hashable:
         """A ping of ``runner``: it finishes when the runner answers (after a restart)."""

@@ -8,6 +8,7 @@ LOG_DIR.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
 from center.evaluation.match import MatchSettings, SideSource, play_one, start_backend
+from center.evaluation.provenance import source_digests
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
 
@@ -126,8 +128,9 @@ class HostedRunner:
         return os.getpid()
 
     def play(self, battle: dict[str, object]) -> BattleOutcome:
-        """:meth:`BattleRunner.play`."""
-        return self.runner.play(battle)
+        """:meth:`BattleRunner.play`, with the code digests its sessions saw."""
+        outcome = self.runner.play(battle)
+        return dataclasses.replace(outcome, digests=source_digests(self.source))
 
     def close(self) -> None:
         """Close the envs, the edge connections and the simulator host (or server)."""

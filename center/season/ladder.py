@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from center.errors import ConfigError
 from center.evaluation.match import MatchSettings, start_backend
+from center.evaluation.provenance import source_digests
 from center.evaluation.records import BattleRecord
 from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_json
 from center.evaluation.run_secret import secure_log_dir
@@ -217,11 +218,12 @@ class Ladder:
             self.say(describe(ray_listeners()))
 
     def _disconnect(self) -> None:
+        if self.edges is not None:
+            self._save_provenance()  # before the pools go: their runners' digests with them
         for pool in self._pools.values():
             pool.close()
         self._pools = {}
         if self.edges is not None:
-            self._save_provenance()
             self.edges.close()
             self.edges = None
 
@@ -476,6 +478,9 @@ class Ladder:
         if self.edges is None:
             return
         digests = self.edges.source.code_digests()
+        for pool in self._pools.values():  # the runners of --workers/--ray saw their own
+            for model, places in source_digests(pool).items():
+                digests.setdefault(model, {}).update(places)
         if not digests:
             return
         stored = json.loads(self.store.meta("provenance") or "{}")

@@ -272,3 +272,8 @@ def test_sep_ladder_run_with_workers_2_plays_through_ray_battle_runners(
         [*SEP_REPLAY, str(season), ids[-1]], capture_output=True, text=True, timeout=120
     )
     assert replay.returncode == 0 and replay.stdout.startswith(f"same: {ids[-1]}"), replay.stdout
+    # The code that played, as the runners' sessions saw it (the driver opens none of its own).
+    ((stored,),) = query(season, "SELECT value FROM meta WHERE key = 'provenance'")
+    provenance = json.loads(stored)
+    for entry in entries:
+        assert set(provenance[entry]) == {"blue edge", "red edge"}, provenance
