@@ -64,7 +64,8 @@ MODULE_STAGE: Final = Stage(
     "before the module's import",
     refused=(
         "add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd", "ptrace",
-        "process_vm_readv", "process_vm_writev",
+        "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+        "io_uring_register",
     ),
     absent=("clone3",),
     clone_flags=CLONE_NEWUSER,
@@ -98,7 +99,8 @@ class Arch:
 
 _COMMON_NUMBERS: Final = {  # the same on both (asm-generic numbers, also used by x86_64)
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
-    "fspick": 433, "clone3": 435, "mount_setattr": 442,
+    "fspick": 433, "clone3": 435, "mount_setattr": 442, "io_uring_setup": 425,
+    "io_uring_enter": 426, "io_uring_register": 427,
 }  # fmt: skip
 
 #: By ``platform.machine()``: asm/unistd_64.h (x86_64), asm-generic/unistd.h (aarch64).

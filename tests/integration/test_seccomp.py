@@ -35,7 +35,7 @@ REFUSED = {
         ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd", "ptrace",
          "process_vm_readv", "process_vm_writev", "mount", "umount2", "unshare", "setns",
          "pivot_root", "clone", "clone_newns", "open_tree", "move_mount", "fsconfig", "fsmount",
-         "mount_setattr"),
+         "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register"),
         "EPERM",
     ),
     "clone3": "ENOSYS",
@@ -43,7 +43,8 @@ REFUSED = {
 #: The calls it makes at import, refused before any module is imported.
 AT_IMPORT = (
     "add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd", "ptrace",
-    "process_vm_readv", "process_vm_writev", "clone",
+    "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "clone",
 )  # fmt: skip
 
 

@@ -1,9 +1,9 @@
 """Hostile on purpose, written from docs/contract.md alone: it makes, through ctypes, the system
 calls a sandboxed worker is said to be refused (docs/sandbox.md, *Seccomp*), with harmless
 arguments that the kernel would otherwise answer with success or another error. At import (in
-its model's template, when it has one) it tries the keyring, bpf, perf, userfaultfd, ptrace and
-process_vm calls and a new user namespace; at its first decision it tries every call. Then it
-prints one line per call, ``CALL name errno-name`` (``0`` when the call went through), those of
+its model's template, when it has one) it tries the keyring, bpf, perf, userfaultfd, ptrace,
+process_vm and io_uring calls and a new user namespace; at its first decision it tries every
+call. Then it prints one line per call, ``CALL name errno-name`` (``0`` when the call went through), those of
 the import as ``IMPORT name errno-name``, and plays Showdown's default move."""
 
 import ctypes
@@ -24,14 +24,16 @@ NUMBERS = {
         "userfaultfd": 323, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
         "mount": 165, "umount2": 166, "unshare": 272, "setns": 308, "pivot_root": 155,
         "clone": 56, "clone3": 435, "open_tree": 428, "move_mount": 429, "fsconfig": 431,
-        "fsmount": 432, "mount_setattr": 442,
+        "fsmount": 432, "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
     "aarch64": {
         "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280, "perf_event_open": 241,
         "userfaultfd": 282, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
         "mount": 40, "umount2": 39, "unshare": 97, "setns": 268, "pivot_root": 41,
         "clone": 220, "clone3": 435, "open_tree": 428, "move_mount": 429, "fsconfig": 431,
-        "fsmount": 432, "mount_setattr": 442,
+        "fsmount": 432, "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
 }[platform.machine()]  # fmt: skip
 
@@ -68,12 +70,18 @@ def _args():
         "fsconfig": (-1, 0, None, None, 0),  # EINVAL: a flag with no key
         "fsmount": (-1, 0xFF, 0),  # EINVAL: flags
         "mount_setattr": (-1, b"", 0xFFFFFFFF, None, 0),  # EINVAL: flags
+        # a ring of one entry (struct io_uring_params, zeroed): a descriptor whose operations
+        # (open, read, connect) no system-call filter would see
+        "io_uring_setup": (1, ctypes.create_string_buffer(120)),
+        "io_uring_enter": (-1, 0, 0, 0, None, 0),  # EBADF
+        "io_uring_register": (-1, 0, None, 0),  # EBADF
     }
 
 
 IMPORT_CALLS = (
     "add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd", "ptrace",
-    "process_vm_readv", "process_vm_writev", "clone",
+    "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "clone",
 )  # fmt: skip
 
 
@@ -91,7 +99,7 @@ def try_calls(names):
             results[name] = errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
         else:
             results[name] = "0"
-            if name == "userfaultfd":
+            if name in ("userfaultfd", "io_uring_setup"):  # descriptors
                 os.close(result)
     return results
 
