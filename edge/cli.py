@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
-from edge.service.limit_options import limit_argv, limit_options, limits_given
+from edge.service.sandbox.limit_options import limit_argv, limit_options, limits_given
 from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
@@ -198,10 +198,10 @@ def sep_edge(
     try:
         from edge.contract.candidates import load_candidates
         from edge.oom_score import shield_from_oom
-        from edge.service.endpoint_options import parse_endpoints
-        from edge.service.memory_admission import MemoryBudget
-        from edge.service.sandbox import parse_cpu_list, parse_size
-        from edge.service.supervisor import SandboxedEdge
+        from edge.service.endpoints.options import parse_endpoints
+        from edge.service.sandbox.limits import parse_cpu_list, parse_size
+        from edge.service.supervision.memory_admission import MemoryBudget
+        from edge.service.supervision.supervisor import SandboxedEdge
         from edge.wire.keys import edge_curve_from_config
         from edge.wire.sep_config import load_sep_config
 

@@ -17,11 +17,11 @@ Exception tree::
     │   └── CurveKeyError      a CURVE key or key file is missing or malformed (also a ValueError)
     ├── ReplicaError           the replica battle cannot apply a frame
     ├── UnknownSession         a request names a session this edge does not have (never opened,
-    │                          closed or expired); in edge/service/sessions.py, next to its code
+    │                          closed or expired); in edge/service/worker/sessions.py, next to its code
     ├── UnknownModel           the center asked for a model candidates.json does not list; in
-    │                          edge/service/sessions.py, next to its code
+    │                          edge/service/worker/sessions.py, next to its code
     ├── ZygoteError            the sandbox's worker template process could not start or went away;
-    │                          in edge/service/zygote.py
+    │                          in edge/service/forking/zygote.py
     ├── LedgerError            a season's database or season.json cannot be used (names the file);
     │                          in edge/contract/season_ledger.py, next to the ledger
     ├── Stuck                  the checker: an earlier user call never returned or its worker

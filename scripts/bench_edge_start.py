@@ -34,15 +34,15 @@ CANDIDATES = ROOT / "tests" / "agents" / "candidates.json"
 FORKS = """
 import os, resource, sys, time
 if sys.argv[1] in ("template", "huge"):
-    from edge.service.learnsets import LearnsetWarmer
-    from edge.service.zygote import _preload
+    from edge.service.forking.learnsets import LearnsetWarmer
+    from edge.service.forking.zygote import _preload
     _preload()
     warmer = LearnsetWarmer()
     while warmer.left:
         warmer.step()
 collapse_s, collapsed = 0.0, 0
 if sys.argv[1] == "huge":  # as a model's template does before its first fork
-    from edge.service.huge_pages import collapse_private_memory
+    from edge.service.forking.huge_pages import collapse_private_memory
     start = time.process_time()
     collapsed = collapse_private_memory()
     collapse_s = time.process_time() - start

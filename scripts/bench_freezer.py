@@ -1,6 +1,6 @@
 """Benchmark what freezing a worker between its calls costs the edge, per call, on each freezer
 this host has: cgroup v2 and cgroup v1, v1 with and without the frozen anchor group an edge holds
-(``edge.service.cgroups.hold_v1_freezer``).
+(``edge.service.sandbox.cgroups.hold_v1_freezer``).
 
     python scripts/bench_freezer.py --calls 2000 --rounds 3
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge.service.cgroups import (
+from edge.service.sandbox.cgroups import (
     CGROUP_ROOT,
     CgroupSupport,
     WorkerGroup,

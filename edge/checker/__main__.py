@@ -3,7 +3,7 @@
 Prints the report and exits 0 when every check passed, 1 when one failed, 2 on a user mistake
 (an unknown model, an unreadable candidates.json or recorded battle); ``sep_edge --check`` runs the
 same :func:`main`. Run with ``python -m``, it first starts again with ``-P``: the working folder
-(a candidates folder, say) is then not first on its path (edge/service/import_path.py).
+(a candidates folder, say) is then not first on its path (edge/service/sandbox/import_path.py).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from edge.checker.run import DEFAULT_CALL_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError, EdgeError
-from edge.service.endpoint_options import parse_endpoints
-from edge.service.limit_options import add_limit_arguments, limits_given
+from edge.service.endpoints.options import parse_endpoints
+from edge.service.sandbox.limit_options import add_limit_arguments, limits_given
 
 __all__ = ["main"]
 

@@ -29,7 +29,7 @@ from edge.checker.checks import CHECKS
 from edge.checker.report import BattleLine, CheckResult, Status
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.game_type import is_doubles_format
-from edge.service.import_path import python_command
+from edge.service.sandbox.import_path import python_command
 
 logger = logging.getLogger(__name__)
 

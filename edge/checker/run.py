@@ -23,8 +23,8 @@ from edge.checker.sandboxed import CheckerEdge
 from edge.contract.game_type import is_doubles_format
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError
-from edge.service.endpoint_forwarder import ModelEndpoint
-from edge.service.sandbox import Limits
+from edge.service.endpoints.forwarder import ModelEndpoint
+from edge.service.sandbox.limits import Limits
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 logger = logging.getLogger(__name__)

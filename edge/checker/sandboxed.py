@@ -1,6 +1,6 @@
 """The checker's edge: the model served by the edge's own sandbox, and the checker as its center.
 
-:class:`CheckerEdge` starts a :class:`~edge.service.supervisor.SandboxedEdge` in this process for
+:class:`CheckerEdge` starts a :class:`~edge.service.supervision.supervisor.SandboxedEdge` in this process for
 the one model checked, on a loopback port with CURVE keys made for this run only, and sends it the
 requests a center sends. User code runs only in the edge's workers, sandboxed exactly as in a
 battle, and nothing a worker says is trusted beyond what a center trusts.
@@ -20,9 +20,9 @@ import zmq
 
 from edge.contract.candidates import Candidate
 from edge.errors import ProtocolError
-from edge.service.endpoint_forwarder import ModelEndpoint
-from edge.service.sandbox import Limits
-from edge.service.supervisor import SandboxedEdge
+from edge.service.endpoints.forwarder import ModelEndpoint
+from edge.service.sandbox.limits import Limits
+from edge.service.supervision.supervisor import SandboxedEdge
 from edge.wire.envelopes import CODEC, Message
 from edge.wire.keys import CurveConfig, generate_keypair
 from edge.wire.messages import MESSAGES, RequestType

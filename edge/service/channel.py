@@ -45,7 +45,7 @@ class Kind(bytes, enum.Enum):
     """worker → supervisor: the encoded wire reply to the current REQUEST."""
     ENDPOINTS = b"p"
     """worker → supervisor, before READY: its model endpoints' listening sockets ride with this
-    frame as file descriptors (``SCM_RIGHTS``; ``edge.service.endpoints``), one per endpoint
+    frame as file descriptors (``SCM_RIGHTS``; ``edge.service.endpoints.doors``), one per endpoint
     granted to its model, in the order of their names (payload empty)."""
     READY = b"r"
     """worker → supervisor: sandboxed and serving (payload empty)."""

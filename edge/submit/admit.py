@@ -24,7 +24,7 @@ from typing import Any
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.provenance import code_digest
 from edge.errors import EdgeError
-from edge.service.endpoint_forwarder import ModelEndpoint
+from edge.service.endpoints.forwarder import ModelEndpoint
 from edge.submit.archive import DEFAULT_LIMITS, ArchiveLimits, SafeArchive
 from edge.submit.errors import CheckerFailed, SubmissionError
 from edge.submit.layout import check_files, check_name, module_root, parent_inits

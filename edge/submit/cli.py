@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
-from edge.service.sandbox import parse_size, size_text
+from edge.service.sandbox.limits import parse_size, size_text
 from edge.submit.archive import ArchiveLimits
 
 __all__ = ["sep_submit"]
@@ -152,7 +152,7 @@ def admit(
     environment (nothing is installed). Exits 0 when admitted, 1 when the checker failed, 2 for
     a refused archive.
     """
-    from edge.service.endpoint_options import parse_endpoints
+    from edge.service.endpoints.options import parse_endpoints
     from edge.submit.admit import admit as admit_archive
     from edge.submit.errors import CheckerFailed
     from edge.submit.pack import describe

@@ -22,7 +22,7 @@ AGENTS = Path(__file__).resolve().parent.parent / "agents"
 # -P: no working folder first on its path (the edge refuses a candidates folder there).
 SEP_EDGE = [sys.executable, "-P", "-c", "from edge.cli import sep_edge; sep_edge()"]
 # Each worker's memory limit unless a test gives its own --memory-limit. Admission claims every
-# live worker's limit against the host's budget (edge/service/memory_admission.py): at the
+# live worker's limit against the host's budget (edge/service/supervision/memory_admission.py): at the
 # default 4 GiB a 23 GiB host holds 5 workers, so tests beside each other were refused with
 # EdgeBusy; at 1 GiB (the sample and test agents need less) it holds about 20.
 TEST_MEMORY_LIMIT = ("--memory-limit", "1GiB")

@@ -4,7 +4,7 @@ CURVE are tested against fake sessions whose behaviour a test controls (a handle
 until the test lets it go, say). Requests of one session run one at a time in arrival order,
 requests of different sessions in parallel on a fixed pool of daemon threads (round robin when
 sessions outnumber threads): a slow handler blocks only its own session. ``sep_edge`` serves with
-the sandbox's router (:mod:`edge.service.routing`), its only dispatcher."""
+the sandbox's router (:mod:`edge.service.supervision.routing`), its only dispatcher."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from typing import Any, Final
 import zmq
 
 from edge.errors import ProtocolError
-from edge.service.dispatch import CallContext, Handler, ReplySink
-from edge.service.replies import unsupported_error
-from edge.service.server import EdgeSocketServer
+from edge.service.server.dispatch import CallContext, Handler, ReplySink
+from edge.service.server.replies import unsupported_error
+from edge.service.server.socket_server import EdgeSocketServer
 from edge.wire.envelopes import CODEC, Envelope, Message
 from edge.wire.messages import RequestType, error_body
 
@@ -65,7 +65,7 @@ def handler_server(
     )
 
 
-logger = logging.getLogger("edge.service.server")
+logger = logging.getLogger("edge.service.server.socket_server")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """A blue and a red edge in the test's own process, behind their real socket servers.
 
 :func:`inprocess_edges` serves a candidates file as two ``sep_edge`` processes would: one
-:class:`~edge.service.supervisor.SandboxedEdge` per side (its ZeroMQ socket server, router, worker
+:class:`~edge.service.supervision.supervisor.SandboxedEdge` per side (its ZeroMQ socket server, router, worker
 template and sandboxed workers) on a free loopback port, and a ``sep_config.json`` naming both, so
 that ``sep_main`` plays through them. What it saves is the edges' own processes (their start and
 imports); the quick run's integration tests use it (``QUICK`` in tests/marks.py).
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.contract.candidates import load_candidates
-from edge.service.sandbox import Limits, parse_size
-from edge.service.supervisor import SandboxedEdge
+from edge.service.sandbox.limits import Limits, parse_size
+from edge.service.supervision.supervisor import SandboxedEdge
 from edge.wire.sep_config import SIDES
 from tests.integration.edges import AGENTS, TEST_MEMORY_LIMIT
 

@@ -260,7 +260,7 @@ def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_wor
 ):
     """kill -9 of a center mid-battle: its connection closes, and the edge ends its sessions at
     once (not at the 600 s idle expiry), their workers and all they started with them."""
-    from edge.service.userns import TEMPLATE_UID_BASE, UID_BLOCK
+    from edge.service.sandbox.userns import TEMPLATE_UID_BASE, UID_BLOCK
     from tests.integration.test_sandbox import _uid, leftovers, wait_until, workers_of
 
     blue = edges["blue"]
@@ -288,7 +288,9 @@ def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_wor
             # The edge's template stays (root), and so do the model's template processes (the
             # first user id of their block), but no worker and nothing a worker started.
             found = leftovers(marks)
-            template = [p for p, cmd in found if "edge.service.zygote" in cmd and _uid(p) == 0]
+            template = [
+                p for p, cmd in found if "edge.service.forking.zygote" in cmd and _uid(p) == 0
+            ]
             models = [p for p, _ in found if (_uid(p) - TEMPLATE_UID_BASE) % UID_BLOCK == 0]
             models = [p for p in models if _uid(p) >= TEMPLATE_UID_BASE]
             return len(template) == 1 and len(found) == len(template) + len(models)

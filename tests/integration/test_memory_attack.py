@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeRemoteError
-from edge.service.memory_admission import MemoryBudget
+from edge.service.supervision.memory_admission import MemoryBudget
 from edge.wire.messages import ErrorCode, InstanceConfig, OpenSessionRequest, ResetRequest
 from tests.integration.edges import AGENTS as TEST_AGENTS
 from tests.integration.edges import EdgeProcess, write_config

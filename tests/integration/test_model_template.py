@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from center.files import existing, read_text
-from edge.service.huge_pages import why_not_collapsing
-from edge.service.userns import TEMPLATE_UID_BASE
+from edge.service.forking.huge_pages import why_not_collapsing
+from edge.service.sandbox.userns import TEMPLATE_UID_BASE
 from tests.integration.edges import EdgeProcess, write_config
 from tests.integration.helpers import parent_of
 
@@ -42,7 +42,7 @@ def edges(tmp_path: Path, *extra: str) -> Iterator[dict[str, EdgeProcess]]:
     """A blue and a red edge on this host serving tests/outside_agents' template_* modules."""
     config = write_config(tmp_path / "sep_config.json")
     started = {
-        # A torch model: the edges' default worker limit (edge/service/sandbox.py), not the tests'.
+        # A torch model: the edges' default worker limit (edge/service/sandbox/limits.py), not the tests'.
         side: EdgeProcess(
             side,
             config,

@@ -13,7 +13,7 @@ import pytest
 
 from center.errors import EdgeRemoteError
 from center.isolation.edge_client import EdgeClient
-from edge.service.dispatch import CallContext
+from edge.service.server.dispatch import CallContext
 from edge.wire import messages
 from edge.wire.envelopes import Codec
 from edge.wire.messages import (

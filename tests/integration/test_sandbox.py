@@ -33,8 +33,8 @@ from center.errors import EdgeCallError, EdgeRemoteError, EdgeTimeout
 from center.isolation import edge_client
 from center.isolation.edge_client import EdgeClient
 from edge.contract.candidates import load_candidates
-from edge.service.supervisor import SandboxedEdge
-from edge.service.userns import TEMPLATE_UID_BASE
+from edge.service.sandbox.userns import TEMPLATE_UID_BASE
+from edge.service.supervision.supervisor import SandboxedEdge
 from edge.wire.messages import (
     CloseSessionRequest,
     DecideReply,
@@ -92,7 +92,9 @@ def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
         except OSError:
             continue
         for parent, home in marks:
-            if ("edge.service.zygote" in cmdline and parent in cmdline + " ") or home in environ:
+            if (
+                "edge.service.forking.zygote" in cmdline and parent in cmdline + " "
+            ) or home in environ:
                 found.append((int(entry.name), cmdline.strip()))
     return found
 
@@ -684,7 +686,7 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
 def claimed_uids(edge_pid: int) -> list[str]:
     """The worker user ids an edge holds host-wide (one per fresh worker, a block per model
     template): its flocks on the claims folder's files."""
-    from edge.service.host_locks import claims_folder
+    from edge.service.supervision.host_locks import claims_folder
 
     claims = [*claims_folder().glob("uid-*.lock"), *claims_folder().glob("uidblock-*.lock")]
     files = {f.stat().st_ino: f.name for f in claims}

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from center.evaluation.edge_source import EdgeSource
-from edge.service.scheduling import with_core_siblings
+from edge.service.supervision.scheduling import with_core_siblings
 from tests.integration.edges import EdgeProcess, edge_pair, launch_pair
 
 CPUS = sorted(os.sched_getaffinity(0))

@@ -92,7 +92,7 @@ def test_train_export_check_and_league_end_to_end(showdown, start_edges, tmp_pat
     with battles.open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 6
 
-    # A torch model: the edges' default worker limit (edge/service/sandbox.py), not the tests'.
+    # A torch model: the edges' default worker limit (edge/service/sandbox/limits.py), not the tests'.
     edges = start_edges(folder / "candidates.json", "--memory-limit", "4GiB")
     blue = edges["blue"]
     league = subprocess.run(

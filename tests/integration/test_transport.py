@@ -43,9 +43,9 @@ from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide
 from edge.contract.outcomes import SideStatus
 from edge.errors import CurveKeyError, InsecureBindError, InvalidActionError, TransportError
-from edge.service.dispatch import CallContext
-from edge.service.server import EdgeSocketServer
-from edge.service.sessions import UnknownSession
+from edge.service.server.dispatch import CallContext
+from edge.service.server.socket_server import EdgeSocketServer
+from edge.service.worker.sessions import UnknownSession
 from edge.wire.envelopes import CODEC, Message
 from edge.wire.keys import (
     CurveConfig,
@@ -938,7 +938,7 @@ def test_curve_with_an_unauthorized_client_is_refused_clearly(
         curve_server.endpoint, server_public_key=keys["edge"].public, client_keys=keys["stranger"]
     )
     with (
-        caplog.at_level(logging.WARNING, logger="edge.service.server"),
+        caplog.at_level(logging.WARNING, logger="edge.service.server.socket_server"),
         pytest.raises(AuthenticationError, match="authorized_clients") as caught,
     ):
         client.hello(AUTH_WAIT)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from edge.service import cgroups
-from edge.service.cgroups import MECHANISMS, CgroupSupport, WorkerGroup, probe_cgroups
+from edge.service.sandbox import cgroups
+from edge.service.sandbox.cgroups import MECHANISMS, CgroupSupport, WorkerGroup, probe_cgroups
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the probe tries nothing without root")
 
@@ -51,7 +51,7 @@ def test_a_host_with_no_hierarchy_at_all_says_so_per_mechanism(tmp_path: Path):
 def test_a_private_folder_itself_is_never_kept_only_what_lies_below_it(tmp_path: Path):
     """A module right in /tmp is kept by its own folder: /tmp itself must still be covered (kept,
     it would stay the host's, shared and writable by every worker)."""
-    from edge.service.sandbox import paths_under
+    from edge.service.sandbox.limits import paths_under
 
     module = tmp_path / "mybot"
     module.mkdir()

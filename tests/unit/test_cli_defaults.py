@@ -22,15 +22,15 @@ from center.scale.spec import SourceSpec
 from edge.checker.__main__ import _parser as checker_parser
 from edge.checker.run import check_user_module
 from edge.cli import sep_edge
-from edge.service.limit_options import (
+from edge.service.sandbox.limit_options import (
     LIMIT_OPTIONS,
     add_limit_arguments,
     limit_argv,
     limit_options,
     limits_given,
 )
-from edge.service.sandbox import Limits, parse_size
-from edge.service.supervisor import SandboxedEdge
+from edge.service.sandbox.limits import Limits, parse_size
+from edge.service.supervision.supervisor import SandboxedEdge
 from edge.submit.archive import ArchiveLimits
 from edge.submit.cli import admit
 from edge.wire.messages import DEFAULT_LOAD_LIMIT

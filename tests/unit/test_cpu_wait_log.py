@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from edge.service.channel import FrameReader
-from edge.service.scheduling import CallScheduler
-from edge.service.worker_handle import Job, WorkerHandle
+from edge.service.supervision.scheduling import CallScheduler
+from edge.service.supervision.worker_handle import Job, WorkerHandle
 
-LOGGER = "edge.service.supervisor"
+LOGGER = "edge.service.supervision.supervisor"
 
 
 @pytest.fixture

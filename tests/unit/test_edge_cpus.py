@@ -11,7 +11,7 @@ import pytest
 from center.errors import EdgeUnavailable
 from center.evaluation.edge_source import EdgeSource, cpus_of
 from center.evaluation.in_process import InProcessSource
-from edge.service.scheduling import with_core_siblings
+from edge.service.supervision.scheduling import with_core_siblings
 from edge.wire.messages import HelloReply
 
 AGENTS = Path(__file__).resolve().parents[1] / "agents"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from edge.service.endpoint_budget import DEFAULT_MAX_TOKENS, prepare
-from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
-from edge.service.endpoint_http import BadRequest
+from edge.service.endpoints.budget import DEFAULT_MAX_TOKENS, prepare
+from edge.service.endpoints.forwarder import EndpointForwarder, ModelEndpoint
+from edge.service.endpoints.http_parts import BadRequest
 from tests.counting_model import CountingServer
 
 

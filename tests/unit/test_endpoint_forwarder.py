@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from edge.service.endpoint_forwarder import EndpointForwarder, ModelEndpoint
+from edge.service.endpoints.forwarder import EndpointForwarder, ModelEndpoint
 
 TOKENS = 10
 

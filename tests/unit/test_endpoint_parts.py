@@ -12,8 +12,8 @@ import pytest
 
 from edge.contract.candidates import load_candidates
 from edge.errors import CandidatesError, ProtocolError
-from edge.service.endpoint_http import MAX_LINE, UsageScanner
-from edge.service.endpoint_options import parse_endpoints
+from edge.service.endpoints.http_parts import MAX_LINE, UsageScanner
+from edge.service.endpoints.options import parse_endpoints
 from edge.wire.envelopes import CODEC, Envelope
 from edge.wire.messages import PROTOCOL_VERSION, CallUsage, CloseSessionReply
 

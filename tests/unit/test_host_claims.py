@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edge.service.host_locks import HostClaims
+from edge.service.supervision.host_locks import HostClaims
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from edge.service.host_locks import HostClaims
+from edge.service.supervision.host_locks import HostClaims
 claims = HostClaims("uid", Path(sys.argv[1]))
 print(claims.claim_lowest(), claims.claim_lowest(), flush=True)
 time.sleep(120)

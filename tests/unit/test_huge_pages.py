@@ -11,12 +11,12 @@ import textwrap
 
 import pytest
 
-from edge.service.huge_pages import _private_anonymous, why_not_collapsing
+from edge.service.forking.huge_pages import _private_anonymous, why_not_collapsing
 
 CHILD = textwrap.dedent(
     """
     import ctypes, mmap, os
-    from edge.service.huge_pages import collapse_private_memory
+    from edge.service.forking.huge_pages import collapse_private_memory
 
     MAP_NORESERVE = 0x4000  # Linux's; Python 3.11's mmap does not name it
     HUGE = int(open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size").read())

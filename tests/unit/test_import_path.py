@@ -13,7 +13,7 @@ import pytest
 
 from edge.contract.candidates import load_candidates
 from edge.errors import CandidatesError
-from edge.service.import_path import python_command, refuse_unsafe_paths, unsafe_entry
+from edge.service.sandbox.import_path import python_command, refuse_unsafe_paths, unsafe_entry
 
 
 def test_an_entry_that_is_or_contains_a_candidates_folder_is_found(
@@ -48,7 +48,7 @@ def test_the_edge_refuses_a_candidates_folder_on_its_templates_path_in_one_line(
 CHILD = """
 import sys
 from pathlib import Path
-from edge.service.sources_only import read_sources_only
+from edge.service.sandbox.sources_only import read_sources_only
 folder = sys.argv[1]
 read_sources_only(Path(folder))
 sys.path.insert(0, folder)

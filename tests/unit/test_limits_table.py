@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from edge.service.sandbox import Limits
+from edge.service.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import json, resource, sys
-from edge.service.sandbox import Limits
+from edge.service.sandbox.limits import Limits
 limits = Limits(**json.loads(sys.argv[1]))
 limits.apply(own_user=sys.argv[2] == "1")
 names = json.loads(sys.argv[3])

@@ -1,4 +1,4 @@
-"""Memory admission (edge.service.memory_admission): the memory limits of live workers, claimed
+"""Memory admission (edge.service.supervision.memory_admission): the memory limits of live workers, claimed
 host-wide by every edge, stay within the host's budget; a dead edge's claims free themselves;
 the budget comes from the host's RAM or a memory group around the edge."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.service.memory_admission import (
+from edge.service.supervision.memory_admission import (
     GiB,
     MemoryAdmission,
     MemoryBudget,
@@ -25,7 +25,7 @@ MiB = 1024**2
 HOLDER = """
 import sys, time
 from pathlib import Path
-from edge.service.memory_admission import MemoryClaims
+from edge.service.supervision.memory_admission import MemoryClaims
 claims = MemoryClaims(int(sys.argv[2]), Path(sys.argv[1]))
 print(claims.try_claim(1, 600 * 1024**2), claims.try_claim(2, 400 * 1024**2), flush=True)
 claims.waiting(True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.service.cgroups import CgroupSupport, WorkerGroup
+from edge.service.sandbox.cgroups import CgroupSupport, WorkerGroup
 
 MiB = 1024**2
 MEMORY = Path("/sys/fs/cgroup/memory")

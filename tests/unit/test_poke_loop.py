@@ -1,4 +1,4 @@
-"""poke-env's background loop in a forked worker (edge.service.worker): the template's stopped
+"""poke-env's background loop in a forked worker (edge.service.worker.process): the template's stopped
 loop gets no thread until something first calls into it, and that first call (as a poke-env
 ``Player`` makes through ``run_coroutine_threadsafe``) starts it and is served."""
 
@@ -12,8 +12,8 @@ CHILD = textwrap.dedent(
     """
     import asyncio, os, threading
     import poke_env.concurrency as concurrency
-    from edge.service.model_template import _pause_poke_loop
-    from edge.service.worker import _poke_loop_on_first_call
+    from edge.service.forking.model_template import _pause_poke_loop
+    from edge.service.worker.process import _poke_loop_on_first_call
 
     def loop_threads():
         return [t.name for t in threading.enumerate() if t.name == "poke-env-loop"]

@@ -27,8 +27,8 @@ from edge.errors import (
     ProtocolVersionError,
     ReplicaError,
 )
-from edge.service.server import EdgeSocketServer
-from edge.service.sessions import SessionHandlers
+from edge.service.server.socket_server import EdgeSocketServer
+from edge.service.worker.sessions import SessionHandlers
 from edge.wire.envelopes import CODEC, Envelope, Message
 from edge.wire.messages import (
     DEPLOY_CALL,

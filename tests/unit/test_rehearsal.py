@@ -1,4 +1,4 @@
-"""The worker template's rehearsal (edge.service.rehearsal): the edge's template plays every
+"""The worker template's rehearsal (edge.service.forking.rehearsal): the edge's template plays every
 recording before it forks; each goes through a worker's request handling, encoded and decoded as
 on the wire, to its end, with a legal decision at every request that asks for one; a rehearsal
 that cannot run is a warning, never an error of the template."""
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from edge.checker.samples import SAMPLES_DIR, decision_points, load_sample_battles
-from edge.service import rehearsal
+from edge.service.forking import rehearsal
 
 
 @pytest.mark.parametrize("battle_format", rehearsal.REHEARSED)
@@ -52,7 +52,7 @@ def test_the_edges_template_rehearses_every_recording_before_it_forks():
     # In a process of its own: the template's preload stops poke-env's loop thread for good.
     script = (
         "import os, sys\n"
-        "from edge.service import rehearsal, zygote\n"
+        "from edge.service.forking import rehearsal, zygote\n"
         "played = []\n"
         "real_play = rehearsal.play\n"
         "rehearsal.play = lambda f: real_play(f) and played.append(f)\n"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from edge.service.channel import FrameReader
-from edge.service.replies import encode_error_reply
-from edge.service.routing import MAX_PENDING_PER_SESSION, SessionRouter
-from edge.service.worker_handle import Job, WorkerHandle
-from edge.service.worker_io import PollSet
+from edge.service.server.replies import encode_error_reply
+from edge.service.supervision.routing import MAX_PENDING_PER_SESSION, SessionRouter
+from edge.service.supervision.worker_handle import Job, WorkerHandle
+from edge.service.supervision.worker_io import PollSet
 from edge.wire.envelopes import CODEC, Envelope
 from edge.wire.messages import (
     ERROR_CODES,

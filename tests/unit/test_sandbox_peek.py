@@ -14,7 +14,7 @@ import msgpack
 import pytest
 
 from edge.errors import ProtocolError
-from edge.service.replies import encode_error_reply
+from edge.service.server.replies import encode_error_reply
 from edge.wire.envelopes import CODEC
 from edge.wire.messages import PROTOCOL_VERSION, ErrorBody
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from edge.service import seccomp
-from edge.service.sandbox import Hardening
+from edge.service.sandbox import seccomp
+from edge.service.sandbox.limits import Hardening
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBC = ctypes.CDLL(None, use_errno=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.service.endpoint_forwarder import ModelEndpoint
+from edge.service.endpoints.forwarder import ModelEndpoint
 from edge.submit.admit import admit
 from edge.submit.errors import CheckerFailed, SubmissionError
 from edge.submit.pack import pack

@@ -13,15 +13,15 @@ import textwrap
 
 import pytest
 
-from edge.service import fork_check
+from edge.service.sandbox import fork_check
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/smaps")
 
 CHILD = textwrap.dedent(
     """
     import mmap, os
-    from edge.service.fork_check import shared_mappings
-    from edge.service.model_template import drop_shared_writable_memory
+    from edge.service.sandbox.fork_check import shared_mappings
+    from edge.service.forking.model_template import drop_shared_writable_memory
 
     def writable():
         return [m for m in shared_mappings() if "w" in m[2]]

@@ -1,4 +1,4 @@
-"""poke-env's learnsets in the worker template (edge.service.learnsets): the warming fills poke-env's
+"""poke-env's learnsets in the worker template (edge.service.forking.learnsets): the warming fills poke-env's
 generation-9 cache in steps, for every species whose moves that generation gives (forms
 included), without loading the data of any other generation (which would grow the template, and
 every fork's page-table copy); an edge's template warms, the checker's does not; the template holds
@@ -17,9 +17,9 @@ from poke_env.data import GenData
 
 from edge.checker.sandboxed import CheckerEdge
 from edge.contract.user_module import load_user_model
-from edge.service.learnsets import WARM_GEN, LearnsetWarmer
-from edge.service.sandbox import Limits
-from edge.service.supervisor import SandboxedEdge
+from edge.service.forking.learnsets import WARM_GEN, LearnsetWarmer
+from edge.service.sandbox.limits import Limits
+from edge.service.supervision.supervisor import SandboxedEdge
 
 CANDIDATES = Path(__file__).resolve().parent.parent / "agents" / "candidates.json"
 
@@ -56,7 +56,7 @@ def _own_templates() -> list[str]:
             argv = (entry / "cmdline").read_bytes().decode().split("\0")
         except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid() and "edge.service.zygote" in argv:
+        if parent == os.getpid() and "edge.service.forking.zygote" in argv:
             found.append(argv[-2])  # cmdline ends with a NUL: the last field is empty
     return found
 
@@ -74,8 +74,8 @@ PRELOADED = textwrap.dedent(
     """
     import json, os, pathlib, orjson
     from poke_env.data import GenData
-    from edge.service.learnsets import WARM_GEN
-    from edge.service.zygote import _preload
+    from edge.service.forking.learnsets import WARM_GEN
+    from edge.service.forking.zygote import _preload
 
     _preload()
     data = GenData.from_gen(WARM_GEN)
@@ -110,8 +110,8 @@ def test_the_supervisor_imports_no_poke_env():
     # poke-env (and its data) is the template's and the workers': an edge's supervisor, which
     # only routes bytes, would pay its import at every edge start.
     code = (
-        "import sys, edge.cli, edge.service.supervisor\n"
-        "print(sorted(m for m in ('poke_env', 'edge.contract.user_module', 'edge.service.worker')"
+        "import sys, edge.cli, edge.service.supervision.supervisor\n"
+        "print(sorted(m for m in ('poke_env', 'edge.contract.user_module', 'edge.service.worker.process')"
         " if m in sys.modules))"
     )
     out = subprocess.run(

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from edge.contract.candidates import load_candidates
-from edge.service import worker_pool
-from edge.service.memory_admission import GiB, MemoryBudget
-from edge.service.sandbox import Limits
-from edge.service.worker_io import PollSet
-from edge.service.worker_pool import WorkerPool
+from edge.service.sandbox.limits import Limits
+from edge.service.supervision import worker_pool
+from edge.service.supervision.memory_admission import GiB, MemoryBudget
+from edge.service.supervision.worker_io import PollSet
+from edge.service.supervision.worker_pool import WorkerPool
 
 AGENTS = Path(__file__).resolve().parents[1] / "agents"
 

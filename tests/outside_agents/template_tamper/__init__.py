@@ -12,7 +12,7 @@ import numpy as np
 SHARED = mmap.mmap(-1, 4096)
 
 try:  # what a participant could read in the project's source: the worker's own set-up
-    import edge.service.model_template as template_code
+    import edge.service.forking.model_template as template_code
 
     template_code.drop_shared_writable_memory = lambda: None
 except ImportError:

@@ -35,7 +35,7 @@ class Agent:
 
 def _serving_loop():
     """The worker's serving loop object (its channel, its handlers), found as any code could."""
-    from edge.service.worker import _Worker
+    from edge.service.worker.process import _Worker
 
     return next(o for o in gc.get_objects() if isinstance(o, _Worker))
 
@@ -72,7 +72,7 @@ class Policy:
             time.sleep(self.seconds)
         elif attack == "forged_reply":
             from edge.service.channel import pack_parts
-            from edge.service.replies import encode_error_reply
+            from edge.service.server.replies import encode_error_reply
             from edge.wire.envelopes import CODEC
             from edge.wire.messages import ErrorBody
 
