@@ -3,9 +3,9 @@
     python scripts/export_standalone_policy.py mine.npz --out submission/
 
 The package carries its own copy of the MapleAgent observation and Agent code (imports made
-relative), the numpy network runner and the weights, and imports only numpy, gymnasium, poke-env
-and PyYAML; a candidates.json is written beside it. The export refuses to finish if any copied
-file still imports this project.
+relative), the numpy network runner and the weights, and imports only numpy, gymnasium, poke-env,
+msgspec and PyYAML; a candidates.json is written beside it. The export refuses to finish if any
+copied file still imports this project.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ COPIED = [
     ("edge/contract/agent.py", "maple/agent.py"),
     ("edge/contract/policy.py", "maple/policy_base.py"),
     ("edge/contract/game_type.py", "maple/game_type.py"),
-    ("edge/contract/request.py", "maple/request.py"),
+    ("edge/contract/legality.py", "maple/legality.py"),
+    ("edge/contract/showdown_request.py", "maple/showdown_request.py"),
     ("edge/contract/doubles_slots.py", "maple/doubles_slots.py"),
     *(
         (f"edge/maple/{name}.py", f"maple/{name}.py")
@@ -53,7 +54,10 @@ REWRITES = [
     (re.compile(r"^(\s*)from edge\.errors import", re.M), r"\1from .errors import"),
     (re.compile(r"^(\s*)from edge\.contract\.agent import", re.M), r"\1from .agent import"),
     (
-        re.compile(r"^(\s*)from edge\.contract\.(game_type|request|doubles_slots) import", re.M),
+        re.compile(
+            r"^(\s*)from edge\.contract\.(game_type|legality|showdown_request|doubles_slots) import",
+            re.M,
+        ),
         r"\1from .\2 import",
     ),
     (

@@ -26,6 +26,7 @@ from center.env.env_player import EnvPlayer, SeatEvent
 from center.env.session_api import RoundOutcome, SeatState, await_round
 from center.env.tiebreak import tiebreak_winner
 from center.errors import EnvError, ResetTimeout
+from edge.contract.showdown_request import ShowdownRequest, request_of
 
 __all__ = ["ABANDON_TIMEOUT", "BattleSession", "Seat"]
 
@@ -49,6 +50,11 @@ class Seat:
     def view(self) -> AbstractBattle | None:
         """The seat's battle as the match reads it: a server's player keeps its poke-env Battle."""
         return self.battle
+
+    @property
+    def request(self) -> ShowdownRequest | None:
+        """The current request of the seat's battle, converted once (None before the first)."""
+        return request_of(self.battle) if self.battle is not None else None
 
     @property
     def frames(self) -> list[str]:
@@ -331,8 +337,8 @@ class BattleSession:
             )
         requests = {}
         for name, seat in self.seats.items():
-            request = seat.battle.last_request if seat.battle is not None else None
-            if not request:
+            request = seat.request
+            if request is None:
                 raise EnvError(f"the tiebreak needs {name}'s last request, and it has none")
             requests[name] = request
         try:

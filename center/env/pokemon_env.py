@@ -35,7 +35,7 @@ from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.contract.game_type import is_doubles_format
-from edge.contract.orders import canonical_order, default_order
+from edge.contract.legality import canonical_order, default_order
 from edge.errors import InvalidActionError
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
@@ -344,7 +344,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 continue
             assert seat.battle is not None
             if actions[name] is DefaultChoice.PLAY_DEFAULT:
-                session.submit(name, default_order(seat.battle.last_request))
+                session.submit(name, default_order(seat.request))
                 continue
             agent = self.agent_objects[name]
             try:
@@ -356,7 +356,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
                 continue
             try:
                 # The center's one check of an order: rebuilt from the request, or refused.
-                message = canonical_order(seat.battle.last_request, order)
+                message = canonical_order(seat.request, order)
             except ValueError as exc:  # InvalidActionError is one
                 logger.debug("%s: illegal order %r: %s", name, order, exc)
                 rewards[name] += self.rewards.invalid

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
-from edge.contract.request import request_party
+from edge.contract.showdown_request import request_party
 from edge.maple.battle_view import doubles_move_slots, move_slots
 
 

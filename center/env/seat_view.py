@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import orjson
+from edge.contract.showdown_request import ShowdownRequest, decode_request
 
 __all__ = ["BattleView", "SeatView"]
 
@@ -25,8 +25,6 @@ class BattleView(Protocol):
 
     @property
     def battle_tag(self) -> str: ...
-    @property
-    def last_request(self) -> dict[str, Any]: ...
     @property
     def turn(self) -> int: ...
     @property
@@ -50,7 +48,8 @@ class SeatView:
         self.player_username = username
         self.opponent_username: str | None = None
         self.battle_tag = ""
-        self.last_request: dict[str, Any] = {}
+        #: the last request, decoded once here (None before the first)
+        self.request: ShowdownRequest | None = None
         self.turn = 0
         self.won: bool | None = None
         self.lost: bool | None = None
@@ -58,11 +57,11 @@ class SeatView:
 
     @property
     def teampreview(self) -> bool:
-        return bool(self.last_request.get("teamPreview"))
+        return self.request is not None and self.request.team_preview
 
     def feed(self, frame: str) -> list[tuple[str, Any]]:
-        """Apply one frame; returns what a session acts on, in order: ``("request", request)``,
-        ``("error", line)`` and ``("end", None)``."""
+        """Apply one frame; returns what a session acts on, in order: ``("request", request)``
+        (None for an empty ``|request|``), ``("error", line)`` and ``("end", None)``."""
         lines = frame.split("\n")
         if not self.battle_tag and lines[0].startswith(">"):
             self.battle_tag = lines[0][1:]
@@ -80,9 +79,9 @@ class SeatView:
                 continue
             rest = line[bar + 1 :]
             if kind == "request":
-                request = orjson.loads(rest) if rest else {}
-                if rest:
-                    self.last_request = request
+                request = decode_request(rest) if rest else None
+                if request is not None:
+                    self.request = request
                 events.append(("request", request))
             elif kind == "turn":
                 self.turn = int(rest)

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from poke_env.battle import AbstractBattle
 
 from center.env.seat_view import BattleView
+from edge.contract.showdown_request import ShowdownRequest
 
 __all__ = [
     "BattleBackend",
@@ -64,6 +65,12 @@ class SessionSeat(SideSeat, Protocol):
 
     @property
     def state(self) -> SeatState: ...
+
+    @property
+    def request(self) -> ShowdownRequest | None:
+        """The seat's current request, decoded once (None before the first): what its orders are
+        judged by."""
+        ...
 
     @property
     def retry(self) -> bool:

@@ -16,7 +16,6 @@ import secrets
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from poke_env.battle import AbstractBattle
 
@@ -26,6 +25,7 @@ from center.errors import EnvError, ResetTimeout, ShowdownError
 from center.showdown.sim_battle import SLOTS, SimBattle, SimEvent, SimPlayer, SimStart
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_seeds import RunSecret
+from edge.contract.showdown_request import ShowdownRequest
 from edge.errors import ReplicaError
 from edge.maple.replica import ReplicaBattle
 
@@ -44,7 +44,7 @@ def sim_username(prefix: str, slot: str) -> str:
 _SWITCH = "/choose switch "
 
 
-def _by_position(message: str, request: dict[str, Any] | None) -> str:
+def _by_position(message: str, request: ShowdownRequest | None) -> str:
     """``/choose switch NAME`` as ``/choose switch N``, N the Pokémon's place in the request.
 
     Showdown reads a name that starts with a digit as a slot (``switch 2 Fast`` is slot 2) and
@@ -54,10 +54,9 @@ def _by_position(message: str, request: dict[str, Any] | None) -> str:
     if not message.startswith(_SWITCH) or not request:
         return message
     name = message[len(_SWITCH) :]
-    party = request.get("side", {}).get("pokemon") or []
-    for position, entry in enumerate(party, start=1):
+    for position, entry in enumerate(request.party, start=1):
         # poke-env names a Pokémon by its ident without the "p1: " prefix.
-        if str(entry.get("ident", "")).partition(": ")[2] == name and not entry.get("active"):
+        if entry.name == name and not entry.active:
             return f"{_SWITCH}{position}"
     return message
 
@@ -83,9 +82,9 @@ class SimSeat:
         return self.replica.battle if self.replica is not None else None
 
     @property
-    def request(self) -> dict[str, Any] | None:
-        """The seat's last request, as the simulator sent it (None before the first)."""
-        return self.view.last_request or None
+    def request(self) -> ShowdownRequest | None:
+        """The seat's last request, as its view decoded it (None before the first)."""
+        return self.view.request
 
 
 class SimSession:
@@ -338,7 +337,7 @@ class SimSession:
                 return
         for kind, value in seat.view.feed(frame):
             if kind == "request":
-                if value.get("wait"):
+                if value is not None and value.wait:
                     seat.state = SeatState.WAITING
                 else:
                     seat.state, seat.retry = SeatState.NEEDS_ACTION, seat.retry_next

@@ -23,7 +23,7 @@ from center.env.pokemon_env import PLAYERS, SIDES, DefaultChoice, PokemonEnv
 from center.env.rounds import RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.game_type import is_doubles_format
-from edge.contract.orders import MAX_INVALID_RETRIES
+from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.policy import StandalonePolicy
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent

@@ -8,7 +8,9 @@ HP), for the server backend, whose players cannot send ``>tiebreak``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
+
+from edge.contract.showdown_request import ShowdownRequest
 
 __all__ = ["TURN_CAP_RULES", "TurnCap", "check_turn_cap", "side_totals", "tiebreak_winner"]
 
@@ -31,15 +33,14 @@ def check_turn_cap(rule: str) -> TurnCap:
     raise ValueError(f"unknown turn-cap rule {rule!r}; known: {', '.join(TURN_CAP_RULES)}")
 
 
-def side_totals(request: Mapping[str, Any]) -> tuple[int, float, int]:
+def side_totals(request: ShowdownRequest) -> tuple[int, float, int]:
     """A side's unfainted Pokémon, mean HP % (its HP fractions summed in team order, times 100,
     over 6, as Showdown computes it) and total HP, from its request's exact conditions."""
-    pokemon = request.get("side", {}).get("pokemon") or []
-    if not pokemon:
+    if not request.party:
         raise ValueError("the request lists no Pokémon")
     left, fraction, total = 0, 0.0, 0
-    for entry in pokemon:
-        condition = str(entry.get("condition", "")).split(" ")[0]
+    for entry in request.party:
+        condition = entry.condition.split(" ")[0]
         hp_text, _, max_text = condition.partition("/")
         hp = int(hp_text)
         if hp > 0:
@@ -49,7 +50,7 @@ def side_totals(request: Mapping[str, Any]) -> tuple[int, float, int]:
     return left, fraction * 100 / 6, total
 
 
-def tiebreak_winner(requests: Mapping[str, Mapping[str, Any]]) -> str | None:
+def tiebreak_winner(requests: Mapping[str, ShowdownRequest]) -> str | None:
     """Showdown's tiebreak over two sides' last requests (keyed by side): the key of the side it
     gives the win, None for a tie. ValueError when a request lists no conditions to read."""
     if len(requests) != 2:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import wait
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
@@ -24,9 +24,10 @@ from center.evaluation.helper_thread import helper_thread
 from center.evaluation.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
 from edge.contract.decision import Decision
-from edge.contract.orders import canonical_order, default_order
+from edge.contract.legality import canonical_order, default_order
 from edge.contract.outcomes import SIDE_STATUSES
 from edge.contract.runner import UserFailure
+from edge.contract.showdown_request import ShowdownRequest
 from edge.errors import InvalidActionError
 
 __all__ = ["INFRASTRUCTURE_REASONS", "drive_battle", "forfeit_reason"]
@@ -103,9 +104,7 @@ def drive_battle(
         rewards = dict.fromkeys(PLAYERS, 0.0)
         was_invalid = dict.fromkeys(PLAYERS, False)
         for p, move in moves.items():
-            view = session.seats[p].view
-            assert view is not None
-            message = _message(sides[p], view.last_request, move)
+            message = _message(sides[p], session.seats[p].request, move)
             if message is None:  # illegal: penalized, and the same request is asked again
                 rewards[p] += config.invalid
                 was_invalid[p] = True
@@ -168,7 +167,7 @@ def _first_fatal(sides: dict[str, SideGuard]) -> str | None:
     return None
 
 
-def _message(side: SideGuard, request: dict[str, Any], move: Move | None) -> str | None:
+def _message(side: SideGuard, request: ShowdownRequest | None, move: Move | None) -> str | None:
     """What to send Showdown for ``move`` (None: Showdown's default move, played without asking
     the side); None when the move is illegal."""
     if move is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edge.contract.orders import MAX_INVALID_RETRIES
+from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.runner import UserFailure
 
 __all__ = ["Budget", "clock_failure"]

@@ -17,7 +17,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from edge.contract.decision import action_accepted, observation_accepted
-from edge.contract.orders import canonical_order
+from edge.contract.legality import canonical_order
+from edge.contract.showdown_request import request_of
 from edge.errors import ContractError, InvalidActionError
 from edge.wire.msgpack_values import MAX_OBSERVATION_BYTES
 from edge.wire.spaces import value_bytes
@@ -283,7 +284,7 @@ def check_action(action: Any, action_space: gymnasium.Space[Any], *, team_previe
 def check_order(battle: AbstractBattle, order: Any) -> str:
     """``order`` is legal for the battle's current request; returns the canonical command."""
     try:
-        return canonical_order(battle.last_request or {}, order)
+        return canonical_order(request_of(battle), order)
     except InvalidActionError as exc:
         shown = order.message if isinstance(order, BattleOrder) else order
         raise ContractError(

@@ -2,10 +2,10 @@
 
 A decision is ``makeObs`` → ``action_mask`` → ``policy.step`` → ``deploy`` on the battle of the
 current request. :func:`decide` runs it; :func:`observation_accepted`, :func:`is_team_choice`,
-:func:`action_accepted`, :func:`policy_mask` and :func:`order_text` are the rules a decision is
-judged by. The center's side guard, the edge's worker and the conformance checker all call these,
-so none of them can accept what another refuses (Gymnasium's ``check_env`` calls the same
-``Space.contains`` its environments use, for the same reason).
+:func:`action_accepted`, :func:`~edge.contract.legality.policy_mask` and :func:`order_text` are the
+rules a decision is judged by. The center's side guard, the edge's worker and the conformance
+checker all call these, so none of them can accept what another refuses (Gymnasium's ``check_env``
+calls the same ``Space.contains`` its environments use, for the same reason).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import BattleOrder
 
 from edge.contract.agent import Agent
+from edge.contract.legality import policy_mask
 from edge.contract.policy import StandalonePolicy
 from edge.errors import ContractError
-from edge.wire.messages import policy_mask
 
 __all__ = [
     "Decision",

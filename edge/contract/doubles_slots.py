@@ -3,7 +3,7 @@
 Numbered as poke-env's ``DoublesEnv`` numbers them (``edge.maple.doubles_action_helper`` has the
 table): 0 pass, 1–6 a switch to the i-th Pokémon of ``battle.team``, then moves by request slot and
 target, +20 per gimmick. :func:`slot_legal` reads the request; the doubles mask of the Maple agent
-and the center's check of a doubles order (``edge.contract.doubles_orders``) both use it, so an
+and the center's check of an order (``edge.contract.legality``) both use it, so an
 order the mask allows is never refused.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from poke_env.battle import DoubleBattle, Move
 from poke_env.player import PassBattleOrder, SingleBattleOrder
 
-from edge.contract.request import slot_request_moves
+from edge.contract.showdown_request import slot_request_moves
 
 __all__ = [
     "MOVE_BASE",
@@ -97,9 +97,9 @@ def slot_legal(battle: DoubleBattle, slot: int) -> dict[int, SingleBattleOrder]:
     active = battle.active_pokemon[slot]
     if active is not None and not forced[slot]:
         for k, entry in enumerate(slot_request_moves(battle, slot)[:4]):
-            if entry.get("disabled", False):
+            if entry.disabled:
                 continue
-            move = _slot_move(battle, slot, entry.get("id", ""))
+            move = _slot_move(battle, slot, entry.id)
             if move is None:
                 continue
             for target in battle.get_possible_showdown_targets(move, active):

@@ -14,7 +14,8 @@ import numpy as np
 from poke_env.battle import AbstractBattle, Move, Pokemon
 from poke_env.player import BattleOrder, DefaultBattleOrder, SingleBattleOrder
 
-from edge.contract.request import active_request_moves, decision_required, team_order, team_size
+from edge.contract.legality import decision_required, team_order, team_size
+from edge.contract.showdown_request import RequestMove, request_of, slot_request_moves
 from edge.errors import InvalidActionError
 from edge.maple.battle_view import MAX_BENCH, own_bench
 
@@ -34,8 +35,8 @@ def _switch_targets(battle: AbstractBattle) -> list[Pokemon]:
     return own_bench(battle)
 
 
-def _move_for_entry(battle: AbstractBattle, entry: dict[str, Any]) -> Move | None:
-    move_id = entry.get("id", "")
+def _move_for_entry(battle: AbstractBattle, entry: RequestMove) -> Move | None:
+    move_id = entry.id
     for move in battle.available_moves:
         if move.id == move_id:
             return move
@@ -75,8 +76,8 @@ class ActionHelper:
 
         force_switch = bool(battle.force_switch) or battle.active_pokemon is None
         if not force_switch:
-            for slot, entry in enumerate(active_request_moves(battle)[:4]):
-                if entry.get("disabled", False):
+            for slot, entry in enumerate(slot_request_moves(battle)[:4]):
+                if entry.disabled:
                     continue
                 move = _move_for_entry(battle, entry)
                 if move is None:
@@ -126,11 +127,10 @@ class ActionHelper:
 
     def random_team(self, battle: AbstractBattle) -> str:
         """A random team-preview choice of the required size, e.g. ``"/team 263"``."""
-        n_team = len((battle.last_request or {}).get("side", {}).get("pokemon", [])) or len(
-            battle.team
-        )
-        picks = self.rng.permutation(n_team)[: team_size(battle.last_request or {})]
-        return team_order(battle.last_request or {}, [int(p) for p in picks])
+        request = request_of(battle)
+        n_team = (len(request.party) if request is not None else 0) or len(battle.team)
+        picks = self.rng.permutation(n_team)[: team_size(request)]
+        return team_order(request, [int(p) for p in picks])
 
 
 def _as_index(idx: Any) -> int | None:

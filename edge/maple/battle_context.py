@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
-from edge.contract.request import active_request_moves, request_party, slot_request_moves
+from edge.contract.showdown_request import RequestMove, request_party, slot_request_moves
 from edge.maple.battle_view import (
     MAX_BENCH,
     MAX_MOVES,
@@ -42,11 +41,11 @@ class BattleContext:
     teampreview: bool
     pokemon: Mapping[str, Pokemon | None]
     moves: tuple[Move | None, ...]
-    request_moves: Mapping[str, Mapping[str, Any]]
+    request_moves: Mapping[str, RequestMove]
     party: tuple[Pokemon, ...]
     #: per active slot (a, b): its moves by slot and its request's move entries by id
     user_moves: tuple[tuple[Move | None, ...], ...] = ((None,) * MAX_MOVES,) * 2
-    user_request_moves: tuple[Mapping[str, Mapping[str, Any]], ...] = ({}, {})
+    user_request_moves: tuple[Mapping[str, RequestMove], ...] = ({}, {})
 
     @classmethod
     def of(cls, battle: AbstractBattle) -> BattleContext:
@@ -77,11 +76,11 @@ class BattleContext:
             teampreview=False,
             pokemon=pokemon,
             moves=tuple(move_slots(battle)),
-            request_moves={e["id"]: e for e in active_request_moves(battle) if "id" in e},
+            request_moves={e.id: e for e in slot_request_moves(battle) if e.id},
             party=tuple(request_party(battle)),
             user_moves=(tuple(move_slots(battle)), (None,) * MAX_MOVES),
             user_request_moves=(
-                {e["id"]: e for e in active_request_moves(battle) if "id" in e},
+                {e.id: e for e in slot_request_moves(battle) if e.id},
                 {},
             ),
         )
@@ -103,7 +102,7 @@ class BattleContext:
             pokemon[f"opp_bench{j + 1}"] = opp[j] if j < len(opp) else None
         user_moves = tuple(tuple(doubles_move_slots(battle, slot)) for slot in range(2))
         user_request = tuple(
-            {e["id"]: e for e in slot_request_moves(battle, slot) if "id" in e} for slot in range(2)
+            {e.id: e for e in slot_request_moves(battle, slot) if e.id} for slot in range(2)
         )
         return cls(
             battle=battle,

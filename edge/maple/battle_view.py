@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, DoubleBattle, Move, Pokemon
 
-from edge.contract.request import active_request_moves, request_party, slot_request_moves
+from edge.contract.showdown_request import request_party, slot_request_moves
 
 MAX_MOVES = 4
 MAX_BENCH = 2
@@ -36,11 +36,11 @@ def move_slots(battle: AbstractBattle) -> list[Move | None]:
     if mon is None:
         return slots
     known = list(mon.moves.values())
-    entries = active_request_moves(battle)
+    entries = slot_request_moves(battle)
     ordered: list[Move] = []
     if len(entries) > 1:
         for entry in entries:
-            move = mon.moves.get(entry.get("id", ""))
+            move = mon.moves.get(entry.id)
             if move is not None:
                 ordered.append(move)
     if len(ordered) < len(entries) or not ordered:
@@ -57,7 +57,7 @@ def doubles_move_slots(battle: DoubleBattle, slot: int) -> list[Move | None]:
     if mon is None:
         return slots
     entries = slot_request_moves(battle, slot)
-    ordered = [mon.moves[e["id"]] for e in entries if e.get("id") in mon.moves]
+    ordered = [mon.moves[e.id] for e in entries if e.id in mon.moves]
     if len(entries) <= 1 or len(ordered) < len(entries):
         ordered = list(mon.moves.values())
     for i, move in enumerate(ordered[:MAX_MOVES]):

@@ -16,7 +16,8 @@ from poke_env.battle import AbstractBattle, DoubleBattle, Pokemon
 from poke_env.player import BattleOrder, DoubleBattleOrder
 
 from edge.contract.doubles_slots import PASS, action_size, decode, encode_move, slot_legal
-from edge.contract.request import decision_required, team_order, team_size
+from edge.contract.legality import decision_required, team_order, team_size
+from edge.contract.showdown_request import request_of
 from edge.errors import InvalidActionError
 
 __all__ = ["DoublesActionHelper"]
@@ -118,10 +119,10 @@ class DoublesActionHelper:
 
     def random_team(self, battle: AbstractBattle) -> str:
         """A random team-preview choice of the required size, e.g. ``"/team 2631"``."""
-        request = battle.last_request or {}
-        n_team = len(request.get("side", {}).get("pokemon", [])) or len(battle.team)
-        picks = self.rng.permutation(n_team)[: team_size(battle.last_request or {})]
-        return team_order(battle.last_request or {}, [int(p) for p in picks])
+        request = request_of(battle)
+        n_team = (len(request.party) if request is not None else 0) or len(battle.team)
+        picks = self.rng.permutation(n_team)[: team_size(request)]
+        return team_order(request, [int(p) for p in picks])
 
 
 def _as_pair(action: Any) -> tuple[int, int] | None:

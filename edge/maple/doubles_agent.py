@@ -12,7 +12,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.data import GenData
 
 from edge.contract.agent import Agent, Order
-from edge.contract.request import team_order
+from edge.contract.legality import team_order
+from edge.contract.showdown_request import request_of
 from edge.errors import InvalidActionError
 from edge.maple.doubles_action_helper import DoublesActionHelper
 from edge.maple.state_observer import StateObserver
@@ -85,7 +86,7 @@ class MapleDoublesAgent(Agent):
         ):
             return self.doubles.random_team(battle)  # an action of the space, not a team
         if isinstance(action, Sequence) and action:
-            return team_order(battle.last_request or {}, [int(a) for a in action])
+            return team_order(request_of(battle), [int(a) for a in action])
         raise InvalidActionError(
             f"{action!r} is neither a team choice nor an action of {self.action_space}"
         )

@@ -19,6 +19,7 @@ from poke_env.battle.side_condition import SideCondition
 from poke_env.battle.status import Status
 from poke_env.battle.weather import Weather
 
+from edge.contract.showdown_request import request_of
 from edge.errors import StateSpecError
 from edge.maple.battle_context import POKEMON_TARGETS, USERS, BattleContext
 from edge.maple.battle_view import MAX_MOVES
@@ -323,11 +324,11 @@ def _types(params: FeatureParams) -> BoundExtractor:
 
 def _request_tera_type(battle: AbstractBattle, mon: Pokemon) -> PokemonType | None:
     """The tera type the request announces for one of the player's own Pokémon."""
-    request = battle.last_request or {}
-    for entry in request.get("side", {}).get("pokemon", []):
-        if battle.team.get(entry.get("ident", "")) is mon and entry.get("teraType"):
+    request = request_of(battle)
+    for entry in request.party if request is not None else []:
+        if battle.team.get(entry.ident) is mon and entry.tera_type:
             try:
-                return PokemonType.from_name(entry["teraType"])
+                return PokemonType.from_name(entry.tera_type)
             except KeyError:
                 return None
     return None
@@ -490,8 +491,8 @@ def _move_priority(params: FeatureParams) -> BoundExtractor:
 def _pp(ctx: BattleContext, user: int, move: Move) -> tuple[int, int]:
     """(current, max) PP: the request's numbers when it lists the move, else poke-env's tracking."""
     entry = ctx.user_request_moves[user].get(move.id)
-    if entry is not None and "pp" in entry and entry.get("maxpp"):
-        return int(entry["pp"]), int(entry["maxpp"])
+    if entry is not None and entry.pp is not None and entry.maxpp:
+        return entry.pp, entry.maxpp
     return move.current_pp, move.max_pp
 
 

@@ -11,7 +11,8 @@ from poke_env.battle import AbstractBattle
 
 from edge.contract.agent import Agent, Order
 from edge.contract.game_type import is_doubles_format
-from edge.contract.request import team_order
+from edge.contract.legality import team_order
+from edge.contract.showdown_request import request_of
 from edge.errors import ContractError, InvalidActionError
 from edge.maple.action_helper import ACTION_SPACE_SIZE, ActionHelper
 from edge.maple.doubles_agent import MapleDoublesAgent
@@ -76,7 +77,7 @@ class MapleAgent(Agent):
         if isinstance(action, np.ndarray) and action.ndim == 1:
             action = action.tolist()
         if isinstance(action, Sequence) and action:
-            return team_order(battle.last_request or {}, [int(a) for a in action])
+            return team_order(request_of(battle), [int(a) for a in action])
         if action is None or self.action_space.contains(action):
             return self.helper.random_team(battle)
         raise InvalidActionError(

@@ -67,7 +67,6 @@ __all__ = [
     "error_body",
     "error_code_for",
     "error_code_spec",
-    "policy_mask",
     "reply_spec_for",
     "reply_type_for",
     "spec_for",
@@ -176,7 +175,7 @@ class OpenSessionReply(Body, frozen=True):
 class PolicyInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """The ``info`` a policy's step gets (docs/contract.md), as the center gives it: the one list
     of its keys (:meth:`to_dict`). In a decide request ``action_mask`` is None: the edge puts the
-    Agent's mask there (:func:`policy_mask`), but for a ``done`` step, which gets it as given."""
+    Agent's mask there (``edge.contract.legality.policy_mask``), but for a ``done`` step, which gets it as given."""
 
     needs_action: bool = True
     team_preview: bool = False
@@ -212,7 +211,7 @@ class DecideRequest(Body, frozen=True):
       the observation lies in ``observation_space``, ``policy.step`` and ``deploy`` on the battle
       as it stands. ``reward`` and ``info`` are the step's arguments as the center passes them
       (``done`` false); the edge puts the mask the Agent just gave in ``info``, as the center
-      presents it to a policy (see :func:`policy_mask`). With ``needs_action`` false only the
+      presents it to a policy (see ``edge.contract.legality.policy_mask``). With ``needs_action`` false only the
       observation is made.
     - ``done``: the battle is over: ``makeObs`` and ``action_mask``, then the policy's last step
       (``done=True``) with ``reward`` and ``info`` as given (its mask included), when the
@@ -563,30 +562,3 @@ def error_body(exc: BaseException, call: str | None = None) -> ErrorBody:
         traceback=truncate_text(formatted, TRACEBACK_LIMIT),
         code=error_code_for(exc, call),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# The decide request's mask.
-# --------------------------------------------------------------------------------------------
-
-
-def policy_mask(mask: Any, action_space: gymnasium.Space[Any]) -> np.ndarray | None:
-    """The ``info["action_mask"]`` a policy is given for the Agent's ``mask``.
-
-    The center does not trust a mask: one that is not an integer or boolean array (of ``n``
-    entries for a ``Discrete(n)`` space) is ignored, and without one every action is allowed
-    (``Discrete`` spaces; other spaces get None). A decide request's policy step sees the mask
-    this function gives, as the center would show it.
-    """
-    size = int(action_space.n) if isinstance(action_space, gymnasium.spaces.Discrete) else None
-    checked: np.ndarray | None = None
-    if mask is not None:
-        try:
-            array = np.asarray(mask)
-            if array.dtype.kind in "biu" and (size is None or array.shape == (size,)):
-                checked = array.astype(np.int8)
-        except Exception:  # e.g. a ragged list: ignored
-            checked = None
-    if checked is None and size:
-        checked = np.ones(size, dtype=np.int8)
-    return checked

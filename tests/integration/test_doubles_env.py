@@ -212,7 +212,8 @@ def test_maskable_ppo_trains_on_the_seeded_doubles_env():
 def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_position(sim_host):
     from poke_env.player import DoubleBattleOrder
 
-    from edge.contract.orders import canonical_order
+    from edge.contract.legality import canonical_order
+    from edge.contract.showdown_request import request_of
     from edge.maple.doubles_agent import MapleDoublesAgent
 
     agents = {
@@ -227,7 +228,7 @@ def test_every_joint_order_poke_env_calls_valid_is_accepted_and_rebuilt_by_posit
         orders = DoubleBattleOrder.join_orders(*battle.valid_orders)
         assert len(orders) > 20
         for order in orders:
-            rebuilt = canonical_order(battle.last_request or {}, order)
+            rebuilt = canonical_order(request_of(battle), order)
             assert re.fullmatch(
                 r"/choose (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass), (move [1-4]( terastallize)?( -?[12])?|switch [1-6]|pass)",
                 rebuilt,

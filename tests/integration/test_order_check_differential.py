@@ -19,9 +19,8 @@ from center.env.session_api import SeatState
 from center.env.sim_session import SimSession
 from center.showdown.sim_host import SimHost
 from center.showdown.sim_seeds import KEY_BYTES, RunSecret
-from edge.contract.orders import canonical_order
-from edge.contract.party import name_of, species_of
-from edge.contract.request import party, slot_moves
+from edge.contract.legality import canonical_order
+from edge.contract.showdown_request import ShowdownRequest, request_of
 from edge.errors import InvalidActionError
 from tests.fixtures import battle_orders
 from tests.fixtures.replay import VIEWED
@@ -46,23 +45,23 @@ def _verdict(check: Any, subject: Any, order: str) -> str:
         return "illegal"
 
 
-def _words(request: dict[str, Any]) -> list[str]:
+def _words(request: ShowdownRequest) -> list[str]:
     """Ways to name each Pokémon of the party: position, name, species (and out of range)."""
-    entries = party(request)
+    entries = request.party
     words = [str(i) for i in range(len(entries) + 2)]
     for entry in entries:
-        words += [name_of(entry), species_of(entry)]
+        words += [entry.name, entry.species]
     return words
 
 
-def _move_words(request: dict[str, Any], slot: int) -> list[str]:
+def _move_words(request: ShowdownRequest, slot: int) -> list[str]:
     words = ["1", "2", "3", "4", "5", "tackle"]
-    for entry in slot_moves(request, slot):
-        words += [entry.get("id", ""), str(entry.get("move", ""))]
+    for entry in request.slot_moves(slot):
+        words += [entry.id, entry.move]
     return words
 
 
-def _singles(request: dict[str, Any]) -> list[str]:
+def _singles(request: ShowdownRequest) -> list[str]:
     orders = ["/choose default", *ILLEGAL]
     for word in _move_words(request, 0):
         orders += [f"/choose move {word}", f"/choose move {word} terastallize"]
@@ -70,7 +69,7 @@ def _singles(request: dict[str, Any]) -> list[str]:
     return orders
 
 
-def _parts(request: dict[str, Any], slot: int) -> list[str]:
+def _parts(request: ShowdownRequest, slot: int) -> list[str]:
     parts = ["pass", "default"]
     parts += [f"switch {word}" for word in _words(request)]
     for word in _move_words(request, slot):
@@ -79,7 +78,7 @@ def _parts(request: dict[str, Any], slot: int) -> list[str]:
     return parts
 
 
-def _doubles(request: dict[str, Any], rng: random.Random) -> list[str]:
+def _doubles(request: ShowdownRequest, rng: random.Random) -> list[str]:
     firsts, seconds = _parts(request, 0), _parts(request, 1)
     pairs = {(a, rng.choice(seconds)) for a in firsts} | {(rng.choice(firsts), b) for b in seconds}
     pairs |= {(a, b) for a in firsts[:16] for b in seconds[:16]}  # same switches, passes
@@ -87,8 +86,8 @@ def _doubles(request: dict[str, Any], rng: random.Random) -> list[str]:
     return ["/choose default", *ILLEGAL, *(f"/choose {a}, {b}" for a, b in sorted(pairs))]
 
 
-def _team(request: dict[str, Any]) -> list[str]:
-    n = len(party(request))
+def _team(request: ShowdownRequest) -> list[str]:
+    n = len(request.party)
     orders = [*ILLEGAL, "/team 112", f"/team {n + 1}", "/team 2, 1, 3", "/choose default"]
     for size in {4, n}:
         orders += [
@@ -98,10 +97,11 @@ def _team(request: dict[str, Any]) -> list[str]:
 
 
 def _candidates(battle: AbstractBattle, rng: random.Random) -> list[str]:
-    request = battle.last_request
-    if request.get("teamPreview"):
+    request = request_of(battle)
+    assert request is not None
+    if request.team_preview:
         return _team(request)
-    if len(request.get("active") or request.get("forceSwitch") or ()) == 2:
+    if request.slots == 2:
         return _doubles(request, rng)
     return _singles(request)
 
@@ -111,6 +111,7 @@ def _same_view(session: SimSession) -> None:
     for seat in session.seats.values():
         for name in VIEWED:
             assert getattr(seat.view, name) == getattr(seat.battle, name), name
+        assert seat.view.request == request_of(seat.battle)
 
 
 def _play(host: SimHost, battle_format: str, team: str | None, seed: int) -> tuple[int, int]:
@@ -140,7 +141,7 @@ def _play(host: SimHost, battle_format: str, team: str | None, seed: int) -> tup
                 accepted = []
                 for order in _candidates(battle, rng):
                     old = _verdict(battle_orders.canonical_order, battle, order)
-                    new = _verdict(canonical_order, battle.last_request, order)
+                    new = _verdict(canonical_order, request_of(battle), order)
                     assert new == old, (battle.battle_tag, battle.last_request, order)
                     compared += 1
                     if new != "illegal":

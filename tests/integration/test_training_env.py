@@ -16,7 +16,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 import center
 from center.env.single_env import LOSS, SinglizedEnv
-from edge.contract.orders import MAX_INVALID_RETRIES
+from edge.contract.legality import MAX_INVALID_RETRIES
 
 pytestmark = pytest.mark.showdown
 

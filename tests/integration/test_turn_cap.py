@@ -17,6 +17,7 @@ import pytest
 from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
 from center.env.tiebreak import tiebreak_winner
+from edge.contract.showdown_request import ShowdownRequest
 from tests.integration.edges import AGENTS
 
 pytestmark = pytest.mark.showdown
@@ -25,7 +26,7 @@ SEP_EVAL = [sys.executable, "-c", "from center.commands.run import sep_eval; sep
 SEP_REPLAY = [sys.executable, "-c", "from center.commands.replay import sep_replay; sep_replay()"]
 
 
-def _play_to_the_cap(env: PokemonEnv, seed: int) -> dict[str, dict[str, object]]:
+def _play_to_the_cap(env: PokemonEnv, seed: int) -> dict[str, ShowdownRequest]:
     """Random legal actions until the battle ends; each player's last request."""
     _, infos = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -41,8 +42,8 @@ def _play_to_the_cap(env: PokemonEnv, seed: int) -> dict[str, dict[str, object]]
     for p in PLAYERS:
         expected = 0.0 if winner is None else 1.0 if p == winner else -1.0
         assert float(rewards[p]) == expected
-    views = {p: env.session.view(p) for p in PLAYERS}
-    return {p: view.last_request for p, view in views.items() if view is not None}
+    seats = env.session.seats
+    return {p: request for p in PLAYERS if (request := seats[p].request) is not None}
 
 
 @pytest.mark.parametrize(

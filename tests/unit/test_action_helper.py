@@ -5,12 +5,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
+import msgspec
 import numpy as np
 import pytest
 from poke_env.battle import Battle
 
-from edge.contract.orders import canonical_order
-from edge.contract.request import decision_required, team_order
+from edge.contract.legality import canonical_order, decision_required, team_order
+from edge.contract.showdown_request import ShowdownRequest, request_of
 from edge.errors import InvalidActionError
 from edge.maple.action_helper import ACTION_SPACE_SIZE, STRUGGLE, SWITCH_SLOTS, ActionHelper
 from edge.maple.battle_view import own_bench
@@ -46,9 +47,7 @@ def test_mask_is_never_empty_and_every_legal_index_gives_a_valid_order():
         for index in range(ACTION_SPACE_SIZE):
             if mask[index]:
                 order = helper.action_index_to_order(None, battle, index)
-                assert canonical_order(battle.last_request or {}, order).startswith("/choose "), (
-                    label
-                )
+                assert canonical_order(request_of(battle), order).startswith("/choose "), label
             else:
                 with pytest.raises(InvalidActionError):
                     helper.action_index_to_order(None, battle, index)
@@ -98,10 +97,10 @@ def test_random_team_is_reproducible_and_of_the_required_size():
 
 def test_team_order_checks_count_range_and_repeats():
     _, battle = next((lbl, b) for lbl, b in decision_points() if b.teampreview)
-    assert team_order(battle.last_request or {}, [2, 0, 1]) == "/team 312"
+    assert team_order(request_of(battle), [2, 0, 1]) == "/team 312"
     for bad in ([0, 0, 1], [0, 1], [0, 1, 6]):
         with pytest.raises(InvalidActionError):
-            team_order(battle.last_request or {}, bad)
+            team_order(request_of(battle), bad)
 
 
 def test_canonical_order_rebuilds_only_legal_commands():
@@ -112,11 +111,11 @@ def test_canonical_order_rebuilds_only_legal_commands():
     )
     move = battle.available_moves[0]
     assert (
-        canonical_order(battle.last_request or {}, f"  /choose   move {move.id} ")
+        canonical_order(request_of(battle), f"  /choose   move {move.id} ")
         == f"/choose move {move.id}"
     )
-    assert canonical_order(battle.last_request or {}, "/choose move 1").startswith("/choose move")
-    assert canonical_order(battle.last_request or {}, "/choose default") == "/choose default"
+    assert canonical_order(request_of(battle), "/choose move 1").startswith("/choose move")
+    assert canonical_order(request_of(battle), "/choose default") == "/choose default"
     for bad in (
         "/choose move 9",
         "/choose move notamove",
@@ -128,15 +127,15 @@ def test_canonical_order_rebuilds_only_legal_commands():
         "x" * 500,
     ):
         with pytest.raises(InvalidActionError):
-            canonical_order(battle.last_request or {}, bad)
+            canonical_order(request_of(battle), bad)
 
 
 def test_canonical_order_at_team_preview_accepts_only_team_choices():
     _, battle = next((lbl, b) for lbl, b in decision_points() if b.teampreview)
-    assert canonical_order(battle.last_request or {}, "/team 2, 1, 3") == "/team 213"
+    assert canonical_order(request_of(battle), "/team 2, 1, 3") == "/team 213"
     for bad in ("/choose move 1", "/team 1", "/team 117", "/team 789"):
         with pytest.raises(InvalidActionError):
-            canonical_order(battle.last_request or {}, bad)
+            canonical_order(request_of(battle), bad)
 
 
 def test_a_switch_by_species_id_names_the_one_pokemon_of_that_species():
@@ -147,15 +146,10 @@ def test_a_switch_by_species_id_names_the_one_pokemon_of_that_species():
         if not b.teampreview
         and any(m.species == "rotomwash" and m.name == "Rotom" for m in b.available_switches)
     )
-    assert (
-        canonical_order(battle.last_request or {}, "/choose switch rotomwash")
-        == "/choose switch Rotom"
-    )
-    assert (
-        canonical_order(battle.last_request or {}, "/choose switch Rotom") == "/choose switch Rotom"
-    )
+    assert canonical_order(request_of(battle), "/choose switch rotomwash") == "/choose switch Rotom"
+    assert canonical_order(request_of(battle), "/choose switch Rotom") == "/choose switch Rotom"
     with pytest.raises(InvalidActionError, match="cannot switch to 'rotomheat' now"):
-        canonical_order(battle.last_request or {}, "/choose switch rotomheat")
+        canonical_order(request_of(battle), "/choose switch rotomheat")
 
 
 def test_a_switch_that_names_two_pokemon_is_refused():
@@ -170,7 +164,7 @@ def test_a_switch_that_names_two_pokemon_is_refused():
         if entry["ident"][4:] == other.name:
             entry["ident"] = entry["ident"][:4] + mon.species
     with pytest.raises(InvalidActionError, match=f"'{mon.species}' names 2 Pokémon of the team"):
-        canonical_order(request, f"/choose switch {mon.species}")
+        canonical_order(msgspec.convert(request, ShowdownRequest), f"/choose switch {mon.species}")
 
 
 def test_team_positions_are_battle_teams_order_and_the_opponent_shows_species_only():
@@ -184,8 +178,8 @@ def test_team_positions_are_battle_teams_order_and_the_opponent_shows_species_on
         request = [entry["ident"] for entry in battle.last_request["side"]["pokemon"]]
         assert [f"{battle.player_role}: {mon.name}" for mon in battle.team.values()] == request
         assert (
-            team_order(battle.last_request or {}, [1, 0, 2])
-            == canonical_order(battle.last_request or {}, "/team 213")
+            team_order(request_of(battle), [1, 0, 2])
+            == canonical_order(request_of(battle), "/team 213")
             == "/team 213"
         )
         shown = battle.teampreview_opponent_team

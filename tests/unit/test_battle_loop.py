@@ -27,6 +27,7 @@ from center.evaluation.side_guard import SideGuard
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.decision import Decision
 from edge.contract.outcomes import SideStatus
+from edge.contract.showdown_request import ShowdownRequest, request_of
 from tests.fixtures.synthetic_battle import Mon, build_battle
 
 PLAYERS = ("player_0", "player_1")
@@ -37,6 +38,10 @@ class _Seat:
         self.battle = build_battle([Mon("Pikachu", ("thunderbolt", "quickattack"))], [Mon("Eevee")])
         self.view = self.battle
         self.state = SeatState.NEEDS_ACTION
+
+    @property
+    def request(self) -> ShowdownRequest | None:
+        return request_of(self.battle)
 
 
 class _Session:

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from poke_env.battle import Battle
 
-from edge.contract.orders import canonical_order
+from edge.contract.legality import canonical_order
 from edge.contract.randomness import seed_global_generators
+from edge.contract.showdown_request import request_of
 from edge.contract.user_module import UserModel, load_user_model
 from edge.errors import ContractError
 from tests.fixtures.replay import all_recordings, replay_frames
@@ -94,7 +95,7 @@ def test_an_async_player_is_built_for_the_format_and_answers_every_request(playe
     built = model.module.BUILT
     assert len(built) == 1 and built[0]["battle_format"] == "gen9bssfactory"
     assert built[0]["start_listening"] is False
-    orders = [canonical_order(b.last_request or {}, agent.deploy(b, 0)) for b in _decisions()]
+    orders = [canonical_order(request_of(b), agent.deploy(b, 0)) for b in _decisions()]
     assert orders[0] == "/team 321"
     assert len(orders) > 5 and all(o.startswith("/choose ") for o in orders[1:])
     assert model.agent_full_name(model.new_policy()) == "m:m:AsyncPlayer"

@@ -19,9 +19,9 @@ from agents.learned_policy import DEFAULT_WEIGHTS
 from agents.learned_policy.policy import LearnedPolicy, MLPWeights
 from agents.random_agent import RandomPolicy
 from edge.contract.agent import Agent
-from edge.contract.orders import canonical_order
+from edge.contract.legality import canonical_order, decision_required, team_size
 from edge.contract.policy import StandalonePolicy
-from edge.contract.request import decision_required, team_size
+from edge.contract.showdown_request import request_of
 from edge.contract.user_module import UserModel, load_user_model
 from edge.maple.action_helper import ACTION_SPACE_SIZE
 from edge.maple.state_observer import StateObserver
@@ -135,10 +135,10 @@ def test_policy_answers_every_recorded_decision_with_a_legal_action(model_id):
         observation = agent.makeObs(battle)
         assert agent.observation_space.contains(observation), label
         action = ask(policy, agent, battle)
-        order = canonical_order(battle.last_request or {}, agent.deploy(battle, action))
+        order = canonical_order(request_of(battle), agent.deploy(battle, action))
         if battle.teampreview:
             assert order.startswith("/team "), label
-            assert len(order.split()[1]) == team_size(battle.last_request or {}), label
+            assert len(order.split()[1]) == team_size(request_of(battle)), label
             previews += 1
             continue
         assert agent.action_space.contains(action), label
@@ -250,7 +250,7 @@ def test_max_power_sends_the_bench_pokemon_least_hit_by_the_opponent_when_forced
 
 def heuristic_order(battle: Battle) -> str:
     agent = build_agent(load("heuristic"), "gen9bssfactory", seed=0)
-    return canonical_order(battle.last_request or {}, agent.deploy(battle, 0))
+    return canonical_order(request_of(battle), agent.deploy(battle, 0))
 
 
 def test_heuristic_plays_simple_heuristics_players_order_when_both_sides_have_an_active_pokemon():
@@ -261,9 +261,7 @@ def test_heuristic_plays_simple_heuristics_players_order_when_both_sides_have_an
         if battle.opponent_active_pokemon is None:
             continue
         expected, _ = SimpleHeuristicsPlayer.choose_singles_move(battle)
-        assert heuristic_order(battle) == canonical_order(battle.last_request or {}, expected), (
-            label
-        )
+        assert heuristic_order(battle) == canonical_order(request_of(battle), expected), label
         compared += 1
     assert compared > 100
 
@@ -287,7 +285,7 @@ def test_heuristic_brings_a_full_team_led_by_its_best_matchup():
             continue
         order = heuristic_order(battle)
         picks = [int(c) - 1 for c in order.split()[1]]
-        assert len(set(picks)) == len(picks) == team_size(battle.last_request or {}), label
+        assert len(set(picks)) == len(picks) == team_size(request_of(battle)), label
         means = [
             np.mean([SimpleHeuristicsPlayer._estimate_matchup(mon, o) for o in opponents])
             for mon in battle.team.values()

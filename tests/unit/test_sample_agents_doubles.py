@@ -17,7 +17,8 @@ from center.evaluation.in_process import InProcessSource
 from center.evaluation.preflight import check_models
 from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.contract.doubles_slots import PASS, action_size, encode_move
-from edge.contract.orders import canonical_order
+from edge.contract.legality import canonical_order
+from edge.contract.showdown_request import request_of
 from edge.contract.user_module import load_user_model
 from edge.errors import ContractError
 from edge.maple.doubles_agent import DOUBLES_SPEC_PATH
@@ -69,7 +70,7 @@ def test_maxpower_answers_every_recorded_doubles_decision_with_a_legal_order(bat
             )
             assert agent.action_space.contains(action), point.kind
             order = canonical_order(
-                battle.last_request or {}, agent.deploy(battle, action)
+                request_of(battle), agent.deploy(battle, action)
             )  # raises when illegal
             if not battle.teampreview:
                 assert mask is not None and all(mask[k * N + action[k]] for k in (0, 1))

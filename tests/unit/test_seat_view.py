@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from center.env.seat_view import SeatView
+from edge.contract.showdown_request import ShowdownRequest, request_of
 from tests.fixtures.replay import VIEWED, all_recordings, replay_frames
 
 RECORDINGS = [(r, user) for r in all_recordings() for user in r.usernames]
@@ -21,6 +22,7 @@ def test_the_view_reads_every_frame_as_the_battle_does(recording, username):
         view.feed(frames[i])
         for name in VIEWED:
             assert getattr(view, name) == getattr(battle, name), (i, name)
+        assert view.request == request_of(battle), i
     assert view.finished
 
 
@@ -42,5 +44,5 @@ def test_a_tie_ends_the_view_with_or_without_its_bar(tie):
 def test_only_lines_that_start_with_a_bar_count():
     view = SeatView("me")
     frame = '>battle-x\nturn|9\n|turn\n| turn|8\n|win\nwin|me\n|\n|request|{"wait":true}\n|turn|3'
-    assert view.feed(frame) == [("request", {"wait": True})]
+    assert view.feed(frame) == [("request", ShowdownRequest(wait=True))]
     assert view.turn == 3 and not view.finished

@@ -14,11 +14,12 @@ from center.env.tiebreak import TURN_CAP_RULES, check_turn_cap, side_totals, tie
 from center.errors import EnvError
 from center.evaluation.match import MatchSettings
 from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from edge.contract.showdown_request import RequestPokemon, RequestSide, ShowdownRequest
 
 
-def request(*conditions: str) -> dict[str, object]:
+def request(*conditions: str) -> ShowdownRequest:
     """A request whose side lists Pokémon of these conditions (``150/300 par``, ``0 fnt``)."""
-    return {"side": {"pokemon": [{"condition": c} for c in conditions]}}
+    return ShowdownRequest(RequestSide(pokemon=[RequestPokemon(condition=c) for c in conditions]))
 
 
 def test_more_unfainted_pokemon_win_whatever_their_hp() -> None:
@@ -50,7 +51,7 @@ def test_the_mean_is_summed_in_team_order_as_showdown_sums_it() -> None:
 
 def test_a_request_without_pokemon_cannot_be_tiebroken() -> None:
     with pytest.raises(ValueError):
-        tiebreak_winner({"a": {"side": {"pokemon": []}}, "b": request("1/1")})
+        tiebreak_winner({"a": request(), "b": request("1/1")})
 
 
 def test_the_turn_cap_rules() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from poke_env.battle import AbstractBattle
 
 from edge.contract.game_type import is_doubles_format
-from edge.contract.request import decision_required
+from edge.contract.legality import decision_required
 from edge.errors import ReplicaError
 from edge.maple.replica import ReplicaBattle
 

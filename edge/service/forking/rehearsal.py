@@ -22,8 +22,8 @@ import numpy as np
 
 from edge.contract.candidates import Candidate
 from edge.contract.game_type import is_doubles_format
+from edge.contract.legality import decision_required
 from edge.contract.policy import StandalonePolicy
-from edge.contract.request import decision_required
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
 from edge.maple.replica import ReplicaBattle
