@@ -22,13 +22,7 @@ from typing import Any, Literal
 
 import click
 
-from center.commands.options import (
-    RunOptions,
-    common_options,
-    default_log_dir,
-    resolve_backend,
-    scale_options,
-)
+from center.commands.options import EdgeOptions, RunOptions, default_log_dir, resolve_backend
 from center.commands.progress import _at_once, _Progress, _say_ray, waits_said
 from center.commands.series_play import check_series, play_rounds, write_rated_standings
 from center.env.tiebreak import TURN_CAP_RULES
@@ -64,6 +58,7 @@ from center.scale.local_pool import run_local
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
+from edge.options import options
 from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
@@ -410,7 +405,7 @@ def guarded(run: Callable[[], None]) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@common_options
+@options(RunOptions, "opts")
 def sep_eval(opts: RunOptions) -> None:
     """Battles between candidates whose modules run in this process (no edges).
 
@@ -434,44 +429,10 @@ def sep_eval(opts: RunOptions) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@common_options
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("sep_config.json"),
-    show_default=True,
-    help="Where the blue and red edges listen.",
-)
-@click.option(
-    "--edge-wait",
-    type=click.FloatRange(0.0),
-    default=SourceSpec.edge_wait,
-    show_default=True,
-    help="Seconds to wait for an edge process that is down before the run stops (or, with "
-    "--edge-loss forfeit, before the battle is forfeited); and for an untrusted edge "
-    '("trusted": false in sep_config.json) that answers busy before its battle is void (or '
-    "forfeited).",
-)
-@click.option(
-    "--edge-loss",
-    type=click.Choice(["void", "forfeit"]),
-    default=MatchSettings.edge_loss,
-    show_default=True,
-    help="A lost edge process: void the battle (replayed on resume; the run stops if the edge "
-    "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
-    "edges, so that nobody can void a losing battle by disconnecting).",
-)
-@scale_options("--concurrency", "LOG_DIR")
-def sep_main(
-    opts: RunOptions,
-    config_path: Path,
-    edge_wait: float,
-    edge_loss: str,
-    workers: int | None,
-    ray_address: str | None,
-    max_restarts: int,
-) -> None:
+@options(RunOptions, "opts")
+@options(EdgeOptions, "edges")
+@options(ScaleOptions, "scale", at_once="--concurrency", writer="LOG_DIR", note="")
+def sep_main(opts: RunOptions, edges: EdgeOptions, scale: ScaleOptions) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
     The center imports no user module: it names the model, the edge of each side runs it. With a
@@ -481,7 +442,12 @@ def sep_main(
     from edge.oom_score import shield_from_oom
 
     shield_from_oom()  # and the simulator and Showdown it starts: workers go first
-    candidates = opts.candidates
+    candidates, config_path, edge_wait, loss = (
+        opts.candidates,
+        edges.config_path,
+        edges.edge_wait,
+        edges.edge_loss,
+    )
 
     def run() -> None:
         from center.evaluation.edge_source import EdgeSource, check_memory_fit
@@ -493,13 +459,7 @@ def sep_main(
         known = load_candidates(candidates)  # data only: ids and teams, no import
         sources: list[EdgeSource] = []
         pools: dict[str, tuple[EdgeAddress, ...]] = {}
-        scale = (
-            ScaleOptions(workers, ray_address, max_restarts)
-            if workers is not None or ray_address is not None
-            else None
-        )
-
-        loss: Literal["void", "forfeit"] = "forfeit" if edge_loss == "forfeit" else "void"
+        runners = scale if scale.asked else None
 
         def edge_source(config: SepConfig, index: int) -> EdgeSource:
             clients, trusted = {}, {}
@@ -540,7 +500,7 @@ def sep_main(
             # a side's list is checked; one process plays on the first of each.
             config = load_sep_config(config_path)
             count = max(config.edge_count(side) for side in SIDES)
-            if count > 1 and scale is None:
+            if count > 1 and runners is None:
                 raise ConfigError(
                     f"{config_path} lists several edges for a side: they serve battle runners "
                     "(--workers or --ray)"
@@ -566,7 +526,7 @@ def sep_main(
                 formats={i: c.formats for i, c in known.items()},
                 make_source=make_source,
                 edge_loss=loss,
-                scale=scale,
+                scale=runners,
                 runner_source=lambda: SourceSpec(
                     str(candidates.resolve()), pools, edge_wait, edge_loss=loss
                 ),
