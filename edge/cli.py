@@ -11,7 +11,9 @@ from pathlib import Path
 import click
 
 from edge.errors import EdgeError
-from edge.service.sandbox.limit_options import limit_argv, limit_options, limits_given
+from edge.options import argv_of, options
+from edge.service.sandbox.limits import Limits, SessionLimits
+from edge.service.supervision.worker_pool import DEFAULT_MAX_SESSION_WORKERS
 from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ def _setup_logging(verbose: int) -> None:
     "(default: the entry's formats, the real battles in the first; without: the singles "
     "recorded battles, real ones in gen9bssfactory).",
 )
-@limit_options
+@options(Limits, "limits")
+@options(SessionLimits, "session_limits")
 @click.option(
     "--memory-reserve",
     default="auto",
@@ -82,7 +85,7 @@ def _setup_logging(verbose: int) -> None:
 @click.option(
     "--max-workers",
     type=click.IntRange(1),
-    default=64,  # worker_pool's DEFAULT_MAX_SESSION_WORKERS: a slow import for --help
+    default=DEFAULT_MAX_SESSION_WORKERS,
     show_default=True,
     help="Worker processes at most (sessions served at once).",
 )
@@ -153,7 +156,8 @@ def sep_edge(
     check_model: str | None,
     battles: int | None,
     battle_format: str | None,
-    limit_values: dict[str, str | int],
+    limits: Limits,
+    session_limits: SessionLimits,
     memory_reserve: str,
     max_workers: int,
     allow_network: bool,
@@ -181,7 +185,13 @@ def sep_edge(
     if check_model is not None:
         from edge.checker.__main__ import main as check_main
 
-        argv = [check_model, "--candidates", str(candidates), *limit_argv(limit_values)]
+        argv = [
+            check_model,
+            "--candidates",
+            str(candidates),
+            *argv_of(limits),
+            *argv_of(session_limits),
+        ]
         if battles:
             argv += ["--battles", str(battles)]
         if battle_format is not None:
@@ -206,7 +216,6 @@ def sep_edge(
         from edge.wire.sep_config import load_sep_config
 
         try:
-            limits = limits_given(limit_values)
             cpu_list = parse_cpu_list(cpus) if cpus is not None else None
             try:
                 reserve = None if memory_reserve == "auto" else parse_size(memory_reserve)
@@ -240,7 +249,7 @@ def sep_edge(
             endpoint_tokens=endpoint_tokens,
             candidates_file=candidates,
         )
-        server.announce_load_limit(float(limit_values["load_limit"]))
+        server.announce_load_limit(session_limits.load_limit)
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import click
 
-from center.commands.options import scale_options
 from center.commands.run import guarded, setup_logging
 from center.errors import ConfigError, ResultsError
 from center.scale.launch import ScaleOptions
 from center.season.settings import load_settings
 from center.season.store import EntrantState, SeasonStore
 from edge.contract.season_ledger import SEASON_DB
+from edge.options import options
 
 _DIR = click.argument(
     "season_dir", type=click.Path(file_okay=False, path_type=Path), metavar="SEASON_DIR"
@@ -62,14 +62,14 @@ def sep_ladder(verbose: int) -> None:
     help="Serve the season's read-only web page and JSON API there (loopback: 127.0.0.1:8080; "
     "another address is served with a warning).",
 )
-@scale_options("the season's concurrency", "SEASON_DIR", " One format only.")
-def run(
-    season_dir: Path,
-    http: str | None,
-    workers: int | None,
-    ray_address: str | None,
-    max_restarts: int,
-) -> None:
+@options(
+    ScaleOptions,
+    "scale",
+    at_once="the season's concurrency",
+    writer="SEASON_DIR",
+    note=" One format only.",
+)
+def run(season_dir: Path, http: str | None, scale: ScaleOptions) -> None:
     """Run the season until it is closed; run it again after any stop to resume."""
     from edge.oom_score import shield_from_oom
 
@@ -91,10 +91,7 @@ def run(
         def say(line: str) -> None:
             click.echo(line, err=True)
 
-        scale = None
-        if workers is not None or ray_address is not None:
-            scale = ScaleOptions(workers, ray_address, max_restarts)
-        ladder = Ladder(season_dir, settings, say=say, scale=scale)
+        ladder = Ladder(season_dir, settings, say=say, scale=scale if scale.asked else None)
         web = None
         try:
             if http is not None:  # after the store exists; served beside the ladder's loop

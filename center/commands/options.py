@@ -1,16 +1,13 @@
-"""The options sep_main and sep_eval share: :class:`RunOptions`, the click decorator that
-declares them (:func:`common_options`), and what follows from them: the default LOG_DIR, the
-backend."""
+"""The options of sep_main and sep_eval: :class:`RunOptions` (both) and :class:`EdgeOptions`
+(sep_main's), declared on their fields (:func:`edge.options.options` makes them click options),
+and what follows from them: the default LOG_DIR, the backend."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -22,48 +19,190 @@ from center.evaluation.run_info import read_run_config
 from center.evaluation.series import MAX_BEST_OF
 from center.evaluation.sprt import SprtSettings, parse_elo_bounds
 from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
-from center.scale.launch import ScaleOptions
+from center.scale.spec import SourceSpec
+from edge.options import argument, borrowed, option
 
 DEFAULT_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2)))
 """Battles at a time unless ``--concurrency`` says otherwise."""
 
 
+def _over_the_timer(name: str) -> Any:
+    """A field of :class:`RunOptions` that sets ``Budget.<name>`` over the ``--timer``'s (None:
+    not given); --help says the default timer's number."""
+    number = getattr(TIMERS[DEFAULT_TIMER].budget, name)
+    note = f"[default: the timer's; {DEFAULT_TIMER}'s: {number:g}]"
+    return borrowed(Budget, name, default=None, note=note)
+
+
 @dataclass(frozen=True)
 class RunOptions:
-    """The options sep_main and sep_eval share (see :func:`common_options`)."""
+    """The options sep_main and sep_eval share, each declared by its field (:mod:`edge.options`);
+    those whose values land in other settings (:class:`Budget`, :class:`MatchSettings`,
+    :class:`SprtSettings`) take their field's declaration (:func:`~edge.options.borrowed`)."""
 
-    ids: tuple[str, ...]
-    league: bool
-    n: int
-    log_dir: Path | None
-    battle_format: str
-    seed: int | None
-    paired: bool
-    #: games per series (None: the format's, else 1), which unit the ratings count, and whether
-    #: both teams' sheets are shown at team preview
-    best_of: int | None
-    rate: str
-    open_team_sheets: bool
-    concurrency: int
-    candidates: Path
-    timer: str
+    ids: tuple[str, ...] = field(default=(), metadata=argument(nargs=-1))
+    league: bool = field(
+        default=False,
+        metadata=option(
+            "--league", is_flag=True, help="Round robin over IDS (all candidates when none)."
+        ),
+    )
+    n: int = field(
+        default=10,
+        metadata=option(
+            "-n",
+            "--battles",
+            type=click.IntRange(1),
+            help="Battles per pair (sides alternate in a league); with --best-of, series.",
+        ),
+    )
+    log_dir: Path | None = field(
+        default=None,
+        metadata=option(
+            "-l",
+            "--log-dir",
+            type=click.Path(path_type=Path),
+            help="Results folder; rerunning on it resumes. [default: runs/<derived from the "
+            "command>]",
+        ),
+    )
+    battle_format: str = field(default="gen9bssfactory", metadata=option("--format"))
+    seed: int | None = field(
+        default=None,
+        metadata=option(
+            "--seed",
+            type=int,
+            help="Base seed of the schedule (default: random, kept in run.json). The simulator's "
+            "secret seeds derive from it too, so the same command on a fresh LOG_DIR plays the "
+            "same battles; a competition gives none (a random secret) or an unguessable one, "
+            "since the command line is visible on its host.",
+        ),
+    )
+    paired: bool = field(
+        default=False,
+        metadata=option(
+            "--paired",
+            is_flag=True,
+            help="Play each seed twice with the candidates swapped between sides, so that each "
+            "plays each team draw once (-n even); standings count the pairs.",
+        ),
+    )
+    #: games per series (None: the format's, else 1)
+    best_of: int | None = field(
+        default=None,
+        metadata=option(
+            "--best-of",
+            type=click.IntRange(1, MAX_BEST_OF),
+            help="Play each battle as a series of up to N games (odd), Showdown's rule: the same "
+            "two teams in every game, sides swapped between games, a tie lowering the wins "
+            "needed, a DISCONNECT losing the series; battles.csv has a row per game, series.csv "
+            "one per series. [default: the format's (…bo3: 3), else 1]",
+        ),
+    )
+    #: which unit the ratings count
+    rate: str = field(
+        default="series",
+        metadata=option(
+            "--rate",
+            type=click.Choice(("series", "games")),
+            help="With --best-of: what the standings rate (the other's standings are shown too).",
+        ),
+    )
+    open_team_sheets: bool = borrowed(MatchSettings, "open_team_sheets")
+    concurrency: int = field(
+        default=DEFAULT_CONCURRENCY,
+        metadata=option(
+            "--concurrency", type=click.IntRange(1, 64), help="Battles played at the same time."
+        ),
+    )
+    candidates: Path = field(
+        default=Path("candidates.json"),
+        # Not exists=True: a missing file is one line from the loader, not click's usage text.
+        metadata=option("--candidates", type=click.Path(dir_okay=False, path_type=Path)),
+    )
+    timer: str = field(
+        default=DEFAULT_TIMER,
+        metadata=option(
+            "--timer",
+            type=click.Choice(tuple(TIMERS)),
+            help="Each side's time, by name: "
+            + "; ".join(f"{name}: {profile.summary}" for name, profile in TIMERS.items())
+            + ". --decision-time, --bank, --call-cap and --battle-time change its numbers.",
+        ),
+    )
     #: explicit numbers over the timer's (None: the timer's own)
-    decision_time: float | None
-    bank: float | None
-    call_cap: float | None
-    battle_time: float | None
-    max_turns: int
-    backend_choice: Backend | None
-    server_url: str | None
-    strict: bool
-    quiet: bool
-    verbose: int
-    sprt: str | None
-    alpha: float
-    beta: float
-    gauntlet: str | None
-    allow_code_change: bool
-    max_voids: int
+    decision_time: float | None = _over_the_timer("decision_time")
+    bank: float | None = _over_the_timer("bank")
+    call_cap: float | None = _over_the_timer("call_cap")
+    battle_time: float | None = _over_the_timer("battle_time")
+    max_turns: int = borrowed(MatchSettings, "max_turns")
+    backend_choice: Backend | None = field(
+        default=None,
+        metadata=option(
+            "--backend",
+            type=click.Choice(tuple(BACKENDS)),
+            help="Where battles run: "
+            + "; ".join(f"{spec.name}: {spec.description}" for spec in BACKENDS.values())
+            + f". [default: {DEFAULT_RUN_BACKEND}; {server_url_backend()} when --server is "
+            "given; on a rerun, the run's own]",
+        ),
+    )
+    server_url: str | None = field(
+        default=None,
+        metadata=option(
+            "--server",
+            help="URL of a running Showdown server (implies --backend server; default: find or "
+            "start the local one).",
+        ),
+    )
+    strict: bool = field(
+        default=False,
+        metadata=option(
+            "--strict",
+            is_flag=True,
+            help="Stop before the first battle when a model cannot load (default: its battles "
+            "are played and recorded as ERROR).",
+        ),
+    )
+    sprt: str | None = field(
+        default=None,
+        metadata=option(
+            "--sprt",
+            metavar="ELO0,ELO1",
+            help="Stop early by a sequential probability ratio test on pairs (implies --paired; "
+            "-n is the maximum): H0 BLUE is ELO0 Elo stronger than RED, H1 ELO1 stronger "
+            "(logistic Elo). With --gauntlet, one test per opponent.",
+        ),
+    )
+    alpha: float = borrowed(SprtSettings, "alpha")
+    beta: float = borrowed(SprtSettings, "beta")
+    gauntlet: str | None = field(
+        default=None,
+        metadata=option(
+            "--gauntlet",
+            metavar="ID",
+            help="ID against each of IDS (all other candidates when none), -n battles per "
+            "opponent, sides alternating.",
+        ),
+    )
+    allow_code_change: bool = field(
+        default=False,
+        metadata=option(
+            "--allow-code-change",
+            is_flag=True,
+            help="Let a rerun continue although a candidate's code (the digest of its files) "
+            "differs from the code that played the run so far, and let a run go on when it "
+            "changes on an edge during the run; the change is recorded.",
+        ),
+    )
+    max_voids: int = borrowed(MatchSettings, "max_voids")
+    quiet: bool = field(
+        default=False, metadata=option("-q", "--quiet", is_flag=True, help="No progress bar.")
+    )
+    verbose: int = field(
+        default=0,
+        metadata=option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
+    )
 
     @property
     def budget(self) -> Budget:
@@ -80,210 +219,20 @@ class RunOptions:
             raise ConfigError(f"--sprt: {exc}") from None
 
 
-def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by sep_main and sep_eval."""
-    default = TIMERS[DEFAULT_TIMER].budget  # what --help says of the numbers a timer sets
-    options = [
-        click.argument("ids", nargs=-1),
-        click.option(
-            "--league", is_flag=True, help="Round robin over IDS (all candidates when none)."
-        ),
-        click.option(
-            "-n",
-            "--battles",
-            "n",
-            type=click.IntRange(1),
-            default=10,
-            show_default=True,
-            help="Battles per pair (sides alternate in a league); with --best-of, series.",
-        ),
-        click.option(
-            "-l",
-            "--log-dir",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Results folder; rerunning on it resumes. [default: runs/<derived from the command>]",
-        ),
-        click.option("--format", "battle_format", default="gen9bssfactory", show_default=True),
-        click.option(
-            "--seed",
-            type=int,
-            default=None,
-            help="Base seed of the schedule (default: random, kept in run.json). The "
-            "simulator's secret seeds derive from it too, so the same command on a fresh LOG_DIR "
-            "plays the same battles; a competition gives none (a random secret) or an unguessable "
-            "one, since the command line is visible on its host.",
-        ),
-        click.option(
-            "--paired",
-            is_flag=True,
-            help="Play each seed twice with the candidates swapped between sides, so that each "
-            "plays each team draw once (-n even); standings count the pairs.",
-        ),
-        click.option(
-            "--best-of",
-            type=click.IntRange(1, MAX_BEST_OF),
-            default=None,
-            help="Play each battle as a series of up to N games (odd), Showdown's rule: the same "
-            "two teams in every game, sides swapped between games, a tie lowering the wins "
-            "needed, a DISCONNECT losing the series; battles.csv has a row per game, series.csv "
-            "one per series. [default: the format's (…bo3: 3), else 1]",
-        ),
-        click.option(
-            "--rate",
-            type=click.Choice(("series", "games")),
-            default="series",
-            show_default=True,
-            help="With --best-of: what the standings rate (the other's standings are shown too).",
-        ),
-        click.option(
-            "--open-team-sheets",
-            is_flag=True,
-            help="Show both sides' team sheets (all but stats) at team preview, as Showdown's "
-            "Open Team Sheets rule does (--backend sim, a format with team preview).",
-        ),
-        click.option(
-            "--concurrency",
-            type=click.IntRange(1, 64),
-            default=DEFAULT_CONCURRENCY,
-            show_default=True,
-            help="Battles played at the same time.",
-        ),
-        click.option(
-            "--candidates",
-            # Not exists=True: a missing file is one line from the loader, not click's usage text.
+@dataclass(frozen=True)
+class EdgeOptions:
+    """sep_main's own options: where the edges are, and what a lost or busy one costs."""
+
+    config_path: Path = field(
+        default=Path("sep_config.json"),
+        metadata=option(
+            "--config",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=Path("candidates.json"),
-            show_default=True,
+            help="Where the blue and red edges listen.",
         ),
-        click.option(
-            "--timer",
-            type=click.Choice(tuple(TIMERS)),
-            default=DEFAULT_TIMER,
-            show_default=True,
-            help="Each side's time, by name: "
-            + "; ".join(f"{name}: {profile.summary}" for name, profile in TIMERS.items())
-            + ". --decision-time, --bank, --call-cap and --battle-time change its numbers.",
-        ),
-        click.option(
-            "--decision-time",
-            type=click.FloatRange(0.0),
-            default=None,
-            help="Free seconds per decision. [default: the timer's; "
-            f"{DEFAULT_TIMER}'s: {default.decision_time:g}]",
-        ),
-        click.option(
-            "--bank",
-            type=click.FloatRange(0.0),
-            default=None,
-            help="Overage seconds per side and battle; running dry forfeits. [default: the "
-            f"timer's; {DEFAULT_TIMER}'s: {default.bank:g}]",
-        ),
-        click.option(
-            "--call-cap",
-            type=click.FloatRange(0.01),
-            default=None,
-            help="Longest wait for one call beyond the free time; then a default move. "
-            f"[default: the timer's; {DEFAULT_TIMER}'s: {default.call_cap:g}]",
-        ),
-        click.option(
-            "--battle-time",
-            type=click.FloatRange(0.01),
-            default=None,
-            help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
-            "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
-            f"(an LLM's). [default: the timer's; {DEFAULT_TIMER}'s: {default.battle_time:g}]",
-        ),
-        click.option(
-            "--max-turns",
-            type=click.IntRange(1),
-            default=MatchSettings.max_turns,
-            show_default=True,
-            help="A battle past this many turns ends by Showdown's tiebreak (more unfainted "
-            "Pokémon, then mean HP %, then total HP; end reason tiebreak); a LOG_DIR started "
-            "before keeps its rule (a tie).",
-        ),
-        click.option(
-            "--backend",
-            "backend_choice",
-            type=click.Choice(tuple(BACKENDS)),
-            default=None,
-            help="Where battles run: "
-            + "; ".join(f"{spec.name}: {spec.description}" for spec in BACKENDS.values())
-            + f". [default: {DEFAULT_RUN_BACKEND}; {server_url_backend()} when --server is given; "
-            "on a rerun, the run's own]",
-        ),
-        click.option(
-            "--server",
-            "server_url",
-            default=None,
-            help="URL of a running Showdown server (implies --backend server; default: find or "
-            "start the local one).",
-        ),
-        click.option(
-            "--strict",
-            is_flag=True,
-            help="Stop before the first battle when a model cannot load (default: its battles "
-            "are played and recorded as ERROR).",
-        ),
-        click.option(
-            "--sprt",
-            metavar="ELO0,ELO1",
-            default=None,
-            help="Stop early by a sequential probability ratio test on pairs (implies --paired; "
-            "-n is the maximum): H0 BLUE is ELO0 Elo stronger than RED, H1 ELO1 stronger "
-            "(logistic Elo). With --gauntlet, one test per opponent.",
-        ),
-        click.option(
-            "--alpha",
-            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-            default=SprtSettings.alpha,
-            show_default=True,
-            help="SPRT: the chance of accepting H1 when H0 holds.",
-        ),
-        click.option(
-            "--beta",
-            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-            default=SprtSettings.beta,
-            show_default=True,
-            help="SPRT: the chance of accepting H0 when H1 holds.",
-        ),
-        click.option(
-            "--gauntlet",
-            metavar="ID",
-            default=None,
-            help="ID against each of IDS (all other candidates when none), -n battles per "
-            "opponent, sides alternating.",
-        ),
-        click.option(
-            "--allow-code-change",
-            is_flag=True,
-            help="Let a rerun continue although a candidate's code (the digest of its files) "
-            "differs from the code that played the run so far, and let a run go on when it "
-            "changes on an edge during the run; the change is recorded.",
-        ),
-        click.option(
-            "--max-voids",
-            type=click.IntRange(1),
-            default=MatchSettings.max_voids,
-            show_default=True,
-            help="A battle voided this many times (the center's infrastructure failed: Showdown, "
-            "an edge, the host's memory), in this run and its reruns, is not played again; the "
-            "run reports it, and the voids of each candidate's battles.",
-        ),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
-        click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug)."),
-    ]
-
-    @functools.wraps(fn)
-    def with_run_options(**kwargs: Any) -> Any:
-        shared = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(RunOptions)}
-        return fn(RunOptions(**shared), **kwargs)
-
-    command: Callable[..., Any] = with_run_options
-    for option in reversed(options):
-        command = option(command)
-    return command
+    )
+    edge_wait: float = borrowed(SourceSpec, "edge_wait")
+    edge_loss: Literal["void", "forfeit"] = borrowed(MatchSettings, "edge_loss")
 
 
 def default_log_dir(
@@ -312,40 +261,3 @@ def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Pat
         return server_url_backend()
     stored = read_run_config(log_dir)
     return stored.backend if stored is not None else DEFAULT_RUN_BACKEND
-
-
-def scale_options(at_once: str, writer: str, note: str = "") -> Callable[[Any], Any]:
-    """``--workers``, ``--ray``, ``--max-restarts`` (:class:`ScaleOptions`), shared by sep_main and
-    sep_ladder: ``at_once`` says how many battles a runner plays, ``writer`` what it writes."""
-    options = [
-        click.option(
-            "--workers",
-            type=click.IntRange(1),
-            default=None,
-            help="Play the battles in W battle runners on a local Ray (each with its own simulator "
-            f"host and edge connections, {at_once} battles at once); with --ray, runners over the "
-            f"whole cluster [default with --ray: one per node].{note} Needs maple-sep[ray].",
-        ),
-        click.option(
-            "--ray",
-            "ray_address",
-            default=None,
-            metavar="ADDRESS",
-            help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' reads "
-            f"RAY_ADDRESS). This process stays the only writer of {writer}.",
-        ),
-        click.option(
-            "--max-restarts",
-            type=click.IntRange(0),
-            default=ScaleOptions.max_restarts,
-            show_default=True,
-            help="With --workers/--ray: how often a lost battle runner is restarted.",
-        ),
-    ]
-
-    def decorate(command: Any) -> Any:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate

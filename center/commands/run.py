@@ -16,24 +16,21 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
-from center.commands.options import (
-    RunOptions,
-    common_options,
-    default_log_dir,
-    resolve_backend,
-    scale_options,
-)
+from center.commands.options import EdgeOptions, RunOptions, default_log_dir, resolve_backend
 from center.commands.progress import _at_once, _Progress, _say_ray, waits_said
 from center.commands.series_play import check_series, play_rounds, write_rated_standings
+from center.env.backend import Backend
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
 from center.evaluation.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.budget import Budget
 from center.evaluation.collusion import check_collusion, collusion_lines
 from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
 from center.evaluation.match import MatchSettings, SideSource, start_backend
@@ -55,6 +52,7 @@ from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
 from center.evaluation.sequential import SequentialTests
 from center.evaluation.series import next_games, series_format
+from center.evaluation.sprt import SprtSettings
 from center.evaluation.standings_output import format_endpoint_use
 from center.evaluation.timers import timer_line, timer_record
 from center.evaluation.voided import given_up, voids_by_candidate
@@ -62,50 +60,118 @@ from center.scale.driver import RunSummary
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.local_pool import run_local
 from center.scale.spec import EdgeAddress, SourceSpec
+from center.showdown.formats import ShowdownFormat, check_format
+from center.showdown.sim_seeds import RunSecret
 from edge.contract.suggest import did_you_mean
 from edge.errors import EdgeError
+from edge.options import options
 from edge.visible_text import configure_cli_logging
 
 logger = logging.getLogger(__name__)
 
 
-def run_command(
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will play, decided from its options before anything starts (:func:`plan`)."""
+
+    opts: RunOptions
+    mode: RunMode
+    #: the candidates, in the order of the command (a gauntlet's first)
+    chosen: tuple[str, ...]
+    #: the models each side will play
+    sides: dict[str, list[str]]
+    showdown_format: ShowdownFormat
+    best_of: int
+    log_dir: Path
+    backend: Backend
+    budget: Budget
+    sprt: SprtSettings | None
+    paired: bool
+    #: lines to say before anything is played
+    notes: tuple[str, ...]
+
+    @property
+    def battle_format(self) -> str:
+        """The format each game is played in (Showdown's id)."""
+        return self.showdown_format.id
+
+
+def plan(
     opts: RunOptions,
     *,
-    all_ids: list[str],
-    teams: dict[str, str | None],
-    make_source: Callable[[dict[str, list[str]]], SideSource],
-    formats: dict[str, tuple[str, ...]] | None = None,
-    edge_loss: Literal["void", "forfeit"] | None = None,
-    scale: ScaleOptions | None = None,
-    runner_source: Callable[[], SourceSpec] | None = None,
-) -> None:
-    """What sep_main and sep_eval do once their sides are known.
-
-    ``formats`` are the formats each entry plays (candidates.json's ``formats``; none: every
-    format). ``make_source(sides)`` builds the side source for the models each side will play (for
-    ``sep_main``: connects to the edges and checks that they serve them). ``edge_loss`` is
-    ``sep_main``'s policy for a lost edge (None in-process). With ``scale``, the
-    battles are played by battle runners (:mod:`center.scale`), each building its sides from
-    ``runner_source()``; this process drives them and writes LOG_DIR.
-    """
-    from center.showdown import SHOWDOWN_VERSION
-    from center.showdown.formats import check_format, has_team_preview, showdown_formats
-
-    league, budget = opts.league, opts.budget
+    all_ids: Sequence[str],
+    teams: Mapping[str, str | None],
+    formats: Mapping[str, tuple[str, ...]],
+    known: Mapping[str, ShowdownFormat],
+    team_preview: Callable[[str], bool],
+) -> RunPlan:
+    """The run ``opts`` ask for; ConfigError (or click's UsageError) with one line for every user
+    mistake that can be found without a process: ``known`` are Showdown's formats by id,
+    ``team_preview`` says whether a format has a team preview; ``formats`` are the formats each
+    entry plays (candidates.json's; none: every format). The only file it reads is LOG_DIR's
+    run.json (a rerun keeps its backend)."""
     sprt = opts.sprt_settings()
+    budget = opts.budget
     paired = opts.paired or sprt is not None  # an SPRT counts pairs
     if paired and opts.n % 2:
         what = "--sprt" if sprt is not None else "--paired"
         raise ConfigError(f"{what} plays battles two by two: -n must be even, got {opts.n}")
-    if league and (opts.gauntlet or sprt):
+    if opts.league and (opts.gauntlet or sprt):
         raise ConfigError("--league plays a round robin: it takes neither --gauntlet nor --sprt")
+    chosen = _chosen(opts, sprt, all_ids)
+    game_format, best_of, series_note = series_format(opts.battle_format, opts.best_of, known)
+    showdown_format = check_format(game_format, doubles=True, known=known)
+    battle_format = showdown_format.id
+    log_dir = Path(
+        opts.log_dir or default_log_dir(opts.league, chosen, battle_format, opts.gauntlet, best_of)
+    )
+    backend = resolve_backend(opts.backend_choice, opts.server_url, log_dir)
+    check_series(best_of, sprt, backend, showdown_format, opts.open_team_sheets, team_preview)
+    notes = [series_note] if series_note and not opts.quiet else []
+    named = {*opts.ids, *([opts.gauntlet] if opts.gauntlet else [])}
+    chosen, left_out = playing_the_format(chosen, named, dict(formats), battle_format)
+    if left_out and len(chosen) < 2:
+        needs = "a gauntlet needs an opponent" if opts.gauntlet else "a league needs two candidates"
+        raise ConfigError(f"{needs} playing {battle_format}; {left_out.removeprefix('note: ')}")
+    if left_out:  # only entries the command did not name: said before anything is played
+        notes.append(left_out)
+    unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []
+    if unused and not opts.quiet:
+        notes.append(
+            f"note: {battle_format} deals its own teams; the team of {', '.join(unused)} in "
+            "candidates.json is not played"
+        )
+    several = opts.league or opts.gauntlet or best_of > 1  # a series swaps sides between games
+    sides = (
+        {"blue": list(chosen), "red": list(chosen)}
+        if several
+        else {"blue": [chosen[0]], "red": [chosen[1]]}
+    )
+    mode: RunMode = "league" if opts.league else "gauntlet" if opts.gauntlet else "match"
+    return RunPlan(
+        opts,
+        mode,
+        chosen,
+        sides,
+        showdown_format,
+        best_of,
+        log_dir,
+        backend,
+        budget,
+        sprt,
+        paired,
+        tuple(notes),
+    )
+
+
+def _chosen(opts: RunOptions, sprt: SprtSettings | None, all_ids: Sequence[str]) -> tuple[str, ...]:
+    """The candidates the command names (or all), checked against ``all_ids``."""
     if opts.gauntlet:
         field = [i for i in (opts.ids or all_ids) if i != opts.gauntlet]
         chosen = (opts.gauntlet, *dict.fromkeys(field))
         if len(chosen) < 2:
             raise ConfigError("a gauntlet needs at least one opponent")
-    elif league:
+    elif opts.league:
         chosen = tuple(opts.ids) or tuple(all_ids)
         if len(chosen) < 2:
             raise ConfigError("a league needs at least two candidates")
@@ -120,48 +186,41 @@ def run_command(
             )
     unknown = [i for i in chosen if i not in all_ids]
     if unknown:
-        hint = did_you_mean(unknown[0], all_ids) if len(unknown) == 1 else ""
+        hint = did_you_mean(unknown[0], list(all_ids)) if len(unknown) == 1 else ""
         raise ConfigError(
             f"unknown candidate(s) {', '.join(unknown)}{f' ({hint})' if hint else ''}; "
             f"known: {', '.join(all_ids)}"
         )
-    # Everything that can be checked in seconds is, before LOG_DIR exists or a battle starts.
-    game_format, best_of, series_note = series_format(
-        opts.battle_format, opts.best_of, showdown_formats()
-    )
-    showdown_format = check_format(game_format, doubles=True)
-    battle_format = showdown_format.id
-    log_dir = opts.log_dir or default_log_dir(league, chosen, battle_format, opts.gauntlet, best_of)
-    backend = resolve_backend(opts.backend_choice, opts.server_url, Path(log_dir))
-    check_series(best_of, sprt, backend, showdown_format, opts.open_team_sheets, has_team_preview)
-    if series_note and not opts.quiet:
-        click.echo(series_note, err=True)
-    named = {*opts.ids, *([opts.gauntlet] if opts.gauntlet else [])}
-    chosen, left_out = playing_the_format(chosen, named, formats or {}, battle_format)
-    if left_out and len(chosen) < 2:
-        needs = "a gauntlet needs an opponent" if opts.gauntlet else "a league needs two candidates"
-        raise ConfigError(f"{needs} playing {battle_format}; {left_out.removeprefix('note: ')}")
-    if left_out:  # only entries the command did not name: said before anything is played
-        click.echo(left_out, err=True)
-    validate_teams({i: teams.get(i) for i in chosen}, showdown_format)
-    unused = [i for i in chosen if teams.get(i)] if not showdown_format.teams_brought else []
-    if unused and not opts.quiet:
-        click.echo(
-            f"note: {battle_format} deals its own teams; the team of {', '.join(unused)} in "
-            "candidates.json is not played",
-            err=True,
-        )
-    sides = (  # a series swaps sides between its games
-        {"blue": list(chosen), "red": list(chosen)}
-        if league or opts.gauntlet or best_of > 1
-        else {
-            "blue": [chosen[0]],
-            "red": [chosen[1]],
-        }
-    )
-    source = make_source(sides)
+    return chosen
+
+
+@dataclass
+class OpenedRun:
+    """A run's LOG_DIR opened (:func:`open_log_dir`): its config, what is left to play."""
+
+    run: RunConfig
+    #: run.json's provenance and code changes so far
+    kept: dict[str, Any]
+    schedule: list[ScheduledBattle]
+    todo: list[ScheduledBattle]
+    #: battles voided ``--max-voids`` times already, not played again
+    abandoned: list[tuple[ScheduledBattle, int]]
+    tests: SequentialTests | None
+    run_secret: RunSecret
+
+
+def check_sides(
+    the_plan: RunPlan,
+    teams: Mapping[str, str | None],
+    make_source: Callable[[dict[str, list[str]]], SideSource],
+) -> SideSource:
+    """The checks that need a process (Showdown's team validator, the models on their edges),
+    then the side source; ConfigError with one line for a user mistake."""
+    opts = the_plan.opts
+    validate_teams({i: teams.get(i) for i in the_plan.chosen}, the_plan.showdown_format)
+    source = make_source(the_plan.sides)
     with waits_said("checking the models on their edges", opts.quiet):  # before the bar
-        problems = check_models(source, sides, battle_format, budget)
+        problems = check_models(source, the_plan.sides, the_plan.battle_format, the_plan.budget)
     for model_id, problem in problems.items():
         if opts.strict:
             raise ConfigError(f"model {model_id!r} cannot be played: {problem}")
@@ -170,130 +229,173 @@ def run_command(
             "as ERROR (--strict stops instead)",
             err=True,
         )
+    return source
+
+
+def open_log_dir(
+    the_plan: RunPlan,
+    source: SideSource,
+    edge_loss: Literal["void", "forfeit"] | None,
+    scale: ScaleOptions | None,
+) -> OpenedRun:
+    """Record the run in LOG_DIR (run.json; a rerun is checked against it) and find what is left
+    to play; says what it will do."""
+    opts, log_dir, budget = the_plan.opts, the_plan.log_dir, the_plan.budget
     digests = source_digests(source)  # where each model's code ran, by the digest of its files
-    mode: RunMode = "league" if league else "gauntlet" if opts.gauntlet else "match"
-    with ResultsWriter(log_dir) as writer:
-        kept = check_code(
-            log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
+    kept = check_code(
+        log_dir, digests, opts.allow_code_change, lambda line: click.echo(line, err=True)
+    )
+    before = read_run_config(log_dir)
+    run = open_run(
+        log_dir,
+        RunConfig(
+            the_plan.mode,
+            the_plan.chosen,
+            opts.n,
+            the_plan.battle_format,
+            opts.seed,
+            extra={
+                "decision_time": budget.decision_time,
+                "bank": budget.bank,
+                "battle_time": budget.battle_time,
+                "max_turns": opts.max_turns,
+                "concurrency": opts.concurrency,
+                "edge_loss": edge_loss,
+                "rate": opts.rate,
+            },
+            paired=the_plan.paired,
+            backend=the_plan.backend,
+            sprt=the_plan.sprt,
+            timer=timer_record(opts.timer, budget),
+            best_of=the_plan.best_of,
+            open_team_sheets=opts.open_team_sheets,
+        ),
+    )
+    record_run_results(log_dir, kept)
+    joining = [i for i in run.candidates if before and i not in before.candidates]
+    if joining and not opts.quiet:  # a rerun is how a new candidate joins a run (running.md)
+        click.echo(
+            f"note: {', '.join(joining)} join this {the_plan.mode}: their battles are added",
+            err=True,
         )
-        before = read_run_config(log_dir)
-        run = open_run(
-            log_dir,
-            RunConfig(
-                mode,
-                chosen,
-                opts.n,
-                battle_format,
-                opts.seed,
-                extra={
-                    "decision_time": budget.decision_time,
-                    "bank": budget.bank,
-                    "battle_time": budget.battle_time,
-                    "max_turns": opts.max_turns,
-                    "concurrency": opts.concurrency,
-                    "edge_loss": edge_loss,
-                    "rate": opts.rate,
-                },
-                paired=paired,
-                backend=backend,
-                sprt=sprt,
-                timer=timer_record(opts.timer, budget),
-                best_of=best_of,
-                open_team_sheets=opts.open_team_sheets,
-            ),
+    if run.turn_cap != "tiebreak" and not opts.quiet:
+        click.echo(
+            f"note: {log_dir} started before the tiebreak: a battle past --max-turns "
+            f"{opts.max_turns} ends as it did then ({TURN_CAP_RULES[run.turn_cap]})",
+            err=True,
         )
-        record_run_results(log_dir, kept)
-        joining = [i for i in run.candidates if before and i not in before.candidates]
-        if joining and not opts.quiet:  # a rerun is how a new candidate joins a run (running.md)
-            click.echo(
-                f"note: {', '.join(joining)} join this {mode}: their battles are added", err=True
-            )
-        if run.turn_cap != "tiebreak" and not opts.quiet:
-            click.echo(
-                f"note: {log_dir} started before the tiebreak: a battle past --max-turns "
-                f"{opts.max_turns} ends as it did then ({TURN_CAP_RULES[run.turn_cap]})",
-                err=True,
-            )
-        run_secret = secure_log_dir(log_dir, opts.seed)
-        schedule = run.schedule()
-        todo = pending(schedule, log_dir)
-        if best_of > 1:  # each undecided series' next game
-            todo = [b for b in next_games(schedule, load_records(log_dir), best_of) if b in todo]
-        # Voided --max-voids times already (in an earlier run): not played again.
-        abandoned = given_up(Path(log_dir), todo, opts.max_voids)
-        todo = [b for b in todo if b not in {battle for battle, _ in abandoned}]
-        tests = None
-        if run.sprt is not None:  # the tests so far, from battles.csv: a rerun continues them
-            tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
-            todo = [b for b in todo if not tests.skip(b)]
-        if not opts.quiet:
-            what = f"{len(schedule)} battles ({len(schedule) - len(todo)} already done"
-            if best_of > 1:
-                what = f"{run.n} series of up to {best_of} games ({len(todo)} to play now"
-            click.echo(
-                f"{mode}: {what}{' or decided' if tests else ''}), {battle_format}, seed "
-                f"{run.seed}, {_at_once(opts.concurrency, scale)}, results in {log_dir}",
-                err=True,
-            )
-            click.echo(timer_line(opts.timer, budget), err=True)
-            if run.sprt is not None:
-                click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
-        summary = RunSummary([], [])
-        if todo:
-            server = start_backend(backend, opts.server_url) if scale is None else None
-            progress = _Progress(len(schedule), len(schedule) - len(todo), opts.quiet)
-            progress.describe = tests.live if tests is not None else None
-            progress.announce = tests.new_decisions if tests is not None else None
-            try:
-                settings = MatchSettings(
-                    battle_format,
-                    Path(log_dir),
-                    budget,
-                    opts.max_turns,
-                    turn_cap=run.turn_cap,
-                    showdown_version=SHOWDOWN_VERSION,
-                    edge_loss=edge_loss or "void",
-                    backend=backend,
-                    brought_teams=showdown_format.teams_brought,
-                    run_secret=run_secret,
-                    max_voids=opts.max_voids,
-                    open_team_sheets=opts.open_team_sheets,
+    run_secret = secure_log_dir(log_dir, opts.seed)
+    schedule = run.schedule()
+    todo = pending(schedule, log_dir)
+    if the_plan.best_of > 1:  # each undecided series' next game
+        todo = [
+            b for b in next_games(schedule, load_records(log_dir), the_plan.best_of) if b in todo
+        ]
+    # Voided --max-voids times already (in an earlier run): not played again.
+    abandoned = given_up(log_dir, todo, opts.max_voids)
+    todo = [b for b in todo if b not in {battle for battle, _ in abandoned}]
+    tests = None
+    if run.sprt is not None:  # the tests so far, from battles.csv: a rerun continues them
+        tests = SequentialTests.from_records(run.sprt, schedule, load_records(log_dir))
+        todo = [b for b in todo if not tests.skip(b)]
+    if not opts.quiet:
+        what = f"{len(schedule)} battles ({len(schedule) - len(todo)} already done"
+        if the_plan.best_of > 1:
+            what = f"{run.n} series of up to {the_plan.best_of} games ({len(todo)} to play now"
+        click.echo(
+            f"{the_plan.mode}: {what}{' or decided' if tests else ''}), "
+            f"{the_plan.battle_format}, seed {run.seed}, {_at_once(opts.concurrency, scale)}, "
+            f"results in {log_dir}",
+            err=True,
+        )
+        click.echo(timer_line(opts.timer, budget), err=True)
+        if run.sprt is not None:
+            click.echo(f"{run.sprt.describe()}; -n {run.n} at most", err=True)
+    return OpenedRun(run, kept, schedule, todo, abandoned, tests, run_secret)
+
+
+def play(
+    the_plan: RunPlan,
+    opened: OpenedRun,
+    source: SideSource,
+    writer: ResultsWriter,
+    *,
+    edge_loss: Literal["void", "forfeit"] | None,
+    scale: ScaleOptions | None,
+    runner_source: Callable[[], SourceSpec] | None,
+) -> RunSummary:
+    """Play what is left (in this process, or on battle runners with ``scale``), series game
+    by game; a progress bar unless ``--quiet``."""
+    from center.showdown import SHOWDOWN_VERSION
+
+    opts, schedule, tests = the_plan.opts, opened.schedule, opened.tests
+    if not opened.todo:
+        return RunSummary([], [])
+    server = start_backend(the_plan.backend, opts.server_url) if scale is None else None
+    progress = _Progress(len(schedule), len(schedule) - len(opened.todo), opts.quiet)
+    progress.describe = tests.live if tests is not None else None
+    progress.announce = tests.new_decisions if tests is not None else None
+    try:
+        settings = MatchSettings(
+            the_plan.battle_format,
+            the_plan.log_dir,
+            the_plan.budget,
+            opts.max_turns,
+            turn_cap=opened.run.turn_cap,
+            showdown_version=SHOWDOWN_VERSION,
+            edge_loss=edge_loss or "void",
+            backend=the_plan.backend,
+            brought_teams=the_plan.showdown_format.teams_brought,
+            run_secret=opened.run_secret,
+            max_voids=opts.max_voids,
+            open_team_sheets=opts.open_team_sheets,
+        )
+
+        def play_these(todo: Sequence[ScheduledBattle]) -> RunSummary:
+            if scale is None:
+                return run_local(
+                    todo,
+                    source,
+                    settings,
+                    writer,
+                    server=server,
+                    concurrency=opts.concurrency,
+                    on_done=progress,
+                    early_stop=tests,
                 )
+            assert runner_source is not None
+            return run_on_runners(
+                todo,
+                scale,
+                settings,
+                runner_source(),
+                writer,
+                server_url=opts.server_url,
+                concurrency=opts.concurrency,
+                on_done=progress,
+                early_stop=tests,
+                say=lambda line: _say_ray(line, opts.quiet, progress),
+            )
 
-                def play(todo: Sequence[ScheduledBattle]) -> RunSummary:
-                    if scale is None:
-                        return run_local(
-                            todo,
-                            source,
-                            settings,
-                            writer,
-                            server=server,
-                            concurrency=opts.concurrency,
-                            on_done=progress,
-                            early_stop=tests,
-                        )
-                    assert runner_source is not None
-                    return run_on_runners(
-                        todo,
-                        scale,
-                        settings,
-                        runner_source(),
-                        writer,
-                        server_url=opts.server_url,
-                        concurrency=opts.concurrency,
-                        on_done=progress,
-                        early_stop=tests,
-                        say=lambda line: _say_ray(line, opts.quiet, progress),
-                    )
+        def following() -> list[ScheduledBattle]:
+            return next_games(schedule, load_records(the_plan.log_dir), the_plan.best_of)
 
-                def following() -> list[ScheduledBattle]:
-                    return next_games(schedule, load_records(log_dir), best_of)
+        if the_plan.best_of == 1:
+            return play_these(opened.todo)
+        return play_rounds(opened.todo, play_these, following)
+    finally:
+        progress.close()
+        if server is not None:
+            server.stop()
 
-                summary = play(todo) if best_of == 1 else play_rounds(todo, play, following)
-            finally:
-                progress.close()
-                if server is not None:
-                    server.stop()
+
+def summarize(
+    the_plan: RunPlan, opened: OpenedRun, source: SideSource, summary: RunSummary
+) -> None:
+    """Write the standings, the report and run.json's results; say them; SystemExit(1) when
+    battles could not be played."""
+    opts, log_dir, schedule, tests = the_plan.opts, the_plan.log_dir, opened.schedule, opened.tests
+    kept, run, chosen = opened.kept, opened.run, the_plan.chosen
     during: list[dict[str, Any]] = getattr(source, "code_changes_during_run", list)()
     if during:  # an edge's files changed while the run played: run.json says when, and where
         for change in during:
@@ -317,7 +419,7 @@ def run_command(
     if collusion.pairs:
         sections["collusion"] = collusion.to_json()
     for line in write_rated_standings(
-        Path(log_dir), schedule, records, best_of, opts.rate, chosen, run.paired, sections
+        log_dir, schedule, records, the_plan.best_of, opts.rate, chosen, run.paired, sections
     ):
         click.echo(line)
     for line in format_endpoint_use(records):
@@ -331,8 +433,8 @@ def run_command(
         for line in tests.summary_lines(run.n):
             click.echo(line)
     click.echo(
-        f"\n{len(records)} battles in {Path(log_dir) / 'battles.csv'}; standings in "
-        f"{Path(log_dir) / 'standings.csv'}; compressed logs in {Path(log_dir) / 'logs'}"
+        f"\n{len(records)} battles in {log_dir / 'battles.csv'}; standings in "
+        f"{log_dir / 'standings.csv'}; compressed logs in {log_dir / 'logs'}"
     )
     from center.report import report_after_run  # the layer above evaluation (see pyproject.toml)
 
@@ -344,8 +446,8 @@ def run_command(
         )
     for line in failure_summary(records):
         click.echo(line, err=True)
-    voids = voids_by_candidate(Path(log_dir), schedule)
-    gave_up = given_up(Path(log_dir), pending(schedule, log_dir), opts.max_voids)
+    voids = voids_by_candidate(log_dir, schedule)
+    gave_up = given_up(log_dir, pending(schedule, log_dir), opts.max_voids)
     record_run_results(
         log_dir,
         {
@@ -359,14 +461,14 @@ def run_command(
     if voids:
         per = ", ".join(f"{model} {n}" for model, n in voids.items())
         click.echo(f"voidings of each candidate's battles: {per} (LOG_DIR/voided.jsonl)", err=True)
-    for battle, n in abandoned:
+    for battle, n in opened.abandoned:
         click.echo(
             f"not played: {battle.battle_id}: voided {n} times, not replayed "
             f"(--max-voids {opts.max_voids})",
             err=True,
         )
     if summary.stopped:
-        missing = len(todo) - len(summary.played)
+        missing = len(opened.todo) - len(summary.played)
         click.echo(
             f"error: {summary.stopped}; {missing} battles not played; rerun to resume", err=True
         )
@@ -375,8 +477,56 @@ def run_command(
         for scheduled, why in summary.failed:
             click.echo(f"not played: {scheduled.battle_id}: {why}", err=True)
         raise SystemExit(1)
-    if abandoned:
+    if opened.abandoned:
         raise SystemExit(1)
+
+
+def run_command(
+    opts: RunOptions,
+    *,
+    all_ids: list[str],
+    teams: dict[str, str | None],
+    make_source: Callable[[dict[str, list[str]]], SideSource],
+    formats: dict[str, tuple[str, ...]] | None = None,
+    edge_loss: Literal["void", "forfeit"] | None = None,
+    scale: ScaleOptions | None = None,
+    runner_source: Callable[[], SourceSpec] | None = None,
+) -> None:
+    """What sep_main and sep_eval do once their sides are known: :func:`plan`, the checks that
+    need a process, :func:`open_log_dir`, :func:`play`, :func:`summarize`.
+
+    ``formats`` are the formats each entry plays (candidates.json's ``formats``; none: every
+    format). ``make_source(sides)`` builds the side source for the models each side will play (for
+    ``sep_main``: connects to the edges and checks that they serve them). ``edge_loss`` is
+    ``sep_main``'s policy for a lost edge (None in-process). With ``scale``, the
+    battles are played by battle runners (:mod:`center.scale`), each building its sides from
+    ``runner_source()``; this process drives them and writes LOG_DIR.
+    """
+    from center.showdown.formats import has_team_preview, showdown_formats
+
+    the_plan = plan(
+        opts,
+        all_ids=all_ids,
+        teams=teams,
+        formats=formats or {},
+        known=showdown_formats(),
+        team_preview=has_team_preview,
+    )
+    for line in the_plan.notes:
+        click.echo(line, err=True)
+    source = check_sides(the_plan, teams, make_source)
+    with ResultsWriter(the_plan.log_dir) as writer:
+        opened = open_log_dir(the_plan, source, edge_loss, scale)
+        summary = play(
+            the_plan,
+            opened,
+            source,
+            writer,
+            edge_loss=edge_loss,
+            scale=scale,
+            runner_source=runner_source,
+        )
+    summarize(the_plan, opened, source, summary)
 
 
 def setup_logging(verbose: int) -> None:
@@ -410,7 +560,7 @@ def guarded(run: Callable[[], None]) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@common_options
+@options(RunOptions, "opts")
 def sep_eval(opts: RunOptions) -> None:
     """Battles between candidates whose modules run in this process (no edges).
 
@@ -434,44 +584,10 @@ def sep_eval(opts: RunOptions) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@common_options
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("sep_config.json"),
-    show_default=True,
-    help="Where the blue and red edges listen.",
-)
-@click.option(
-    "--edge-wait",
-    type=click.FloatRange(0.0),
-    default=SourceSpec.edge_wait,
-    show_default=True,
-    help="Seconds to wait for an edge process that is down before the run stops (or, with "
-    "--edge-loss forfeit, before the battle is forfeited); and for an untrusted edge "
-    '("trusted": false in sep_config.json) that answers busy before its battle is void (or '
-    "forfeited).",
-)
-@click.option(
-    "--edge-loss",
-    type=click.Choice(["void", "forfeit"]),
-    default=MatchSettings.edge_loss,
-    show_default=True,
-    help="A lost edge process: void the battle (replayed on resume; the run stops if the edge "
-    "stays down) or book it as that side's DISCONNECT forfeit (when participants host their own "
-    "edges, so that nobody can void a losing battle by disconnecting).",
-)
-@scale_options("--concurrency", "LOG_DIR")
-def sep_main(
-    opts: RunOptions,
-    config_path: Path,
-    edge_wait: float,
-    edge_loss: str,
-    workers: int | None,
-    ray_address: str | None,
-    max_restarts: int,
-) -> None:
+@options(RunOptions, "opts")
+@options(EdgeOptions, "edges")
+@options(ScaleOptions, "scale", at_once="--concurrency", writer="LOG_DIR", note="")
+def sep_main(opts: RunOptions, edges: EdgeOptions, scale: ScaleOptions) -> None:
     """Battles between candidates served by the blue and red edges (sep_edge).
 
     The center imports no user module: it names the model, the edge of each side runs it. With a
@@ -481,7 +597,12 @@ def sep_main(
     from edge.oom_score import shield_from_oom
 
     shield_from_oom()  # and the simulator and Showdown it starts: workers go first
-    candidates = opts.candidates
+    candidates, config_path, edge_wait, loss = (
+        opts.candidates,
+        edges.config_path,
+        edges.edge_wait,
+        edges.edge_loss,
+    )
 
     def run() -> None:
         from center.evaluation.edge_source import EdgeSource, check_memory_fit
@@ -493,13 +614,7 @@ def sep_main(
         known = load_candidates(candidates)  # data only: ids and teams, no import
         sources: list[EdgeSource] = []
         pools: dict[str, tuple[EdgeAddress, ...]] = {}
-        scale = (
-            ScaleOptions(workers, ray_address, max_restarts)
-            if workers is not None or ray_address is not None
-            else None
-        )
-
-        loss: Literal["void", "forfeit"] = "forfeit" if edge_loss == "forfeit" else "void"
+        runners = scale if scale.asked else None
 
         def edge_source(config: SepConfig, index: int) -> EdgeSource:
             clients, trusted = {}, {}
@@ -540,7 +655,7 @@ def sep_main(
             # a side's list is checked; one process plays on the first of each.
             config = load_sep_config(config_path)
             count = max(config.edge_count(side) for side in SIDES)
-            if count > 1 and scale is None:
+            if count > 1 and runners is None:
                 raise ConfigError(
                     f"{config_path} lists several edges for a side: they serve battle runners "
                     "(--workers or --ray)"
@@ -566,7 +681,7 @@ def sep_main(
                 formats={i: c.formats for i, c in known.items()},
                 make_source=make_source,
                 edge_loss=loss,
-                scale=scale,
+                scale=runners,
                 runner_source=lambda: SourceSpec(
                     str(candidates.resolve()), pools, edge_wait, edge_loss=loss
                 ),

@@ -5,10 +5,13 @@ profiles (``sep_main --timer``) are :mod:`center.evaluation.timers`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import click
 
 from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.runner import UserFailure
+from edge.options import option
 
 __all__ = ["Budget", "clock_failure"]
 
@@ -17,13 +20,41 @@ __all__ = ["Budget", "clock_failure"]
 class Budget:
     """Time limits of one side (seconds) and the bound on illegal-action retries."""
 
-    decision_time: float = 2.0
-    bank: float = 30.0
-    call_cap: float = 10.0
+    decision_time: float = field(
+        default=2.0,
+        metadata=option(
+            "--decision-time", type=click.FloatRange(0.0), help="Free seconds per decision."
+        ),
+    )
+    bank: float = field(
+        default=30.0,
+        metadata=option(
+            "--bank",
+            type=click.FloatRange(0.0),
+            help="Overage seconds per side and battle; running dry forfeits.",
+        ),
+    )
+    call_cap: float = field(
+        default=10.0,
+        metadata=option(
+            "--call-cap",
+            type=click.FloatRange(0.01),
+            help="Longest wait for one call beyond the free time; then a default move.",
+        ),
+    )
     max_invalid_retries: int = MAX_INVALID_RETRIES
     #: the battle clock: wall seconds of all the side's calls in one battle, opening its session
     #: included; running out forfeits (``sep_main --battle-time``)
-    battle_time: float = 300.0
+    battle_time: float = field(
+        default=300.0,
+        metadata=option(
+            "--battle-time",
+            type=click.FloatRange(0.01),
+            help="Each side's chess clock per battle: the wall seconds of all its calls, opening "
+            "the session included; running out forfeits (TIMEOUT). Raise it for slow agents "
+            "(an LLM's).",
+        ),
+    )
     #: seconds added to the bank at each new turn, the bank never rising above ``bank`` then
     #: (Showdown's "Timer Add Per Turn")
     increment: float = 0.0

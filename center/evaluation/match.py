@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
+import click
 import orjson
 
 from center.env.backend import Backend, BattleReplay, backend_spec, server_url_backend
@@ -37,6 +38,7 @@ from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
 from edge.contract.outcomes import SideStatus
+from edge.options import option
 from edge.visible_text import visible_controls
 
 logger = logging.getLogger(__name__)
@@ -84,7 +86,16 @@ class MatchSettings:
     battle_format: str
     log_dir: Path
     budget: Budget = field(default_factory=Budget)
-    max_turns: int = 300
+    max_turns: int = field(
+        default=300,
+        metadata=option(
+            "--max-turns",
+            type=click.IntRange(1),
+            help="A battle past this many turns ends by Showdown's tiebreak (more unfainted "
+            "Pokémon, then mean HP %, then total HP; end reason tiebreak); a LOG_DIR started "
+            "before keeps its rule (a tie).",
+        ),
+    )
     #: what ends a battle past ``max_turns`` (:data:`~center.env.tiebreak.TURN_CAP_RULES`)
     turn_cap: TurnCap = "tiebreak"
     showdown_version: str = ""
@@ -92,7 +103,16 @@ class MatchSettings:
     backend: Backend = "server"
     #: a lost edge process: "void" the battle (not recorded, replayed on resume) or book it as the
     #: side's DISCONNECT forfeit ("forfeit", for participants who host their own edges)
-    edge_loss: Literal["void", "forfeit"] = "void"
+    edge_loss: Literal["void", "forfeit"] = field(
+        default="void",
+        metadata=option(
+            "--edge-loss",
+            type=click.Choice(["void", "forfeit"]),
+            help="A lost edge process: void the battle (replayed on resume; the run stops if the "
+            "edge stays down) or book it as that side's DISCONNECT forfeit (when participants "
+            "host their own edges, so that nobody can void a losing battle by disconnecting).",
+        ),
+    )
     #: whether the format's players bring teams; in a format that deals them (random formats),
     #: a team in candidates.json is never sent to Showdown
     brought_teams: bool = True
@@ -100,9 +120,26 @@ class MatchSettings:
     #: LOG_DIR's, see ``center.evaluation.run_secret``)
     run_secret: RunSecret | None = None
     #: voidings of one battle (this run and its reruns) after which it is not played again
-    max_voids: int | None = DEFAULT_MAX_VOIDS
+    max_voids: int | None = field(
+        default=DEFAULT_MAX_VOIDS,
+        metadata=option(
+            "--max-voids",
+            type=click.IntRange(1),
+            help="A battle voided this many times (the center's infrastructure failed: Showdown, "
+            "an edge, the host's memory), in this run and its reruns, is not played again; the "
+            "run reports it, and the voids of each candidate's battles.",
+        ),
+    )
     #: both sides' team sheets shown at team preview (``--open-team-sheets``; the simulator)
-    open_team_sheets: bool = False
+    open_team_sheets: bool = field(
+        default=False,
+        metadata=option(
+            "--open-team-sheets",
+            is_flag=True,
+            help="Show both sides' team sheets (all but stats) at team preview, as Showdown's "
+            "Open Team Sheets rule does (--backend sim, a format with team preview).",
+        ),
+    )
 
 
 class PlayedBattle(NamedTuple):

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import click
 import numpy as np
 from numpy.typing import NDArray
+
+from edge.options import option
 
 __all__ = [
     "PAIR_POINTS",
@@ -154,14 +157,27 @@ def parse_elo_bounds(text: str) -> tuple[float, float]:
     return elo0, elo1
 
 
+_RATE = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+
+
 @dataclass(frozen=True)
 class SprtSettings:
     """The hypotheses (logistic Elo) and error rates of a test."""
 
     elo0: float
     elo1: float
-    alpha: float = 0.05
-    beta: float = 0.05
+    alpha: float = field(
+        default=0.05,
+        metadata=option(
+            "--alpha", type=_RATE, help="SPRT: the chance of accepting H1 when H0 holds."
+        ),
+    )
+    beta: float = field(
+        default=0.05,
+        metadata=option(
+            "--beta", type=_RATE, help="SPRT: the chance of accepting H0 when H1 holds."
+        ),
+    )
 
     def __post_init__(self) -> None:
         if not self.elo0 < self.elo1:

@@ -14,6 +14,7 @@ from typing import Any
 
 from center.errors import ConfigError
 from center.evaluation.budget import Budget
+from edge.options import OPTION, option_fields
 
 __all__ = [
     "DEFAULT_TIMER",
@@ -105,13 +106,9 @@ TIMERS: dict[str, TimerProfile] = {
 DEFAULT_TIMER = "standard"
 """The profile of a run that names none: today's budget."""
 
-#: The command-line options that override a profile's field: option name -> Budget field.
-OVERRIDES = {
-    "--decision-time": "decision_time",
-    "--bank": "bank",
-    "--call-cap": "call_cap",
-    "--battle-time": "battle_time",
-}
+#: The command-line options that override a profile's field: option name -> Budget field (the
+#: fields whose metadata declares an option).
+OVERRIDES = {f.metadata[OPTION].flags[0]: f.name for f in option_fields(Budget)}
 
 
 def effective_budget(name: str, given: dict[str, float | None]) -> Budget:

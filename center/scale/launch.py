@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import click
 
 from center.evaluation.battles_csv import ResultsWriter
 from center.evaluation.match import MatchSettings
@@ -13,6 +15,7 @@ from center.evaluation.sequential import EarlyStop
 from center.scale.driver import RunSummary, drive_battles
 from center.scale.loopback import describe, keep_local_ray_on_loopback, ray_listeners
 from center.scale.spec import RunnerSpec, SourceSpec
+from edge.options import option
 
 __all__ = ["ScaleOptions", "run_on_runners"]
 
@@ -20,11 +23,43 @@ __all__ = ["ScaleOptions", "run_on_runners"]
 @dataclass(frozen=True)
 class ScaleOptions:
     """Where the runners go: ``workers`` on a local Ray (``address`` None), or over the cluster
-    at ``address`` (``workers`` None: one per node); ``max_restarts`` per runner."""
+    at ``address`` (``workers`` None: one per node); ``max_restarts`` per runner. Its options'
+    help has slots the command fills (:func:`edge.options.options`): ``at_once`` (how many battles
+    a runner plays), ``writer`` (what this process writes) and ``note``."""
 
-    workers: int | None
-    address: str | None
-    max_restarts: int = 3
+    workers: int | None = field(
+        default=None,
+        metadata=option(
+            "--workers",
+            type=click.IntRange(1),
+            help="Play the battles in W battle runners on a local Ray (each with its own "
+            "simulator host and edge connections, {at_once} battles at once); with --ray, "
+            "runners over the whole cluster [default with --ray: one per node].{note} Needs "
+            "maple-sep[ray].",
+        ),
+    )
+    address: str | None = field(
+        default=None,
+        metadata=option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Place the battle runners on the Ray cluster at ADDRESS (host:port; 'auto' "
+            "reads RAY_ADDRESS). This process stays the only writer of {writer}.",
+        ),
+    )
+    max_restarts: int = field(
+        default=3,
+        metadata=option(
+            "--max-restarts",
+            type=click.IntRange(0),
+            help="With --workers/--ray: how often a lost battle runner is restarted.",
+        ),
+    )
+
+    @property
+    def asked(self) -> bool:
+        """Whether the command asked for runners (``--workers`` or ``--ray``)."""
+        return self.workers is not None or self.address is not None
 
 
 def run_on_runners(

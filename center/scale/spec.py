@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import click
+
 from center.evaluation.match import MatchSettings, SideSource
+from edge.options import option
 
 __all__ = ["EdgeAddress", "RunnerSpec", "SourceSpec"]
 
@@ -29,7 +32,17 @@ class SourceSpec:
 
     candidates: str
     edges: dict[str, tuple[EdgeAddress, ...]] = field(default_factory=dict)
-    edge_wait: float = 60.0
+    edge_wait: float = field(
+        default=60.0,
+        metadata=option(
+            "--edge-wait",
+            type=click.FloatRange(0.0),
+            help="Seconds to wait for an edge process that is down before the run stops (or, "
+            "with --edge-loss forfeit, before the battle is forfeited); and for an untrusted edge "
+            '("trusted": false in sep_config.json) that answers busy before its battle is void '
+            "(or forfeited).",
+        ),
+    )
     #: a lost edge, or an untrusted one busy past ``edge_wait``: the match's ``edge_loss``
     edge_loss: Literal["void", "forfeit"] = "void"
 

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,12 +107,17 @@ def has_team_preview(format_id: str, install_dir: Path | None = None) -> bool:
 
 
 def check_format(
-    battle_format: str, install_dir: Path | None = None, *, doubles: bool = False
+    battle_format: str,
+    install_dir: Path | None = None,
+    *,
+    doubles: bool = False,
+    known: Mapping[str, ShowdownFormat] | None = None,
 ) -> ShowdownFormat:
     """The format ``battle_format`` names; ConfigError (one line) if it is unknown or cannot be
     played: not singles, or, with ``doubles``, not singles or doubles (a doubles format must also
-    be one poke-env plays as doubles by its name, see ``edge.contract.game_type``)."""
-    formats = showdown_formats(install_dir)
+    be one poke-env plays as doubles by its name, see ``edge.contract.game_type``). ``known``:
+    Showdown's formats by id, when the caller has them (else they are listed)."""
+    formats = known if known is not None else showdown_formats(install_dir)
     wanted = re.sub(r"[^a-z0-9]+", "", battle_format.lower())
     found = formats.get(wanted)
     if found is None:

@@ -24,8 +24,9 @@ from edge.checker.run import DEFAULT_CALL_LIMIT, check_user_module
 from edge.checker.samples import SampleBattle, load_sample_battles
 from edge.contract.user_module import load_user_model
 from edge.errors import CandidatesError, EdgeError
+from edge.options import add_arguments, built_from
 from edge.service.endpoints.options import parse_endpoints
-from edge.service.sandbox.limit_options import add_limit_arguments, limits_given
+from edge.service.sandbox.limits import Limits, SessionLimits
 
 __all__ = ["main"]
 
@@ -102,7 +103,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"time limit of one decision-time call (default {DEFAULT_CALL_LIMIT:g})",
     )
-    add_limit_arguments(parser)
+    add_arguments(parser, Limits)
+    add_arguments(parser, SessionLimits)
     parser.add_argument(
         "--endpoint",
         action="append",
@@ -151,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             battle_format=options.format,
             call_limit=options.call_limit,
             load_limit=options.load_limit,
-            limits=limits_given(vars(options)),
+            limits=built_from(Limits, vars(options)),
             endpoints=endpoints,
         )
     except EdgeError as exc:  # the sandbox itself could not start

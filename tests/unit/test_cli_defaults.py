@@ -3,15 +3,14 @@ a literal that drifts from the field, or a field default the options do not foll
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import inspect
 from typing import Any
 
 import click
 import pytest
+from click.testing import CliRunner
 
-from center.commands.options import common_options
 from center.commands.run import sep_eval, sep_main
 from center.evaluation.budget import Budget
 from center.evaluation.match import MatchSettings
@@ -22,14 +21,8 @@ from center.scale.spec import SourceSpec
 from edge.checker.__main__ import _parser as checker_parser
 from edge.checker.run import check_user_module
 from edge.cli import sep_edge
-from edge.service.sandbox.limit_options import (
-    LIMIT_OPTIONS,
-    add_limit_arguments,
-    limit_argv,
-    limit_options,
-    limits_given,
-)
-from edge.service.sandbox.limits import Limits, parse_size
+from edge.options import argv_of, built_from, option_fields
+from edge.service.sandbox.limits import Limits, SessionLimits, parse_size
 from edge.service.supervision.supervisor import SandboxedEdge
 from edge.submit.archive import ArchiveLimits
 from edge.submit.cli import admit
@@ -49,10 +42,11 @@ MAIN_FIELDS: dict[str, tuple[type, str]] = {
     "max_restarts": (ScaleOptions, "max_restarts"),
 }
 LIMIT_FIELDS: dict[str, tuple[type, str]] = {
-    option.dest: (Limits, option.field) for option in LIMIT_OPTIONS if option.field
+    **{f.name: (Limits, f.name) for f in option_fields(Limits)},
+    "load_limit": (SessionLimits, "load_limit"),
 }
 #: Options with a number for default that land in no dataclass field (checked elsewhere, or none).
-NOT_FIELDS = {"n", "concurrency", "load_limit", "max_workers", "verbose"}
+NOT_FIELDS = {"n", "concurrency", "max_workers", "verbose"}
 
 
 def field_default(cls: type, name: str) -> Any:
@@ -63,9 +57,7 @@ def field_default(cls: type, name: str) -> Any:
 
 def as_field_value(name: str, default: Any) -> Any:
     """A size option's default is text (``4GiB``): the field holds its bytes."""
-    return (
-        parse_size(default) if name in ("memory_limit", "file_size_limit", "max_size") else default
-    )
+    return parse_size(default) if name in ("memory", "file_size", "max_size") else default
 
 
 def click_options(command: click.Command) -> dict[str, click.Option]:
@@ -131,27 +123,30 @@ def test_the_checker_takes_the_edges_limit_options_with_the_same_defaults() -> N
     for name, (cls, field) in LIMIT_FIELDS.items():
         assert actions[name].option_strings == edge[name].opts
         assert actions[name].default == field_default(cls, field)
-        assert f"default {edge[name].default}" in (actions[name].help or "")
-    assert actions["load_limit"].option_strings == edge["load_limit"].opts
+        shown = edge[name].default
+        text = f"{shown:g}" if isinstance(shown, float) else str(shown)
+        assert f"default {text}" in (actions[name].help or ""), name
 
 
 def test_the_checker_and_sep_edge_read_the_same_limits_from_the_same_arguments() -> None:
     argv = ["--memory-limit", "3GiB", "--cpu-limit", "7", "--file-size-limit", "5MiB"]
     argv += ["--load-limit", "12.5"]
     with sep_edge.make_context("sep_edge", ["blue", *argv]) as ctx:
-        from_edge = limits_given(ctx.params)
+        from_edge = built_from(Limits, ctx.params)
         edge_load_limit = ctx.params["load_limit"]
     from_checker = checker_parser().parse_args(["model", *argv])
-    assert from_edge == limits_given(vars(from_checker))
+    assert from_edge == built_from(Limits, vars(from_checker))
     assert from_edge == Limits(memory=3 << 30, cpu_seconds=7, file_size=5 << 20)
     assert edge_load_limit == from_checker.load_limit == 12.5
 
 
 def test_sep_edge_check_hands_the_checker_the_limits_it_was_given() -> None:
-    values = {"memory_limit": "3GiB", "cpu_limit": 7, "load_limit": 12.5}
-    assert limit_argv(values) == ["--memory-limit=3GiB", "--cpu-limit=7", "--load-limit=12.5"]
-    parsed = checker_parser().parse_args(["model", *limit_argv(values)])
-    assert (parsed.memory_limit, parsed.cpu_limit, parsed.load_limit) == (3 << 30, 7, 12.5)
+    argv = [*argv_of(Limits(memory=3 << 30, cpu_seconds=7)), *argv_of(SessionLimits(12.5))]
+    assert argv[:2] == ["--memory-limit=3GiB", "--cpu-limit=7"]
+    assert argv[-1] == "--load-limit=12.5"
+    parsed = checker_parser().parse_args(["model", *argv])
+    assert built_from(Limits, vars(parsed)) == Limits(memory=3 << 30, cpu_seconds=7)
+    assert parsed.load_limit == 12.5
 
 
 @pytest.mark.parametrize("bad", ["0", "601", "soon"])
@@ -159,41 +154,10 @@ def test_the_checker_refuses_a_load_limit_an_edge_refuses(bad: str) -> None:
     with pytest.raises(SystemExit) as exit_:
         checker_parser().parse_args(["model", "--load-limit", bad])
     assert exit_.value.code == 2
+    assert CliRunner().invoke(sep_edge, ["blue", "--load-limit", bad]).exit_code == 2
 
 
 def test_a_bad_limit_is_one_line_naming_its_option() -> None:
-    with pytest.raises(ValueError, match=r"^--file-size-limit: not a size: 'lots'"):
-        limits_given({"file_size_limit": "lots"})
-
-
-def test_new_field_defaults_reach_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Change the dataclasses' defaults, declare the options anew: they follow."""
-    changed: dict[str, Any] = {
-        "max_turns": 250,
-        "max_voids": 5,
-        "alpha": 0.01,
-        "beta": 0.02,
-    }
-    for name, value in changed.items():
-        cls, field = RUN_FIELDS[name]
-        monkeypatch.setattr(cls, field, value)
-    run_options = click_options(click.command()(common_options(lambda opts: None)))
-    assert {name: run_options[name].default for name in changed} == changed
-
-    limits = {"memory": 3 << 30, "cpu_seconds": 90, "file_size": 1 << 20, "open_files": 99}
-    for field, value in limits.items():
-        monkeypatch.setattr(Limits, field, value)
-    edge_options = click_options(click.command()(limit_options(lambda limit_values: None)))
-    assert edge_options["memory_limit"].default == "3GiB"
-    assert edge_options["cpu_limit"].default == 90
-    assert edge_options["file_size_limit"].default == "1MiB"
-    assert edge_options["open_files_limit"].default == 99
-    parser = argparse.ArgumentParser()
-    add_limit_arguments(parser)
-    assert vars(parser.parse_args([])) == {
-        "memory_limit": 3 << 30,
-        "cpu_limit": 90,
-        "file_size_limit": 1 << 20,
-        "open_files_limit": 99,
-        "load_limit": DEFAULT_LOAD_LIMIT,
-    }
+    result = CliRunner().invoke(sep_edge, ["blue", "--file-size-limit", "lots"])
+    assert result.exit_code == 2
+    assert "'--file-size-limit': not a size: 'lots'" in result.output

@@ -22,16 +22,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import click
+
+from edge.options import option
 from edge.service.sandbox.seccomp import filters_summary
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, MAX_LOAD_LIMIT
 
 __all__ = [
     "EXIT_MEMORY",
     "EXIT_SETUP",
     "PRIVATE_FOLDERS",
+    "SIZE",
     "GiB",
     "Hardening",
     "Limits",
     "MiB",
+    "SessionLimits",
     "describe_exit",
     "expose",
     "format_size",
@@ -151,27 +157,110 @@ def expose(exposed: dict[str, list[str]], staging: Path) -> None:
             stage.rmdir()
 
 
-def _limit(default: int, rlimit: int, label: str, unit: str, *, own_user: bool = False) -> Any:
+def size_text(size: int) -> str:
+    """A size as one types it (what :func:`parse_size` reads): ``4GiB``, ``64MiB``, ``1000``."""
+    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if size and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
+
+
+_SIZE_RE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``4GiB``, ``4G``, ``512M``, ``1024`` (bytes) → bytes; ValueError otherwise."""
+    match = _SIZE_RE.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a size: {text!r} (e.g. 4GiB, 512MiB, 0 for no limit)")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    factor = {"": 1, "k": 1024, "m": MiB, "g": GiB, "t": 1 << 40}[unit]
+    return int(number * factor)
+
+
+class _Size(click.ParamType):
+    """A size as one types it (``4GiB``, ``512M``, ``1024``: :func:`parse_size`), in bytes."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SIZE: Final = _Size()
+"""The click type of a size option."""
+
+
+def _limit(
+    default: int, rlimit: int, label: str, unit: str, *, own_user: bool = False, **flag: Any
+) -> Any:
     """A :class:`Limits` field: its rlimit, its start-up label and how its value reads (``size``,
-    ``seconds`` or ``count``); ``own_user``: applied only to a worker with a user id of its own."""
+    ``seconds`` or ``count``); ``own_user``: applied only to a worker with a user id of its own;
+    ``flag``: its command-line option (:func:`edge.options.option`'s), if it has one."""
+    if flag:
+        size = unit == "size"
+        flag.setdefault("type", SIZE if size else click.IntRange(0))
+        flag.setdefault("metavar", "SIZE" if size else "N")
+        if size:
+            flag["text"] = size_text
     return dataclasses.field(
         default=default,
-        metadata={"rlimit": rlimit, "label": label, "unit": unit, "own_user": own_user},
+        metadata={
+            "rlimit": rlimit,
+            "label": label,
+            "unit": unit,
+            "own_user": own_user,
+            **(option(flag.pop("flag"), **flag) if flag else {}),
+        },
     )
 
 
 @dataclass(frozen=True)
 class Limits:
     """Per-worker rlimits; 0 means no limit (cores are always off). Each field's metadata says
-    how it is applied and reported: a new limit is one field."""
+    how it is applied, reported and given on a command line: a new limit is one field."""
 
-    memory: int = _limit(4 * GiB, resource.RLIMIT_AS, "memory (address space)", "size")
+    memory: int = _limit(
+        4 * GiB,
+        resource.RLIMIT_AS,
+        "memory (address space)",
+        "size",
+        flag="--memory-limit",
+        help="Address space of each worker process (e.g. 2GiB; 0: none).",
+    )
     """Address space (RLIMIT_AS), bytes: an allocation past it fails (MemoryError)."""
-    cpu_seconds: int = _limit(600, resource.RLIMIT_CPU, "CPU time", "seconds")
+    cpu_seconds: int = _limit(
+        600,
+        resource.RLIMIT_CPU,
+        "CPU time",
+        "seconds",
+        flag="--cpu-limit",
+        metavar="SECONDS",
+        help="CPU time of each worker process over its life (0: none).",
+    )
     """CPU time of a worker's life (RLIMIT_CPU); a worker past half of it is not reused."""
-    file_size: int = _limit(64 * MiB, resource.RLIMIT_FSIZE, "file size", "size")
+    file_size: int = _limit(
+        64 * MiB,
+        resource.RLIMIT_FSIZE,
+        "file size",
+        "size",
+        flag="--file-size-limit",
+        help="Largest file a worker may write, and its output in one call (0: none).",
+    )
     """Largest file the worker may write (RLIMIT_FSIZE), its captured output in one call too."""
-    open_files: int = _limit(256, resource.RLIMIT_NOFILE, "open files", "count")
+    open_files: int = _limit(
+        256,
+        resource.RLIMIT_NOFILE,
+        "open files",
+        "count",
+        flag="--open-files-limit",
+        help="Open files of each worker process (0: the system's).",
+    )
     """Open file descriptors (RLIMIT_NOFILE)."""
     processes: int = _limit(
         256, resource.RLIMIT_NPROC, "processes and threads", "count", own_user=True
@@ -211,6 +300,24 @@ class Limits:
                 text += " (with a user id of its own per worker)"
             lines.append(f"{f.metadata['label']}: {text}")
         return [*lines, "core dumps: off"]
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """What a battle's session may take besides its worker's :class:`Limits`."""
+
+    #: seconds to load the model (the edge announces it to the center)
+    load_limit: float = dataclasses.field(
+        default=DEFAULT_LOAD_LIMIT,
+        metadata=option(
+            "--load-limit",
+            type=click.FloatRange(0, MAX_LOAD_LIMIT, min_open=True),
+            metavar="SECONDS",
+            help="Time a battle's session gives to loading a model (the import, the contract "
+            "functions, the policy, the Agent), announced to the center; the checker holds the "
+            "model to it.",
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -365,27 +472,6 @@ def format_size(size: int) -> str:
     if size >= MiB:
         return f"{size / GiB:.1f} GiB" if size >= GiB else f"{size / MiB:.1f} MiB"
     return f"{size} bytes"
-
-
-def size_text(size: int) -> str:
-    """A size as one types it (what :func:`parse_size` reads): ``4GiB``, ``64MiB``, ``1000``."""
-    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
-        if size and size % factor == 0:
-            return f"{size // factor}{unit}"
-    return str(size)
-
-
-_SIZE_RE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """``4GiB``, ``4G``, ``512M``, ``1024`` (bytes) → bytes; ValueError otherwise."""
-    match = _SIZE_RE.fullmatch(text)
-    if match is None:
-        raise ValueError(f"not a size: {text!r} (e.g. 4GiB, 512MiB, 0 for no limit)")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    factor = {"": 1, "k": 1024, "m": MiB, "g": GiB, "t": 1 << 40}[unit]
-    return int(number * factor)
 
 
 def parse_cpu_list(text: str) -> list[int]:
