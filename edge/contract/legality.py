@@ -1,21 +1,11 @@
 """The legality rules: what the current request allows, an order checked against it and rebuilt
 from it, the default order, and the mask a policy is shown.
 
-Read from the request Showdown sent the player (a :class:`ShowdownRequest`, decoded once where it
-enters), never from what the player's Agent believes. The center, ``PokemonEnv``, the edge's agents
-and the checker judge with these functions, so none of them can accept what another refuses. Only
-a command rebuilt here reaches Showdown. Singles is the one-slot case of doubles: one choice per
-active slot, comma-separated::
-
-    /choose move <move id | name | slot 1-4> [terastallize] [target -2|-1|1|2], <next slot>
-    /choose switch <Pokémon name | species id | party position 1-6>, <next slot>
-    /choose pass, <next slot>        (doubles: a slot with nothing to do)
-    /choose default
-    /team <digits, e.g. 213>   or   /team 2, 1, 3          (team preview only)
-
-A singles order names its move by id and its switch by name (``/choose move thunderbolt``,
-``/choose switch Rotom``) and takes no target; a doubles order is rebuilt by positions
-(``/choose move 2 terastallize 1, switch 3``), so no nickname reaches Showdown.
+Read from the request Showdown sent the player (a :class:`ShowdownRequest`), never from what the
+player's Agent believes: the center, ``PokemonEnv``, the edge's agents and the checker judge with
+these functions, so none accepts what another refuses; only a command rebuilt here reaches
+Showdown. Singles is the one-slot case of doubles. The orders' grammar: docs/contract.md and
+docs/doubles.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Showdown's request (the JSON of ``|request|``) as a type, decoded once where it enters.
 
-The fields are the ones Showdown's ``sim/side.ts`` declares (``ChoiceRequest``: a move, switch,
-team-preview or wait request, with ``SideRequestData``, ``PokemonSwitchRequestData``,
-``PokemonMoveRequestData`` and ``MoveRequestData``) that this project reads, in snake case
-(``forceSwitch`` is ``force_switch``); any other field is ignored, so a newer Showdown that adds
-fields decodes as before. :func:`decode_request` reads a request's JSON (the center's seat views);
-:func:`request_of` gives a poke-env battle's request, converted once per request from the dict
-poke-env keeps (the edge's replica, an in-process side, the server backend's seats). The rules
-that judge an order against a request: :mod:`edge.contract.legality`.
+The fields of Showdown's ``sim/side.ts`` request types that this project reads, in snake case
+(``forceSwitch`` is ``force_switch``); others are ignored, so a newer Showdown decodes as before.
+:func:`decode_request` reads a request's JSON (the center's seat views); :func:`request_of` converts
+a poke-env battle's request once per request. The rules that judge an order against a request:
+:mod:`edge.contract.legality`.
 """
 
 from __future__ import annotations
