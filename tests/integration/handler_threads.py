@@ -65,7 +65,7 @@ def handler_server(
     )
 
 
-logger = logging.getLogger("edge.service.server.socket_server")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from edge.service.channel import FrameReader
 from edge.service.supervision.scheduling import CallScheduler
 from edge.service.supervision.worker_handle import Job, WorkerHandle
 
-LOGGER = "edge.service.supervision.supervisor"
+LOGGER = "edge.service.supervision.scheduling"
 
 
 @pytest.fixture

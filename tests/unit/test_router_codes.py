@@ -60,7 +60,7 @@ class Server:
 
 @pytest.fixture
 def router() -> tuple[SessionRouter, WorkerHandle, Server]:
-    router = SessionRouter(SimpleNamespace(), PollSet(), [0], None)  # type: ignore[arg-type]
+    router = SessionRouter(lambda events: SimpleNamespace(), PollSet(), [0], None)  # type: ignore[arg-type,return-value]
     server = Server()
     router._server = server  # type: ignore[assignment]
     a, b = socket.socketpair()

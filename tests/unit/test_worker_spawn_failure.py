@@ -15,10 +15,24 @@ from edge.contract.candidates import load_candidates
 from edge.service.sandbox.limits import Limits
 from edge.service.supervision import worker_pool
 from edge.service.supervision.memory_admission import GiB, MemoryBudget
+from edge.service.supervision.worker_handle import WorkerHandle
 from edge.service.supervision.worker_io import PollSet
 from edge.service.supervision.worker_pool import WorkerPool
 
 AGENTS = Path(__file__).resolve().parents[1] / "agents"
+
+
+class _NoEvents:
+    """A router that hears of no worker's end (none is reached here)."""
+
+    def worker_gone(self, worker: WorkerHandle, cause: str, code: object = None) -> None:
+        pass
+
+    def worker_died(self, worker: WorkerHandle) -> None:
+        pass
+
+    def worker_exited(self, worker: WorkerHandle) -> None:
+        pass
 
 
 @pytest.fixture
@@ -35,6 +49,8 @@ def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkerPool
         isolate_network=False,
         max_message_size=1 << 20,
         polls=PollSet(),
+        events=_NoEvents(),
+        instance="",
         model_templates=False,
         memory_budget=budget,
     )

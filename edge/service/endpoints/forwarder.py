@@ -35,9 +35,7 @@ from edge.service.endpoints.http_parts import (
 
 __all__ = ["EndpointForwarder", "EndpointUsage", "ModelEndpoint", "close_fds"]
 
-logger = logging.getLogger(
-    "edge.service.supervision.supervisor"
-)  # the supervisor's log, whose part this is
+logger = logging.getLogger(__name__)
 
 MAX_CONNECTIONS: Final = 64
 """Connections the forwarder serves at once, over all workers."""

@@ -15,7 +15,7 @@ from poke_env.data.normalize import to_id_str
 
 __all__ = ["WARM_GEN", "LearnsetWarmer", "load_gen_data", "read_shared_json"]
 
-logger = logging.getLogger("edge.service.forking.zygote")
+logger = logging.getLogger(__name__)
 
 
 class LearnsetWarmer:

@@ -24,7 +24,7 @@ from edge.service.sandbox.fork_check import TemplateView
 
 __all__ = ["ModelTemplate"]
 
-logger = logging.getLogger("edge.service.supervision.supervisor")
+logger = logging.getLogger(__name__)
 
 _MAX_REPORT: Final = 1 << 16
 

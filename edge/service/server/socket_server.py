@@ -78,7 +78,8 @@ class EdgeSocketServer:
 
     Without ``curve`` the server only binds loopback addresses unless ``insecure=True``. With
     ``curve`` it requires CurveZMQ and accepts only the client keys in
-    ``curve.authorized_clients``. ``codec`` is the version of the message table it speaks.
+    ``curve.authorized_clients``. ``codec`` is the version of the message table it speaks;
+    ``instance`` its id in every hello reply (None: a fresh one).
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class EdgeSocketServer:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         models: Iterable[str] | Callable[[], Iterable[str]] = (),
         codec: Codec = CODEC,
+        instance: str | None = None,
     ) -> None:
         if not isinstance(side, str) or not side:
             raise ValueError("side must be a non-empty str (blue or red)")
@@ -110,7 +112,7 @@ class EdgeSocketServer:
         self._models = models if callable(models) else [str(m) for m in models]
         self._max_size = max_message_size
         self._curve = curve
-        self._instance = uuid.uuid4().hex
+        self._instance = instance or uuid.uuid4().hex
         self._load_limit = DEFAULT_LOAD_LIMIT
         self._host = _boot_id()
         self._cpus: list[int] = []

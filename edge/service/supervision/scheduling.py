@@ -27,9 +27,7 @@ from edge.wire.messages import CallUsage
 
 __all__ = ["CPU_RETRY", "WAIT_WORTH_SAYING", "CallScheduler", "cpu_list", "with_core_siblings"]
 
-logger = logging.getLogger(
-    "edge.service.supervision.supervisor"
-)  # the supervisor's log, whose part this is
+logger = logging.getLogger(__name__)
 
 CPU_RETRY: Final = 0.005
 """Seconds between tries for a CPU that another edge of the host holds."""

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import signal
+import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -84,35 +86,39 @@ class SandboxedEdge:
         if cpus is not None and (not cpus or not set(cpus) <= set(host_cpus)):
             raise ValueError(f"--cpus must be CPUs of this host ({cpu_list(host_cpus)})")
         polls = PollSet()
-        self._pool = WorkerPool(
-            side,
-            candidates,
-            limits=limits or Limits(),
-            max_workers=max_workers,
-            reuse_workers=reuse_workers,
-            drop_privileges=drop_privileges,
-            isolate_network=isolate_network,
-            max_message_size=max_message_size,
-            polls=polls,
-            model_templates=model_templates,
-            memory_budget=memory_budget,
-            warm_learnsets=warm_learnsets,
-        )
+        instance = uuid.uuid4().hex  # the server's id, told to each worker
         cpu_claims: HostClaims | None = None
         self._endpoints: EndpointForwarder | None = None
+        pool: WorkerPool | None = None
         try:
             if endpoints:
                 self._endpoints = EndpointForwarder(endpoints, endpoint_tokens)
-                self._pool.endpoint_paths = self._endpoints.paths_for
             with contextlib.suppress(OSError):  # without it, CPUs are this edge's alone
                 cpu_claims = HostClaims("cpu")
             self._router = SessionRouter(
-                self._pool,
+                functools.partial(
+                    WorkerPool,
+                    side,
+                    candidates,
+                    limits=limits or Limits(),
+                    max_workers=max_workers,
+                    reuse_workers=reuse_workers,
+                    drop_privileges=drop_privileges,
+                    isolate_network=isolate_network,
+                    max_message_size=max_message_size,
+                    polls=polls,
+                    instance=instance,
+                    endpoint_paths=self._endpoints.paths_for if self._endpoints else None,
+                    model_templates=model_templates,
+                    memory_budget=memory_budget,
+                    warm_learnsets=warm_learnsets,
+                ),
                 polls,
                 sorted(set(cpus)) if cpus else host_cpus,
                 cpu_claims,
                 self._endpoints,
             )
+            self._pool = pool = self._router.pool
             self._watch: CandidatesWatch | None = None
             if candidates_file is not None:
                 self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
@@ -127,6 +133,7 @@ class SandboxedEdge:
                 insecure=insecure,
                 max_message_size=max_message_size,
                 models=self._served_models,
+                instance=instance,
             )
             # Where the calls run, for the center to tell edges apart: known only where they are
             # pinned (cpuset); elsewhere a worker may move to any CPU, so none is said.
@@ -138,7 +145,8 @@ class SandboxedEdge:
                     admission.limit, admission.budget.budget, admission.claims.identity()
                 )
         except BaseException:
-            self._pool.close()
+            if pool is not None:
+                pool.close()
             if self._endpoints is not None:
                 self._endpoints.stop()
             if cpu_claims is not None:

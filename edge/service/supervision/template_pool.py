@@ -32,7 +32,7 @@ from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 __all__ = ["TemplatePool", "adopt", "templates_off"]
 
-logger = logging.getLogger("edge.service.supervision.supervisor")
+logger = logging.getLogger(__name__)
 
 
 def adopt(worker: WorkerHandle) -> str | None:
@@ -80,6 +80,7 @@ class TemplatePool:
         home_base: Path,
         max_message_size: int,
         why_off: str | None,
+        instance: str,
     ) -> None:
         self.side = side
         self.hardening = hardening
@@ -89,7 +90,7 @@ class TemplatePool:
         self.max_message_size = max_message_size
         self.why_off = why_off
         self.load_limit = DEFAULT_LOAD_LIMIT
-        self.instance = ""
+        self.instance = instance
         self.by_model: dict[str, ModelTemplate] = {}
         self._entries: dict[str, Candidate] = {}  # the entry each template imported
         self._superseded: list[ModelTemplate] = []  # of an older entry, ending with its workers

@@ -1,10 +1,10 @@
-"""The worker pool: the template process, and the workers it forks for each model.
+"""The worker pool: the zygote and the model templates, and the workers they fork for each model.
 
 Each model has workers of its own, one per session it plays at a time: :meth:`WorkerPool.acquire`
 gives an idle one or forks a new one in a slot of its own (a user id, a HOME, control groups),
 evicting the idle worker unused longest when full. A worker whose session ends is reused
-(``--reuse-workers``) or retired. What a worker's end means to its session is the router's
-(:class:`~edge.service.supervision.template_events.WorkerEvents`).
+(``--reuse-workers``) or retired. The forkers' reports (a worker started, could not start or
+exited, a forker died) go on to :class:`WorkerEvents`: the router says what they mean.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
+
+import zmq
 
 from edge.contract.candidates import Candidate
 from edge.oom_score import prefer_as_oom_victim
@@ -51,11 +53,11 @@ from edge.service.supervision.processes import (
     kill_group_members,
     remove_stale_work_folders,
 )
-from edge.service.supervision.template_events import TemplateEvents, WorkerEvents, _host_oom_killed
-from edge.service.supervision.template_pool import TemplatePool, templates_off
+from edge.service.supervision.template_pool import TemplatePool, adopt, templates_off
 from edge.service.supervision.worker_handle import WorkerHandle
 from edge.service.supervision.worker_io import PollSet
 from edge.service.worker.spec import WorkerSpec
+from edge.wire.messages import ErrorCode
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -63,9 +65,7 @@ __all__ = [
     "WorkerPool",
 ]
 
-logger = logging.getLogger(
-    "edge.service.supervision.supervisor"
-)  # the supervisor's log, whose part this is
+logger = logging.getLogger(__name__)
 
 
 DEFAULT_MAX_SESSION_WORKERS: Final = 64
@@ -75,17 +75,34 @@ IDLE_WORKER_TIMEOUT: Final = 300.0
 """An idle worker unused this long is retired."""
 
 
+class WorkerEvents(Protocol):
+    """What the pool reports of its workers' ends (the router decides what they mean)."""
+
+    def worker_gone(
+        self, worker: WorkerHandle, cause: str, code: ErrorCode = ErrorCode.WORKER_DIED
+    ) -> None:
+        """Bookkeeping of a worker that is no more (retired, killed, never started); ``code``
+        UNKNOWN_SESSION when the edge, not the worker, lost its session."""
+
+    def worker_died(self, worker: WorkerHandle) -> None:
+        """A worker ended by itself (its template died with it)."""
+
+    def worker_exited(self, worker: WorkerHandle) -> None:
+        """The template reported the exit of a worker not yet gone (``worker.status`` is set)."""
+
+
 class NoMemoryRoom(Exception):
     """No worker may start now: the host's memory budget is taken (it waits; it is not an error)."""
 
 
-class WorkerPool(TemplateEvents):
+class WorkerPool:
     """The template process and the workers of every model served (module docstring)."""
 
     def __init__(
         self,
         side: str,
         candidates: Mapping[str, Candidate],
+        events: WorkerEvents,
         *,
         limits: Limits,
         max_workers: int,
@@ -94,6 +111,8 @@ class WorkerPool(TemplateEvents):
         isolate_network: bool,
         max_message_size: int,
         polls: PollSet,
+        instance: str,
+        endpoint_paths: Callable[[Sequence[str]], dict[str, str]] | None = None,
         model_templates: bool = True,
         memory_budget: MemoryBudget | None = None,
         warm_learnsets: bool = True,
@@ -106,10 +125,10 @@ class WorkerPool(TemplateEvents):
         self.reuse_workers = reuse_workers
         self._max_size = max_message_size
         self._polls = polls
-        self.instance = ""
-        """The edge's instance id (set once its server is bound), told to each worker."""
-        self.events: WorkerEvents | None = None
-        self.endpoint_paths: Callable[[Sequence[str]], dict[str, str]] | None = None
+        self.instance = instance
+        """The edge's instance id (its server's), told to each worker."""
+        self.events = events
+        self.endpoint_paths = endpoint_paths
         """The model endpoints a worker opens, ``{NAME: base path}`` of its model's granted names
         (``EndpointForwarder.paths_for``; None: the edge has none)."""
         for stale in remove_stale_work_folders():
@@ -157,6 +176,7 @@ class WorkerPool(TemplateEvents):
                 home_base=self.home_base,
                 max_message_size=max_message_size,
                 why_off=templates_off(self.hardening, model_templates),
+                instance=instance,
             )
             if memory_budget is not None and limits.memory:
                 self.admission = MemoryAdmission(limits.memory, memory_budget)
@@ -239,7 +259,6 @@ class WorkerPool(TemplateEvents):
         keep_paths = self._keep_paths(candidate)
         try:  # whatever fails from here gives back what was taken: claim, user id, group, sockets
             if self.templates is not None and self.templates.on:
-                self.templates.instance = self.instance
                 try:
                     template = self.templates.template_for(candidate, zygote, keep_paths)
                 finally:
@@ -368,7 +387,6 @@ class WorkerPool(TemplateEvents):
         self._gone(worker, reason)
 
     def _gone(self, worker: WorkerHandle, cause: str) -> None:
-        assert self.events is not None
         self.events.worker_gone(worker, cause)
 
     def forget(self, worker: WorkerHandle) -> None:
@@ -480,3 +498,208 @@ class WorkerPool(TemplateEvents):
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
         return [w.pid for w in self.by_fd.values() if w.pid is not None and not w.gone]
+
+    # -- the forkers' reports ------------------------------------------------------------------
+
+    def watch_template(self) -> None:
+        """Poll the templates' reports (each registered once)."""
+        assert self._polls.poller is not None
+        zygote = self._zygote
+        if zygote is not None and self._zygote_registered != zygote.fileno():
+            self._polls.poller.register(zygote.fileno(), zmq.POLLIN)
+            self._zygote_registered = zygote.fileno()
+        for template in self.templates.templates() if self.templates else []:
+            if template.fileno() not in self._templates_registered:
+                self._polls.poller.register(template.fileno(), zmq.POLLIN)
+                self._templates_registered.add(template.fileno())
+
+    def template_reported(self, events: Mapping[object, int]) -> bool:
+        """Whether the reports of a template (the edge's or a model's) are among ``events``."""
+        zygote = self._zygote
+        if zygote is not None and zygote.fileno() in events:
+            return True
+        return any(fd in events for fd in self._templates_registered)
+
+    def _live_zygote(self) -> Zygote:
+        if self._zygote is not None and self._zygote.process.poll() is not None:
+            logger.error("the worker template process died; starting another")
+            self._zygote_gone()
+        if self._zygote is None:
+            self._zygote_registered = None
+            self._zygote = Zygote(warm_learnsets=self.warm_learnsets)
+            prefer_as_oom_victim(self._zygote.process.pid)
+        return self._zygote
+
+    def _zygote_gone(self) -> None:
+        """The template process is gone (or given up on). Its workers die with it (their
+        parent-death signal) and their exits will never be reported: end them now, and free
+        their places once they are gone."""
+        zygote = self._zygote
+        if zygote is None:
+            return
+        self._zygote = None
+        self._zygote_registered = None
+        self._polls.unregister(zygote.fileno())  # before it is closed: a closed fd breaks poll
+        zygote.close()
+        self._forker_gone(zygote)
+        if self.templates is not None:  # model templates are forks of it: they died with it
+            for template in self.templates.templates():
+                template.lost_by_edge = True
+                self.templates.end(template, "the edge's worker template process died")
+            self._templates_ended()
+
+    def _forker_gone(self, forker: Zygote | ModelTemplate) -> None:
+        """The edge's template or a model's is gone: so are the workers it forked."""
+        if isinstance(forker, ModelTemplate) and forker.fileno() in self._templates_registered:
+            self._templates_registered.discard(forker.fileno())
+            self._polls.unregister(forker.fileno())
+        for number, worker in list(self._spawning.items()):
+            if worker.zygote is forker:
+                del self._spawning[number]
+                self._gone(worker, f"{_forker_name(forker)} died")
+                self.release_slot(worker)
+        for worker in list(self.workers.values()):
+            if worker.zygote is not forker or worker.status is not None:
+                continue
+            worker.orphaned = True
+            if worker.pid is not None:
+                self._by_pid.pop(worker.pid, None)
+            if worker.gone:
+                self.release_slot(worker)
+            elif isinstance(forker, ModelTemplate) and (
+                forker.lost_by_edge or _host_oom_killed(forker.group)
+            ):
+                # The edge's template died, or the host ran out of memory: the model's battles
+                # are lost by the edge (the center voids them), no fault of the model's.
+                self.kill(worker)
+                self.events.worker_gone(
+                    worker,
+                    f"killed with its model's template ({forker.cause}): not the worker's doing",
+                    ErrorCode.UNKNOWN_SESSION,
+                )
+            elif isinstance(forker, ModelTemplate):  # ended by the supervisor, saying why
+                self.kill(worker)
+                self._gone(worker, f"killed: {_forker_name(forker)} ended")
+            elif worker.eof_at is not None:
+                self.events.worker_died(worker)
+            # else: its end of file comes next, then it is gone
+
+    def on_template(self) -> None:
+        """Read the templates' reports: workers started, failed to start, exited."""
+        for template in self.templates.templates() if self.templates else []:
+            self._on_model_template(template)
+        self._templates_ended()
+        if self._zygote is None:
+            return
+        try:
+            events = self._zygote.events()
+        except (OSError, ValueError, ZygoteError) as exc:
+            logger.error("bad report from the worker template: %s", exc)
+            events = None
+        if events is None:
+            logger.error("the worker template process is gone; a new one starts when needed")
+            self._zygote_gone()
+            return
+        self._on_events(events)
+        self._templates_ended()
+
+    def _templates_ended(self) -> None:
+        """Let go of the templates ended since the last call: their workers are gone too."""
+        for template in self.templates.drain_ended() if self.templates is not None else []:
+            self._forker_gone(template)
+            if template.group is not None and not template.group.remove():
+                self._groups_to_remove.append(template.group)  # tried again at housekeeping
+
+    def _on_model_template(self, template: ModelTemplate) -> None:
+        assert self.templates is not None
+        events = template.events()
+        if events is None:
+            self.templates.end(template, template.cause or "its process ended")
+            return
+        for event in events:
+            if event["op"] == "ready":
+                logger.info(
+                    "the template of %s imported it in %.2f s%s",
+                    template.model_id,
+                    time.monotonic() - template.started,
+                    f" (and failed: {template.load_error})" if template.load_error else "",
+                )
+            elif event["op"] == "broken":
+                self.templates.end(template, event["error"])
+                return
+        self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
+        template.settle()
+
+    def _on_events(self, events: list[dict[str, object]]) -> None:
+        for event in events:
+            if self.templates is not None and self.templates.on_zygote_event(event):
+                continue
+            op = event.get("op")
+            if op == "spawned":
+                spawned = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
+                if spawned is None:
+                    continue
+                spawned.pid = int(event["pid"])  # type: ignore[call-overload]
+                self._by_pid[spawned.pid] = spawned  # its exit frees its slot
+                if spawned.gone:  # given up on before it started
+                    self.kill(spawned)
+                elif spawned.held:
+                    self._adopt(spawned)
+            elif op == "failed":
+                failed = self._spawning.pop(int(event["token"]), None)  # type: ignore[call-overload]
+                if failed is not None:
+                    self._gone(failed, f"could not start a worker: {event.get('error')}")
+                    self.release_slot(failed)
+            elif op == "exit":
+                self._on_exit(int(event["pid"]), int(event["status"]))  # type: ignore[call-overload]
+
+    def _adopt(self, worker: WorkerHandle) -> None:
+        """A worker forked from a model's template: into its control groups (it is in its
+        template's until then), then checked once it says it is ready."""
+        problem = adopt(worker)
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            return
+        self.check_forked(worker)
+
+    def check_forked(self, worker: WorkerHandle) -> None:
+        """Once a worker forked from a model's template is ready and its pid known: check it
+        from outside (``edge.service.sandbox.fork_check``); it serves only if it passes, else its
+        template, which made it so, is ended."""
+        template = worker.zygote
+        if not worker.held or worker.state != "ready" or worker.pid is None:
+            return  # (its pid comes with its template's report, maybe after it said it is ready)
+        if not isinstance(template, ModelTemplate):
+            return
+        assert self.templates is not None
+        problem = self.templates.check(worker, self.workers.values())
+        if problem is not None:
+            self.kill(worker)
+            self._gone(worker, problem)
+            self.templates.end(template, problem)
+            self._templates_ended()
+            return
+        worker.held = False
+
+    def _on_exit(self, pid: int, status: int) -> None:
+        worker = self._by_pid.pop(pid, None)
+        if worker is None:
+            return
+        worker.status = status
+        if worker.gone:
+            self.release_slot(worker)
+            return
+        self.events.worker_exited(worker)
+
+
+def _forker_name(forker: Zygote | ModelTemplate) -> str:
+    if isinstance(forker, ModelTemplate):
+        cause = f" ({forker.cause})" if forker.cause else ""
+        return f"the template process of {forker.model_id}{cause}"
+    return "the edge's worker template process"
+
+
+def _host_oom_killed(group: WorkerGroup | None) -> bool:
+    """Whether an OOM killer not of the group's own limit killed a process in it."""
+    return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
