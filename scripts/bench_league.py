@@ -42,10 +42,10 @@ from poke_env.ps_client import AccountConfiguration
 
 from center.env.backend import Backend
 from center.env.env_player import unique_username
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.edge_source import EdgeSource
-from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings, SideSource, start_backend
+from center.evaluation.playing.edge_source import EdgeSource
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.match import MatchSettings, SideSource, start_backend
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle, schedule_match
 from center.isolation.edge_client import EdgeClient

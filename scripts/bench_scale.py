@@ -32,9 +32,9 @@ from bench_delegation import (
 from bench_hosts import CpuGroup, run_command
 
 from center.env.end_reason import EndReason
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.edge_source import EdgeSource
-from center.evaluation.match import MatchSettings, start_backend
+from center.evaluation.playing.edge_source import EdgeSource
+from center.evaluation.playing.match import MatchSettings, start_backend
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import COLUMNS, BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.isolation.edge_client import EdgeClient

@@ -24,9 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from center.env.end_reason import EndReason  # noqa: E402
-from center.evaluation.battles_csv import load_records  # noqa: E402
+from center.evaluation.judging.standings import compute_standings  # noqa: E402
+from center.evaluation.recording.battles_csv import load_records  # noqa: E402
 from center.evaluation.records import BattleRecord, SideRecord, Winner  # noqa: E402
-from center.evaluation.standings import compute_standings  # noqa: E402
 from center.season.board import refit  # noqa: E402
 from center.season.health import check_quarantine  # noqa: E402
 from center.season.scheduler import Scheduler  # noqa: E402

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from center.evaluation.sprt import (  # noqa: E402
+from center.evaluation.judging.sprt import (  # noqa: E402
     SprtSettings,
     elo_to_score,
     llr_logistic_batch,

@@ -13,12 +13,12 @@ import click
 
 from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, Backend, server_url_backend
 from center.errors import ConfigError
-from center.evaluation.budget import Budget
-from center.evaluation.match import MatchSettings
-from center.evaluation.run_info import read_run_config
-from center.evaluation.series import MAX_BEST_OF
-from center.evaluation.sprt import SprtSettings, parse_elo_bounds
-from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
+from center.evaluation.judging.series import MAX_BEST_OF
+from center.evaluation.judging.sprt import SprtSettings, parse_elo_bounds
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.playing.timers import DEFAULT_TIMER, OVERRIDES, TIMERS, effective_budget
+from center.evaluation.recording.run_info import read_run_config
 from center.scale.spec import SourceSpec
 from edge.options import argument, borrowed, option
 

@@ -20,12 +20,12 @@ import click
 from center.commands.suggest import swapped_battle_id
 from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, backend_spec
 from center.errors import CenterError, ConfigError
-from center.evaluation.battles_csv import load_records
-from center.evaluation.match import replay_source_relpath
+from center.evaluation.judging.series import MAX_BEST_OF
+from center.evaluation.playing.match import replay_source_relpath
+from center.evaluation.recording.battles_csv import load_records
+from center.evaluation.recording.run_info import read_run_config
+from center.evaluation.recording.run_secret import SECRET_FILE, read_run_secret
 from center.evaluation.records import BattleRecord, Winner, log_relpath
-from center.evaluation.run_info import read_run_config
-from center.evaluation.run_secret import SECRET_FILE, read_run_secret
-from center.evaluation.series import MAX_BEST_OF
 from center.files import read_text
 from center.showdown.sim_replay import InputLog, Resimulated
 from center.showdown.sim_seeds import RunSecret, SimSeeds, public_seeds

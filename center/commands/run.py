@@ -29,33 +29,33 @@ from center.commands.series_play import check_series, play_rounds, write_rated_s
 from center.env.backend import Backend
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
-from center.evaluation.battles_csv import ResultsWriter, load_records, pending
-from center.evaluation.budget import Budget
-from center.evaluation.collusion import check_collusion, collusion_lines
-from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
-from center.evaluation.match import MatchSettings, SideSource, start_backend
-from center.evaluation.preflight import (
+from center.evaluation.judging.collusion import check_collusion, collusion_lines
+from center.evaluation.judging.gauntlet import format_gauntlet, gauntlet_section
+from center.evaluation.judging.sequential import SequentialTests
+from center.evaluation.judging.series import next_games, series_format
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.judging.standings_output import format_endpoint_use
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import MatchSettings, SideSource, start_backend
+from center.evaluation.playing.preflight import (
     check_models,
     failure_summary,
     playing_the_format,
     validate_teams,
 )
-from center.evaluation.provenance import check_code, describe_change, source_digests
-from center.evaluation.run_info import (
+from center.evaluation.playing.timers import timer_line, timer_record
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.recording.provenance import check_code, describe_change, source_digests
+from center.evaluation.recording.run_info import (
     RunConfig,
     RunMode,
     open_run,
     read_run_config,
     record_run_results,
 )
-from center.evaluation.run_secret import secure_log_dir
+from center.evaluation.recording.run_secret import secure_log_dir
+from center.evaluation.recording.voided import given_up, voids_by_candidate
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sequential import SequentialTests
-from center.evaluation.series import next_games, series_format
-from center.evaluation.sprt import SprtSettings
-from center.evaluation.standings_output import format_endpoint_use
-from center.evaluation.timers import timer_line, timer_record
-from center.evaluation.voided import given_up, voids_by_candidate
 from center.scale.driver import RunSummary
 from center.scale.launch import ScaleOptions, run_on_runners
 from center.scale.local_pool import run_local
@@ -569,7 +569,7 @@ def sep_eval(opts: RunOptions) -> None:
     setup_logging(opts.verbose)
 
     def run() -> None:
-        from center.evaluation.in_process import InProcessSource
+        from center.evaluation.playing.in_process import InProcessSource
 
         source = InProcessSource(opts.candidates)
         run_command(
@@ -605,7 +605,7 @@ def sep_main(opts: RunOptions, edges: EdgeOptions, scale: ScaleOptions) -> None:
     )
 
     def run() -> None:
-        from center.evaluation.edge_source import EdgeSource, check_memory_fit
+        from center.evaluation.playing.edge_source import EdgeSource, check_memory_fit
         from center.isolation.edge_client import EdgeClient
         from edge.contract.candidates import load_candidates
         from edge.wire.keys import center_curve_from_config

@@ -13,12 +13,17 @@ from typing import Any
 
 from center.env.backend import backend_spec
 from center.errors import ConfigError
+from center.evaluation.judging.series import (
+    SERIES_CSV,
+    series_record,
+    series_results,
+    write_series_csv,
+)
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.judging.standings_output import format_standings, write_standings
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.series import SERIES_CSV, series_record, series_results, write_series_csv
-from center.evaluation.sprt import SprtSettings
-from center.evaluation.standings import compute_standings
-from center.evaluation.standings_output import format_standings, write_standings
 from center.scale.driver import RunSummary
 from center.showdown.formats import ShowdownFormat
 
@@ -85,7 +90,7 @@ def rated_records(
     schedule: Sequence[ScheduledBattle], records: Sequence[BattleRecord], best_of: int, rate: str
 ) -> tuple[list[BattleRecord], list[BattleRecord]]:
     """The records the standings rate and the other unit's: the games, or one per decided
-    series (:func:`~center.evaluation.series.series_record`), as ``rate`` says."""
+    series (:func:`~center.evaluation.judging.series.series_record`), as ``rate`` says."""
     series = [
         series_record(r) for r in series_results(schedule, records, best_of) if r.winner is not None
     ]

@@ -1,7 +1,8 @@
 """What a round of a battle gives each player: its reward, its info, and how the battle ended.
 
 One definition for :class:`~center.env.pokemon_env.PokemonEnv` (training) and the match loop
-(:mod:`center.evaluation.match`), so that a policy's step gets the same reward and info in both.
+(:mod:`center.evaluation.playing.match`), so that a policy's step gets the same reward and info in
+both.
 """
 
 from __future__ import annotations

@@ -171,7 +171,8 @@ def series_games(series: Iterable[ScheduledBattle], best_of: int) -> list[Schedu
     A series keeps its battle's id (the ``series`` of its games), pair and seed: every game has
     the series' seed (its teams, a game's own rolls: ``RunSecret.sim_seeds``). Game ``k`` has the
     series' blue blue when ``k`` is even, its red when odd; its id is ``{blue}-vs-{red}-{index:04d}
-    -g{k + 1}``. How many games are played is the series rule's (:mod:`center.evaluation.series`).
+    -g{k + 1}``. How many games are played is the series rule's
+    (:mod:`center.evaluation.judging.series`).
     """
     if best_of < 1:
         raise ValueError(f"a series has at least one game, got best-of {best_of}")

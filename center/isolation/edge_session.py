@@ -1,9 +1,9 @@
 """EdgeSession and RemoteSide: a candidate's side on an edge, seen from the center.
 
 An :class:`EdgeSession` is one session on an edge (one battle, one side); a :class:`RemoteSide` is
-the :class:`~center.evaluation.side.Side` it serves, one ``decide`` request per decision carrying
-the frames its player received since the last call. A failed call raises SideError with its cause,
-which the outcome table (:data:`edge.contract.outcomes.OUTCOMES`) books.
+the :class:`~center.evaluation.playing.side.Side` it serves, one ``decide`` request per decision
+carrying the frames its player received since the last call. A failed call raises SideError with its
+cause, which the outcome table (:data:`edge.contract.outcomes.OUTCOMES`) books.
 """
 
 from __future__ import annotations
@@ -169,8 +169,8 @@ class EdgeSession:
 
 
 class RemoteSide:
-    """The :class:`~center.evaluation.side.Side` an edge serves in ``session``: one request per
-    call (see the module docstring). ``queues``: whether the side's calls are credited what they
+    """The :class:`~center.evaluation.playing.side.Side` an edge serves in ``session``: one request
+    per call (see the module docstring). ``queues``: whether the side's calls are credited what they
     wait for a CPU on the edge, as the edge reports it (a trusted edge's); an untrusted edge's
     ``usage`` is recorded, its waiting credited nothing."""
 

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from center.errors import ConfigError
-from center.evaluation.match import PLAYERS_SUFFIX
+from center.evaluation.playing.match import PLAYERS_SUFFIX
 from center.evaluation.records import BattleRecord, replay_relpath
 from center.files import existing, write_atomically
 from center.report.pages import render_replay, render_report

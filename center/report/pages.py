@@ -22,14 +22,14 @@ from markupsafe import Markup
 
 from center.csp import script_hash_source
 from center.env.backend import BACKENDS
-from center.evaluation.collusion import check_collusion
-from center.evaluation.provenance import describe_change
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.collusion import check_collusion
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.judging.sequential import SequentialTests
+from center.evaluation.judging.standings import CandidateStanding
+from center.evaluation.judging.standings_output import endpoint_use
+from center.evaluation.recording.provenance import describe_change
+from center.evaluation.recording.voided import count_causes
 from center.evaluation.records import BattleRecord, Winner
-from center.evaluation.sequential import SequentialTests
-from center.evaluation.standings import CandidateStanding
-from center.evaluation.standings_output import endpoint_use
-from center.evaluation.voided import count_causes
 from center.report import plots
 from center.report.dex import move_names, pokedex
 from center.report.narrator import Narrator

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from center.evaluation.standings import Standings
+from center.evaluation.judging.standings import Standings
 
 BLUE = "#2563eb"
 GREY = "#6b7280"

@@ -10,8 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from center.evaluation.recording.showdown_page import (
+    POLICY_MARK,
+    player_label,
+    showdown_replay_page,
+)
 from center.evaluation.records import BattleRecord
-from center.evaluation.showdown_page import POLICY_MARK, player_label, showdown_replay_page
 from center.files import write_atomically
 from center.report.protocol import read_streams
 from center.report.sources import SIDES, LogDir, Player

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from center.errors import NoRunError
-from center.evaluation.battles_csv import BATTLES_CSV, load_records
-from center.evaluation.gauntlet import gauntlet_section
-from center.evaluation.match import PLAYERS_SUFFIX
+from center.evaluation.judging.gauntlet import gauntlet_section
+from center.evaluation.judging.sequential import SequentialTests
+from center.evaluation.judging.series import series_record, series_results
+from center.evaluation.judging.standings import Standings, compute_standings
+from center.evaluation.playing.match import PLAYERS_SUFFIX
+from center.evaluation.recording.battles_csv import BATTLES_CSV, load_records
+from center.evaluation.recording.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
+from center.evaluation.recording.voided import VoidedBattle, read_voided
 from center.evaluation.records import REPLAY_SUBDIR, BattleRecord, log_relpath, replay_relpath
-from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_config, utc_now
-from center.evaluation.sequential import SequentialTests
-from center.evaluation.series import series_record, series_results
-from center.evaluation.standings import Standings, compute_standings
-from center.evaluation.voided import VoidedBattle, read_voided
 from center.files import existing
 from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 

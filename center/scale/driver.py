@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from center.evaluation.battle_files import remove_battle_files, write_battle_files
-from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.judging.sequential import EarlyStop
+from center.evaluation.recording.battle_files import remove_battle_files, write_battle_files
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.voided import cause_kind, note_voided, replay_allowed
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sequential import EarlyStop
-from center.evaluation.voided import cause_kind, note_voided, replay_allowed
 from center.scale.outcome import BattleOutcome, OutcomeKind
 from center.waits import WAITS
 

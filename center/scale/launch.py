@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import click
 
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import MatchSettings
+from center.evaluation.judging.sequential import EarlyStop
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sequential import EarlyStop
 from center.scale.driver import RunSummary, drive_battles
 from center.scale.loopback import describe, keep_local_ray_on_loopback, ray_listeners
 from center.scale.spec import RunnerSpec, SourceSpec

@@ -17,12 +17,12 @@ from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_futures
 from typing import Any, Self
 
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import MatchSettings, SideSource
+from center.evaluation.judging.sequential import EarlyStop
+from center.evaluation.playing.match import MatchSettings, SideSource
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.run_secret import secure_log_dir
 from center.evaluation.records import BattleRecord
-from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sequential import EarlyStop
 from center.scale.driver import RunSummary, drive_battles
 from center.scale.outcome import BattleOutcome, battle_to_wire
 from center.scale.runner import BattleRunner
@@ -148,7 +148,7 @@ def run_local(
     early_stop: EarlyStop | None = None,
 ) -> RunSummary:
     """Play ``schedule`` K at a time in this process, on ``server`` (what
-    :func:`~center.evaluation.match.start_backend` started), with sides from ``source``.
+    :func:`~center.evaluation.playing.match.start_backend` started), with sides from ``source``.
 
     The driver's run (:func:`~center.scale.driver.drive_battles`) on a :class:`LocalRunnerPool`;
     ``settings.run_secret`` None takes LOG_DIR's.

@@ -17,8 +17,8 @@ from typing import Any
 from center.env.backend import backend_spec
 from center.env.pokemon_env import PokemonEnv
 from center.errors import EdgeDown, InfrastructureError
-from center.evaluation.match import MatchSettings, SideSource, play_one, start_backend
-from center.evaluation.provenance import source_digests
+from center.evaluation.playing.match import MatchSettings, SideSource, play_one, start_backend
+from center.evaluation.recording.provenance import source_digests
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_from_wire
 from center.scale.spec import RunnerSpec
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 import click
 
-from center.evaluation.match import MatchSettings, SideSource
+from center.evaluation.playing.match import MatchSettings, SideSource
 from edge.options import option
 
 __all__ = ["EdgeAddress", "RunnerSpec", "SourceSpec"]
@@ -54,10 +54,10 @@ class SourceSpec:
     def build(self, runner_index: int) -> SideSource:
         """A side source of the runner's own (its own connections to its edges)."""
         if not self.edges:
-            from center.evaluation.in_process import InProcessSource
+            from center.evaluation.playing.in_process import InProcessSource
 
             return InProcessSource(self.candidates)
-        from center.evaluation.edge_source import EdgeSource
+        from center.evaluation.playing.edge_source import EdgeSource
         from center.isolation.edge_client import EdgeClient
         from edge.wire.keys import KeyPair
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from center.evaluation.run_info import utc_now
-from center.evaluation.standings import CandidateStanding
-from center.evaluation.standings_output import write_standings
+from center.evaluation.judging.standings import CandidateStanding
+from center.evaluation.judging.standings_output import write_standings
+from center.evaluation.recording.run_info import utc_now
 from center.season.entrants import champions, pool
 from center.season.settings import SeasonSettings
 from center.season.store import Entrant, SeasonStore

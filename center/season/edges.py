@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from center.errors import ConfigError
-from center.evaluation.edge_source import EdgeSource, check_memory_fit
+from center.evaluation.playing.edge_source import EdgeSource, check_memory_fit
 from center.isolation.edge_client import EdgeClient
 from center.scale.spec import EdgeAddress, SourceSpec
 from edge.errors import EdgeError

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from center.errors import ConfigError
-from center.evaluation.match import MatchSettings, start_backend
-from center.evaluation.provenance import source_digests
+from center.evaluation.playing.match import MatchSettings, start_backend
+from center.evaluation.recording.provenance import source_digests
+from center.evaluation.recording.run_info import RUN_JSON, RunConfig, read_run_json
+from center.evaluation.recording.run_secret import secure_log_dir
+from center.evaluation.recording.voided import replay_allowed
 from center.evaluation.records import BattleRecord
-from center.evaluation.run_info import RUN_JSON, RunConfig, read_run_json
-from center.evaluation.run_secret import secure_log_dir
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.voided import replay_allowed
 from center.files import write_atomically
 from center.scale.driver import RunSummary, drive_battles
 from center.scale.launch import ScaleOptions

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND
 from center.errors import ConfigError
-from center.evaluation.budget import Budget
-from center.evaluation.match import MatchSettings
-from center.evaluation.voided import DEFAULT_MAX_VOIDS
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.recording.voided import DEFAULT_MAX_VOIDS
 from edge.contract.season_ledger import (
     DEFAULT_CANDIDATES,
     DEFAULT_QUOTA,

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from center.evaluation.run_info import read_run_json, record_run_results, utc_now
-from center.evaluation.standings_output import write_standings
+from center.evaluation.judging.standings_output import write_standings
+from center.evaluation.recording.run_info import read_run_json, record_run_results, utc_now
 from center.season.board import refit_boards, shown_entries
 from center.season.edges import edge_trust
 from center.season.entrants import champions

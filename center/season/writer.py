@@ -1,9 +1,9 @@
 """The season's results writer: a battle goes to the store first (authoritative), then to battles.csv.
 
-A :class:`~center.evaluation.battles_csv.ResultsWriter` whose ``write_many`` records the battles
-in ``season.db`` in one transaction, then appends the fresh ones to battles.csv and marks them
-there; :meth:`SeasonWriter.flush` appends what a killed run recorded but did not append. The driver
-(:mod:`center.scale.driver`) writes through it as through any results writer.
+A :class:`~center.evaluation.recording.battles_csv.ResultsWriter` whose ``write_many`` records the
+battles in ``season.db`` in one transaction, then appends the fresh ones to battles.csv and marks
+them there; :meth:`SeasonWriter.flush` appends what a killed run recorded but did not append. The
+driver (:mod:`center.scale.driver`) writes through it as through any results writer.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord
 from center.season.store import SeasonStore
 

@@ -14,9 +14,9 @@ import pytest
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.session_api import SideSeat
 from center.errors import AuthenticationError, EdgeCallError
-from center.evaluation.budget import Budget
-from center.evaluation.edge_source import EdgeSource
-from center.evaluation.match import MatchSettings, play_battle
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.edge_source import EdgeSource
+from center.evaluation.playing.match import MatchSettings, play_battle
 from center.evaluation.schedule import ScheduledBattle
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide

@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.rating_methods import RATING_METHODS
 
 pytestmark = pytest.mark.showdown
 
@@ -765,7 +765,7 @@ def sprt_match(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_of_an_sprt_match_shows_the_test_the_pairs_and_how_they_were_computed(
     sprt_match, browser
 ):
-    from center.evaluation.voided import note_voided
+    from center.evaluation.recording.voided import note_voided
 
     # A voiding as the driver notes it (test_league kills a real edge for the real thing).
     note_voided(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.rating_methods import RATING_METHODS
 from tests.integration.test_report import CHROMIUM, CHROMIUM_ARGS, REPO, SEP_EVAL, Visit
 from tests.integration.test_sim_backend import SEP_REPLAY
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.battles_csv import load_records
+from center.evaluation.recording.battles_csv import load_records
 from edge.contract.season_ledger import record_submission
 from tests.integration.seasons import (
     MODULES,

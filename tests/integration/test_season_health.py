@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.battles_csv import load_records
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.recording.battles_csv import load_records
 from center.evaluation.records import BattleRecord
-from center.evaluation.standings import compute_standings
 from tests.integration.seasons import (
     close_season,
     events,

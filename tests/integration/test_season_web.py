@@ -32,7 +32,7 @@ import jsonschema
 import pytest
 
 from center.env.end_reason import EndReason
-from center.evaluation.battles_csv import load_records
+from center.evaluation.recording.battles_csv import load_records
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.season.board import refit

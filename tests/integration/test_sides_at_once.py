@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.edge_source import EdgeSource
+from center.evaluation.playing.edge_source import EdgeSource
 from edge.service.supervision.scheduling import with_core_siblings
 from tests.integration.edges import EdgeProcess, edge_pair, launch_pair
 

@@ -31,10 +31,10 @@ from center.commands.replay import replay_battle
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.sim_session import SimSession
 from center.errors import EnvError
-from center.evaluation.battles_csv import ResultsWriter, load_records
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records
 from center.evaluation.schedule import schedule_match
 from center.files import read_text
 from center.scale.local_pool import run_local

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from center.evaluation.sprt import SprtSettings, sprt_state
+from center.evaluation.judging.sprt import SprtSettings, sprt_state
 from tests.integration.edges import AGENTS, EdgeProcess
 
 pytestmark = pytest.mark.showdown

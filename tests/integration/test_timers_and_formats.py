@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.battles_csv import ResultsWriter, load_records
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.playing.timers import TIMERS, timer_record
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records
 from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.schedule import schedule_match
-from center.evaluation.timers import TIMERS, timer_record
 from center.scale.local_pool import run_local
 from center.showdown.sim_host import SimHost
 from edge.contract.outcomes import SideStatus

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from center.evaluation.battle_files import battle_file_relpaths
-from center.evaluation.battles_csv import ResultsWriter, load_records
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import InProcessSource
-from center.evaluation.match import MatchSettings
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.recording.battle_files import battle_file_relpaths
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records
 from center.evaluation.schedule import schedule_match
-from center.evaluation.side_guard import SideGuard
 from center.scale.local_pool import run_local
 from edge.contract.outcomes import Seen, SideStatus
 from tests.integration.edges import AGENTS

@@ -15,13 +15,13 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.evaluation import side_guard
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.budget import Budget
+from center.evaluation.playing import side_guard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side import InProcessSide
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.space_limits import check_value_bytes
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.side import InProcessSide
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.space_limits import check_value_bytes
 from center.report.pages import render_report
 from center.report.sources import read_log_dir
 from edge.checker.checks import observation_size_warning

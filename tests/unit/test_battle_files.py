@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from center.errors import ResultsError
-from center.evaluation import battle_files
-from center.evaluation.battle_files import (
+from center.evaluation.recording import battle_files
+from center.evaluation.recording.battle_files import (
     SIDE_FILE_LIMIT,
     battle_file_relpaths,
     remove_battle_files,

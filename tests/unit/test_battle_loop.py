@@ -21,9 +21,9 @@ from center.env.end_reason import EndReason
 from center.env.rounds import RewardConfig, RoundEnd
 from center.env.session_api import SeatState
 from center.errors import EdgeDown
-from center.evaluation.battle_loop import drive_battle
-from center.evaluation.budget import Budget
-from center.evaluation.side_guard import SideGuard
+from center.evaluation.playing.battle_loop import drive_battle
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side_guard import SideGuard
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.decision import Decision
 from edge.contract.outcomes import SideStatus

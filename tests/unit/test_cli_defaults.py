@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from center.commands.run import sep_eval, sep_main
-from center.evaluation.budget import Budget
-from center.evaluation.match import MatchSettings
-from center.evaluation.sprt import SprtSettings
-from center.evaluation.timers import DEFAULT_TIMER, OVERRIDES, TIMERS
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.playing.timers import DEFAULT_TIMER, OVERRIDES, TIMERS
 from center.scale.launch import ScaleOptions
 from center.scale.spec import SourceSpec
 from edge.checker.__main__ import _parser as checker_parser

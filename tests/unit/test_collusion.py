@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from center.evaluation.collusion import (
+from center.evaluation.judging.collusion import (
     benjamini_hochberg,
     check_collusion,
     collusion_lines,

@@ -6,9 +6,9 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.evaluation.budget import Budget
-from center.evaluation.side import InProcessSide
-from center.evaluation.side_guard import SideGuard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side import InProcessSide
+from center.evaluation.playing.side_guard import SideGuard
 from edge.checker.checks import check_action, check_observation
 from edge.contract.binding import bind_agent
 from edge.contract.decision import action_accepted, is_team_choice, observation_accepted

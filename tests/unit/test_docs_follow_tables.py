@@ -11,8 +11,8 @@ import pytest
 
 from center.env.backend import BACKENDS
 from center.env.rounds import RewardConfig
-from center.evaluation.budget import Budget
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.playing.budget import Budget
 from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.outcomes import SIDE_STATUSES
 from edge.maple.state_observer import StateObserver

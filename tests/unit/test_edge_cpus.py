@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeUnavailable
-from center.evaluation.edge_source import EdgeSource, cpus_of
-from center.evaluation.in_process import InProcessSource
+from center.evaluation.playing.edge_source import EdgeSource, cpus_of
+from center.evaluation.playing.in_process import InProcessSource
 from edge.service.supervision.scheduling import with_core_siblings
 from edge.wire.messages import HelloReply
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from center.errors import InfrastructureError, SideError
-from center.evaluation.budget import Budget
-from center.evaluation.side_guard import SideGuard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side_guard import SideGuard
 from center.isolation.edge_session import RemoteSide
 from edge.contract.outcomes import SideStatus
 from edge.contract.runner import UserFailure

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeFull, EdgeRemoteError, InfrastructureError
-from center.evaluation.budget import Budget
-from center.evaluation.edge_source import EdgeSource
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.edge_source import EdgeSource
+from center.evaluation.playing.side_guard import SideGuard
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import SideGuard
 from edge.contract.outcomes import SideStatus
 from edge.errors import SepConfigError
 from edge.wire.messages import ErrorCode

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from center.evaluation.battles_csv import ResultsWriter, load_records
+from center.evaluation.judging.standings_output import (
+    EndpointUse,
+    endpoint_use,
+    format_endpoint_use,
+)
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records
 from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.standings_output import EndpointUse, endpoint_use, format_endpoint_use
 from edge.checker.battles import _read_battles
 from edge.checker.report import CheckReport, CheckResult, Status
 from edge.contract.outcomes import SideStatus

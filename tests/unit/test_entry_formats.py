@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from center.errors import ConfigError
-from center.evaluation.preflight import playing_the_format
+from center.evaluation.playing.preflight import playing_the_format
 from edge.contract.candidates import ENTRY_KEYS, load_candidates
 from edge.errors import CandidatesError
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.rating_methods import RatingData, gxe_fit
-from center.evaluation.rating_model import gxe
-from center.evaluation.standings import compute_standings
-from center.evaluation.standings_output import format_standings, write_standings
+from center.evaluation.judging.rating_methods import RatingData, gxe_fit
+from center.evaluation.judging.rating_model import gxe
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.judging.standings_output import format_standings, write_standings
 from center.report import write_report
 from tests.unit.test_rating_methods import _gauntlet_log_dir
 from tests.unit.test_standings import battle, by_id, synthetic_league

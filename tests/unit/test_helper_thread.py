@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from center.evaluation.helper_thread import HelperThread, helper_thread
+from center.evaluation.playing.helper_thread import HelperThread, helper_thread
 
 
 def test_a_call_s_result_and_exception_come_back_through_its_future():

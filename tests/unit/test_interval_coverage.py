@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.judging.standings import CandidateStanding, compute_standings
 from center.evaluation.records import BattleRecord
-from center.evaluation.standings import CandidateStanding, compute_standings
 from tests.unit.test_standings import battle
 
 COVERAGE = (0.92, 0.99)

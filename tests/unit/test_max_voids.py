@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeFull
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
-from center.evaluation.side_opening import open_sides
-from center.evaluation.voided import (
+from center.evaluation.playing.side_opening import open_sides
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.voided import (
     given_up,
     note_voided,
     replay_allowed,
     times_voided,
     voids_by_candidate,
 )
+from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
 from center.scale.driver import drive_battles
 from center.scale.outcome import BattleOutcome, OutcomeKind
 from tests.unit.test_scale_driver import ScriptedPool, played
@@ -114,7 +114,7 @@ class _Guard:
 
 
 def test_a_battle_waits_for_a_worker_and_holds_no_side_while_it_waits(monkeypatch):
-    monkeypatch.setattr("center.evaluation.side_opening.FIRST_WAIT", 0.001)
+    monkeypatch.setattr("center.evaluation.playing.side_opening.FIRST_WAIT", 0.001)
     answers = {"player_0": [None, None, None], "player_1": ["full", "full", None]}
     opened: list[str] = []
     closed: list[str] = []

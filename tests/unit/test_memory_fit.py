@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from center.errors import ConfigError
-from center.evaluation.edge_source import check_memory_fit, never_fit
+from center.evaluation.playing.edge_source import check_memory_fit, never_fit
 from edge.wire.messages import HelloReply
 
 GiB = 1024**3

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from center.errors import EdgeDown, EdgeRemoteError, SideError
-from center.evaluation.budget import Budget
-from center.evaluation.edge_source import EdgeSource
-from center.evaluation.in_process import failed_side
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.edge_source import EdgeSource
+from center.evaluation.playing.in_process import failed_side
 from center.evaluation.schedule import ScheduledBattle
 from edge.contract import outcomes
 from edge.contract.outcomes import OUTCOMES, Outcome, Seen, SideStatus, Void, voided
@@ -165,15 +165,15 @@ sys.modules[module.__name__] = module
 exec(compile(source, str(path), "exec"), module.__dict__)
 
 from center.errors import SideError
-from center.evaluation import battle_loop
-from center.evaluation.battles_csv import ResultsWriter, load_records
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import failed_side
-from center.evaluation.preflight import failure_summary
+from center.evaluation.playing import battle_loop
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import failed_side
+from center.evaluation.playing.preflight import failure_summary
 from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.side_stats import SideStats
-from center.evaluation.standings import compute_standings
-from center.evaluation.standings_output import format_standings, write_standings
+from center.evaluation.playing.side_stats import SideStats
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.judging.standings_output import format_standings, write_standings
 from center.report import write_report
 from center.season.store import charged
 from edge.contract.outcomes import SideStatus

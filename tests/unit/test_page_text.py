@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from center.csp import script_hash_source
-from center.evaluation.showdown_page import SHOWDOWN_CLIENT, showdown_replay_page
+from center.evaluation.recording.showdown_page import SHOWDOWN_CLIENT, showdown_replay_page
 from edge.visible_text import visible_controls
 
 HOSTILE_LOG = "\n".join(

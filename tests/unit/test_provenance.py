@@ -1,5 +1,5 @@
 """The digest of a candidate's files (edge.contract.provenance) and what a rerun makes of a change
-(center.evaluation.provenance)."""
+(center.evaluation.recording.provenance)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from center.evaluation.provenance import code_changes, describe_change
+from center.evaluation.recording.provenance import code_changes, describe_change
 from edge.contract.candidates import load_candidates
 from edge.contract.provenance import code_digest, module_files, short_digest
 

@@ -11,17 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
-from center.evaluation.rating_methods import RATING_METHODS, BradleyTerry, RatingData, RatingFit
-from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.run_info import RunConfig, open_run
-from center.evaluation.standings import compute_standings
-from center.evaluation.standings_output import (
+from center.evaluation.judging.gauntlet import format_gauntlet, gauntlet_section
+from center.evaluation.judging.rating_methods import (
+    RATING_METHODS,
+    BradleyTerry,
+    RatingData,
+    RatingFit,
+)
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.judging.standings_output import (
     STANDINGS_COLUMNS,
     format_standings,
     write_standings,
 )
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.run_info import RunConfig, open_run
+from center.evaluation.records import BattleRecord, SideRecord
 from center.report import write_report
 from edge.contract.outcomes import SideStatus
 from tests.unit.test_standings import battle

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from center.commands import replay as replay_command
 from center.commands.replay import replay_battle, sep_replay
 from center.env.backend import BACKENDS, BackendSpec, BattleReplay, backend_spec
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.match import replay_source_relpath
+from center.evaluation.playing.match import replay_source_relpath
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.run_info import RunConfig, open_run
 from center.evaluation.records import BattleRecord, SideRecord, log_relpath
-from center.evaluation.run_info import RunConfig, open_run
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_replay import InputLog, Resimulated
 from center.showdown.sim_seeds import public_seeds

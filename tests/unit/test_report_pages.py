@@ -6,9 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.recording.run_info import RunConfig, open_run
 from center.evaluation.records import BattleRecord, SideRecord, log_relpath, replay_relpath
-from center.evaluation.run_info import RunConfig, open_run
 from center.report import write_report
 from center.report.narrator import Narrator
 from center.report.protocol import read_battle

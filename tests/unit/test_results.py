@@ -20,17 +20,17 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.errors import ConfigError, ResultsError, RunConflictError
-from center.evaluation.battles_csv import (
+from center.evaluation.playing.side_stats import SideStats
+from center.evaluation.recording.battles_csv import (
     BATTLES_CSV,
     ResultsReader,
     ResultsWriter,
     load_records,
     pending,
 )
+from center.evaluation.recording.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.records import COLUMNS, PINNED_COLUMNS, BattleRecord, SideRecord, Winner
-from center.evaluation.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle, battle_seed, schedule_league, schedule_match
-from center.evaluation.side_stats import SideStats
 from edge.contract.outcomes import SideStatus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -471,7 +471,7 @@ def test_duplicate_rows_keep_the_first_and_warn(
     with open(tmp_path / BATTLES_CSV, "a", newline="", encoding="utf-8") as f:
         csv.writer(f, lineterminator="\n").writerow(make_record("x", winner="red").to_row())
     reader = ResultsReader(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="center.evaluation.battles_csv"):
+    with caplog.at_level(logging.WARNING, logger="center.evaluation.recording.battles_csv"):
         records = reader.read()
     assert [r.winner for r in records] == [Winner.BLUE]
     assert reader.duplicates == ["x"]
@@ -519,7 +519,7 @@ def test_threads_writing_at_once_produce_exactly_one_well_formed_row_each(tmp_pa
 
 _KILL_CHILD = """
 import sys
-from center.evaluation.battles_csv import ResultsWriter
+from center.evaluation.recording.battles_csv import ResultsWriter
 from center.evaluation.records import BattleRecord, SideRecord
 with ResultsWriter(sys.argv[1]) as writer:
     k = 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from center.commands.replay import winner_label
-from center.evaluation.gauntlet import format_gauntlet, gauntlet_section
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.gauntlet import format_gauntlet, gauntlet_section
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.judging.sequential import SequentialTests
+from center.evaluation.judging.sprt import SprtSettings
 from center.evaluation.schedule import schedule_gauntlet, schedule_match
-from center.evaluation.sequential import SequentialTests
-from center.evaluation.sprt import SprtSettings
 from center.showdown.sim_battle import SimPlayer, SimStart
 from center.showdown.sim_replay import InputLog
 from tests.unit.test_sprt import won_by

@@ -9,7 +9,7 @@ import pytest
 
 from center.commands.replay import check_seeds
 from center.errors import ResultsError
-from center.evaluation.run_secret import (
+from center.evaluation.recording.run_secret import (
     PRIVATE_FOLDERS,
     SECRET_FILE,
     open_run_secret,

@@ -12,9 +12,9 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import InProcessSource
-from center.evaluation.preflight import check_models
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.preflight import check_models
 from edge.checker.samples import decision_points, shipped_sample_battles
 from edge.contract.doubles_slots import PASS, action_size, encode_move
 from edge.contract.legality import canonical_order

@@ -15,7 +15,7 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.errors import ResultsError
-from center.evaluation.battles_csv import ResultsWriter, load_records, pending
+from center.evaluation.recording.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.scale.driver import RunnerLost, drive_battles
@@ -309,7 +309,7 @@ def test_without_the_ray_extra_workers_is_one_clear_error():
 def test_every_voiding_is_noted_and_a_void_leaves_no_stale_file_of_a_killed_run(tmp_path):
     """The last attempt's voiding is noted too (``--max-voids`` counts it), and what a killed run
     left of the battle (an ``.err`` saying DISCONNECT) is gone: the driver alone writes LOG_DIR."""
-    from center.evaluation.voided import times_voided
+    from center.evaluation.recording.voided import times_voided
 
     doomed = SCHEDULE[0]
     stale = tmp_path / "logs" / f"{doomed.battle_id}.red.err"

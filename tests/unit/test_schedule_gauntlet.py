@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from center.errors import RunConflictError
-from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.recording.run_info import RunConfig, open_run, read_run_config
 from center.evaluation.schedule import schedule_gauntlet
-from center.evaluation.sprt import SprtSettings
 
 
 def test_the_candidate_meets_each_opponent_n_times_with_sides_alternating() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.errors import RunConflictError
-from center.evaluation.battles_csv import ResultsWriter, pending
+from center.evaluation.recording.battles_csv import ResultsWriter, pending
+from center.evaluation.recording.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.records import BattleRecord, SideRecord, Winner
-from center.evaluation.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
 from edge.contract.outcomes import SideStatus
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import center.evaluation.rating_methods as rating_methods
+import center.evaluation.judging.rating_methods as rating_methods
 from center.env.end_reason import EndReason
-from center.evaluation.rating_methods import pair_matrices
-from center.evaluation.rating_model import bradley_terry
+from center.evaluation.judging.rating_methods import pair_matrices
+from center.evaluation.judging.rating_model import bradley_terry
+from center.evaluation.judging.standings import compute_standings
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
-from center.evaluation.standings import compute_standings
 from center.season.board import refit, refit_boards
 from center.season.settings import SeasonSettings
 from center.season.store import BattleKind, EntrantState, SeasonStore

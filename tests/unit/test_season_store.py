@@ -10,7 +10,7 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.errors import ConfigError
-from center.evaluation.battles_csv import load_records
+from center.evaluation.recording.battles_csv import load_records
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import schedule_league
 from center.season.settings import SeasonSettings, load_settings

@@ -8,10 +8,7 @@ import pytest
 
 from center.commands.series_play import check_series
 from center.errors import ConfigError, RunConflictError
-from center.evaluation.records import BattleRecord, SideRecord, Winner
-from center.evaluation.run_info import RunConfig, open_run
-from center.evaluation.schedule import ScheduledBattle, schedule_match, series_games
-from center.evaluation.series import (
+from center.evaluation.judging.series import (
     next_games,
     series_format,
     series_record,
@@ -19,7 +16,10 @@ from center.evaluation.series import (
     series_results,
     write_series_csv,
 )
-from center.evaluation.sprt import SprtSettings
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.recording.run_info import RunConfig, open_run
+from center.evaluation.records import BattleRecord, SideRecord, Winner
+from center.evaluation.schedule import ScheduledBattle, schedule_match, series_games
 from center.showdown.formats import ShowdownFormat
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.outcomes import SideStatus

@@ -14,9 +14,9 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.evaluation.budget import Budget
-from center.evaluation.side import InProcessSide
-from center.evaluation.side_guard import DEFAULT_MOVE, Move, SideGuard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side import InProcessSide
+from center.evaluation.playing.side_guard import DEFAULT_MOVE, Move, SideGuard
 from edge.contract.binding import bind_agent
 from edge.contract.outcomes import SideStatus
 from tests.fixtures.synthetic_battle import Mon, build_battle, seat_of

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from center.errors import SideError
-from center.evaluation import side_guard
-from center.evaluation.budget import Budget
-from center.evaluation.side import InProcessSide
-from center.evaluation.side_guard import SideGuard
+from center.evaluation.playing import side_guard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side import InProcessSide
+from center.evaluation.playing.side_guard import SideGuard
 from edge.contract.binding import bind_agent
 from edge.contract.decision import Decision
 from edge.contract.outcomes import Seen

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from center.errors import EdgeFull
-from center.evaluation.side_opening import open_sides
+from center.evaluation.playing.side_opening import open_sides
 
 PLAYERS = ["player_0", "player_1"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import gymnasium
 import pytest
 
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import InProcessSource
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import InProcessSource
+from center.evaluation.playing.space_limits import check_space_size
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.space_limits import check_space_size
 from edge.contract.outcomes import SideStatus
 
 MODULE = """
@@ -83,8 +83,8 @@ class _Policy:
 
 
 def _guard(policy: _Policy):
-    from center.evaluation.side import InProcessSide
-    from center.evaluation.side_guard import SideGuard
+    from center.evaluation.playing.side import InProcessSide
+    from center.evaluation.playing.side_guard import SideGuard
     from edge.maple.maple_agent import MapleAgent
 
     side = InProcessSide(MapleAgent(), policy, "a:b:c")  # type: ignore[arg-type]
@@ -99,7 +99,7 @@ def _decide(guard) -> object:
     return guard.judge(guard.decide(seat_of(battle), 0.0, info), team_preview=False)
 
 
-from center.evaluation.side_guard import DEFAULT_MOVE  # noqa: E402
+from center.evaluation.playing.side_guard import DEFAULT_MOVE  # noqa: E402
 
 
 def test_a_timeout_error_raised_by_user_code_is_an_error_not_a_timeout() -> None:

@@ -12,7 +12,7 @@ from center.commands.options import resolve_backend
 from center.env.session_api import SeatState
 from center.env.sim_session import SimSession
 from center.errors import EnvError, RunConflictError
-from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from center.evaluation.recording.run_info import RunConfig, open_run, read_run_config
 from center.showdown.sim_battle import (
     SimBattle,
     SimPlayer,

@@ -1,5 +1,5 @@
-"""The SPRT on pentanomial pairs (center.evaluation.sprt) and its bookkeeping while a run plays
-(center.evaluation.sequential)."""
+"""The SPRT on pentanomial pairs (center.evaluation.judging.sprt) and its bookkeeping while a run
+plays (center.evaluation.judging.sequential)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.schedule import schedule_gauntlet, schedule_match
-from center.evaluation.sequential import SequentialTests
-from center.evaluation.sprt import (
+from center.evaluation.judging.sequential import SequentialTests
+from center.evaluation.judging.sprt import (
     SprtSettings,
     decide,
     elo_to_score,
@@ -21,6 +19,8 @@ from center.evaluation.sprt import (
     sprt_state,
     wald_bounds,
 )
+from center.evaluation.records import BattleRecord, SideRecord
+from center.evaluation.schedule import schedule_gauntlet, schedule_match
 from edge.contract.outcomes import SideStatus
 
 

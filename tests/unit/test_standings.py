@@ -1,5 +1,5 @@
-"""Standings, win-rate intervals and Bradley–Terry ratings (center.evaluation.standings), and
-their files and table (center.evaluation.standings_output)."""
+"""Standings, win-rate intervals and Bradley–Terry ratings (center.evaluation.judging.standings),
+and their files and table (center.evaluation.judging.standings_output)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.evaluation.rating_model import bradley_terry, laplace_half_width
-from center.evaluation.records import BattleRecord, SideRecord, Winner
-from center.evaluation.standings import (
+from center.evaluation.judging.rating_model import bradley_terry, laplace_half_width
+from center.evaluation.judging.standings import (
     CandidateStanding,
     Standings,
     compute_standings,
     paired_interval,
     wilson_interval,
 )
-from center.evaluation.standings_output import (
+from center.evaluation.judging.standings_output import (
     PAIRED_COLUMNS,
     STANDINGS_COLUMNS,
     STANDINGS_CSV,
@@ -30,6 +29,7 @@ from center.evaluation.standings_output import (
     format_standings,
     write_standings,
 )
+from center.evaluation.records import BattleRecord, SideRecord, Winner
 from edge.contract.outcomes import SIDE_STATUSES
 
 

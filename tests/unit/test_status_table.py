@@ -11,20 +11,20 @@ import pytest
 
 from center.env.end_reason import EndReason
 from center.errors import SideError
-from center.evaluation import battle_loop
-from center.evaluation.battles_csv import ResultsWriter
-from center.evaluation.budget import Budget
-from center.evaluation.in_process import failed_side
-from center.evaluation.preflight import failure_summary
-from center.evaluation.records import BattleRecord, SideRecord
-from center.evaluation.side_stats import SideStats
-from center.evaluation.standings import compute_standings
-from center.evaluation.standings_output import (
+from center.evaluation.judging.standings import compute_standings
+from center.evaluation.judging.standings_output import (
     STANDINGS_COLUMNS,
     STANDINGS_CSV,
     format_standings,
     write_standings,
 )
+from center.evaluation.playing import battle_loop
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.in_process import failed_side
+from center.evaluation.playing.preflight import failure_summary
+from center.evaluation.playing.side_stats import SideStats
+from center.evaluation.recording.battles_csv import ResultsWriter
+from center.evaluation.records import BattleRecord, SideRecord
 from center.report import write_report
 from center.report.sources import FAILURES, read_log_dir
 from edge.contract.outcomes import (

@@ -12,8 +12,8 @@ import pytest
 from center.env.pokemon_env import PokemonEnv
 from center.env.tiebreak import TURN_CAP_RULES, check_turn_cap, side_totals, tiebreak_winner
 from center.errors import EnvError
-from center.evaluation.match import MatchSettings
-from center.evaluation.run_info import RunConfig, open_run, read_run_config
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.recording.run_info import RunConfig, open_run, read_run_config
 from edge.contract.showdown_request import RequestPokemon, RequestSide, ShowdownRequest
 
 

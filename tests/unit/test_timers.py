@@ -14,18 +14,18 @@ from typing import Any
 import pytest
 
 from center.errors import RunConflictError, ShowdownNotInstalled, SideError
-from center.evaluation import side_guard
-from center.evaluation.budget import Budget
-from center.evaluation.match import MatchSettings
-from center.evaluation.run_info import RunConfig, open_run, read_run_config
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.timers import (
+from center.evaluation.playing import side_guard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import MatchSettings
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.timers import (
     DEFAULT_TIMER,
     TIMERS,
     effective_budget,
     timer_line,
     timer_record,
 )
+from center.evaluation.recording.run_info import RunConfig, open_run, read_run_config
 from edge.contract.outcomes import Seen, SideStatus
 from edge.wire.messages import DEFAULT_LOAD_LIMIT
 from tests.unit.test_side_guard_usage import Clock, FakeEdge

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from center.evaluation.edge_source import SELF_REPORTED
+from center.evaluation.playing.edge_source import SELF_REPORTED
 from center.evaluation.records import BattleRecord, Winner
 from center.season.edges import edge_trust
 from center.season.entrants import champions

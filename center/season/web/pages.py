@@ -23,7 +23,7 @@ import msgspec
 from markupsafe import Markup
 
 from center.csp import script_hash_source
-from center.evaluation.match import PLAYERS_SUFFIX
+from center.evaluation.playing.match import PLAYERS_SUFFIX
 from center.evaluation.records import BattleRecord, log_relpath, replay_relpath
 from center.report.pages import render_replay
 from center.report.protocol import read_battle

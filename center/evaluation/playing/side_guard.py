@@ -1,10 +1,10 @@
 """SideGuard: one side's decisions behind deadlines, a bank, a battle clock, counters and statuses.
 
-The guard holds a :class:`~center.evaluation.side.Side` (in-process or on an edge) and asks it for
-each decision in one call under its :class:`~center.evaluation.budget.Budget`: free time per
-decision, a bank of overage (with its grace and its increment per turn), a cap per call and per
-turn, the battle clock, and credit for a call's wait for an edge's CPU
-(:mod:`center.evaluation.queue_credit`). What goes wrong is booked by the outcome table
+The guard holds a :class:`~center.evaluation.playing.side.Side` (in-process or on an edge) and asks
+it for each decision in one call under its :class:`~center.evaluation.playing.budget.Budget`: free
+time per decision, a bank of overage (with its grace and its increment per turn), a cap per call and
+per turn, the battle clock, and credit for a call's wait for an edge's CPU
+(:mod:`center.evaluation.playing.queue_credit`). What goes wrong is booked by the outcome table
 (:meth:`SideGuard.book`), never an exception in the match loop. The rules: docs/running.md.
 """
 
@@ -21,10 +21,10 @@ import gymnasium
 
 from center.env.session_api import SideSeat
 from center.errors import InfrastructureError, SideError
-from center.evaluation.budget import Budget, clock_failure
-from center.evaluation.queue_credit import credited_wait, queue_credit
-from center.evaluation.side import Side
-from center.evaluation.side_stats import SideStats
+from center.evaluation.playing.budget import Budget, clock_failure
+from center.evaluation.playing.queue_credit import credited_wait, queue_credit
+from center.evaluation.playing.side import Side
+from center.evaluation.playing.side_stats import SideStats
 from edge.contract.decision import Decision, action_accepted, observation_accepted
 from edge.contract.outcomes import (
     SIDE_STATUSES,

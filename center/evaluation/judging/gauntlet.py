@@ -1,10 +1,10 @@
 """A gauntlet's standings: its candidate against each opponent of the field, one line each.
 
 Each line is the head to head of the candidate and one opponent, computed as the standings compute
-a candidate's line (:func:`center.evaluation.standings.compute_standings` on that opponent's battles
-alone): wins, losses, ties, the win rate with its 95% interval (from pair totals when paired), the
-rating difference with its bootstrap interval, the pair counts and, with ``--sprt``, the test's
-decision.
+a candidate's line (:func:`center.evaluation.judging.standings.compute_standings` on that
+opponent's battles alone): wins, losses, ties, the win rate with its 95% interval (from pair totals
+when paired), the rating difference with its bootstrap interval, the pair counts and, with
+``--sprt``, the test's decision.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from center.evaluation.rating_methods import RATING_METHODS
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.judging.standings import compute_standings
 from center.evaluation.records import BattleRecord
-from center.evaluation.standings import compute_standings
 
 __all__ = ["format_gauntlet", "gauntlet_section"]
 

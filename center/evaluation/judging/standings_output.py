@@ -1,6 +1,6 @@
 """The standings as output: ``standings.csv`` and ``standings.json`` in LOG_DIR, each replaced
 atomically, and a fixed-width table for the terminal, with what each candidate asked of its
-model endpoints. The numbers come from :mod:`center.evaluation.standings`."""
+model endpoints. The numbers come from :mod:`center.evaluation.judging.standings`."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from center.evaluation.rating_methods import RATING_METHODS
-from center.evaluation.records import BattleRecord
-from center.evaluation.standings import (
+from center.evaluation.judging.rating_methods import RATING_METHODS
+from center.evaluation.judging.standings import (
     PENTANOMIAL_POINTS,
     Standings,
     compute_standings,
 )
+from center.evaluation.records import BattleRecord
 from center.files import write_atomically
 from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 

@@ -19,9 +19,9 @@ from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
 from center.env.rounds import as_step_reward, idle_mask, step_info
 from center.env.session_api import SeatState
-from center.evaluation.budget import Budget
-from center.evaluation.helper_thread import helper_thread
-from center.evaluation.side_guard import Move, SideGuard
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.helper_thread import helper_thread
+from center.evaluation.playing.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
 from edge.contract.decision import Decision
 from edge.contract.legality import canonical_order, default_order

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from center.errors import RunConflictError
-from center.evaluation.battles_csv import load_records
-from center.evaluation.run_info import read_run_json, utc_now
+from center.evaluation.recording.battles_csv import load_records
+from center.evaluation.recording.run_info import read_run_json, utc_now
 from edge.contract.provenance import short_digest
 
 __all__ = ["CodeChange", "check_code", "code_changes", "describe_change", "source_digests"]

@@ -18,8 +18,8 @@ from functools import partial
 from typing import Final
 
 from center.errors import EdgeFull
-from center.evaluation.helper_thread import helper_thread
-from center.evaluation.side_guard import SideGuard
+from center.evaluation.playing.helper_thread import helper_thread
+from center.evaluation.playing.side_guard import SideGuard
 from center.waits import now_waiting_for, waits_for
 
 __all__ = ["open_sides"]

@@ -1,10 +1,10 @@
 """Playing one scheduled battle between candidates and recording it.
 
 :func:`play_battle` plays a battle on a :class:`PokemonEnv`'s session between two
-:class:`SideGuard`-held sides (:mod:`center.evaluation.battle_loop`) and returns its record and
-files (in memory: the driver alone writes LOG_DIR); :func:`play_one` opens the sides first. Sides
-come from a :class:`SideSource` (in-process modules for ``sep_eval``, edges for ``sep_main``); a
-failure of the center's own infrastructure is not recorded (a rerun plays the battle), what a side
+:class:`SideGuard`-held sides (:mod:`center.evaluation.playing.battle_loop`) and returns its record
+and files (in memory: the driver alone writes LOG_DIR); :func:`play_one` opens the sides first.
+Sides come from a :class:`SideSource` (in-process modules for ``sep_eval``, edges for ``sep_main``);
+a failure of the center's own infrastructure is not recorded (a rerun plays the battle), what a side
 does wrong always is. Many battles: the driver, :mod:`center.scale.driver`.
 """
 
@@ -26,14 +26,18 @@ from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.tiebreak import TurnCap
 from center.errors import CenterError, ConfigError, InfrastructureError
-from center.evaluation.battle_loop import INFRASTRUCTURE_REASONS, drive_battle, forfeit_reason
-from center.evaluation.budget import Budget
+from center.evaluation.playing.battle_loop import (
+    INFRASTRUCTURE_REASONS,
+    drive_battle,
+    forfeit_reason,
+)
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.side_opening import open_sides
+from center.evaluation.recording.run_info import software_versions, utc_now
+from center.evaluation.recording.voided import DEFAULT_MAX_VOIDS
 from center.evaluation.records import BattleRecord, Winner, log_relpath, replay_relpath
-from center.evaluation.run_info import software_versions, utc_now
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.side_opening import open_sides
-from center.evaluation.voided import DEFAULT_MAX_VOIDS
 from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
@@ -117,7 +121,7 @@ class MatchSettings:
     #: a team in candidates.json is never sent to Showdown
     brought_teams: bool = True
     #: the key of the simulator's seeds, battle tags and Agent seeds (None: ``run_local`` takes
-    #: LOG_DIR's, see ``center.evaluation.run_secret``)
+    #: LOG_DIR's, see ``center.evaluation.recording.run_secret``)
     run_secret: RunSecret | None = None
     #: voidings of one battle (this run and its reruns) after which it is not played again
     max_voids: int | None = field(
@@ -143,8 +147,9 @@ class MatchSettings:
 
 
 class PlayedBattle(NamedTuple):
-    """A battle's record and its files (:func:`~center.evaluation.battle_files.battle_file_relpaths`
-    names them), by path relative to LOG_DIR."""
+    """A battle's record and its files
+    (:func:`~center.evaluation.recording.battle_files.battle_file_relpaths` names them), by path
+    relative to LOG_DIR."""
 
     record: BattleRecord
     files: dict[str, bytes]
@@ -159,7 +164,8 @@ def play_battle(
     at_once: bool = False,
 ) -> PlayedBattle:
     """Play ``scheduled`` with ``sides`` (keyed player_0/player_1) and return its record and files
-    (:func:`~center.evaluation.battle_loop.drive_battle` plays it, ``at_once`` as it says)."""
+    (:func:`~center.evaluation.playing.battle_loop.drive_battle` plays it, ``at_once`` as it
+    says)."""
     started_at, start = utc_now(), time.perf_counter()
     forfeited, invalid = drive_battle(env, scheduled.seed, sides, settings.budget, at_once=at_once)
     if forfeited is None and env.end_reason in INFRASTRUCTURE_REASONS:

@@ -2,7 +2,7 @@
 
 How battles count (ties, mirrors, battles without result), the intervals, ``p_best`` and paired
 runs: docs/results.md, "How the standings count". The files and the terminal table are in
-:mod:`center.evaluation.standings_output`.
+:mod:`center.evaluation.judging.standings_output`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.rating_methods import RATING_METHODS, RatingData, gxe_fit, primary
-from center.evaluation.rating_model import Z_95
+from center.evaluation.judging.rating_methods import RATING_METHODS, RatingData, gxe_fit, primary
+from center.evaluation.judging.rating_model import Z_95
 from center.evaluation.records import BattleRecord, Winner
 from edge.contract.outcomes import FAILURE_STATUSES, SIDE_STATUSES
 
@@ -65,12 +65,12 @@ class CandidateStanding:
     p_best: float = math.nan
     """The share of bootstrap resamples in which this candidate rates highest."""
     ratings: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    """Per rating method (:data:`~center.evaluation.rating_methods.RATING_METHODS`' keys): rating,
-    interval low, interval high; the primary method's are also ``rating``, ``rating_lo`` and
+    """Per rating method (:data:`~center.evaluation.judging.rating_methods.RATING_METHODS`' keys):
+    rating, interval low, interval high; the primary method's are also ``rating``, ``rating_lo`` and
     ``rating_hi``."""
     gxe: float = math.nan
     """GXE: the mean Bradley–Terry win probability against every other rated candidate
-    (:func:`~center.evaluation.rating_methods.gxe_fit`)."""
+    (:func:`~center.evaluation.judging.rating_methods.gxe_fit`)."""
     gxe_lo: float = math.nan
     gxe_hi: float = math.nan
 

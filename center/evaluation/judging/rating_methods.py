@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.rating_model import (
+from center.evaluation.judging.rating_model import (
     bradley_terry,
     elo_ratings,
     fit_covariance,
@@ -191,8 +191,9 @@ def bradley_terry_draws(data: RatingData) -> BradleyTerryDraws | None:
 
 
 class BradleyTerry:
-    """Bradley–Terry with a weak prior (:func:`~center.evaluation.rating_model.bradley_terry`),
-    its interval the bootstrap's widened to the fit's normal one, P(best) the less sure of both."""
+    """Bradley–Terry with a weak prior
+    (:func:`~center.evaluation.judging.rating_model.bradley_terry`), its interval the bootstrap's
+    widened to the fit's normal one, P(best) the less sure of both."""
 
     name = "Bradley–Terry"
     head = "rating"
@@ -237,7 +238,7 @@ class GxeFit:
 def gxe_fit(data: RatingData) -> GxeFit:
     """GXE of every entry of the board ``data`` describes (the standings', a season's): its mean
     Bradley–Terry win probability against every other rated entry, baselines included
-    (:func:`~center.evaluation.rating_model.gxe`), with a 95% interval: the bootstrap's
+    (:func:`~center.evaluation.judging.rating_model.gxe`), with a 95% interval: the bootstrap's
     percentiles, widened to those of the fit's normal draws (as the rating's interval is)."""
     nan = np.full(data.k, np.nan)
     draws = data.bradley_terry

@@ -1,7 +1,7 @@
 """A side's time: its :class:`Budget` (free time per decision, a bank with its grace and increment,
 a cap per call and per turn, the battle clock), and the failure of a side whose battle clock ran out
-(:func:`clock_failure`). The guard applies it (:mod:`center.evaluation.side_guard`); the named
-profiles (``sep_main --timer``) are :mod:`center.evaluation.timers`."""
+(:func:`clock_failure`). The guard applies it (:mod:`center.evaluation.playing.side_guard`); the
+named profiles (``sep_main --timer``) are :mod:`center.evaluation.playing.timers`."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ from typing import Any
 import gymnasium
 
 from center.errors import SideError
-from center.evaluation.budget import Budget
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.side import InProcessSide
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.space_limits import check_space_size, check_value_bytes
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side import InProcessSide
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.space_limits import check_space_size, check_value_bytes
 from edge.contract.candidates import Candidate, load_candidates
 from edge.contract.outcomes import Seen
 from edge.contract.provenance import code_digest

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from center.evaluation.rating_model import bradley_terry, fit_covariance
+from center.evaluation.judging.rating_model import bradley_terry, fit_covariance
 from center.evaluation.records import BattleRecord, Winner
 
 __all__ = [

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from center.evaluation.judging.sprt import SprtSettings, SprtState, sprt_state
 from center.evaluation.records import BattleRecord, Winner
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.sprt import SprtSettings, SprtState, sprt_state
 
 __all__ = ["EarlyStop", "PairingTest", "SequentialTests"]
 

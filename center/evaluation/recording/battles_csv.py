@@ -304,7 +304,7 @@ def pending(
 
     Raises :class:`RunConflictError` if a recorded battle has the id of a scheduled one but other
     sides or another seed. Rows that are not in ``schedule`` are ignored here
-    (:func:`center.evaluation.run_info.open_run` refuses them).
+    (:func:`center.evaluation.recording.run_info.open_run` refuses them).
     """
     records = load_records(log_dir)
     ids = {b.battle_id for b in schedule}

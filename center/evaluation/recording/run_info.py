@@ -23,7 +23,8 @@ from typing import Any, Literal
 from center.env.backend import BACKENDS, Backend
 from center.env.tiebreak import TurnCap, check_turn_cap
 from center.errors import ResultsError, RunConflictError
-from center.evaluation.battles_csv import check_recorded, load_records
+from center.evaluation.judging.sprt import SprtSettings
+from center.evaluation.recording.battles_csv import check_recorded, load_records
 from center.evaluation.schedule import (
     ScheduledBattle,
     check_paired_n,
@@ -32,7 +33,6 @@ from center.evaluation.schedule import (
     schedule_match,
     series_games,
 )
-from center.evaluation.sprt import SprtSettings
 from center.files import write_atomically
 
 __all__ = [
@@ -91,8 +91,8 @@ class RunConfig:
     older than backends and ran there). ``sprt`` plays a match or gauntlet as sequential tests
     (paired; ``n`` is the maximum). A ``gauntlet``'s ``candidates`` are its candidate first, then
     the field (stored sorted). ``timer`` is each side's time
-    (:func:`~center.evaluation.timers.timer_record`): a rerun with other numbers is refused (a
-    run.json without one is older than timers and takes the rerun's). ``best_of`` above 1 plays
+    (:func:`~center.evaluation.playing.timers.timer_record`): a rerun with other numbers is refused
+    (a run.json without one is older than timers and takes the rerun's). ``best_of`` above 1 plays
     each scheduled battle as a series of up to that many games (``n`` counts series);
     ``open_team_sheets`` shows both teams' sheets at team preview.
     """

@@ -3,7 +3,7 @@
 H0: the tested candidate is ``elo0`` Elo stronger (or less); H1: ``elo1`` (or more); error rates
 ``alpha`` and ``beta``. The LLR is the generalised logistic one of fishtest and fastchess on the
 pentanomial, stopped at Wald's bounds. Pure functions of counts;
-:mod:`center.evaluation.sequential` feeds it battles.
+:mod:`center.evaluation.judging.sequential` feeds it battles.
 """
 
 from __future__ import annotations

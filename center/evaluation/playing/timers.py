@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from center.errors import ConfigError
-from center.evaluation.budget import Budget
+from center.evaluation.playing.budget import Budget
 from edge.options import OPTION, option_fields
 
 __all__ = [

@@ -1,7 +1,7 @@
 """A side: something that decides. One call per decision, in-process or on an edge.
 
-:class:`Side` is what the match's :class:`~center.evaluation.side_guard.SideGuard` holds: given its
-battle and the reward and info its policy's step gets, a side returns the whole decision
+:class:`Side` is what the match's :class:`~center.evaluation.playing.side_guard.SideGuard` holds:
+given its battle and the reward and info its policy's step gets, a side returns the whole decision
 (:class:`edge.contract.decision.Decision`: observation, mask, action, order, or what the step or
 deploy raised, as data) in one call under the deadline it is given. :class:`InProcessSide` runs the
 user's Agent and Policy on a worker thread of this process (``sep_eval``);

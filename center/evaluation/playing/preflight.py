@@ -9,12 +9,12 @@ its counts and its first error line.
 from __future__ import annotations
 
 from center.errors import ConfigError, EdgeDown, InfrastructureError
-from center.evaluation.budget import Budget
-from center.evaluation.match import SideSource
+from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.match import SideSource
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.side_opening import open_sides
 from center.evaluation.records import BattleRecord
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.side_opening import open_sides
 from center.showdown.formats import ShowdownFormat
 from edge.contract.outcomes import SIDE_STATUSES
 

@@ -27,13 +27,13 @@ from center.errors import (
     InfrastructureError,
     SideError,
 )
-from center.evaluation.budget import Budget, clock_failure
-from center.evaluation.in_process import failed_side
-from center.evaluation.provenance import describe_change
-from center.evaluation.run_info import utc_now
+from center.evaluation.playing.budget import Budget, clock_failure
+from center.evaluation.playing.in_process import failed_side
+from center.evaluation.playing.side_guard import SideGuard
+from center.evaluation.playing.space_limits import check_space_size, check_value_bytes
+from center.evaluation.recording.provenance import describe_change
+from center.evaluation.recording.run_info import utc_now
 from center.evaluation.schedule import ScheduledBattle
-from center.evaluation.side_guard import SideGuard
-from center.evaluation.space_limits import check_space_size, check_value_bytes
 from center.isolation.connection import REFUSED_GRACE_S
 from center.isolation.edge_client import EdgeClient
 from center.isolation.edge_session import EdgeSession, RemoteSide, bounded_load_limit

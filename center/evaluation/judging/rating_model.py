@@ -1,5 +1,6 @@
 """The rating model of the standings: a Bradley–Terry fit with a weak prior, its normal (Laplace)
-approximation, P(best) from resamples or draws, and GXE (see :mod:`center.evaluation.standings`)."""
+approximation, P(best) from resamples or draws, and GXE (see
+:mod:`center.evaluation.judging.standings`)."""
 
 from __future__ import annotations
 
