@@ -120,174 +120,217 @@ def drive_battles(
     stays empty when ``stop()`` ended it. An interrupt (Ctrl-C) leaves at once: nothing that comes
     back after it is recorded.
     """
-    battles = _Lookahead(schedule)
-    again: deque[tuple[ScheduledBattle, int]] = deque()
-    voided: dict[str, str] = {}  # battle id: why it was voided last, while it is played again
-    in_flight: dict[Hashable, _Flight] = {}
-    load = [0] * pool.size
-    live = set(range(pool.size))
-    played: list[BattleRecord] = []
-    failed: list[tuple[ScheduledBattle, str]] = []
-    skipped: list[ScheduledBattle] = []
-    recorded: set[str] = set()
-    why_lost: list[str] = []
-    probes: dict[Hashable, tuple[int, float]] = {}  # handle: runner, since (monotonic)
-    restarting: dict[int, int] = {}  # runner: its wait (center.waits) until it is back or retired
-    retired: set[int] = set()
-    handing_out = True
+    drive = _Drive(
+        _Lookahead(schedule),
+        pool,
+        writer,
+        log_dir,
+        concurrency=concurrency,
+        on_done=on_done,
+        stop=stop,
+        early_stop=early_stop,
+        retries=retries,
+        max_voids=max_voids,
+        restart_timeout=restart_timeout,
+    )
+    return drive.run(poll_s)
 
-    def next_battle() -> tuple[ScheduledBattle, int, int | None] | None:
-        while handing_out:
+
+@dataclass
+class _Drive:
+    """One run's state: what is to hand out, in flight, restarting, retired and recorded."""
+
+    battles: _Lookahead
+    pool: RunnerPool
+    writer: ResultsWriter
+    log_dir: Path
+    concurrency: int
+    on_done: Callable[[BattleRecord | None], None] | None
+    stop: Callable[[], bool] | None
+    early_stop: EarlyStop | None
+    retries: int
+    max_voids: int | None
+    restart_timeout: float
+    again: deque[tuple[ScheduledBattle, int]] = field(default_factory=deque)
+    voided: dict[str, str] = field(default_factory=dict)  # battle id: why, until played again
+    in_flight: dict[Hashable, _Flight] = field(default_factory=dict)
+    load: list[int] = field(init=False)
+    live: set[int] = field(init=False)
+    played: list[BattleRecord] = field(default_factory=list)
+    failed: list[tuple[ScheduledBattle, str]] = field(default_factory=list)
+    skipped: list[ScheduledBattle] = field(default_factory=list)
+    recorded: set[str] = field(default_factory=set)
+    why_lost: list[str] = field(default_factory=list)
+    probes: dict[Hashable, tuple[int, float]] = field(default_factory=dict)  # runner, since
+    restarting: dict[int, int] = field(default_factory=dict)  # runner: its wait (center.waits)
+    retired: set[int] = field(default_factory=set)
+    handing_out: bool = True
+
+    def __post_init__(self) -> None:
+        self.load = [0] * self.pool.size
+        self.live = set(range(self.pool.size))
+
+    def run(self, poll_s: float) -> RunSummary:
+        self.fill()
+        while self.in_flight or self.waiting_for_restarts():
+            finished: list[tuple[BattleOutcome, _Flight]] = []
+            for handle in self.pool.wait([*self.in_flight, *self.probes], poll_s):
+                if handle in self.probes:
+                    self.probed(handle)
+                    continue
+                came_back = self.came_back(handle)
+                if came_back is not None:
+                    finished.append(came_back)
+            self.record(finished)
+            self.fill()
+        stopped = ""
+        if not self.live and (self.again or self.battles.peek() is not None):
+            stopped = self.pool.no_runner_left("; ".join(dict.fromkeys(self.why_lost)))
+        return RunSummary(self.played, self.failed, stopped, self.skipped)
+
+    def next_battle(self) -> tuple[ScheduledBattle, int, int | None] | None:
+        while self.handing_out:
             wait = None
-            if again:
-                battle, attempt = again.popleft()
-                why = voided.pop(battle.battle_id, "")
+            if self.again:
+                battle, attempt = self.again.popleft()
+                why = self.voided.pop(battle.battle_id, "")
                 wait = WAITS.begin(f"{battle.battle_id} played again ({why})")
             else:
-                taken = battles.next()
+                taken = self.battles.next()
                 if taken is None:
                     return None
                 battle, attempt = taken, 0
-            if early_stop is not None and early_stop.skip(battle):
-                skipped.append(battle)
+            if self.early_stop is not None and self.early_stop.skip(battle):
+                self.skipped.append(battle)
                 WAITS.end(wait)
                 continue
             return battle, attempt, wait
         return None
 
-    def fill() -> None:
+    def fill(self) -> None:
         # One battle per runner in turn, so that battles spread over every runner.
         while True:
-            idle = [r for r in sorted(live) if load[r] < concurrency]
+            idle = [r for r in sorted(self.live) if self.load[r] < self.concurrency]
             if not idle:
                 return
             for runner in idle:
-                job = next_battle()
+                job = self.next_battle()
                 if job is None:
                     return
                 battle, attempt, wait = job
-                in_flight[pool.submit(runner, battle)] = _Flight(runner, battle, attempt, wait)
-                load[runner] += 1
+                handle = self.pool.submit(runner, battle)
+                self.in_flight[handle] = _Flight(runner, battle, attempt, wait)
+                self.load[runner] += 1
 
-    def retire(runner: int, why: str) -> None:
-        nonlocal handing_out
-        live.discard(runner)
-        WAITS.end(restarting.pop(runner, None))
-        if runner not in retired:
-            retired.add(runner)
-            why_lost.append(why)
+    def came_back(self, handle: Hashable) -> tuple[BattleOutcome, _Flight] | None:
+        """A finished battle's outcome, to record; None for one voided, given up or lost."""
+        flight = self.in_flight.pop(handle)
+        self.load[flight.runner] -= 1
+        WAITS.end(flight.wait)
+        try:
+            outcome = self.pool.result(handle)
+        except RunnerLost as exc:
+            logger.warning("%s voided: %s", flight.battle.battle_id, exc)
+            self.void(flight, f"its battle runner was lost: {exc}")
+            self.again.appendleft((flight.battle, flight.attempt))
+            self.lost(flight.runner, exc)
+            return None
+        if outcome.kind == OutcomeKind.RECORDED:
+            return outcome, flight
+        if outcome.kind == OutcomeKind.EDGE_DOWN:  # not played: its runner can play no more
+            self.void(flight, f"not played: {outcome.message}")
+            self.again.appendleft((flight.battle, flight.attempt))
+            self.retire(flight.runner, outcome.message)
+        elif outcome.kind == OutcomeKind.VOID:
+            logger.warning("%s; attempt %d", outcome.message, flight.attempt + 1)
+            self.void(flight, outcome.message)
+            if not replay_allowed(self.log_dir, flight.battle.battle_id, self.max_voids):
+                why = f"{outcome.message} (voided {self.max_voids} times: not replayed)"
+                self.give_up(flight, why)
+            elif flight.attempt < self.retries:
+                self.again.appendleft((flight.battle, flight.attempt + 1))
+            else:
+                self.give_up(flight, outcome.message)
+        else:
+            self.give_up(flight, outcome.message)
+        return None
+
+    def retire(self, runner: int, why: str) -> None:
+        self.live.discard(runner)
+        WAITS.end(self.restarting.pop(runner, None))
+        if runner not in self.retired:
+            self.retired.add(runner)
+            self.why_lost.append(why)
             logger.warning("runner %d: %s", runner, why)
-        if not live and not probes:  # none left, and none that may still come back
-            handing_out = False
+        if not self.live and not self.probes:  # none left, and none that may still come back
+            self.handing_out = False
 
-    def record(batch: list[tuple[BattleOutcome, _Flight]]) -> None:
+    def record(self, batch: list[tuple[BattleOutcome, _Flight]]) -> None:
         """Files first, then the rows of every battle that came back at once, with one fsync."""
-        nonlocal handing_out
         results = []
         for outcome, flight in batch:
             if outcome.battle_id != flight.battle.battle_id:
-                failed.append((flight.battle, f"the runner answered for {outcome.battle_id}"))
-            elif outcome.battle_id in recorded:  # never twice, whatever a runner sends
+                self.failed.append((flight.battle, f"the runner answered for {outcome.battle_id}"))
+            elif outcome.battle_id in self.recorded:  # never twice, whatever a runner sends
                 logger.warning("%s: recorded already; a second result is ignored", flight.battle)
             else:
-                write_battle_files(log_dir, outcome.battle_id, outcome.files)
+                write_battle_files(self.log_dir, outcome.battle_id, outcome.files)
                 results.append(outcome.record())
-                recorded.add(outcome.battle_id)
-        for result, written in zip(results, writer.write_many(results), strict=True):
+                self.recorded.add(outcome.battle_id)
+        for result, written in zip(results, self.writer.write_many(results), strict=True):
             if not written:
                 continue
-            played.append(result)
-            if early_stop is not None:
-                early_stop.observe(result)
-            if on_done is not None:
-                on_done(result)
-            if stop is not None and stop():
-                handing_out = False
+            self.played.append(result)
+            if self.early_stop is not None:
+                self.early_stop.observe(result)
+            if self.on_done is not None:
+                self.on_done(result)
+            if self.stop is not None and self.stop():
+                self.handing_out = False
 
-    def void(flight: _Flight, cause: str) -> None:
+    def void(self, flight: _Flight, cause: str) -> None:
         """Not recorded: noted, and none of its files left (a killed run's stale ones)."""
-        note_voided(log_dir, flight.battle.battle_id, cause)
-        remove_battle_files(log_dir, flight.battle.battle_id)
-        voided[flight.battle.battle_id] = cause_kind(cause)
+        note_voided(self.log_dir, flight.battle.battle_id, cause)
+        remove_battle_files(self.log_dir, flight.battle.battle_id)
+        self.voided[flight.battle.battle_id] = cause_kind(cause)
 
-    def give_up(flight: _Flight, why: str) -> None:
-        remove_battle_files(log_dir, flight.battle.battle_id)
-        failed.append((flight.battle, why))
-        if on_done is not None:
-            on_done(None)
+    def give_up(self, flight: _Flight, why: str) -> None:
+        remove_battle_files(self.log_dir, flight.battle.battle_id)
+        self.failed.append((flight.battle, why))
+        if self.on_done is not None:
+            self.on_done(None)
 
-    def lost(runner: int, exc: RunnerLost) -> None:
+    def lost(self, runner: int, exc: RunnerLost) -> None:
         if exc.final:
-            retire(runner, str(exc))
-        elif runner in live:  # no battle for it until it answers again
-            live.discard(runner)
-            restarting[runner] = WAITS.begin(f"battle runner {runner} restarting")
-            probes[pool.probe(runner)] = (runner, time.monotonic())
+            self.retire(runner, str(exc))
+        elif runner in self.live:  # no battle for it until it answers again
+            self.live.discard(runner)
+            self.restarting[runner] = WAITS.begin(f"battle runner {runner} restarting")
+            self.probes[self.pool.probe(runner)] = (runner, time.monotonic())
 
-    def probed(handle: Hashable) -> None:
-        runner, since = probes.pop(handle)
-        if runner in retired:  # retired meanwhile (its edge stayed down, say): it stays so
+    def probed(self, handle: Hashable) -> None:
+        runner, since = self.probes.pop(handle)
+        if runner in self.retired:  # retired meanwhile (its edge stayed down, say): it stays so
             return
         try:
-            pool.probe_result(handle)
+            self.pool.probe_result(handle)
         except RunnerLost as exc:
             if exc.final:
-                retire(runner, str(exc))
+                self.retire(runner, str(exc))
             else:  # still restarting: the time it has to come back counts from its loss
-                probes[pool.probe(runner)] = (runner, since)
+                self.probes[self.pool.probe(runner)] = (runner, since)
             return
         logger.warning("runner %d is back", runner)
-        WAITS.end(restarting.pop(runner, None))
-        live.add(runner)
+        WAITS.end(self.restarting.pop(runner, None))
+        self.live.add(runner)
 
-    def waiting_for_restarts() -> bool:
-        for handle, (runner, since) in list(probes.items()):
-            if time.monotonic() - since > restart_timeout:
-                del probes[handle]
-                retire(runner, f"runner {runner} not back {restart_timeout:.0f}s after it was lost")
-        return bool(probes) and handing_out and bool(again or battles.peek())
-
-    fill()
-    while in_flight or waiting_for_restarts():
-        finished: list[tuple[BattleOutcome, _Flight]] = []
-        for handle in pool.wait([*in_flight, *probes], poll_s):
-            if handle in probes:
-                probed(handle)
-                continue
-            flight = in_flight.pop(handle)
-            load[flight.runner] -= 1
-            WAITS.end(flight.wait)
-            try:
-                outcome = pool.result(handle)
-            except RunnerLost as exc:
-                logger.warning("%s voided: %s", flight.battle.battle_id, exc)
-                void(flight, f"its battle runner was lost: {exc}")
-                again.appendleft((flight.battle, flight.attempt))
-                lost(flight.runner, exc)
-                continue
-            if outcome.kind == OutcomeKind.RECORDED:
-                finished.append((outcome, flight))
-            elif outcome.kind == OutcomeKind.EDGE_DOWN:  # not played: its runner can play no more
-                void(flight, f"not played: {outcome.message}")
-                again.appendleft((flight.battle, flight.attempt))
-                retire(flight.runner, outcome.message)
-            elif outcome.kind == OutcomeKind.VOID:
-                logger.warning("%s; attempt %d", outcome.message, flight.attempt + 1)
-                void(flight, outcome.message)
-                if not replay_allowed(log_dir, flight.battle.battle_id, max_voids):
-                    give_up(flight, f"{outcome.message} (voided {max_voids} times: not replayed)")
-                elif flight.attempt < retries:
-                    again.appendleft((flight.battle, flight.attempt + 1))
-                else:
-                    give_up(flight, outcome.message)
-            else:
-                give_up(flight, outcome.message)
-        record(finished)
-        fill()
-    stopped = ""
-    if not live and (again or battles.peek() is not None):
-        stopped = pool.no_runner_left("; ".join(dict.fromkeys(why_lost)))
-    return RunSummary(played, failed, stopped, skipped)
+    def waiting_for_restarts(self) -> bool:
+        for handle, (runner, since) in list(self.probes.items()):
+            if time.monotonic() - since > self.restart_timeout:
+                del self.probes[handle]
+                why = f"runner {runner} not back {self.restart_timeout:.0f}s after it was lost"
+                self.retire(runner, why)
+        return bool(self.probes) and self.handing_out and bool(self.again or self.battles.peek())
 
 
 class _Lookahead:
