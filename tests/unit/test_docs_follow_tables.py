@@ -1,6 +1,6 @@
 """The numbers and lists the docs repeat from the code's tables say what the tables say: the
 status tables and the README's list, the invalid-action reward and its retries, the default
-decision budget, the observation's size, the rating methods and the backends. A change to a table fails here until its docs follow."""
+decision budget, the observation's size, the rating methods, the backends and the timers. A change to a table fails here until its docs follow."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from center.env.backend import BACKENDS
 from center.env.rounds import RewardConfig
 from center.evaluation.judging.rating_methods import RATING_METHODS
 from center.evaluation.playing.budget import Budget
+from center.evaluation.playing.timers import TIMERS
 from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.outcomes import SIDE_STATUSES
 from edge.maple.state_observer import StateObserver
@@ -107,3 +108,28 @@ def test_the_backends_table_in_environment_md():
     assert set(re.findall(r"`(\w+)`", header)) == set(BACKENDS), header  # a column each
     for row in rows:  # and a cell in each row
         assert row.count(" | ") == len(BACKENDS), row
+
+
+def _seconds(cell: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", cell)]
+
+
+def test_the_timers_table_in_running_md():
+    text = _read("docs/running.md")
+    table = text[text.index("| `--timer` | free a decision |") :]
+    rows = table[: table.index("\n\n")].splitlines()[2:]
+    names = [re.match(r"\| `(\w+)`", row).group(1) for row in rows]  # type: ignore[union-attr]
+    assert names == list(TIMERS)
+    for row, name in zip(rows, names, strict=True):
+        budget = TIMERS[name].budget
+        free, bank, turn, most, clock = (cell.strip() for cell in row.split("|")[2:7])
+        assert _seconds(free) == [budget.decision_time], row
+        assert _seconds(bank) == [budget.bank] + ([budget.grace] if budget.grace else []), row
+        assert _seconds(turn) == ([budget.increment] if budget.increment else []), row
+        if budget.turn_time is None:
+            assert _seconds(most) == [budget.call_cap] and "a call" in most, row
+        else:
+            first = budget.turn_cap(True)
+            expected = [budget.turn_time] + ([first] if first != budget.turn_time else [])
+            assert _seconds(most) == expected, row
+        assert _seconds(clock) == [budget.battle_time], row

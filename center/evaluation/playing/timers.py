@@ -21,6 +21,7 @@ __all__ = [
     "OVERRIDES",
     "TIMERS",
     "TimerProfile",
+    "budget_parts",
     "effective_budget",
     "timer_line",
     "timer_record",
@@ -32,10 +33,16 @@ class TimerProfile:
     """A named timer: its :class:`Budget` and where its numbers come from."""
 
     budget: Budget
-    #: what it is for, in a few words (``--help``)
-    summary: str
+    #: what it is for, in a few words; ``--help`` adds its numbers (:attr:`summary`)
+    purpose: str
     #: where each number comes from (docs/running.md repeats it)
     source: str
+
+    @property
+    def summary(self) -> str:
+        """What ``--help`` says of it: its purpose, then its numbers read from its budget."""
+        numbers = [*budget_parts(self.budget), f"a {self.budget.battle_time:g} s battle clock"]
+        return f"{self.purpose} ({', '.join(numbers)})"
 
 
 #: A Showdown timer has no free time and no battle clock: what a side spends comes from its bank,
@@ -44,12 +51,12 @@ class TimerProfile:
 TIMERS: dict[str, TimerProfile] = {
     "standard": TimerProfile(
         Budget(),
-        "this project's default: 2 s free a decision, a 30 s bank, a 300 s battle clock",
+        "this project's default",
         "this project's budget",
     ),
     "extended": TimerProfile(
         Budget(decision_time=30.0, bank=300.0, call_cap=60.0, battle_time=1800.0),
-        "for LLM agents: 30 s free a decision, a 300 s bank, a 1,800 s battle clock",
+        "for LLM agents",
         "this project's, after PokéAgent's extended timer",
     ),
     "ladder": TimerProfile(
@@ -64,7 +71,7 @@ TIMERS: dict[str, TimerProfile] = {
             battle_time=3600.0,
             tie_when_both_out=True,
         ),
-        "Showdown's ladder: a 150 s bank, +10 s a turn, at most 150 s a turn",
+        "Showdown's ladder",
         "server/room-battle.ts: STARTING_TIME 150, STARTING_GRACE_TIME 60, addPerTurn 10 "
         "(singles), MAX_TURN_TIME 150",
     ),
@@ -80,7 +87,7 @@ TIMERS: dict[str, TimerProfile] = {
             battle_time=1800.0,
             tie_when_both_out=True,
         ),
-        "Showdown's Blitz: a 15 s bank, +5 s a turn, at most 15 s a turn",
+        "Showdown's Blitz",
         "data/rulesets.ts, blitz: Timer Starting 15, Grace 30, Add Per Turn 5, Max Per Turn 15, "
         "Max First Turn 40",
     ),
@@ -96,8 +103,7 @@ TIMERS: dict[str, TimerProfile] = {
             battle_time=600.0,
             tie_when_both_out=True,
         ),
-        "Showdown's VGC timer: 7 minutes in all, at most 55 s a turn (90 s the first), "
-        "team preview 90 s",
+        "Showdown's VGC timer",
         "data/rulesets.ts, vgctimer: Timer Starting 420, Grace 90, Add Per Turn 0, Max Per "
         "Turn 55, Max First Turn 90, Timeout Auto Choose",
     ),
@@ -128,8 +134,8 @@ def timer_record(name: str, budget: Budget) -> dict[str, Any]:
     return {"name": name, **numbers}
 
 
-def timer_line(name: str, budget: Budget) -> str:
-    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
+def budget_parts(budget: Budget) -> list[str]:
+    """A budget's numbers in words: free time, bank, increment, the cap of a turn or a call."""
     parts = [f"{budget.decision_time:g} s free per decision", f"a {budget.bank:g} s bank"]
     if budget.grace:
         parts[-1] += f" (+{budget.grace:g} s grace)"
@@ -143,6 +149,12 @@ def timer_line(name: str, budget: Budget) -> str:
         )
     else:
         parts.append(f"at most {budget.call_cap:g} s a call beyond the free time")
+    return parts
+
+
+def timer_line(name: str, budget: Budget) -> str:
+    """The time each side has, said at start-up (the battle clock bounds a battle's cost)."""
+    parts = budget_parts(budget)
     out = "a turn out of time plays the default move while the bank lasts"
     if budget.tie_when_both_out:
         out += "; both sides out in one round is a tie"
