@@ -55,6 +55,7 @@ SLOW = frozenset(
         "integration/test_checker_battles.py",
         "integration/test_checker_doubles_battles.py",
         "integration/test_collusion.py",
+        "integration/test_count_hops.py",
         "integration/test_demo.py",
         "integration/test_doubles_env.py::test_maskable_ppo_trains_on_the_seeded_doubles_env",
         "integration/test_doubles_outside.py",
