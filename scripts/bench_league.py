@@ -40,7 +40,6 @@ from bench_delegation import (
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration
 
-from center.env.backend import Backend
 from center.env.env_player import unique_username
 from center.evaluation.playing.edge_source import EdgeSource
 from center.evaluation.playing.in_process import InProcessSource
@@ -72,7 +71,7 @@ class Mode:
 
     name: str
     runner: str  # "isolated", "in-process" or "poke-env"
-    backend: Backend
+    backend: str
 
 
 MODES = (

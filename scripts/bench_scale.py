@@ -31,7 +31,6 @@ from bench_delegation import (
 )
 from bench_hosts import CpuGroup, run_command
 
-from center.env.end_reason import EndReason
 from center.evaluation.playing.edge_source import EdgeSource
 from center.evaluation.playing.match import MatchSettings, start_backend
 from center.evaluation.recording.battles_csv import ResultsWriter
@@ -42,7 +41,7 @@ from center.scale.driver import drive_battles
 from center.scale.local_pool import run_local
 from center.scale.outcome import BattleOutcome, OutcomeKind, battle_to_wire
 from center.scale.ray_pool import RayRunnerPool
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "agents"

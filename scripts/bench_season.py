@@ -23,7 +23,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from center.env.end_reason import EndReason  # noqa: E402
 from center.evaluation.judging.standings import compute_standings  # noqa: E402
 from center.evaluation.recording.battles_csv import load_records  # noqa: E402
 from center.evaluation.records import BattleRecord, SideRecord, Winner  # noqa: E402
@@ -33,7 +32,7 @@ from center.season.scheduler import Scheduler  # noqa: E402
 from center.season.settings import SeasonSettings  # noqa: E402
 from center.season.store import EntrantState, SeasonStore  # noqa: E402
 from center.season.writer import SeasonWriter  # noqa: E402
-from edge.contract.outcomes import SideStatus  # noqa: E402
+from edge.contract.outcomes import EndReason, SideStatus  # noqa: E402
 
 FORMAT = "gen9randombattle"
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import click
 
-from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, Backend, server_url_backend
+from center.env.backend import BACKENDS, DEFAULT_RUN_BACKEND, server_url_backend
 from center.errors import ConfigError
 from center.evaluation.judging.series import MAX_BEST_OF
 from center.evaluation.judging.sprt import SprtSettings, parse_elo_bounds
@@ -136,7 +136,7 @@ class RunOptions:
     call_cap: float | None = _over_the_timer("call_cap")
     battle_time: float | None = _over_the_timer("battle_time")
     max_turns: int = borrowed(MatchSettings, "max_turns")
-    backend_choice: Backend | None = field(
+    backend_choice: str | None = field(
         default=None,
         metadata=option(
             "--backend",
@@ -252,7 +252,7 @@ def default_log_dir(
     return Path("runs") / f"{ids[0]}-vs-{ids[1]}-{battle_format}"
 
 
-def resolve_backend(choice: Backend | None, server_url: str | None, log_dir: Path) -> Backend:
+def resolve_backend(choice: str | None, server_url: str | None, log_dir: Path) -> str:
     """``--backend``; else the server when ``--server`` names one; else, on a rerun, the backend
     the run was started on; else the simulator."""
     if choice:

@@ -26,7 +26,6 @@ import click
 from center.commands.options import EdgeOptions, RunOptions, default_log_dir, resolve_backend
 from center.commands.progress import _at_once, _Progress, _say_ray, waits_said
 from center.commands.series_play import check_series, play_rounds, write_rated_standings
-from center.env.backend import Backend
 from center.env.tiebreak import TURN_CAP_RULES
 from center.errors import CenterError, ConfigError
 from center.evaluation.judging.collusion import check_collusion, collusion_lines
@@ -83,7 +82,7 @@ class RunPlan:
     showdown_format: ShowdownFormat
     best_of: int
     log_dir: Path
-    backend: Backend
+    backend: str
     budget: Budget
     sprt: SprtSettings | None
     paired: bool

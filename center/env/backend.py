@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from poke_env.ps_client.server_configuration import (
     LocalhostServerConfiguration,
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKENDS",
     "DEFAULT_RUN_BACKEND",
-    "Backend",
     "BackendSpec",
     "BattleReplay",
     "SessionRequest",
@@ -40,8 +39,6 @@ __all__ = [
     "resolve_simulator",
     "server_url_backend",
 ]
-
-Backend = Literal["server", "sim"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class BattleReplay:
 class BackendSpec:
     """One backend: everything the center asks of it besides its session's interface."""
 
-    name: Backend
+    name: str
     #: what the backend is, after its name on the report's ``backend`` line
     description: str
     #: every battle is seeded from its per-battle seed: the same seed and actions, the same battle
@@ -271,7 +268,7 @@ _SPECS = (
 BACKENDS: Mapping[str, BackendSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
 
 #: where ``sep_main`` / ``sep_eval`` run battles unless told: the seeded simulator (docs/running.md)
-DEFAULT_RUN_BACKEND: Backend = "sim"
+DEFAULT_RUN_BACKEND: str = "sim"
 
 
 def backend_spec(name: str) -> BackendSpec:
@@ -282,7 +279,7 @@ def backend_spec(name: str) -> BackendSpec:
     return spec
 
 
-def server_url_backend() -> Backend:
+def server_url_backend() -> str:
     """The backend that ``--server`` (a Showdown server's URL) implies."""
     (name,) = (spec.name for spec in BACKENDS.values() if spec.takes_server_url)
     return name

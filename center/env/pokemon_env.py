@@ -22,8 +22,7 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from center.env.backend import Backend, SessionRequest, backend_spec
-from center.env.end_reason import EndReason
+from center.env.backend import SessionRequest, backend_spec
 from center.env.env_player import disconnect_player
 from center.env.playable import mask_size, playable_format
 from center.env.rounds import RewardConfig, RoundEnd, idle_mask, settle_round, step_info
@@ -36,6 +35,7 @@ from edge.contract.agent import SEED_BOUND, Agent
 from edge.contract.binding import bind_agent
 from edge.contract.game_type import is_doubles_format
 from edge.contract.legality import canonical_order, default_order
+from edge.contract.outcomes import EndReason
 from edge.errors import InvalidActionError
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
@@ -71,7 +71,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         self,
         battle_format: str = "gen9bssfactory",
         *,
-        backend: Backend = "server",
+        backend: str = "server",
         server: Any = None,
         agents: dict[str, Agent] | None = None,
         teams: dict[str, str | None] | None = None,
@@ -101,7 +101,7 @@ class PokemonEnv(ParallelEnv[str, Any, Any]):
         if refusal:
             raise EnvError(refusal)
         self.doubles = is_doubles_format(battle_format)
-        self.backend: Backend = backend
+        self.backend: str = backend
         self.battle_format = battle_format
         self.rewards = rewards or RewardConfig()
         self.reset_timeout = reset_timeout if reset_timeout is not None else self.RESET_TIMEOUT

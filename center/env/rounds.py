@@ -16,11 +16,11 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from center.env.end_reason import EndReason
 from center.env.playable import mask_size
 from center.env.seat_view import BattleView
 from center.env.session_api import BattleBackend, SeatState
 from center.env.tiebreak import TurnCap
+from edge.contract.outcomes import EndReason
 from edge.wire.messages import PolicyInfo
 
 logger = logging.getLogger(__name__)

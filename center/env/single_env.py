@@ -16,14 +16,13 @@ import gymnasium
 import numpy as np
 from poke_env.player import Player
 
-from center.env.backend import Backend
-from center.env.end_reason import EndReason
 from center.env.playable import mask_size, read_team
 from center.env.pokemon_env import PLAYERS, SIDES, DefaultChoice, PokemonEnv
 from center.env.rounds import RewardConfig
 from edge.contract.agent import Agent
 from edge.contract.game_type import is_doubles_format
 from edge.contract.legality import MAX_INVALID_RETRIES
+from edge.contract.outcomes import EndReason
 from edge.contract.policy import StandalonePolicy
 from edge.maple.doubles_agent import MapleDoublesAgent
 from edge.maple.maple_agent import MapleAgent
@@ -79,7 +78,7 @@ class SinglizedEnv(gymnasium.Env[np.ndarray, Any]):
         opponent: StandalonePolicy | Player | type[Player] | None = None,
         agent: Agent | None = None,
         opponent_agent: Agent | None = None,
-        backend: Backend = "server",
+        backend: str = "server",
         server: Any = None,
         teams: dict[str, str | None] | None = None,
         rewards: RewardConfig | None = None,

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from center.env.end_reason import EndReason
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 __all__ = [
     "COLUMNS",

@@ -139,7 +139,7 @@ class Ladder:
                     self.settings.budget,
                     self.settings.max_turns,
                     showdown_version=SHOWDOWN_VERSION,
-                    backend=self.settings.backend,  # type: ignore[arg-type]
+                    backend=self.settings.backend,
                     edge_loss=self.edge_loss(),
                     brought_teams=spec.teams_brought,
                     run_secret=secret,
@@ -157,7 +157,7 @@ class Ladder:
                 self._refit_all()
             # Runners of --workers/--ray start their own simulator hosts (or find the server).
             if self.scale is None:
-                self._server = start_backend(self.settings.backend)  # type: ignore[arg-type]
+                self._server = start_backend(self.settings.backend)
             heartbeat = Heartbeat(self.season_dir, lambda: edge_clients(self.config))
             heartbeat.start()
             try:
@@ -464,7 +464,7 @@ class Ladder:
                 "edge_loss": self.edge_loss(),
             },
             paired=True,
-            backend=self.settings.backend,  # type: ignore[arg-type]
+            backend=self.settings.backend,
         )
         doc = read_run_json(self.season_dir)
         kept = {k: v for k, v in doc.items() if k in ("provenance", "code_changes", "season")}

@@ -1,5 +1,6 @@
-"""The outcomes of a battle for one side: its statuses (battles.csv's ``<side>_status``), what each
-means (:data:`SIDE_STATUSES`), and what each failure a call can meet books (:data:`OUTCOMES`).
+"""The outcomes of a battle: why it ended (:class:`EndReason`, battles.csv's ``end_reason``), its
+statuses for one side (``<side>_status``), what each means (:data:`SIDE_STATUSES`), and what each
+failure a call can meet books (:data:`OUTCOMES`).
 
 The contract promises them to participants (docs/results.md, "What a failure books"); the center
 reads every reaction to a failure from here, keyed by an edge's error code or by what the center
@@ -19,6 +20,7 @@ __all__ = [
     "FAILURE_STATUSES",
     "OUTCOMES",
     "SIDE_STATUSES",
+    "EndReason",
     "Outcome",
     "Seen",
     "SideStatus",
@@ -27,6 +29,23 @@ __all__ = [
     "outcome_of",
     "voided",
 ]
+
+
+class EndReason(StrEnum):
+    """Every reason a battle ends for; a ``str``, so it compares equal to its value."""
+
+    # Set by the environment (center.env's PokemonEnv).
+    WIN = "win"  # Showdown declared a winner in normal play
+    TIE = "tie"  # Showdown declared a tie
+    MAX_TURNS = "max_turns"  # stopped at the turn limit (truncated; a tie in battles.csv)
+    TIEBREAK = "tiebreak"  # ended at the turn limit by Showdown's tiebreak (a winner, or a tie)
+    STEP_TIMEOUT = "step_timeout"  # Showdown did not answer a step in time (truncated)
+    DISCONNECT = "disconnect"  # the connection to Showdown was lost, or (in a match) a side's edge
+    FORFEIT = "forfeit"  # PokemonEnv.forfeit() called without a reason
+    ABORTED = "aborted"  # set_agents() during an episode abandoned it
+    # Set by the match runner when a side forfeits: a row's ``forfeit_reason`` below.
+    ERROR = "error"  # the side's code raised, or the side could not be set up
+    TIMEOUT = "timeout"  # the side exhausted its time bank
 
 
 class SideStatus(StrEnum):
@@ -55,7 +74,7 @@ class SideStatusSpec:
     #: (its ``Type: message`` line is the battle's ``<side>_error``)
     failure_type: str
     #: the battle's ``end_reason`` when the side forfeits it with this status; None: never fatal
-    forfeit_reason: str | None
+    forfeit_reason: EndReason | None
     #: how the report shows it: ``muted`` (nothing wrong), ``warn`` or ``fail`` (a style each)
     tone: str
 
@@ -69,7 +88,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         failure=True,
         short="TO",
         failure_type="Timeout",
-        forfeit_reason="timeout",
+        forfeit_reason=EndReason.TIMEOUT,
         tone="warn",
     ),
     SideStatus.ERROR: SideStatusSpec(
@@ -77,7 +96,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         failure=True,
         short="ERR",
         failure_type="Error",
-        forfeit_reason="error",
+        forfeit_reason=EndReason.ERROR,
         tone="fail",
     ),
     SideStatus.INVALID: SideStatusSpec(
@@ -93,7 +112,7 @@ SIDE_STATUSES: Final[Mapping[SideStatus, SideStatusSpec]] = {
         failure=True,
         short="DC",
         failure_type="SideDisconnected",
-        forfeit_reason="disconnect",
+        forfeit_reason=EndReason.DISCONNECT,
         tone="fail",
     ),
 }

@@ -31,7 +31,6 @@ from urllib.parse import quote
 import jsonschema
 import pytest
 
-from center.env.end_reason import EndReason
 from center.evaluation.recording.battles_csv import load_records
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
@@ -43,7 +42,7 @@ from center.season.web import WebServer, serve_season
 from center.season.web.reader import ReadOnlyStore
 from center.season.web.schema import api_schema
 from center.season.writer import SeasonWriter
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 from edge.contract.season_ledger import record_submission
 from tests.integration.test_report import CHROMIUM, CHROMIUM_ARGS
 

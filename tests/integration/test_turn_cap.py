@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
 from center.env.tiebreak import tiebreak_winner
+from edge.contract.outcomes import EndReason
 from edge.contract.showdown_request import ShowdownRequest
 from tests.integration.edges import AGENTS
 

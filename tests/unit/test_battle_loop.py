@@ -17,7 +17,6 @@ import gymnasium
 import numpy as np
 import pytest
 
-from center.env.end_reason import EndReason
 from center.env.rounds import RewardConfig, RoundEnd
 from center.env.session_api import SeatState
 from center.errors import EdgeDown
@@ -26,7 +25,7 @@ from center.evaluation.playing.budget import Budget
 from center.evaluation.playing.side_guard import SideGuard
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.decision import Decision
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 from edge.contract.showdown_request import ShowdownRequest, request_of
 from tests.fixtures.synthetic_battle import Mon, build_battle
 

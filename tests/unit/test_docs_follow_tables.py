@@ -17,6 +17,8 @@ from center.evaluation.playing.timers import TIMERS
 from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.outcomes import SIDE_STATUSES
 from edge.maple.state_observer import StateObserver
+from edge.options import OPTION, option_fields
+from edge.service.sandbox.limits import Limits, size_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,3 +135,20 @@ def test_the_timers_table_in_running_md():
             expected = [budget.turn_time] + ([first] if first != budget.turn_time else [])
             assert _seconds(most) == expected, row
         assert _seconds(clock) == [budget.battle_time], row
+
+
+def test_the_worker_limits_in_running_md():
+    """The sandbox paragraph's limits are every option of ``Limits``, each with its default."""
+    text = _read("docs/running.md")
+    stated = dict(re.findall(r"`(--[a-z-]+-limit)` (\d+(?: [GMK]iB| s)?)[,)]", text))
+    expected = {}
+    for f in option_fields(Limits):
+        unit = f.metadata["unit"]
+        if unit == "size":
+            value = re.sub(r"(\d+)([GMK]iB)", r"\1 \2", size_text(f.default))
+        elif unit == "seconds":
+            value = f"{f.default} s"
+        else:
+            value = str(f.default)
+        expected[f.metadata[OPTION].flags[0]] = value
+    assert stated == expected

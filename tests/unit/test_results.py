@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.errors import ConfigError, ResultsError, RunConflictError
 from center.evaluation.playing.side_stats import SideStats
 from center.evaluation.recording.battles_csv import (
@@ -31,7 +30,7 @@ from center.evaluation.recording.battles_csv import (
 from center.evaluation.recording.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.records import COLUMNS, PINNED_COLUMNS, BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, battle_seed, schedule_league, schedule_match
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.errors import ResultsError
 from center.evaluation.recording.battles_csv import ResultsWriter, load_records, pending
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.scale.driver import RunnerLost, drive_battles
 from center.scale.outcome import BattleOutcome, OutcomeKind
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 SCHEDULE = schedule_league(["a", "b", "c"], 4, 7)  # 12 battles
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.errors import RunConflictError
 from center.evaluation.recording.battles_csv import ResultsWriter, pending
 from center.evaluation.recording.run_info import RUN_JSON, RunConfig, open_run
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle, schedule_league, schedule_match
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 
 def record(battle: ScheduledBattle) -> BattleRecord:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import center.evaluation.judging.rating_methods as rating_methods
-from center.env.end_reason import EndReason
 from center.evaluation.judging.rating_methods import pair_matrices
 from center.evaluation.judging.rating_model import bradley_terry
 from center.evaluation.judging.standings import compute_standings
@@ -19,7 +18,7 @@ from center.evaluation.schedule import ScheduledBattle, schedule_league
 from center.season.board import refit, refit_boards
 from center.season.settings import SeasonSettings
 from center.season.store import BattleKind, EntrantState, SeasonStore
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 FORMATS = ("gen9randombattle", "gen8randombattle")
 STRENGTH = {"a": 0.0, "b": 150.0, "c": -100.0, "d": 300.0}

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.season.entrants import champions, pool
 from center.season.health import alarms, alarms_by_kind, check_qualification, check_quarantine
 from center.season.scheduler import Scheduler, information
 from center.season.settings import SeasonSettings
 from center.season.store import BattleKind, EntrantState, SeasonStore
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 
 FORMAT = "gen9randombattle"
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.errors import ConfigError
 from center.evaluation.recording.battles_csv import load_records
 from center.evaluation.records import BattleRecord, SideRecord, Winner
@@ -16,7 +15,7 @@ from center.evaluation.schedule import schedule_league
 from center.season.settings import SeasonSettings, load_settings
 from center.season.store import BattleKind, EntrantState, SeasonStore, charged
 from center.season.writer import SeasonWriter
-from edge.contract.outcomes import SIDE_STATUSES, SideStatus
+from edge.contract.outcomes import SIDE_STATUSES, EndReason, SideStatus
 from edge.contract.season_ledger import DEFAULT_QUOTA, DEFAULT_WINDOW_H, QUOTA_KEYS
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from center.env.end_reason import EndReason
 from center.errors import SideError
 from center.evaluation.judging.standings import compute_standings
 from center.evaluation.judging.standings_output import (
@@ -31,6 +30,7 @@ from edge.contract.outcomes import (
     FAILURE_STATUSES,
     OUTCOMES,
     SIDE_STATUSES,
+    EndReason,
     Seen,
     SideStatus,
     Void,

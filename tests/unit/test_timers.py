@@ -108,7 +108,8 @@ def test_explicit_numbers_override_the_profile_and_the_start_line_says_so() -> N
     line = timer_line("vgc", budget)
     assert line.startswith("timer vgc with --bank 300, --battle-time 900: 0 s free per decision")
     assert "at most 55 s a turn (90 s the first)" in line and "is a tie" in line
-    assert timer_line("standard", Budget()).startswith("timer standard: 2 s free per decision")
+    default = timer_line("standard", Budget())
+    assert default.startswith(f"timer standard: {Budget().decision_time:g} s free per decision")
 
 
 # -- the guard -------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def test_a_request_asked_again_after_its_turns_cap_is_a_timeout_without_a_call(
 @pytest.mark.parametrize(
     ("budget", "credit"),
     [
-        (Budget(), 2.0),
+        (Budget(), Budget().decision_time),
         (TIMERS["extended"].budget, 30.0),
         (effective_budget("standard", {"decision_time": 5.0}), 5.0),
         (LADDER, 150.0),
@@ -194,7 +195,7 @@ def test_queue_credit_follows_the_effective_time_of_a_decision(
 
 def test_without_a_turn_cap_the_turn_changes_nothing(clock: Clock) -> None:
     edge = FakeEdge(clock)
-    guard = SideGuard(edge, "a:b:c", Budget())
+    guard = SideGuard(edge, "a:b:c", Budget(decision_time=2.0, bank=30.0, call_cap=10.0))
     edge.script = [(3.0, None, None)] * 3
     for turn in (1, 1, 2):
         _decide(guard, turn)

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from center.env.end_reason import EndReason
 from center.errors import ConfigError
 from center.evaluation.records import BattleRecord, SideRecord, Winner
 from center.evaluation.schedule import ScheduledBattle
 from center.files import write_atomically
-from edge.contract.outcomes import SIDE_STATUSES, SideStatus
+from edge.contract.outcomes import SIDE_STATUSES, EndReason, SideStatus
 
 __all__ = [
     "MAX_BEST_OF",

@@ -15,7 +15,6 @@ from concurrent.futures import wait
 from functools import partial
 from typing import TypeVar
 
-from center.env.end_reason import EndReason
 from center.env.pokemon_env import PLAYERS, PokemonEnv
 from center.env.rounds import as_step_reward, idle_mask, step_info
 from center.env.session_api import SeatState
@@ -25,7 +24,7 @@ from center.evaluation.playing.side_guard import Move, SideGuard
 from edge.contract.agent import SEED_BOUND
 from edge.contract.decision import Decision
 from edge.contract.legality import canonical_order, default_order
-from edge.contract.outcomes import SIDE_STATUSES
+from edge.contract.outcomes import SIDE_STATUSES, EndReason
 from edge.contract.runner import UserFailure
 from edge.contract.showdown_request import ShowdownRequest
 from edge.errors import InvalidActionError
@@ -157,7 +156,7 @@ def forfeit_reason(side: SideGuard) -> EndReason:
     reason = SIDE_STATUSES[side.stats.status].forfeit_reason
     if reason is None:
         raise ValueError(f"{side.stats.status} is not a status that forfeits a battle")
-    return EndReason(reason)
+    return reason
 
 
 def _first_fatal(sides: dict[str, SideGuard]) -> str | None:

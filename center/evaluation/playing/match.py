@@ -21,8 +21,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 import click
 import orjson
 
-from center.env.backend import Backend, BattleReplay, backend_spec, server_url_backend
-from center.env.end_reason import EndReason
+from center.env.backend import BattleReplay, backend_spec, server_url_backend
 from center.env.pokemon_env import PLAYERS, SIDES, PokemonEnv
 from center.env.tiebreak import TurnCap
 from center.errors import CenterError, ConfigError, InfrastructureError
@@ -41,7 +40,7 @@ from center.evaluation.schedule import ScheduledBattle
 from center.files import COMPRESSED_SUFFIX
 from center.showdown.sim_seeds import RunSecret
 from edge.contract.agent import SEED_BOUND
-from edge.contract.outcomes import SideStatus
+from edge.contract.outcomes import EndReason, SideStatus
 from edge.options import option
 from edge.visible_text import visible_controls
 
@@ -104,7 +103,7 @@ class MatchSettings:
     turn_cap: TurnCap = "tiebreak"
     showdown_version: str = ""
     #: where battles run: the seeded simulator ("sim") or the Showdown server ("server")
-    backend: Backend = "server"
+    backend: str = "server"
     #: a lost edge process: "void" the battle (not recorded, replayed on resume) or book it as the
     #: side's DISCONNECT forfeit ("forfeit", for participants who host their own edges)
     edge_loss: Literal["void", "forfeit"] = field(
@@ -328,7 +327,7 @@ def _json_line(entry: dict[str, Any]) -> bytes:
 # -- many battles ---------------------------------------------------------------------------------
 
 
-def start_backend(backend: Backend, server_url: str | None = None) -> Any:
+def start_backend(backend: str, server_url: str | None = None) -> Any:
     """Start what a run plays on, for the caller to ``stop()``: a simulator host (``sim``), or the
     Showdown server at ``server_url`` (default: found or started, ``server``)."""
     spec = backend_spec(backend)

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from center.env.backend import BACKENDS, Backend
+from center.env.backend import BACKENDS
 from center.env.tiebreak import TurnCap, check_turn_cap
 from center.errors import ResultsError, RunConflictError
 from center.evaluation.judging.sprt import SprtSettings
@@ -104,7 +104,7 @@ class RunConfig:
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     paired: bool = False
-    backend: Backend = "server"
+    backend: str = "server"
     sprt: SprtSettings | None = None
     #: what ends a battle at the turn cap; a rerun keeps the stored one (a run.json without one
     #: is older than the tiebreak: a tie)
