@@ -2,9 +2,10 @@
 
 The infrastructure (``sep_main``, the simulator host and the Showdown server it starts, which
 inherit its score, and ``sep_edge``) is shielded; an edge's zygote, model templates and workers
-are the preferred victims. Memory admission (``edge.service.supervision.memory_admission``) keeps workers from filling the host
-in the first place: this is what decides when something else does. The shield is not -1000 (never
-killed): a leaking organizer's process must still be killable before the kernel panics.
+are the preferred victims. Memory admission (``edge.service.supervision.memory_admission``) keeps
+workers from filling the host in the first place: this is what decides when something else does.
+The shield is not -1000 (never killed): a leaking organizer's process must still be killable
+before the kernel panics.
 """
 
 from __future__ import annotations

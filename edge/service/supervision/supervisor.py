@@ -1,9 +1,9 @@
 """The sandboxed edge: a socket server whose requests are served by sandboxed worker processes.
 
 :class:`SandboxedEdge` composes the socket server, the router (its dispatcher), the worker pool
-(the zygote, the model templates), the workers' channels and the call scheduler. The supervisor (this
-process) never imports user code and unpickles nothing. How deadlines and worker deaths end calls
-and sessions: docs/sandbox.md, "Deadlines and deaths".
+(the zygote, the model templates), the workers' channels and the call scheduler. The supervisor
+(this process) never imports user code and unpickles nothing. How deadlines and worker deaths end
+calls and sessions: docs/sandbox.md, "Deadlines and deaths".
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Forked by the zygote or a model's template, :func:`run_worker` enters its sandbox, points file
 descriptors 1 and 2 at an in-memory file (so that everything user code prints is captured), then
 serves one request at a time from its channel to the supervisor; it imports the user module on
-the first ``open_session`` only. It uses the wire codec as an edge does, and the supervisor never trusts it.
+the first ``open_session`` only. It uses the wire codec as an edge does, and the supervisor never
+trusts it.
 """
 
 from __future__ import annotations

@@ -207,8 +207,8 @@ class SessionHandlers:
             seed_global_generators(seed)
             agent = model.make_agent(body.instance_config.to_dict())
             if preloaded is model:
-                # The policy the model's template built (getUserPolicy once per edge): this worker's own
-                # copy; a later session of a reused worker builds its own, as before.
+                # The policy the model's template built (getUserPolicy once per edge): this
+                # worker's own copy; a later session of a reused worker builds its own, as before.
                 policy = model.policy
                 self._loaded = None
             else:
