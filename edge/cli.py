@@ -229,7 +229,7 @@ def sep_edge(
         cfg_host, cfg_port = config.address(side)
         curve = edge_curve_from_config(config.data, side, config.base_dir)
         models = load_candidates(candidates)
-        shielded = shield_from_oom()  # before the worker template starts: it is set apart
+        shielded = shield_from_oom()  # before the zygote starts: it is set apart
         server = SandboxedEdge(
             side,
             host or cfg_host,
@@ -248,8 +248,8 @@ def sep_edge(
             endpoints=endpoints,
             endpoint_tokens=endpoint_tokens,
             candidates_file=candidates,
+            load_limit=session_limits.load_limit,
         )
-        server.announce_load_limit(session_limits.load_limit)
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
@@ -269,10 +269,12 @@ def sep_edge(
     click.echo(
         "  out-of-memory order: "
         + (
-            "this edge shielded (oom_score_adj -900), workers and their templates first (1000)"
+            "this edge shielded (oom_score_adj -900), its zygote, model templates and workers "
+            "first (1000)"
             if shielded
-            else "workers and their templates first (1000); this edge not shielded (lowering "
-            "its oom_score_adj needs CAP_SYS_RESOURCE): memory admission alone keeps it safe"
+            else "its zygote, model templates and workers first (1000); this edge not shielded "
+            "(lowering its oom_score_adj needs CAP_SYS_RESOURCE): memory admission alone keeps "
+            "it safe"
         ),
         err=True,
     )

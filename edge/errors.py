@@ -20,8 +20,8 @@ Exception tree::
     │                          closed or expired); in edge/service/worker/sessions.py, next to its code
     ├── UnknownModel           the center asked for a model candidates.json does not list; in
     │                          edge/service/worker/sessions.py, next to its code
-    ├── ZygoteError            the sandbox's worker template process could not start or went away;
-    │                          in edge/service/forking/zygote.py
+    ├── ZygoteError            the edge's zygote (the process that forks workers) could not start
+    │                          or went away; in edge/service/forking/zygote.py
     ├── LedgerError            a season's database or season.json cannot be used (names the file);
     │                          in edge/contract/season_ledger.py, next to the ledger
     ├── Stuck                  the checker: an earlier user call never returned or its worker

@@ -1,10 +1,11 @@
 """Whom the kernel's OOM killer takes first when the host runs out of memory.
 
 The infrastructure (``sep_main``, the simulator host and the Showdown server it starts, which
-inherit its score, and ``sep_edge``) is shielded; workers and their templates are the preferred
-victims. Memory admission (``edge.service.supervision.memory_admission``) keeps workers from filling the host
-in the first place: this is what decides when something else does. The shield is not -1000 (never
-killed): a leaking organizer's process must still be killable before the kernel panics.
+inherit its score, and ``sep_edge``) is shielded; an edge's zygote, model templates and workers
+are the preferred victims. Memory admission (``edge.service.supervision.memory_admission``) keeps
+workers from filling the host in the first place: this is what decides when something else does.
+The shield is not -1000 (never killed): a leaking organizer's process must still be killable
+before the kernel panics.
 """
 
 from __future__ import annotations
@@ -38,6 +39,6 @@ def shield_from_oom() -> bool:
 
 
 def prefer_as_oom_victim(pid: int) -> bool:
-    """``pid`` (a worker template: its workers inherit it, and may not lower it without
-    privileges) is the OOM killer's first choice."""
+    """``pid`` (an edge's zygote: its model templates and workers inherit it, and may not lower
+    it without privileges) is the OOM killer's first choice."""
     return _set(pid, WORKER_SCORE)

@@ -251,8 +251,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds of ``root`` and its living descendants (an edge: supervisor, template and
-    workers), with what its reaped children used (the template's ``cutime``/``cstime``)."""
+    """CPU seconds of ``root`` and its living descendants (an edge: supervisor, zygote, model
+    templates and workers), with what its reaped children used (the zygote's and model
+    templates' ``cutime``/``cstime``)."""
     parents: dict[int, int] = {}
     stats: dict[int, list[str]] = {}
     for entry in os.listdir("/proc"):

@@ -1,5 +1,5 @@
-"""Benchmark an edge's start (its supervisor's and worker template's CPU, the template's memory)
-and the template's fork per battle, each against a bare interpreter in the same run.
+"""Benchmark an edge's start (its supervisor's and zygote's CPU, the zygote's memory) and the
+zygote's fork per battle, each against a bare interpreter in the same run.
 
     python scripts/bench_edge_start.py --starts 5 --forks 300
 
@@ -33,7 +33,7 @@ CANDIDATES = ROOT / "tests" / "agents" / "candidates.json"
 
 FORKS = """
 import os, resource, sys, time
-if sys.argv[1] in ("template", "huge"):
+if sys.argv[1] in ("zygote", "huge"):
     from edge.service.forking.learnsets import LearnsetWarmer
     from edge.service.forking.zygote import _preload
     _preload()
@@ -57,12 +57,12 @@ after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RU
 cpu = [(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime) / count for a, b in zip(before, after)]
 anon = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("RssAnon"))
 print(cpu[0], cpu[1], anon * 1024, collapse_s, collapsed, flush=True)
-os._exit(0)  # (the template's preload stopped poke-env's loop: nothing is waited for)
+os._exit(0)  # (the zygote's preload stopped poke-env's loop: nothing is waited for)
 """
 
 
-def _template_pid(edge: int) -> int:
-    """The edge's worker template: its one child."""
+def _zygote_pid(edge: int) -> int:
+    """The edge's zygote: its one child."""
     children = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -70,7 +70,7 @@ def _template_pid(edge: int) -> int:
             if fields is not None and int(fields[1]) == edge:
                 children.append(int(entry.name))
     if len(children) != 1:
-        raise RuntimeError(f"expected one worker template under the edge, found {children}")
+        raise RuntimeError(f"expected one zygote under the edge, found {children}")
     return children[0]
 
 
@@ -83,7 +83,7 @@ def _anon_bytes(pid: int) -> int:
 
 def start_once(folder: Path, extra: list[str], timeout: float) -> dict[str, float]:
     """One edge start: seconds until it answers, CPU seconds of its supervisor and of the rest
-    (the template, with the probes it reaped), the template's anonymous memory."""
+    (the zygote, with the probes it reaped), the zygote's anonymous memory."""
     edge = EdgeSubprocess(
         "blue", write_sep_config(folder / "sep_config.json"), CANDIDATES, folder / "blue.log", extra
     )
@@ -91,7 +91,7 @@ def start_once(folder: Path, extra: list[str], timeout: float) -> dict[str, floa
     edge.start(ready_timeout=timeout)
     try:
         answering = time.monotonic() - started
-        template = _template_pid(edge.pid)
+        zygote = _zygote_pid(edge.pid)
         quiet, last = 0, -1.0
         while quiet < 4 and time.monotonic() - started < timeout:  # 1 s without CPU: warmed
             time.sleep(0.25)
@@ -104,8 +104,8 @@ def start_once(folder: Path, extra: list[str], timeout: float) -> dict[str, floa
         return {
             "answering_s": answering,
             "supervisor_cpu_s": supervisor,
-            "template_cpu_s": tree_cpu_seconds(edge.pid) - supervisor,
-            "template_anon_bytes": float(_anon_bytes(template)),
+            "zygote_cpu_s": tree_cpu_seconds(edge.pid) - supervisor,
+            "zygote_anon_bytes": float(_anon_bytes(zygote)),
         }
     finally:
         edge.stop()
@@ -154,18 +154,18 @@ def main() -> None:
             folder.mkdir()
             runs.append(start_once(folder, memory_limit_args(args.memory_limit), args.timeout))
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    total = median["supervisor_cpu_s"] + median["template_cpu_s"]
+    total = median["supervisor_cpu_s"] + median["zygote_cpu_s"]
     print(f"edge start, median of {args.starts}:")
     print(f"  answering after {median['answering_s']:.2f} s")
     print(
-        f"  CPU: supervisor {median['supervisor_cpu_s']:.2f} s, template {median['template_cpu_s']:.2f}"
+        f"  CPU: supervisor {median['supervisor_cpu_s']:.2f} s, zygote {median['zygote_cpu_s']:.2f}"
         f" s (warming included), {total:.2f} s in all = {total / bare:.1f}x a bare"
         f" interpreter's start ({bare * 1e3:.0f} ms)"
     )
-    print(f"  template's anonymous memory: {median['template_anon_bytes'] / 2**20:.0f} MiB")
+    print(f"  zygote's anonymous memory: {median['zygote_anon_bytes'] / 2**20:.0f} MiB")
 
     bare_parent, bare_child, bare_anon, _, _ = forks("bare", args.forks)
-    parent, child, anon, _, _ = forks("template", args.forks)
+    parent, child, anon, _, _ = forks("zygote", args.forks)
     huge_parent, huge_child, huge_anon, collapse_s, collapsed = forks("huge", args.forks)
     print(f"fork and exit, {args.forks} children each:")
     print(
@@ -173,7 +173,7 @@ def main() -> None:
         f" ms, child {bare_child * 1e3:.2f} ms"
     )
     print(
-        f"  prepared as the edge's template ({anon / 2**20:.0f} MiB anonymous): parent"
+        f"  prepared as the edge's zygote ({anon / 2**20:.0f} MiB anonymous): parent"
         f" {parent * 1e3:.2f} ms, child {child * 1e3:.2f} ms ="
         f" {(parent + child) / (bare_parent + bare_child):.1f}x the bare interpreter's"
     )
@@ -181,7 +181,7 @@ def main() -> None:
         f"  the same, its memory collapsed into huge pages first as a model's template does"
         f" ({collapsed / 2**20:.0f} MiB in {collapse_s * 1e3:.0f} ms; {huge_anon / 2**20:.0f} MiB"
         f" anonymous): parent {huge_parent * 1e3:.2f} ms, child {huge_child * 1e3:.2f} ms ="
-        f" {(huge_parent + huge_child) / (parent + child):.2f}x the uncollapsed template's"
+        f" {(huge_parent + huge_child) / (parent + child):.2f}x the uncollapsed zygote's"
     )
 
 

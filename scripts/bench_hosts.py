@@ -567,7 +567,7 @@ def main() -> None:
             with group.around_starts() if group else contextlib.nullcontext():
                 process.start()
             edges[side] = Edge(process, group)
-        for edge in edges.values():  # the template's start (imports, learnsets) left out
+        for edge in edges.values():  # the zygote's start (imports, learnsets) left out
             edge.settled(quiet_s=1.0, most_s=120.0)
         grouped = all(edge.group is not None for edge in edges.values())
         how = (

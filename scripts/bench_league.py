@@ -100,8 +100,8 @@ def group_cpu_seconds(pgid: int | None) -> float:
 
 
 def tree_size(root: int) -> int:
-    """How many live processes ``root`` and its descendants are (an edge: supervisor, worker
-    template and workers)."""
+    """How many live processes ``root`` and its descendants are (an edge: supervisor, zygote,
+    model templates and workers)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -284,7 +284,7 @@ def report(
     print(f"isolated and in-process sides: {args.candidate} ({CANDIDATES[args.candidate]}{think})")
     if edge_processes:
         sizes = ", ".join(f"{side} {n}" for side, n in edge_processes.items())
-        print(f"edge processes at the end (supervisor, worker template, workers): {sizes}")
+        print(f"edge processes at the end (supervisor, zygote, model templates, workers): {sizes}")
     print(
         "mode               battles/s  turns/s   battles/s per round    turns/battle  "
         "decision ms (median of battle means)"

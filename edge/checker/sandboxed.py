@@ -57,7 +57,8 @@ class CheckerEdge:
             curve=CurveConfig(server_keys, frozenset({client_keys.public})),
             endpoints=endpoints,
             # A check plays a few sample battles: warming every species' learnset would cost
-            # its templates more CPU than its workers spend computing their battles' own.
+            # its zygote and model templates more CPU than its workers spend computing their
+            # battles' own.
             warm_learnsets=False,
         )
         self._context = zmq.Context()

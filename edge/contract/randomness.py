@@ -18,8 +18,8 @@ __all__ = ["WORKER_HASH_SEED", "seed_global_generators"]
 
 logger = logging.getLogger(__name__)
 
-#: ``PYTHONHASHSEED`` of every process that runs user code on an edge (set when the worker template
-#: is started: a hash seed is fixed when an interpreter starts, and workers are forked from it).
+#: ``PYTHONHASHSEED`` of every process that runs user code on an edge (set when the zygote is
+#: started: a hash seed is fixed when an interpreter starts, and workers are forked from it).
 WORKER_HASH_SEED: Final = "0"
 
 

@@ -1,10 +1,10 @@
 """A blue and a red edge in the test's own process, behind their real socket servers.
 
 :func:`inprocess_edges` serves a candidates file as two ``sep_edge`` processes would: one
-:class:`~edge.service.supervision.supervisor.SandboxedEdge` per side (its ZeroMQ socket server, router, worker
-template and sandboxed workers) on a free loopback port, and a ``sep_config.json`` naming both, so
-that ``sep_main`` plays through them. What it saves is the edges' own processes (their start and
-imports); the quick run's integration tests use it (``QUICK`` in tests/marks.py).
+:class:`~edge.service.supervision.supervisor.SandboxedEdge` per side (its ZeroMQ socket server,
+router, zygote and sandboxed workers) on a free loopback port, and a ``sep_config.json`` naming
+both, so that ``sep_main`` plays through them. What it saves is the edges' own processes (their
+start and imports); the quick run's integration tests use it (``QUICK`` in tests/marks.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def inprocess_edges(
     folder: Path, candidates: Path = AGENTS / "candidates.json"
 ) -> Iterator[InProcessEdges]:
     """Start a blue and a red edge serving ``candidates``, with their config in ``folder``;
-    close both (their workers and templates killed) on the way out, however it is left."""
+    close both (their workers, zygotes and model templates killed) on the way out, however it is
+    left."""
     models = load_candidates(candidates)
     started: list[SandboxedEdge] = []
     try:

@@ -280,22 +280,22 @@ def test_an_edge_ends_the_sessions_of_a_center_that_vanished_and_kills_their_wor
         center.wait(timeout=10)
         assert wait_until(lambda: not workers_of(blue), 15.0), workers_of(blue)
 
-        def only_the_template() -> bool:
+        def only_the_zygote_and_model_templates() -> bool:
             # The hog's spinners (sessions of their own, children of the worker) got their SIGKILL
             # with the worker's control group, but a process takes a moment to die on a loaded
             # host: wait for that too, rather than reading /proc once (a spinner never ends by
             # itself, so this still fails when the edge leaves one behind).
-            # The edge's template stays (root), and so do the model's template processes (the
+            # The edge's zygote stays (root), and so do the model's template processes (the
             # first user id of their block), but no worker and nothing a worker started.
             found = leftovers(marks)
-            template = [
+            zygote = [
                 p for p, cmd in found if "edge.service.forking.zygote" in cmd and _uid(p) == 0
             ]
             models = [p for p, _ in found if (_uid(p) - TEMPLATE_UID_BASE) % UID_BLOCK == 0]
             models = [p for p in models if _uid(p) >= TEMPLATE_UID_BASE]
-            return len(template) == 1 and len(found) == len(template) + len(models)
+            return len(zygote) == 1 and len(found) == len(zygote) + len(models)
 
-        assert wait_until(only_the_template, 15.0), leftovers(marks)
+        assert wait_until(only_the_zygote_and_model_templates, 15.0), leftovers(marks)
     finally:
         if center.poll() is None:
             center.kill()

@@ -182,7 +182,7 @@ def test_planted_files_never_run_outside_a_sandbox_and_victims_play_their_own_co
     tmp_path: Path, planted: Planted, where: str, extra: list[str]
 ):
     """Started in the candidates folder (``candidates.json`` as the operator's relative path)
-    or in the checkout: the edge's template preloads numpy, but not the planted one (before,
+    or in the checkout: the edge's zygote preloads numpy, but not the planted one (before,
     ``python -m`` put the working folder first on its path and the marker showed uid 0); the
     victims' sessions are served by their own classes (before, the pyc's WeakestMovePolicy, and
     the single-file victim failed to load the planted .so)."""
@@ -195,7 +195,7 @@ def test_planted_files_never_run_outside_a_sandbox_and_victims_play_their_own_co
         names = policy_names(edge, ["victim", "single", "attacker"])
     finally:
         edge.stop()
-    if os.geteuid() == 0:  # the sandbox as a league has it, the module imported by a template
+    if os.geteuid() == 0:  # the sandbox as a league has it, the module imported by a model template
         templates = "model templates: off" if extra else "model templates: on"
         assert templates in edge.log.read_text(), edge.log.read_text()[-3000:]
     own = {"victim": "VictimOwnPolicy", "single": "SingleOwnPolicy", "attacker": "AttackerPolicy"}
@@ -223,7 +223,7 @@ def test_the_checker_run_in_the_candidates_folder_imports_nothing_from_it(plante
 def test_the_checkout_root_on_pythonpath_is_refused_in_one_line(tmp_path: Path):
     """The shipped layout: candidates.json at the checkout root. Served from there, the edge
     starts (the editable install maps only the packages, so the root is on no path); with the
-    root on PYTHONPATH (as the edge once put it on its template's), it refuses in one line."""
+    root on PYTHONPATH (as the edge once put it on its zygote's), it refuses in one line."""
     config = write_config(tmp_path / "sep_config.json")
     shipped = CHECKOUT / "candidates.json"
     edge = ConsoleEdge("blue", config, shipped, tmp_path / "ok.log", cwd=CHECKOUT)

@@ -7,7 +7,8 @@ The edges' memory admission lets only as many workers live as the host's budget 
 less 512 MiB for the infrastructure: two), so the attacker meets its own limit, and only it pays: no
 battle is voided, the honest side is never booked for memory, and every process of the
 infrastructure survives. On the same small host, two edges share one budget, and a ``kill -9``'d
-edge's claims free themselves; workers and their templates are the OOM killer's first choice; and a
+edge's claims free themselves; workers and the zygote that forks them are the OOM killer's first
+choice; and a
 worker the host's shortage killed is not blamed for memory.
 Needs root and a writable cgroup v1 memory hierarchy.
 """
@@ -178,7 +179,7 @@ def _oom_score_adj(pid: int) -> int:
     return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
 
 
-def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: Path):
+def test_workers_and_the_zygote_are_the_oom_killers_first_choice(tmp_path: Path):
     config = write_config(tmp_path / "sep_config.json")
     edge = EdgeProcess(
         "blue", config, CANDIDATES, tmp_path / "blue.log", extra=["--max-workers", "1"]
@@ -190,10 +191,10 @@ def test_workers_and_their_template_are_the_oom_killers_first_choice(tmp_path: P
         client = edge.client()
         instance = InstanceConfig("blue", "player_0", "gen9bssfactory", 1)
         client.request(OpenSessionRequest(ATTACKER, instance, "sep p1"), "s1", 60.0)
-        templates = children_of(edge.proc.pid)  # the edge's children: its worker templates
-        workers = [w for t in templates for w in children_of(t)]
-        assert templates and workers, "the session's worker and its template"
-        assert all(_oom_score_adj(p) == 1000 for p in templates + workers)
+        zygotes = children_of(edge.proc.pid)  # the edge's child: its zygote
+        forked = [p for z in zygotes for p in children_of(z)]  # model templates or workers
+        assert zygotes and forked, "the session's worker (or its model's template) and the zygote"
+        assert all(_oom_score_adj(p) == 1000 for p in zygotes + forked)
         report = edge.log.read_text()
         if _oom_score_adj(edge.proc.pid) == -900:
             assert "this edge shielded (oom_score_adj -900)" in report
@@ -295,7 +296,7 @@ def test_a_worker_the_host_killed_for_its_own_shortage_is_not_blamed(
         while "not the worker" not in edge.log.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
         log = edge.log.read_text()
-        # The OOM killer took the worker, its model's template or the edge's own template
+        # The OOM killer took the worker, its model's template or the edge's zygote
         # (all preferred victims): whichever it was, the worker is not blamed.
         assert (
             "killed by the kernel's OOM killer: the host ran out of memory, not the worker" in log

@@ -221,7 +221,7 @@ def test_a_template_that_dies_ends_its_battles_with_the_cause_and_is_started_aga
             assert wait_until(lambda: not workers_of(blue), 10.0)
             with pytest.raises(EdgeRemoteError) as failure:
                 session.decide()
-            assert "the template process of template_torch" in failure.value.evalue, failure.value
+            assert "the model template of template_torch" in failure.value.evalue, failure.value
             after = Session(client, "template_torch", "after")
             reply, output = after.decide()
             assert reply.stepped and reply.step_error is None, reply

@@ -89,7 +89,7 @@ def test_a_seeded_match_of_unseeded_modules_replays_on_a_fresh_log_dir_and_fresh
 ):
     edges = start_edges(CANDIDATES)
     first = _sep_main(edges["blue"].config, tmp_path / "first")
-    for edge in edges.values():  # new edges: new worker templates, each with its hash seed
+    for edge in edges.values():  # new edges: new zygotes, each with its hash seed
         edge.stop()
     edges = start_edges(CANDIDATES)
     second = _sep_main(edges["blue"].config, tmp_path / "second")

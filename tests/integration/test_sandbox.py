@@ -71,7 +71,7 @@ def recorded_decisions() -> tuple[str, list[list[str]]]:
 
 
 def edge_marks(process: EdgeProcess) -> tuple[str, str]:
-    """What tells this edge's processes from others': its pid (in its template's command line)
+    """What tells this edge's processes from others': its pid (in its zygote's command line)
     and the folder of its workers' HOME (in their environment, inherited by what they start)."""
     assert process.proc is not None
     log = process.log.read_text()
@@ -80,7 +80,7 @@ def edge_marks(process: EdgeProcess) -> tuple[str, str]:
 
 
 def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
-    """(pid, command line) of the edges' templates and workers, and of what their workers' user
+    """(pid, command line) of the edges' zygotes and workers, and of what their workers' user
     code started (``marks`` from :func:`edge_marks`)."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -100,17 +100,17 @@ def leftovers(marks: list[tuple[str, str]]) -> list[tuple[int, str]]:
 
 
 def workers_of(edge: EdgeProcess) -> set[int]:
-    """The pids of the edge's workers: the children of its template (the edge's child), or,
-    where models have templates of their own (children of the edge's template, running as the
-    first user id of a block from TEMPLATE_UID_BASE), the children of those."""
+    """The pids of the edge's workers: the children of its zygote (the edge's child), or,
+    where models have templates of their own (children of the zygote, running as the first user
+    id of a block from TEMPLATE_UID_BASE), the children of those."""
     assert edge.proc is not None
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         fields = proc_stat(entry.name) if entry.name.isdigit() else None
         if fields is not None and fields[0] != "Z":
             parents[int(entry.name)] = int(fields[1])
-    templates = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
-    children = {pid for pid, parent in parents.items() if parent in templates}
+    zygotes = {pid for pid, parent in parents.items() if parent == edge.proc.pid}
+    children = {pid for pid, parent in parents.items() if parent in zygotes}
     model_templates = {pid for pid in children if _uid(pid) >= TEMPLATE_UID_BASE}
     # A model template's first process waits for the template proper, whose children work.
     proper = {pid for pid, parent in parents.items() if parent in model_templates}
@@ -659,7 +659,7 @@ def test_without_a_pid_namespace_a_worker_that_exits_is_dead_though_its_child_ke
         "blue", "127.0.0.1", 0, candidates, drop_privileges=False, isolate_network=False
     )
     server._hardening = dataclasses.replace(server.hardening, pid_namespace=False)
-    marks = [(f" {os.getpid()} ", str(server._home_base))]  # the forked child is a template
+    marks = [(f" {os.getpid()} ", str(server._home_base))]  # this process's child: the zygote
     server.start()
     client = EdgeClient(server.endpoint)
     try:
@@ -700,7 +700,7 @@ def claimed_uids(edge_pid: int) -> list[str]:
     return sorted(held)
 
 
-def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_places_freed(
+def test_when_the_zygote_dies_its_workers_sessions_are_lost_and_their_places_freed(
     edge: EdgeProcess,
 ):
     marks = [edge_marks(edge)]
@@ -711,8 +711,8 @@ def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_p
         sessions = [Session(client, "good_random", f"before-{i}") for i in range(2)]
         for session in sessions:
             session.decide()
-        (template,) = [p for p, _ in leftovers(marks) if parent_of(p) == edge.proc.pid]
-        os.kill(template, signal.SIGKILL)  # its workers die with it
+        (zygote,) = [p for p, _ in leftovers(marks) if parent_of(p) == edge.proc.pid]
+        os.kill(zygote, signal.SIGKILL)  # its workers die with it
         assert wait_until(lambda: not leftovers(marks), 10.0), leftovers(marks)
         for session in sessions:
             # The edge's own process failed, not the worker: the session is lost (the center
@@ -720,7 +720,7 @@ def test_when_the_worker_template_dies_its_workers_sessions_are_lost_and_their_p
             with pytest.raises(EdgeRemoteError) as failure:
                 session.decide(timeout=10.0)
             assert failure.value.code == ErrorCode.UNKNOWN_SESSION, failure.value
-        after = Session(client, "good_random", "after")  # served by a new template
+        after = Session(client, "good_random", "after")  # served by a new zygote
         reply, _ = after.decide()
         assert reply.stepped and reply.step_error is None, reply
         # The dead workers' places serve again: one worker, one user id claimed host-wide, and

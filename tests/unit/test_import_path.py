@@ -31,7 +31,7 @@ def test_an_entry_that_is_or_contains_a_candidates_folder_is_found(
     assert unsafe_entry([""], [league]) == ("", league)  # '' is the working folder
 
 
-def test_the_edge_refuses_a_candidates_folder_on_its_templates_path_in_one_line(
+def test_the_edge_refuses_a_candidates_folder_on_its_zygotes_path_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     (tmp_path / "candidates.json").write_text(json.dumps({"m": {"userModuleID": "m"}}))

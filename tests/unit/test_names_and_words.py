@@ -1,6 +1,7 @@
 """Names and words: short module docstrings (center/, edge/, agents/, scripts/); in center/ and
 edge/ no aliases of old names, no re-exports outside a package's public face, no protocol history
-in code (docs/protocol.md has it).
+in code (docs/protocol.md has it); one word for each process that forks workers (the zygote, a
+model's template); the edge's service logs under its modules' own names.
 
 Read from the source files with ``ast``: nothing of the project is imported.
 """
@@ -30,6 +31,20 @@ PROTOCOL_HISTORY = re.compile(
     r"protocol \d+\.\d+|\b\d+\.x (peer|center|edge)|\ba \d+\.\d+ (peer|center|edge)\b"
     r"|older than (protocol )?\d+\.\d+|an older (edge|center|peer)",
     re.IGNORECASE,
+)
+
+
+#: The edge's base process that forks workers is the zygote; "template" names a model's template
+#: only (edge.service.forking.zygote, edge.service.forking.model_template).
+ZYGOTE_CALLED_A_TEMPLATE = re.compile(
+    r"\bworker templates?\b|\bedge(?:'s|s'|s)? (?:own )?(?:worker )?templates?\b", re.IGNORECASE
+)
+#: Where the processes that fork workers are written about.
+FORKING_WORDS = ("edge", "scripts", "tests", "docs")
+
+#: A logger of the edge's service named otherwise than for its module.
+OTHER_LOGGER = re.compile(
+    r"getLogger\((?!__name__\))|\blogging\.(?:debug|info|warning|error|exception)\("
 )
 
 
@@ -184,3 +199,30 @@ def test_protocol_history_is_in_docs_protocol_md_only(folder):
             if PROTOCOL_HISTORY.search(line):
                 notes.append(f"{_rel(path)}:{number}: {line.strip()}")
     assert not notes, "protocol history in code (docs/protocol.md keeps it):\n" + "\n".join(notes)
+
+
+def test_the_zygote_is_never_called_a_template():
+    here = Path(__file__).resolve()
+    paths = [
+        p
+        for f in FORKING_WORDS
+        for p in sorted((ROOT / f).rglob("*"))
+        if p.suffix in (".py", ".md")
+    ]
+    words = []
+    for path in [*paths, ROOT / "README.md"]:
+        if path == here:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if ZYGOTE_CALLED_A_TEMPLATE.search(line):
+                words.append(f"{_rel(path)}:{number}: {line.strip()}")
+    assert not words, "the zygote called a template (say 'the zygote'):\n" + "\n".join(words)
+
+
+def test_the_edges_service_logs_under_its_modules_names():
+    others = []
+    for path in _modules("edge/service"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if OTHER_LOGGER.search(line):
+                others.append(f"{_rel(path)}:{number}: {line.strip()}")
+    assert not others, "a logger not named for its module:\n" + "\n".join(others)

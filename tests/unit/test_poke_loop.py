@@ -1,6 +1,7 @@
-"""poke-env's background loop in a forked worker (edge.service.worker.process): the template's stopped
-loop gets no thread until something first calls into it, and that first call (as a poke-env
-``Player`` makes through ``run_coroutine_threadsafe``) starts it and is served."""
+"""poke-env's background loop in a forked worker (edge.service.worker.process): the stopped loop of
+the process that forked it gets no thread until something first calls into it, and that first
+call (as a poke-env ``Player`` makes through ``run_coroutine_threadsafe``) starts it and is
+served."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ CHILD = textwrap.dedent(
     def loop_threads():
         return [t.name for t in threading.enumerate() if t.name == "poke-env-loop"]
 
-    _pause_poke_loop()  # as the template does before it forks
+    _pause_poke_loop()  # as a model's template does before it forks
     pid = os.fork()
     if pid == 0:
         _poke_loop_on_first_call()

@@ -1,7 +1,7 @@
-"""The worker template's rehearsal (edge.service.forking.rehearsal): the edge's template plays every
+"""The zygote's rehearsal (edge.service.forking.rehearsal): the edge's zygote plays every
 recording before it forks; each goes through a worker's request handling, encoded and decoded as
 on the wire, to its end, with a legal decision at every request that asks for one; a rehearsal
-that cannot run is a warning, never an error of the template."""
+that cannot run is a warning, never an error of the zygote."""
 
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def test_a_rehearsal_that_fails_is_logged_and_the_others_still_run(monkeypatch, 
         rehearsal.rehearse()
     assert played == ["gen9nosuchformat", "gen9randombattle"]
     assert [r.getMessage() for r in caplog.records] == [
-        "no rehearsal of gen9nosuchformat in the worker template"
+        "no rehearsal of gen9nosuchformat in the zygote"
     ]
 
 
-def test_the_edges_template_rehearses_every_recording_before_it_forks():
-    # In a process of its own: the template's preload stops poke-env's loop thread for good.
+def test_the_zygote_rehearses_every_recording_before_it_forks():
+    # In a process of its own: the zygote's preload stops poke-env's loop thread for good.
     script = (
         "import os, sys\n"
         "from edge.service.forking import rehearsal, zygote\n"

@@ -1,7 +1,7 @@
-"""poke-env's learnsets in the worker template (edge.service.forking.learnsets): the warming fills poke-env's
+"""poke-env's learnsets in the zygote (edge.service.forking.learnsets): the warming fills poke-env's
 generation-9 cache in steps, for every species whose moves that generation gives (forms
-included), without loading the data of any other generation (which would grow the template, and
-every fork's page-table copy); an edge's template warms, the checker's does not; the template holds
+included), without loading the data of any other generation (which would grow the zygote, and
+every fork's page-table copy); an edge's zygote warms, the checker's does not; the zygote holds
 the raw learnsets equal but shared, and the supervisor none."""
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def test_warming_fills_the_learnset_cache_without_loading_other_generations():
     assert set(GenData._gen_data_per_gen) <= generations_before | {WARM_GEN}
 
 
-def _own_templates() -> list[str]:
-    """The last argument (warm or cold) of each worker template this process started."""
+def _own_zygotes() -> list[str]:
+    """The last argument (warm or cold) of each zygote this process started."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
@@ -61,13 +61,13 @@ def _own_templates() -> list[str]:
     return found
 
 
-def test_an_edges_template_warms_and_the_checkers_does_not():
+def test_an_edges_zygote_warms_and_the_checkers_does_not():
     # A check plays a few sample battles: warming every species would cost it more than it saves.
     candidate = load_user_model(CANDIDATES, "good_random").candidate
     with SandboxedEdge("blue", "127.0.0.1", 0, {"good_random": candidate}, insecure=True):
-        assert _own_templates() == ["warm"]
+        assert _own_zygotes() == ["warm"]
     with CheckerEdge(candidate, Limits()):
-        assert _own_templates() == ["cold"]
+        assert _own_zygotes() == ["cold"]
 
 
 PRELOADED = textwrap.dedent(
@@ -89,12 +89,12 @@ PRELOADED = textwrap.dedent(
         "strings": sum(map(len, sources)),
         "distinct_strings": len({id(s) for sources_ in sources for s in sources_}),
     }), flush=True)
-    os._exit(0)  # as the template ends: poke-env's loop, stopped by _preload, is not waited for
+    os._exit(0)  # as the zygote ends: poke-env's loop, stopped by _preload, is not waited for
     """
 )
 
 
-def test_the_edges_template_holds_poke_envs_learnsets_equal_and_shared():
+def test_the_zygote_holds_poke_envs_learnsets_equal_and_shared():
     # A fresh process: this one may have loaded the data its own way already.
     out = subprocess.run(
         [sys.executable, "-c", PRELOADED], capture_output=True, text=True, timeout=120, check=True
@@ -107,7 +107,7 @@ def test_the_edges_template_holds_poke_envs_learnsets_equal_and_shared():
 
 
 def test_the_supervisor_imports_no_poke_env():
-    # poke-env (and its data) is the template's and the workers': an edge's supervisor, which
+    # poke-env (and its data) is the zygote's and the workers': an edge's supervisor, which
     # only routes bytes, would pay its import at every edge start.
     code = (
         "import sys, edge.cli, edge.service.supervision.supervisor\n"

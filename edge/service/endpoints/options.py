@@ -67,7 +67,7 @@ def parse_endpoints(specs: Iterable[str], header_specs: Iterable[str]) -> dict[s
 
 def endpoint_headers_from_environment(name: str) -> tuple[tuple[str, str], ...]:
     """``Authorization: Bearer $SEP_ENDPOINT_<NAME>_API_KEY`` when that variable is set. The
-    variable is taken out of this process's environment, before the worker template starts, so
+    variable is taken out of this process's environment, before the zygote starts, so
     that no worker inherits it (nor finds it in ``/proc/self/environ``)."""
     key = os.environ.pop(f"SEP_ENDPOINT_{name}_API_KEY", None)
     return (("Authorization", f"Bearer {key}"),) if key else ()

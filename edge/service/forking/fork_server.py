@@ -1,5 +1,5 @@
-"""ForkServer: the loop of a process that forks workers on its supervisor's request (the edge's
-template, ``edge.service.forking.zygote``, and a model's template, ``edge.service.forking.model_template``).
+"""ForkServer: the loop of a process that forks workers on its supervisor's request (the zygote,
+``edge.service.forking.zygote``, and a model's template, ``edge.service.forking.model_template``).
 
 A request is a msgpack map with a ``token`` and one file descriptor, the worker's channel; the
 answer is ``spawned`` (or ``failed``) with that token, and each worker's end is reported

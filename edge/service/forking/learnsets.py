@@ -1,6 +1,6 @@
-"""poke-env's learnsets in a template process: loaded compactly, and their cache warmed, so that
-the workers it forks find them ready (the edge's template, ``edge.service.forking.zygote``, and a model's,
-``edge.service.forking.model_template``, forked from it)."""
+"""poke-env's learnsets in a process that forks workers: loaded compactly, and their cache warmed,
+so that the workers it forks find them ready (the zygote, ``edge.service.forking.zygote``, and a
+model's template, ``edge.service.forking.model_template``, forked from it)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ logger = logging.getLogger(__name__)
 
 
 class LearnsetWarmer:
-    """Fills poke-env's learnset cache of the current generation in the template, a few species
-    at a time between requests, so that workers forked afterwards find it filled.
+    """Fills poke-env's learnset cache of the current generation in a forking process, a few
+    species at a time between requests, so that workers forked afterwards find it filled.
 
     Every ``Pokemon`` a replica battle meets computes its species' learnset the first time a
     process sees that species (and loads the data of older generations for species they left):
     a long-lived process pays that once, but every battle's worker is a fresh process, which paid
-    it for each of the battle's twelve species. Warmed here, the template pays it once, in the
-    gaps between forks (a worker forked before the end computes what is still missing), and each
+    it for each of the battle's twelve species. Warmed here, the forking process pays it once, in
+    the gaps between forks (a worker forked before the end computes what is still missing), and each
     worker nothing; the result is the same frozensets (static data, the same for every candidate).
     docs/performance.md has the costs.
     """
@@ -40,7 +40,7 @@ class LearnsetWarmer:
         self._sets: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct learnset
         try:
             self.species = list(GenData.from_gen(WARM_GEN).pokedex)
-        except Exception:  # warming is an optimisation: never a reason for the template to fail
+        except Exception:  # warming is an optimisation: never a reason for a process to fail
             logger.debug("no learnset warming", exc_info=True)
             self.species = []
 
@@ -68,8 +68,8 @@ class LearnsetWarmer:
         (its own moves; its base form's when it is a battle-only form or has none of its own; the
         form it changes from; its evolution line's), each species' own moves computed once. None
         when that is empty: poke-env then goes back to older generations, whose data would grow
-        the template, and so every fork's page tables; a battle of this generation rarely meets
-        such a species."""
+        the forking process, and so every fork's page tables; a battle of this generation rarely
+        meets such a species."""
         learnset = set(self._own_moves(data, species))
         dex_entry = data.pokedex[species]
         if "species" in dex_entry and ("battleOnly" in dex_entry or not learnset):
@@ -101,13 +101,13 @@ class LearnsetWarmer:
 
 
 WARM_GEN: Final = 9
-"""The generation whose data the edge's template loads and warms."""
+"""The generation whose data the zygote loads and warms."""
 
 
 def load_gen_data(gen: int) -> GenData:
     """poke-env's data of ``gen``, its learnsets read with :func:`read_shared_json` when this
     process has not loaded that generation yet: the raw data equal, in a fraction of the memory
-    (every fork of a template copies the page tables of what it holds; docs/performance.md)."""
+    (every fork copies the page tables of what its parent holds; docs/performance.md)."""
     if gen not in GenData._gen_data_per_gen:
         GenData._gen_data_per_gen[gen] = _SharedLearnsets(gen)
     return GenData.from_gen(gen)
@@ -127,7 +127,7 @@ def read_shared_json(path: Path) -> Any:
     hashable items (a list holding a map stays its own). Shared while parsing, so that no
     duplicate outlives its map: a learnset repeats a few hundred source strings ("9M", "8L1", ...)
     and source lists many times over. A process that mutates one shared list changes all its
-    copies: only the template's workers hold these, each its own."""
+    copies: only the forking process's workers hold these, each its own."""
     strings: dict[str, str] = {}
     lists: dict[tuple[Any, ...], list[Any]] = {}
 

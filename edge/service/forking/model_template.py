@@ -1,6 +1,6 @@
 """A model's template process: it imports the model's module once, then forks a worker per battle.
 
-Forked by the edge's template (``edge.service.forking.zygote``), it sandboxes itself (control groups,
+Forked by the edge's zygote (``edge.service.forking.zygote``), it sandboxes itself (control groups,
 namespaces, rlimits, then a user namespace over a block of host user ids), imports the module,
 calls the contract functions once and reports ready. Each worker it forks takes namespaces and a
 user id of its own before any battle code runs, which the supervisor checks from outside
@@ -58,8 +58,8 @@ EXIT_TEMPLATE_SETUP: Final = 88
 def run_model_template(
     spec: WorkerSpec, ctl: socket.socket, close_zygote: Any, warm: bool
 ) -> NoReturn:
-    """In a fresh fork of the edge's template: become the model's template (module docstring);
-    ``warm``: fill poke-env's learnset cache before the first fork, as the edge's template does."""
+    """In a fresh fork of the zygote: become the model's template (module docstring); ``warm``:
+    fill poke-env's learnset cache before the first fork, as the zygote does."""
     try:
         close_zygote()
         _enter_template_sandbox(spec)
@@ -205,7 +205,7 @@ class _Template(ForkServer):
 
 
 def _warm_learnsets() -> None:
-    """Fill poke-env's learnset cache (what the edge's template does between its forks, see
+    """Fill poke-env's learnset cache (what the zygote does between its forks, see
     ``edge.service.forking.zygote``): this template may have been forked before that was done, and every
     battle's worker would compute it again."""
     warmer = LearnsetWarmer()

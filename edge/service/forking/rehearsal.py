@@ -1,4 +1,4 @@
-"""A rehearsal in the edge's template before it forks: recorded battles played through a worker's
+"""A rehearsal in the zygote before it forks: recorded battles played through a worker's
 request handling (the wire, the replica battle, the decision), so that every forked worker finds
 that code partly warm: Python's first runs of it and msgspec's and poke-env's lazy set-up are done
 once here rather than in each worker (docs/performance.md has the figures).
@@ -52,15 +52,13 @@ REHEARSED: Final = ("gen9bssfactory", "gen9randombattle", "gen9vgc2025regi")
 
 
 def rehearse() -> None:
-    """Play every recording of REHEARSED; never raises: a template that cannot rehearse forks
+    """Play every recording of REHEARSED; never raises: a zygote that cannot rehearse forks
     cold workers, which play the same, only slower."""
     for battle_format in REHEARSED:
         try:
             play(battle_format)
         except Exception:
-            logger.warning(
-                "no rehearsal of %s in the worker template", battle_format, exc_info=True
-            )
+            logger.warning("no rehearsal of %s in the zygote", battle_format, exc_info=True)
 
 
 def play(battle_format: str) -> list[DecideReply]:

@@ -1,6 +1,6 @@
 """The supervisor's handle on one model's template process (``edge.service.forking.model_template``).
 
-It has the interface of the edge's template (:class:`~edge.service.forking.zygote.Zygote`) that the pool
+It has the interface of the zygote (:class:`~edge.service.forking.zygote.Zygote`) that the pool
 uses: :meth:`spawn` a worker, read :meth:`events` (``spawned``, ``failed``, ``exit``, with host
 pids). Requests wait until the template has imported its module. A template is untrusted: its
 reports are read as data, pids are those the kernel passes (``SCM_CREDENTIALS``), and a worker it
@@ -20,7 +20,7 @@ import msgpack
 
 from edge.service.forking.fork_server import CREDENTIALS
 from edge.service.sandbox.cgroups import WorkerGroup
-from edge.service.sandbox.fork_check import TemplateView
+from edge.service.sandbox.fork_check import ModelTemplateView
 
 __all__ = ["ModelTemplate"]
 
@@ -58,11 +58,11 @@ class ModelTemplate:
         self.deadline = self.started + load_limit
         self.state = "loading"  # -> ready -> gone
         self.pid: int | None = None  # the template proper, from its ready report
-        self.view: TemplateView | None = None
+        self.view: ModelTemplateView | None = None
         self.digest = ""
         self.load_error = ""
         self.cause = ""  # why it is gone
-        self.lost_by_edge = False  # ended with the edge's own template: no fault of the model's
+        self.lost_by_edge = False  # ended with the edge's zygote: no fault of the model's
         self._waiting: list[tuple[int, bytes, socket.socket]] = []  # spawns before it is ready
         self._asked: set[int] = set()  # spawns sent, not yet answered
         self._exits_due: set[int] = set()  # host pids of workers dead or killed, not reported
@@ -147,7 +147,7 @@ class ModelTemplate:
 
     def events(self) -> list[dict[str, Any]] | None:
         """Its reports, with host pids; None when it is gone. ``ready`` and ``broken`` are its
-        own; ``spawned``, ``failed`` and ``exit`` are its workers', as the edge's template's."""
+        own; ``spawned``, ``failed`` and ``exit`` are its workers', as the zygote's."""
         events: list[dict[str, Any]] = []
         while True:
             try:
@@ -181,7 +181,7 @@ class ModelTemplate:
             self.pid = pid
             self.digest = str(message.get("digest") or "")
             self.load_error = str(message.get("error") or "")
-            self.view = TemplateView.read(pid)
+            self.view = ModelTemplateView.read(pid)
             self._send_waiting()
             return {"op": "ready"}
         if op == "broken":

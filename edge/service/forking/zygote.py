@@ -1,4 +1,5 @@
-"""The template process (zygote) that forks sandboxed workers, and the supervisor's handle on it.
+"""The zygote: the edge's process that forks sandboxed workers and model templates, and the
+supervisor's handle on it.
 
 Started with ``exec`` (the supervisor runs ZeroMQ threads and must not fork), it imports what every
 worker needs but never a user module, then forks one worker per request and reports its pid and
@@ -48,21 +49,21 @@ __all__ = ["Zygote", "ZygoteError", "main"]
 logger = logging.getLogger(__name__)
 
 READY_TIMEOUT: Final = 120.0
-"""Seconds the template may take to import what workers need."""
+"""Seconds the zygote may take to import what workers need."""
 
 
 class ZygoteError(EdgeError):
-    """The template process could not start or went away."""
+    """The zygote could not start or went away."""
 
 
 # -- the supervisor's side ----------------------------------------------------------------------
 
 
 class Zygote:
-    """A running template process (started by the constructor, which waits until it is ready).
+    """A running zygote (started by the constructor, which waits until it is ready).
 
-    :attr:`hardening` is what the host permits (probed by the template). :meth:`spawn` asks for a
-    worker; :meth:`events` returns the template's reports (``spawned``, ``failed``, ``exit``).
+    :attr:`hardening` is what the host permits (probed by the zygote). :meth:`spawn` asks for a
+    worker; :meth:`events` returns the zygote's reports (``spawned``, ``failed``, ``exit``).
     """
 
     def __init__(
@@ -117,7 +118,7 @@ class Zygote:
             elif self.process.poll() is not None:
                 break
         raise ZygoteError(
-            "the edge's worker template process did not start "
+            "the edge's zygote (the process that forks workers) did not start "
             f"(exit status {self.process.poll()}); run with -v for its log"
         )
 
@@ -134,12 +135,12 @@ class Zygote:
             with self._lock:
                 socket.send_fds(self.sock, [payload], [channel.fileno()])
         except OSError as exc:
-            raise ZygoteError(f"the worker template process is gone: {exc}") from exc
+            raise ZygoteError(f"the edge's zygote is gone: {exc}") from exc
         finally:
             channel.close()
 
     def events(self) -> list[dict[str, Any]] | None:
-        """The reports waiting to be read; None when the template is gone."""
+        """The reports waiting to be read; None when the zygote is gone."""
         events: list[dict[str, Any]] = []
         while True:
             try:
@@ -156,11 +157,11 @@ class Zygote:
             return None
         message = msgpack.unpackb(data, raw=False, strict_map_key=True)
         if not isinstance(message, dict):
-            raise ZygoteError("malformed report from the worker template process")
+            raise ZygoteError("malformed report from the edge's zygote")
         return message
 
     def close(self) -> None:
-        """Kill the template (its workers die with it)."""
+        """Kill the zygote (its workers and model templates die with it)."""
         with contextlib.suppress(OSError):
             self.sock.close()
         if self.process.poll() is None:
@@ -170,7 +171,7 @@ class Zygote:
                 self.process.wait(5)
 
 
-# -- the template process ------------------------------------------------------------------------
+# -- the zygote process --------------------------------------------------------------------------
 
 
 def main(argv: list[str]) -> None:
@@ -190,7 +191,7 @@ def main(argv: list[str]) -> None:
     from edge.service.forking.learnsets import LearnsetWarmer
 
     warm = {"warm": True, "cold": False}[argv[4]]
-    _Template(ctl, LearnsetWarmer() if warm else None).serve()
+    _ZygoteServer(ctl, LearnsetWarmer() if warm else None).serve()
 
 
 def _preload() -> None:
@@ -202,7 +203,7 @@ def _preload() -> None:
 
     # The data of the current generation, loaded lazily otherwise (and before any import that
     # could load it its own way); its learnsets are warmed later, between forks
-    # (LearnsetWarmer), unless the template is cold.
+    # (LearnsetWarmer), unless the zygote is cold.
     load_gen_data(WARM_GEN)
 
     import edge.maple.maple_agent
@@ -342,8 +343,8 @@ def _pid_namespace_for_children(new: bool) -> Any:
         libc_call("setns", _OWN_PID_NS, CLONE_NEWPID)
 
 
-class _Template(ForkServer):
-    """The template's loop: fork workers on request, report their ends; warm poke-env's
+class _ZygoteServer(ForkServer):
+    """The zygote's loop: fork workers on request, report their ends; warm poke-env's
     learnsets in the gaps between requests (with a warmer: not the checker's edge)."""
 
     def fork(self, message: dict[str, Any], channel: socket.socket) -> int:

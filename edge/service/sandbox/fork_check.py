@@ -20,14 +20,15 @@ from typing import Final
 
 from edge.service.sandbox.limits import PRIVATE_FOLDERS
 
-__all__ = ["TemplateView", "fork_problem", "shared_mappings"]
+__all__ = ["ModelTemplateView", "fork_problem", "shared_mappings"]
 
 _NAMESPACES: Final = ("pid", "mnt", "ipc", "net")
 
 
 @dataclass
-class TemplateView:
-    """What the worker must differ from: its template's namespaces and private folders' devices."""
+class ModelTemplateView:
+    """What the worker must differ from: its model template's namespaces and private folders'
+    devices."""
 
     pid: int
     namespaces: dict[str, str] = field(default_factory=dict)
@@ -35,7 +36,7 @@ class TemplateView:
     user_namespace: str = ""
 
     @classmethod
-    def read(cls, pid: int) -> TemplateView:
+    def read(cls, pid: int) -> ModelTemplateView:
         view = cls(pid)
         for name in _NAMESPACES:
             view.namespaces[name] = os.readlink(f"/proc/{pid}/ns/{name}")
@@ -67,7 +68,7 @@ def _status(pid: int) -> dict[str, str]:
 
 def fork_problem(
     pid: int,
-    template: TemplateView,
+    template: ModelTemplateView,
     *,
     uid: int,
     gid: int,
@@ -85,7 +86,7 @@ def fork_problem(
 
 def _problem(
     pid: int,
-    template: TemplateView,
+    template: ModelTemplateView,
     uid: int,
     gid: int,
     channel_inode: int,

@@ -1,6 +1,6 @@
-"""The hardening a sandboxed edge's workers get: what the host permits (probed by the edge's
-template), as the options ask, and a user id of their own only where they can still read Python
-and the candidates' modules."""
+"""The hardening a sandboxed edge's workers get: what the host permits (probed by the zygote), as
+the options ask, and a user id of their own only where they can still read Python and the
+candidates' modules."""
 
 from __future__ import annotations
 

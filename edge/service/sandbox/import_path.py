@@ -1,9 +1,9 @@
 """Where the edge's own processes import from: never a folder a participant writes to.
 
-A process of the edge that runs before a sandbox (the supervisor, the edge's template and the
-model templates it forks) must have no ``sys.path`` entry that is, or contains, a candidates
-folder: Python would run a participant's ``numpy/__init__.py`` there as root. The edge's template
-is started by :func:`python_command` (``-P``: neither a working nor a script's folder goes first on
+A process of the edge that runs before a sandbox (the supervisor, the zygote and the model
+templates it forks) must have no ``sys.path`` entry that is, or contains, a candidates folder:
+Python would run a participant's ``numpy/__init__.py`` there as root. The zygote is started by
+:func:`python_command` (``-P``: neither a working nor a script's folder goes first on
 its path) in :data:`CHILD_FOLDER`; :func:`refuse_unsafe_paths` checks its path and this one's.
 """
 
@@ -68,7 +68,7 @@ def unsafe_entry(
 
 
 def refuse_unsafe_paths(candidates: Iterable[Candidate]) -> None:
-    """Raise CandidatesError (one line) when the import path of the edge's template (as
+    """Raise CandidatesError (one line) when the import path of the zygote (as
     :func:`python_command` starts it here) has a candidates folder or one above it, or this
     process's own path has a candidates folder."""
     folders = candidate_folders(candidates)
@@ -84,7 +84,7 @@ def refuse_unsafe_paths(candidates: Iterable[Candidate]) -> None:
         raise CandidatesError(f"{sys.executable} -P could not start: {_last_line(probe.stderr)}")
     child = probe.stdout.decode(errors="replace").split("\0")
     for who, entries, above in (
-        ("the edge's worker template (python -P, in /)", child, True),
+        ("the edge's zygote (python -P, in /)", child, True),
         ("this process", sys.path, False),
     ):
         found = unsafe_entry(entries, folders, above=above)

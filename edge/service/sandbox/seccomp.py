@@ -58,7 +58,7 @@ class Stage:
     flags_text: str = ""
 
 
-#: Before the module's import. New user namespaces too: a template's code could reshape the
+#: Before the module's import. New user namespaces too: a model template's code could reshape the
 #: worker's own set-up (and so the second stage), never a filter already on.
 MODULE_STAGE: Final = Stage(
     "before the module's import",

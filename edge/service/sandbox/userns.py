@@ -69,7 +69,7 @@ def enter_user_namespace(host_uid: int, count: int, host_gid: int) -> None:
         os.close(ready_w)
         _, status = os.waitpid(helper, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise OSError("could not write the id maps of the template's user namespace")
+        raise OSError("could not write the id maps of the model template's user namespace")
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
 
@@ -131,4 +131,4 @@ def _probe_steps(host_uid: int, host_gid: int) -> None:
             os._exit(code)
     _, status = os.waitpid(template, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise OSError("a worker could not be sandboxed inside the template's user namespace")
+        raise OSError("a worker could not be sandboxed inside the model template's user namespace")

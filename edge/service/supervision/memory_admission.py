@@ -80,8 +80,8 @@ def _own_memory_groups(root: Path, proc_self: Path) -> Iterator[tuple[Path, str]
 
 
 def default_reserve(host: int) -> int:
-    """What the infrastructure keeps by default (sep_main, the simulator, Showdown, the edges and
-    their templates): an eighth of the host's memory, at least 1 GiB."""
+    """What the infrastructure keeps by default (sep_main, the simulator, Showdown, the edges,
+    their zygotes and model templates): an eighth of the host's memory, at least 1 GiB."""
     return max(GiB, host // 8)
 
 

@@ -63,7 +63,8 @@ SESSION_IDLE_TIMEOUT: Final = 600.0
 """A session without a request this long is dropped (its center is gone)."""
 
 EXIT_STATUS_WAIT: Final = 2.0
-"""Seconds to wait, after a worker's channel closed, for its exit status from the template."""
+"""Seconds to wait, after a worker's channel closed, for its exit status from its forker (the
+zygote or its model's template)."""
 
 MAX_PENDING_PER_SESSION: Final = 32
 
@@ -87,9 +88,13 @@ class SessionRouter:
         cpus: Sequence[int],
         cpu_claims: HostClaims | None,
         endpoints: EndpointForwarder | None = None,
+        *,
+        refresh_models: Callable[[], None] | None = None,
+        candidates_file: str | None = None,
     ) -> None:
         """``make_pool(events)`` makes the worker pool, which reports its workers' ends to
-        ``events`` (this router)."""
+        ``events`` (this router). ``refresh_models`` rereads candidates.json (before an
+        ``open_session`` and at housekeeping); ``candidates_file`` is its path, for errors."""
         self._endpoints = endpoints
         self._polls = polls
         self._channels = WorkerChannels(polls, self._on_frame, self._on_eof, self._violation)
@@ -98,8 +103,8 @@ class SessionRouter:
         self._sessions: dict[str, WorkerHandle] = {}
         self._dead_sessions: OrderedDict[str, str] = OrderedDict()
         self._next_housekeeping = 0.0
-        self.refresh_models: Callable[[], None] = lambda: None  # on open and housekeeping
-        self.candidates_file = "its candidates.json"
+        self._refresh_models = refresh_models
+        self._candidates_file = candidates_file or "its candidates.json"
         self._pool = make_pool(self)
 
     def attach(self, server: EdgeSocketServer) -> SessionRouter:
@@ -192,14 +197,15 @@ class SessionRouter:
             server.refuse_undecodable(job.routing_id or b"", job.frames[0], exc)
             return
         session = job.envelope.session
-        self.refresh_models()
+        if self._refresh_models is not None:
+            self._refresh_models()
         if body.model_id not in self._pool.models:
             self._fail(
                 job,
                 ErrorCode.UNKNOWN_MODEL,
                 "UnknownModel",
                 f"this {server.side} edge does not serve model {body.model_id!r}: it is not in "
-                f"{self.candidates_file} ({RELOAD_HINT})",
+                f"{self._candidates_file} ({RELOAD_HINT})",
             )
             return
         unavailable = self._pool.unavailable(body.model_id)
@@ -395,7 +401,7 @@ class SessionRouter:
 
     def before_poll(self, poller: zmq.Poller) -> int | None:
         self._polls.poller = poller
-        self._pool.watch_template()
+        self._pool.watch_forkers()
         self._channels.watch(self._pool.by_fd.values())
         now = time.monotonic()
         wake = self._scheduler.next_wake(now, min(self._next_housekeeping, self._pool.next_wake()))
@@ -407,8 +413,8 @@ class SessionRouter:
         return max(0, int((wake - now) * 1000) + 1)
 
     def after_poll(self, events: dict[Any, int]) -> None:
-        if self._pool.template_reported(events):
-            self._pool.on_template()
+        if self._pool.forkers_reported(events):
+            self._pool.read_forker_reports()
         for fd, flags in events.items():
             if not isinstance(fd, int):
                 continue
@@ -438,7 +444,8 @@ class SessionRouter:
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + 5.0
-        self.refresh_models()
+        if self._refresh_models is not None:
+            self._refresh_models()
         self._pool.housekeeping(now)
         for worker in list(self._sessions.values()):
             gone_at = worker.center_gone_at
@@ -465,10 +472,10 @@ class SessionRouter:
         self._pool.expect_exit(worker)
         if worker.status is not None or worker.orphaned:
             self.worker_died(worker)
-        # else: its exit status comes from the template (routing.EXIT_STATUS_WAIT at most)
+        # else: its exit status comes from its forker (routing.EXIT_STATUS_WAIT at most)
 
     def worker_exited(self, worker: WorkerHandle) -> None:
-        """The template reported the worker's exit (its status is set)."""
+        """Its forker reported the worker's exit (its status is set)."""
         # What it sent before it died is in its channel already: read that first. Its EOF may
         # never come (a process it forked can keep the channel open), so it is dead now.
         self._channels.read(worker)
@@ -489,12 +496,12 @@ class SessionRouter:
             cause = describe_exit(worker.status, self._pool.limits)
         elif worker.orphaned:  # infrastructure, not user code: the center voids the battle
             code = ErrorCode.UNKNOWN_SESSION
-            cause = "killed: the edge's worker template process died (not the worker's doing)"
-        elif worker.zygote is not None and worker.zygote.alive():
-            # Its template reports every exit at once: this worker is alive, its channel shut.
+            cause = "killed: the edge's zygote died (not the worker's doing)"
+        elif worker.forker is not None and worker.forker.alive():
+            # Its forker reports every exit at once: this worker is alive, its channel shut.
             cause = "the worker closed its channel to the edge without exiting: it was killed"
         else:
-            cause = "the worker ended (no exit status: the edge's template process died?)"
+            cause = "the worker ended (no exit status: the process that forked it died?)"
         logger.warning(
             "worker %d of %s (pid %s, session %s) ended: %s",
             worker.number,
@@ -610,13 +617,13 @@ class SessionRouter:
             )
 
     def release(self) -> None:
-        """The server's sockets are closed: end every worker and the template (see
-        :meth:`close`)."""
+        """The server's sockets are closed: end every worker, the model templates and the
+        zygote (see :meth:`close`)."""
         self.close()
 
     def close(self) -> None:
-        """Kill every worker's process group and the template; remove the workers' folders; give
-        back the CPUs and user ids claimed host-wide."""
+        """Kill every worker's process group, the model templates and the zygote; remove the
+        workers' folders; give back the CPUs and user ids claimed host-wide."""
         self._pool.close()
         self._scheduler.release_claims()
         with contextlib.suppress(Exception):

@@ -1,9 +1,9 @@
 """The sandboxed edge: a socket server whose requests are served by sandboxed worker processes.
 
 :class:`SandboxedEdge` composes the socket server, the router (its dispatcher), the worker pool
-and the template processes, the workers' channels and the call scheduler. The supervisor (this
-process) never imports user code and unpickles nothing. How deadlines and worker deaths end calls
-and sessions: docs/sandbox.md, "Deadlines and deaths".
+(the zygote, the model templates), the workers' channels and the call scheduler. The supervisor
+(this process) never imports user code and unpickles nothing. How deadlines and worker deaths end
+calls and sessions: docs/sandbox.md, "Deadlines and deaths".
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from edge.service.supervision.scheduling import cpu_list, with_core_siblings
 from edge.service.supervision.worker_io import PollSet
 from edge.service.supervision.worker_pool import DEFAULT_MAX_SESSION_WORKERS, WorkerPool
 from edge.wire.keys import CurveConfig
+from edge.wire.messages import DEFAULT_LOAD_LIMIT
 from edge.wire.msgpack_values import DEFAULT_MAX_MESSAGE_SIZE
 
 _NO_ADMISSION = (
@@ -53,6 +54,8 @@ class SandboxedEdge:
     Served like its socket server: :meth:`serve_forever` or :meth:`start`, then :meth:`close`.
     With ``candidates_file`` (where ``candidates`` were read) the edge rereads it when it changes
     and on SIGHUP (``edge.service.supervision.candidates_watch``): new sessions get the new entries.
+    ``load_limit`` is the seconds a battle's ``open_session`` may load (told to centers in the
+    hello reply; a model template's import counts against it, once).
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class SandboxedEdge:
         endpoint_tokens: int | None = None,
         candidates_file: str | Path | None = None,
         warm_learnsets: bool = True,
+        load_limit: float = DEFAULT_LOAD_LIMIT,
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be positive")
@@ -90,6 +94,9 @@ class SandboxedEdge:
         cpu_claims: HostClaims | None = None
         self._endpoints: EndpointForwarder | None = None
         pool: WorkerPool | None = None
+        self._watch: CandidatesWatch | None = None
+        if candidates_file is not None:
+            self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
         try:
             if endpoints:
                 self._endpoints = EndpointForwarder(endpoints, endpoint_tokens)
@@ -112,18 +119,16 @@ class SandboxedEdge:
                     model_templates=model_templates,
                     memory_budget=memory_budget,
                     warm_learnsets=warm_learnsets,
+                    load_limit=load_limit,
                 ),
                 polls,
                 sorted(set(cpus)) if cpus else host_cpus,
                 cpu_claims,
                 self._endpoints,
+                refresh_models=self.refresh_models if self._watch is not None else None,
+                candidates_file=str(self._watch.path) if self._watch is not None else None,
             )
             self._pool = pool = self._router.pool
-            self._watch: CandidatesWatch | None = None
-            if candidates_file is not None:
-                self._watch = CandidatesWatch(candidates_file, candidates, self._readable)
-                self._router.refresh_models = self.refresh_models
-                self._router.candidates_file = str(self._watch.path)
             self._server = EdgeSocketServer(
                 side,
                 host,
@@ -135,6 +140,7 @@ class SandboxedEdge:
                 models=self._served_models,
                 instance=instance,
             )
+            self._server.announce_load_limit(load_limit)
             # Where the calls run, for the center to tell edges apart: known only where they are
             # pinned (cpuset); elsewhere a worker may move to any CPU, so none is said.
             pinned = self._pool.cgroups.on("cpuset")
@@ -240,11 +246,6 @@ class SandboxedEdge:
     def instance(self) -> str:
         return self._server.instance
 
-    def announce_load_limit(self, seconds: float) -> None:
-        self._server.announce_load_limit(seconds)
-        if self._pool.templates is not None:  # a template's import counts against it, once
-            self._pool.templates.load_limit = float(seconds)
-
     def serve_forever(self, *, handle_signals: bool = False) -> None:
         """Serve until stopped; ``handle_signals`` (main thread only): SIGINT and SIGTERM stop
         it, SIGHUP rereads candidates.json."""
@@ -258,7 +259,8 @@ class SandboxedEdge:
     # -- candidates.json, reread ------------------------------------------------------------------
 
     def refresh_models(self) -> None:
-        """Serve candidates.json's new entries if it changed (I/O thread: the router's hook)."""
+        """Serve candidates.json's new entries if it changed (I/O thread: the router's hook, and
+        a center's hello)."""
         if self._watch is not None and (table := self._watch.check()) is not None:
             self._pool.update_models(table)
 

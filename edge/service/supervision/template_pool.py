@@ -28,7 +28,6 @@ from edge.service.sandbox.userns import TEMPLATE_UID_BASE, UID_BLOCK
 from edge.service.supervision.host_locks import HostClaims
 from edge.service.supervision.worker_handle import WorkerHandle
 from edge.service.worker.spec import WorkerSpec
-from edge.wire.messages import DEFAULT_LOAD_LIMIT
 
 __all__ = ["TemplatePool", "adopt", "templates_off"]
 
@@ -81,6 +80,7 @@ class TemplatePool:
         max_message_size: int,
         why_off: str | None,
         instance: str,
+        load_limit: float,
     ) -> None:
         self.side = side
         self.hardening = hardening
@@ -89,13 +89,13 @@ class TemplatePool:
         self.home_base = home_base
         self.max_message_size = max_message_size
         self.why_off = why_off
-        self.load_limit = DEFAULT_LOAD_LIMIT
+        self.load_limit = load_limit
         self.instance = instance
         self.by_model: dict[str, ModelTemplate] = {}
         self._entries: dict[str, Candidate] = {}  # the entry each template imported
         self._superseded: list[ModelTemplate] = []  # of an older entry, ending with its workers
         self.failed: dict[str, str] = {}  # model -> why its template is not tried again
-        self._by_token: dict[int, ModelTemplate] = {}  # the edge's template's spawn tokens
+        self._by_token: dict[int, ModelTemplate] = {}  # by the zygote's spawn token
         self._serials = itertools.count(1)
         self._claims: HostClaims | None = None
         self._ended: list[ModelTemplate] = []  # ended here, for the pool to let go of
@@ -219,10 +219,10 @@ class TemplatePool:
         """A worker's spec for a template: its user id inside the template's namespace."""
         return {**base, "inside_uid": uid, "cgroup_procs": []}
 
-    # -- reports of the edge's template about templates -------------------------------------------
+    # -- reports of the zygote about model templates ----------------------------------------------
 
     def on_zygote_event(self, event: dict[str, Any]) -> bool:
-        """Whether a report of the edge's template is about a model template (then handled)."""
+        """Whether a report of the zygote is about a model template (then handled)."""
         token = event.get("token")
         if event.get("op") in ("spawned", "failed") and isinstance(token, int) and token < 0:
             template = self._by_token.pop(token, None)
@@ -252,12 +252,12 @@ class TemplatePool:
     def check(self, worker: WorkerHandle, workers: Iterable[WorkerHandle]) -> str | None:
         """Why a worker forked from its model's template may not serve (``fork_check``), as
         the cause its session ends with; None: it may."""
-        template = worker.zygote
+        template = worker.forker
         assert isinstance(template, ModelTemplate) and template.view is not None
         assert worker.pid is not None
         others: set[str] = set()
         for other in workers:
-            serving = other.zygote is template and not other.held and not other.gone
+            serving = other.forker is template and not other.held and not other.gone
             if other is not worker and serving and other.pid is not None:
                 others |= worker_devices(other.pid)
         problem = fork_problem(

@@ -69,10 +69,10 @@ class WorkerHandle:
     out: bytearray = field(default_factory=bytearray)
     last_used: float = field(default_factory=time.monotonic)
     eof_at: float | None = None  # its channel closed (it died, or we let it go)
-    status: int | None = None  # its wait status, from the template
+    status: int | None = None  # its wait status, from its forker
     cause: str | None = None  # why it ended, once known or decided
-    zygote: Zygote | ModelTemplate | None = None  # what forked it (and reports its exit)
-    orphaned: bool = False  # its template died: it died too, and no exit status will come
+    forker: Zygote | ModelTemplate | None = None  # what forked it (and reports its exit)
+    orphaned: bool = False  # its forker died: it died too, and no exit status will come
     group: WorkerGroup | None = None  # its control groups (None: the host gives none)
     pending: bytes = b""  # what starts its job, written once the job has a CPU
     cpu: int | None = None  # the CPU its running call holds

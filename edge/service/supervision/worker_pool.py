@@ -57,7 +57,7 @@ from edge.service.supervision.template_pool import TemplatePool, adopt, template
 from edge.service.supervision.worker_handle import WorkerHandle
 from edge.service.supervision.worker_io import PollSet
 from edge.service.worker.spec import WorkerSpec
-from edge.wire.messages import ErrorCode
+from edge.wire.messages import DEFAULT_LOAD_LIMIT, ErrorCode
 
 __all__ = [
     "DEFAULT_MAX_SESSION_WORKERS",
@@ -85,10 +85,10 @@ class WorkerEvents(Protocol):
         UNKNOWN_SESSION when the edge, not the worker, lost its session."""
 
     def worker_died(self, worker: WorkerHandle) -> None:
-        """A worker ended by itself (its template died with it)."""
+        """A worker ended by itself (the zygote or model template that forked it died with it)."""
 
     def worker_exited(self, worker: WorkerHandle) -> None:
-        """The template reported the exit of a worker not yet gone (``worker.status`` is set)."""
+        """Its forker reported the exit of a worker not yet gone (``worker.status`` is set)."""
 
 
 class NoMemoryRoom(Exception):
@@ -96,7 +96,7 @@ class NoMemoryRoom(Exception):
 
 
 class WorkerPool:
-    """The template process and the workers of every model served (module docstring)."""
+    """The zygote, the model templates and the workers of every model served (module docstring)."""
 
     def __init__(
         self,
@@ -116,6 +116,7 @@ class WorkerPool:
         model_templates: bool = True,
         memory_budget: MemoryBudget | None = None,
         warm_learnsets: bool = True,
+        load_limit: float = DEFAULT_LOAD_LIMIT,
     ) -> None:
         self._side = side
         self.warm_learnsets = warm_learnsets
@@ -177,6 +178,7 @@ class WorkerPool:
                 max_message_size=max_message_size,
                 why_off=templates_off(self.hardening, model_templates),
                 instance=instance,
+                load_limit=load_limit,
             )
             if memory_budget is not None and limits.memory:
                 self.admission = MemoryAdmission(limits.memory, memory_budget)
@@ -294,14 +296,21 @@ class WorkerPool:
                 endpoints=self._endpoint_paths(candidate),
             )
             worker = WorkerHandle(
-                number, model_id, slot, ours, FrameReader(self._max_size + FRAME_OVERHEAD), home
+                number,
+                model_id,
+                slot,
+                ours,
+                FrameReader(self._max_size + FRAME_OVERHEAD),
+                home,
+                forker=template or zygote,
+                group=group,
+                candidate=candidate,
+                # forked from a model's template: held until the supervisor has checked it
+                held=template is not None,
+                channel_inode=os.fstat(theirs.fileno()).st_ino if template is not None else 0,
             )
-            worker.group = group
-            worker.candidate = candidate
             if template is not None:
                 assert self.templates is not None
-                worker.held = True  # until the supervisor has checked it (fork_check)
-                worker.channel_inode = os.fstat(theirs.fileno()).st_ino
                 template.spawn(number, self.templates.worker_spec(spec, slot), theirs)
             else:
                 zygote.spawn(number, spec, theirs)
@@ -321,7 +330,6 @@ class WorkerPool:
             if group is not None:
                 group.remove()
             raise
-        worker.zygote = template or zygote
         if template is None:
             self._slots_in_use.add(slot)
         self.workers[number] = worker
@@ -402,9 +410,9 @@ class WorkerPool:
     def release_slot(self, worker: WorkerHandle) -> None:
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self.workers.pop(worker.number, None)
-        if isinstance(worker.zygote, ModelTemplate):
+        if isinstance(worker.forker, ModelTemplate):
             assert self.templates is not None
-            self.templates.release_worker(worker.zygote, worker.slot)
+            self.templates.release_worker(worker.forker, worker.slot)
         else:
             self._slots_in_use.discard(worker.slot)
             if self._uid_claims is not None:
@@ -422,8 +430,8 @@ class WorkerPool:
         if worker.pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
-            if isinstance(worker.zygote, ModelTemplate):
-                worker.zygote.expect_exit(worker.pid)  # thawed until it reports the exit
+            if isinstance(worker.forker, ModelTemplate):
+                worker.forker.expect_exit(worker.pid)  # thawed until it reports the exit
         if worker.group is not None:
             worker.group.kill()
 
@@ -444,20 +452,21 @@ class WorkerPool:
         return f"killed: memory limit {format_size(self.limits.memory)} (all its processes)"
 
     def unavailable(self, model_id: str) -> str | None:
-        """Why the model's sessions cannot be served now (its template was given up on)."""
+        """Why the model's sessions cannot be served now (its model template was given up on)."""
         return self.templates.unavailable(model_id) if self.templates is not None else None
 
     def expect_exit(self, worker: WorkerHandle) -> None:
-        """A worker's channel closed: its template (if a model's) reports its exit."""
-        if isinstance(worker.zygote, ModelTemplate) and worker.pid is not None:
-            worker.zygote.expect_exit(worker.pid)
+        """A worker's channel closed: its model template (if it has one) reports its exit."""
+        if isinstance(worker.forker, ModelTemplate) and worker.pid is not None:
+            worker.forker.expect_exit(worker.pid)
 
     def next_wake(self) -> float:
-        """When a template's import passes its load limit."""
+        """When a model template's import passes its load limit."""
         return self.templates.next_wake() if self.templates is not None else float("inf")
 
     def check_imports(self, now: float) -> None:
-        """End the templates whose import passed the load limit: their model is served no more."""
+        """End the model templates whose import passed the load limit: their model is served no
+        more."""
         if self.templates is not None and self.templates.give_up_overdue(now):
             self._templates_ended()
 
@@ -476,7 +485,8 @@ class WorkerPool:
     # -- the end --------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Kill every worker's process group and the template; remove the workers' folders."""
+        """Kill every worker's process group, the model templates and the zygote; remove the
+        workers' folders."""
         for worker in list(self.workers.values()):
             self.kill(worker)
             with contextlib.suppress(OSError):
@@ -501,8 +511,8 @@ class WorkerPool:
 
     # -- the forkers' reports ------------------------------------------------------------------
 
-    def watch_template(self) -> None:
-        """Poll the templates' reports (each registered once)."""
+    def watch_forkers(self) -> None:
+        """Poll the reports of the zygote and the model templates (each registered once)."""
         assert self._polls.poller is not None
         zygote = self._zygote
         if zygote is not None and self._zygote_registered != zygote.fileno():
@@ -513,8 +523,8 @@ class WorkerPool:
                 self._polls.poller.register(template.fileno(), zmq.POLLIN)
                 self._templates_registered.add(template.fileno())
 
-    def template_reported(self, events: Mapping[object, int]) -> bool:
-        """Whether the reports of a template (the edge's or a model's) are among ``events``."""
+    def forkers_reported(self, events: Mapping[object, int]) -> bool:
+        """Whether the reports of the zygote or a model template are among ``events``."""
         zygote = self._zygote
         if zygote is not None and zygote.fileno() in events:
             return True
@@ -522,7 +532,7 @@ class WorkerPool:
 
     def _live_zygote(self) -> Zygote:
         if self._zygote is not None and self._zygote.process.poll() is not None:
-            logger.error("the worker template process died; starting another")
+            logger.error("the edge's zygote died; starting another")
             self._zygote_gone()
         if self._zygote is None:
             self._zygote_registered = None
@@ -531,7 +541,7 @@ class WorkerPool:
         return self._zygote
 
     def _zygote_gone(self) -> None:
-        """The template process is gone (or given up on). Its workers die with it (their
+        """The zygote is gone (or given up on). Its workers die with it (their
         parent-death signal) and their exits will never be reported: end them now, and free
         their places once they are gone."""
         zygote = self._zygote
@@ -545,21 +555,21 @@ class WorkerPool:
         if self.templates is not None:  # model templates are forks of it: they died with it
             for template in self.templates.templates():
                 template.lost_by_edge = True
-                self.templates.end(template, "the edge's worker template process died")
+                self.templates.end(template, "the edge's zygote died")
             self._templates_ended()
 
     def _forker_gone(self, forker: Zygote | ModelTemplate) -> None:
-        """The edge's template or a model's is gone: so are the workers it forked."""
+        """The zygote or a model template is gone: so are the workers it forked."""
         if isinstance(forker, ModelTemplate) and forker.fileno() in self._templates_registered:
             self._templates_registered.discard(forker.fileno())
             self._polls.unregister(forker.fileno())
         for number, worker in list(self._spawning.items()):
-            if worker.zygote is forker:
+            if worker.forker is forker:
                 del self._spawning[number]
                 self._gone(worker, f"{_forker_name(forker)} died")
                 self.release_slot(worker)
         for worker in list(self.workers.values()):
-            if worker.zygote is not forker or worker.status is not None:
+            if worker.forker is not forker or worker.status is not None:
                 continue
             worker.orphaned = True
             if worker.pid is not None:
@@ -569,7 +579,7 @@ class WorkerPool:
             elif isinstance(forker, ModelTemplate) and (
                 forker.lost_by_edge or _host_oom_killed(forker.group)
             ):
-                # The edge's template died, or the host ran out of memory: the model's battles
+                # The zygote died, or the host ran out of memory: the model's battles
                 # are lost by the edge (the center voids them), no fault of the model's.
                 self.kill(worker)
                 self.events.worker_gone(
@@ -584,8 +594,9 @@ class WorkerPool:
                 self.events.worker_died(worker)
             # else: its end of file comes next, then it is gone
 
-    def on_template(self) -> None:
-        """Read the templates' reports: workers started, failed to start, exited."""
+    def read_forker_reports(self) -> None:
+        """Read the reports of the model templates and the zygote: workers started, failed to
+        start, exited."""
         for template in self.templates.templates() if self.templates else []:
             self._on_model_template(template)
         self._templates_ended()
@@ -594,17 +605,17 @@ class WorkerPool:
         try:
             events = self._zygote.events()
         except (OSError, ValueError, ZygoteError) as exc:
-            logger.error("bad report from the worker template: %s", exc)
+            logger.error("bad report from the edge's zygote: %s", exc)
             events = None
         if events is None:
-            logger.error("the worker template process is gone; a new one starts when needed")
+            logger.error("the edge's zygote is gone; a new one starts when needed")
             self._zygote_gone()
             return
         self._on_events(events)
         self._templates_ended()
 
     def _templates_ended(self) -> None:
-        """Let go of the templates ended since the last call: their workers are gone too."""
+        """Let go of the model templates ended since the last call: their workers are gone too."""
         for template in self.templates.drain_ended() if self.templates is not None else []:
             self._forker_gone(template)
             if template.group is not None and not template.group.remove():
@@ -667,7 +678,7 @@ class WorkerPool:
         """Once a worker forked from a model's template is ready and its pid known: check it
         from outside (``edge.service.sandbox.fork_check``); it serves only if it passes, else its
         template, which made it so, is ended."""
-        template = worker.zygote
+        template = worker.forker
         if not worker.held or worker.state != "ready" or worker.pid is None:
             return  # (its pid comes with its template's report, maybe after it said it is ready)
         if not isinstance(template, ModelTemplate):
@@ -696,8 +707,8 @@ class WorkerPool:
 def _forker_name(forker: Zygote | ModelTemplate) -> str:
     if isinstance(forker, ModelTemplate):
         cause = f" ({forker.cause})" if forker.cause else ""
-        return f"the template process of {forker.model_id}{cause}"
-    return "the edge's worker template process"
+        return f"the model template of {forker.model_id}{cause}"
+    return "the edge's zygote"
 
 
 def _host_oom_killed(group: WorkerGroup | None) -> bool:

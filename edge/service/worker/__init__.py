@@ -1,3 +1,3 @@
 """A sandboxed worker: its process, its sessions and the spec it is started with. Imports the
 endpoints' worker side, the sandbox, the channel and the server's dispatch types and replies,
-never a supervisor or template module."""
+never a supervision or forking module."""

@@ -1,9 +1,10 @@
 """A sandboxed worker: the process that runs one model's code for one session at a time.
 
-Forked by the template, :func:`run_worker` enters its sandbox, points file descriptors 1 and 2 at
-an in-memory file (so that everything user code prints is captured), then serves one request at a
-time from its channel to the supervisor; it imports the user module on the first
-``open_session`` only. It uses the wire codec as an edge does, and the supervisor never trusts it.
+Forked by the zygote or a model's template, :func:`run_worker` enters its sandbox, points file
+descriptors 1 and 2 at an in-memory file (so that everything user code prints is captured), then
+serves one request at a time from its channel to the supervisor; it imports the user module on
+the first ``open_session`` only. It uses the wire codec as an edge does, and the supervisor never
+trusts it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ logger = logging.getLogger(__name__)
 def run_worker(
     spec: WorkerSpec,
     channel: socket.socket,
-    close_template: Callable[[], None],
+    close_forker: Callable[[], None],
     *,
     enter: Callable[[WorkerSpec, int], None] | None = None,
     model: UserModel | None = None,
@@ -79,7 +80,7 @@ def run_worker(
     template passes its own sandbox set-up (``enter``) and the model it loaded, with the digest of
     its code when it did."""
     try:
-        close_template()
+        close_forker()
         (enter or _enter_sandbox)(spec, channel.fileno())
         if enter is not None:
             _serve_from(channel.fileno())
@@ -140,7 +141,8 @@ def _enter_sandbox(spec: WorkerSpec, channel_fd: int) -> None:
 def _serve_from(channel_fd: int) -> None:
     """The end of a worker's set-up, its privileges dropped: the parent-death signal, poke-env's
     loop, its output captured, every file descriptor but its own closed."""
-    # After setuid, which clears it: the worker dies with the template, which dies with the edge.
+    # After setuid, which clears it: the worker dies with the process that forked it, which dies
+    # with the edge.
     libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL)
     _poke_loop_on_first_call()
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -187,15 +189,15 @@ def _close_fds_except(keep: set[int]) -> None:
 
 
 def _poke_loop_on_first_call() -> None:
-    """Let go of the template's parts of poke-env's background event loop; the loop gets a
-    selector, wake-up socket and thread of this process when it is first called.
+    """Let go of the forking process's parts of poke-env's background event loop; the loop gets
+    a selector, wake-up socket and thread of this process when it is first called.
 
-    poke-env runs an asyncio loop in a thread started at import; the template stops that thread
-    before forking (a forked process has only the forking thread), and the loop's selector and
-    wake-up socket are the template's. A user module that creates a poke-env ``Player`` needs
-    the loop, and calls it through ``call_soon_threadsafe`` (``run_coroutine_threadsafe`` and
-    poke-env's ``create_in_poke_loop`` do): that first call starts it. Most workers never do, and
-    need not pay for a thread.
+    poke-env runs an asyncio loop in a thread started at import; the zygote (and a model's
+    template) stops that thread before forking (a forked process has only the forking thread),
+    and the loop's selector and wake-up socket are the forking process's. A user module that
+    creates a poke-env ``Player`` needs the loop, and calls it through ``call_soon_threadsafe``
+    (``run_coroutine_threadsafe`` and poke-env's ``create_in_poke_loop`` do): that first call
+    starts it. Most workers never do, and need not pay for a thread.
     """
     concurrency = sys.modules.get("poke_env.concurrency")
     if concurrency is None:

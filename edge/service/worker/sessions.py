@@ -188,7 +188,7 @@ class SessionHandlers:
             raise EdgeError("open_session needs a session id")
         self._expire_idle()
         # Before this worker imports the model: the files as they are, not as its code says.
-        template = self._loaded
+        preloaded = self._loaded
         if self._loaded_digest and self._models.get(body.model_id) is self._loaded_model:
             digest = self._loaded_digest  # the code this process runs, imported by its template
         else:
@@ -206,9 +206,9 @@ class SessionHandlers:
             _ = model.module
             seed_global_generators(seed)
             agent = model.make_agent(body.instance_config.to_dict())
-            if template is model:
-                # The policy the template built (getUserPolicy once per edge): this worker's own
-                # copy; a later session of a reused worker builds its own, as before.
+            if preloaded is model:
+                # The policy the model's template built (getUserPolicy once per edge): this
+                # worker's own copy; a later session of a reused worker builds its own, as before.
                 policy = model.policy
                 self._loaded = None
             else:

@@ -1,5 +1,6 @@
-"""What the supervisor tells a template about a worker to start: the spec's plain data (msgpack
-safe, built by the supervisor) and its view in the template (``edge.service.worker.process``)."""
+"""What the supervisor tells the process that forks a worker (the zygote or a model's template)
+about the worker to start: the spec's plain data (msgpack safe, built by the supervisor) and its
+view in that process and the worker (``edge.service.worker.process``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ __all__ = ["WorkerSpec"]
 
 
 class WorkerSpec:
-    """What the supervisor tells the template about a worker to start (msgpack-safe fields)."""
+    """What the supervisor tells the zygote or a model's template about a worker to start
+    (msgpack-safe fields)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
@@ -58,7 +60,7 @@ class WorkerSpec:
         keep_paths: list[str] | None = None,
         endpoints: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The plain data of a spec (what travels to the template)."""
+        """The plain data of a spec (what travels to the zygote or a model's template)."""
         return {
             "endpoints": dict(endpoints or {}),
             "cgroup_procs": list(cgroup_procs or []),
