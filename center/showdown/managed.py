@@ -269,6 +269,8 @@ class ManagedNodeProcess(ABC, Generic[HandleT]):
                 stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if pipes else log,
                 stderr=log if pipes else subprocess.STDOUT,
+                # A reader of the pipe takes in up to 64 KiB a read (the host's batched events).
+                bufsize=1 << 16 if pipes else -1,
                 start_new_session=True,
                 preexec_fn=preexec,
             )

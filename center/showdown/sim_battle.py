@@ -130,8 +130,6 @@ class SimBattle:
     events: queue.SimpleQueue[SimEvent] = field(default_factory=queue.SimpleQueue, repr=False)
     #: every line the center wrote to the battle, in order, once it has ended
     input_log: list[str] = field(default_factory=list)
-    #: the spectator's view of every update (no secrets of either side are hidden from it)
-    omniscient: list[str] = field(default_factory=list, repr=False)
     ended: bool = False
     crashed: bool = False
     winner: str = ""
@@ -193,11 +191,10 @@ class SimBattle:
         """Turn one host event into player frames and battle events."""
         kind = event.get("type")
         if kind == "update":
-            self.omniscient.extend(event.get("omniscient") or ())
             for slot in SLOTS:
-                lines = event.get(slot) or ()
+                lines = event.get(slot)  # the update's lines for this side, joined
                 if lines:
-                    self.events.put(SimEvent("frame", slot, f">{self.tag}\n" + "\n".join(lines)))
+                    self.events.put(SimEvent("frame", slot, f">{self.tag}\n{lines}"))
         elif kind == "side":
             slot = str(event.get("side", ""))
             if slot in SLOTS:

@@ -19,13 +19,18 @@
 //
 // Events:
 //   {"type": "ready", "version"}                                 once, when the simulator is loaded
-//   {"id", "type": "update", "p1": [...], "p2": [...], "omniscient": [...]}   each side's lines
+//   {"id", "type": "update", "p1": "...", "p2": "..."}   each side's lines of one update, joined
+//                                                        by newlines ("" where it has none)
 //   {"id", "type": "side", "side": "p1", "line": "|request|{...}"}           one side's own line
 //   {"id", "type": "end", "winner", "turns", "input": [...]}     the battle ended; its input log
 //   {"id", "type": "error", "message"}                           a command the battle refused
 //   {"type": "error", "message"}                                 a line that is not a command
 //
 // Requests get an `rqid` (counting every request of the battle), as the server adds one.
+//
+// Events are written in batches: everything made while handling the commands of one read of
+// stdin goes out in one write once they are done, not one write (and one wake-up of the reader)
+// per event.
 'use strict';
 
 const path = require('path');
@@ -59,8 +64,21 @@ const NAME = /^[^\x00-\x1f\x7f>|,]{1,18}$/;
 
 const battles = new Map();
 
+let pending = [];
+
+function flush() {
+  if (pending.length) {
+    const out = pending.join('');
+    pending = [];
+    process.stdout.write(out);
+  }
+}
+
 function emit(event) {
-  process.stdout.write(JSON.stringify(event) + '\n');
+  // Queued and written by flush() once the battles have answered the commands just read (their
+  // updates arrive in microtasks, all done before setImmediate runs).
+  if (!pending.length) setImmediate(flush);
+  pending.push(JSON.stringify(event) + '\n');
 }
 
 function check(ok, message) {
@@ -95,17 +113,19 @@ function onChunk(id, battle, chunk) {
   const type = nl < 0 ? chunk : chunk.slice(0, nl);
   const data = nl < 0 ? '' : chunk.slice(nl + 1);
   if (type === 'update') {
-    const channels = extractChannelMessages(data, [1, 2, -1]);
-    emit({id, type: 'update', p1: channels[1], p2: channels[2], omniscient: channels[-1]});
+    const channels = extractChannelMessages(data, [1, 2]);
+    emit({id, type: 'update', p1: channels[1].join('\n'), p2: channels[2].join('\n')});
   } else if (type === 'sideupdate') {
     const at = data.indexOf('\n');
     const side = data.slice(0, at);
     let line = data.slice(at + 1);
     if (line.startsWith('|request|')) {
-      const request = JSON.parse(line.slice('|request|'.length));
+      // The request is Showdown's JSON.stringify of an object with keys and no rqid: the rqid is
+      // spliced in as its last key, the same text as parsing it, adding the key and stringifying
+      // again, without either.
+      check(line.endsWith('}') && !line.endsWith('{}'), 'a request is not a JSON object');
       battle.rqid += 1;
-      request.rqid = battle.rqid;
-      line = '|request|' + JSON.stringify(request);
+      line = `${line.slice(0, -1)},"rqid":${battle.rqid}}`;
     }
     emit({id, type: 'side', side, line});
   } else if (type === 'end') {
@@ -223,6 +243,9 @@ input.on('line', line => {
   }
 });
 // The owner closed our stdin: it is gone or done with us.
-input.on('close', () => process.exit(0));
+input.on('close', () => {
+  flush();
+  process.exit(0);
+});
 
 emit({type: 'ready', version});

@@ -337,6 +337,16 @@ def test_a_simulator_host_killed_mid_battle_voids_it_and_the_run_completes(tmp_p
     first_pid = host.pid
     assert first_pid is not None
     killers: list[threading.Thread] = []
+    # The battles that have been sent a choice past team preview: they have reached turn 1.
+    playing: set[str] = set()
+    send = host._send
+
+    def send_and_note(current, command):
+        if command.get("op") == "choose" and not command["choice"].startswith("team"):
+            playing.add(command["id"])
+        return send(current, command)
+
+    host._send = send_and_note
 
     def kill_once_the_next_battle_runs() -> None:
         # Once the battle has reached its first turn: mid-battle however fast the host plays (a
@@ -345,7 +355,7 @@ def test_a_simulator_host_killed_mid_battle_voids_it_and_the_run_completes(tmp_p
         while time.monotonic() < deadline:
             current = host._current
             battles = list(current.battles.values()) if current is not None else []
-            if any(line.startswith("|turn|") for b in battles for line in list(b.omniscient)):
+            if any(b.battle_id in playing for b in battles):
                 break
             time.sleep(0.001)
         os.kill(first_pid, signal.SIGKILL)

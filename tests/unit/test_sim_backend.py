@@ -95,7 +95,7 @@ def test_a_battle_sends_checked_commands_and_formats_each_players_frames() -> No
     assert sent[-1] == {"op": "choose", "id": "1-1", "side": "p2", "choice": "move 2"}
     with pytest.raises(ValueError):
         battle.choose("p1", "/choose move 1\n>eval 1")
-    battle.deliver({"type": "update", "p1": ["|", "|turn|1"], "p2": [], "omniscient": ["|"]})
+    battle.deliver({"type": "update", "p1": "|\n|turn|1", "p2": ""})
     battle.deliver({"type": "side", "side": "p2", "line": '|request|{"wait":true,"rqid":3}'})
     frames = [battle.events.get_nowait() for _ in range(2)]
     assert [(e.slot, e.frame) for e in frames] == [
@@ -203,7 +203,7 @@ def test_seat_states_follow_requests_waits_refusals_and_the_end() -> None:
     assert session.seats["player_0"].retry
     assert session.seats["player_1"].state is SeatState.SUBMITTED
     session.submit("player_0", "/team 213")
-    battle.deliver({"type": "update", "p1": ["|", "|tier|x"], "p2": ["|"], "omniscient": []})
+    battle.deliver({"type": "update", "p1": "|\n|tier|x", "p2": "|"})
     battle.deliver({"type": "side", "side": "p1", "line": _request("p1", wait=True)})
     battle.deliver({"type": "side", "side": "p2", "line": _request("p2", forceSwitch=[True])})
     assert session.await_round(1.0) == "ok"
@@ -212,8 +212,8 @@ def test_seat_states_follow_requests_waits_refusals_and_the_end() -> None:
     assert not session.seats["player_1"].retry
 
     def the_simulator_ends_it() -> None:
-        win = ["|", "|win|maple p1"]
-        battle.deliver({"type": "update", "p1": win, "p2": win, "omniscient": win})
+        win = "|\n|win|maple p1"
+        battle.deliver({"type": "update", "p1": win, "p2": win})
         battle.deliver(
             {"type": "end", "winner": "maple p1", "turns": 1, "input": [">forcelose p2"]}
         )
