@@ -1,12 +1,15 @@
 """The numbers and lists the docs repeat from the code's tables say what the tables say: the
 status tables and the README's list, the invalid-action reward and its retries, the default
-decision budget, the observation's size, the rating methods, the backends and the timers. A change to a table fails here until its docs follow."""
+decision budget, the observation's size, the rating methods, the backends, the timers, the
+worker limits, the extractors and the messages' fields. A change to a table fails here until its
+docs follow."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from center.env.backend import BACKENDS
@@ -16,9 +19,11 @@ from center.evaluation.playing.budget import Budget
 from center.evaluation.playing.timers import TIMERS
 from edge.contract.legality import MAX_INVALID_RETRIES
 from edge.contract.outcomes import SIDE_STATUSES
+from edge.maple.features import registered_extractors
 from edge.maple.state_observer import StateObserver
 from edge.options import OPTION, option_fields
 from edge.service.sandbox.limits import Limits, size_text
+from edge.wire.messages import MESSAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,12 +148,32 @@ def test_the_worker_limits_in_running_md():
     stated = dict(re.findall(r"`(--[a-z-]+-limit)` (\d+(?: [GMK]iB| s)?)[,)]", text))
     expected = {}
     for f in option_fields(Limits):
-        unit = f.metadata["unit"]
+        unit, default = f.metadata["unit"], getattr(Limits(), f.name)
         if unit == "size":
-            value = re.sub(r"(\d+)([GMK]iB)", r"\1 \2", size_text(f.default))
+            value = re.sub(r"(\d+)([GMK]iB)", r"\1 \2", size_text(default))
         elif unit == "seconds":
-            value = f"{f.default} s"
+            value = f"{default} s"
         else:
-            value = str(f.default)
+            value = str(default)
         expected[f.metadata[OPTION].flags[0]] = value
     assert stated == expected
+
+
+def test_the_extractor_table_in_observation_md():
+    text = _read("docs/observation.md")
+    table = text[text.index("| extractor | parameters | size | value |") :]
+    names = re.findall(r"^\| `(\w+)` \|", table[: table.index("\n\n")], re.MULTILINE)
+    assert sorted(names) == sorted(registered_extractors())
+
+
+def test_the_field_types_in_protocol_md_name_every_body_field():
+    """Each message's bullet under "Field types" names every field of its request and reply."""
+    text = _read("docs/protocol.md")
+    section = text[text.index("Field types (") : text.index("### Values")]
+    bullets = dict(re.findall(r"^- \*\*(\w+)\*\*(.*?)(?=^- \*\*|\Z)", section, re.M | re.S))
+    for request_type, spec in MESSAGES.items():
+        name = request_type.removesuffix("_request")
+        assert name in bullets, f"protocol.md's field types have no bullet for {name}"
+        for body in (spec.request_body, spec.reply_body):
+            for field in msgspec.structs.fields(body):
+                assert f"`{field.encode_name}" in bullets[name], f"{name}: {field.encode_name}"
