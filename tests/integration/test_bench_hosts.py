@@ -19,6 +19,7 @@ NUMBER = r"-?(?:[\d.]+|nan)"
 
 
 @pytest.mark.showdown
+@pytest.mark.timeout(900)  # the run's own limit: every role in two formats, minutes if loaded
 def test_bench_hosts_measures_every_role_in_both_formats_and_ends_with_the_summary(tmp_path):
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--smoke", "-l", str(tmp_path), *TEST_MEMORY_LIMIT],

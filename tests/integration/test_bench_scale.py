@@ -18,6 +18,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_scale.py"
 
 
 @pytest.mark.showdown
+@pytest.mark.timeout(600)  # the run's own limit (Ray, real edges): minutes if loaded
 def test_bench_scale_runs_every_part_and_prints_the_ratios(tmp_path):
     run = subprocess.run(
         [
