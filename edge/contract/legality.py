@@ -33,10 +33,12 @@ from edge.errors import InvalidActionError
 __all__ = [
     "MAX_INVALID_RETRIES",
     "MAX_ORDER_LENGTH",
+    "SlotChoices",
     "asks_decision",
     "canonical_order",
     "decision_required",
     "default_order",
+    "legal_choices",
     "named",
     "policy_mask",
     "slot_targets",
@@ -110,6 +112,39 @@ def named(party: Sequence[RequestPokemon], word: str) -> list[int]:
     ]
 
 
+@dataclass(frozen=True)
+class SlotChoices:
+    """What one active slot may choose now, read from the request as poke-env reads it."""
+
+    #: the party positions (1-based) it may switch to
+    switches: frozenset[int]
+    #: its moves in request order (at most 4), disabled ones included
+    moves: tuple[RequestMove, ...]
+    can_tera: bool
+    #: its Pokémon may not switch out (and it is not down)
+    trapped: bool
+    #: another slot must switch and this one passes (doubles)
+    only_pass: bool
+    #: a pass is legal (doubles: one replacement for two slots, or nothing it can do)
+    may_pass: bool
+
+
+def legal_choices(request: ShowdownRequest) -> list[SlotChoices]:
+    """What each active slot may choose now (one entry in singles, two in doubles), by the rules
+    :func:`canonical_order` judges an order's parts with."""
+    return [
+        SlotChoices(
+            switches=frozenset(_switches(request, slot)),
+            moves=tuple(_moves(request, slot)),
+            can_tera=_can_tera(request, slot),
+            trapped=_trapped(request, slot),
+            only_pass=_only_pass(request, slot),
+            may_pass=_may_pass(request, slot),
+        )
+        for slot in range(request.slots)
+    ]
+
+
 # One slot's rules, read from the request as poke-env reads it: an order's part is judged by the
 # rules of its own kind (a move, a switch, a pass), so checking one order reads only what it needs.
 
@@ -169,7 +204,9 @@ def _chooses_move(request: ShowdownRequest, slot: int) -> bool:
 
 def _moves(request: ShowdownRequest, slot: int) -> list[RequestMove]:
     """The slot's moves in request order (at most 4, disabled ones included); none when it may not
-    use one now."""
+    use one now (a team preview or a wait asks for none)."""
+    if request.wait or request.team_preview:
+        return []
     here = _active(request, slot)
     return here.moves[:4] if here is not None and _chooses_move(request, slot) else []
 
@@ -181,14 +218,12 @@ def _can_tera(request: ShowdownRequest, slot: int) -> bool:
 
 
 def _may_pass(request: ShowdownRequest, slot: int) -> bool:
-    """A pass is legal: the slot passes while another switches, or (doubles) one replacement for
-    two slots, or nothing it can do. Singles has no pass: its one slot always moves or switches."""
-    if _only_pass(request, slot):
-        return True
+    """A pass is legal besides :func:`_only_pass`'s (doubles: one replacement for two slots, or
+    nothing it can do). Singles has no pass: its one slot always has a move or a switch."""
     if request.slots == 1:
         return False
     switches = _switches(request, slot)
-    if all(_forced(request)) and len(switches) == 1:
+    if not _only_pass(request, slot) and all(_forced(request)) and len(switches) == 1:
         return True
     # e.g. a fainted Pokémon with no replacement, Commander
     return not switches and all(m.disabled for m in _moves(request, slot))
@@ -269,7 +304,7 @@ def _part(request: ShowdownRequest, slot: int, part: str) -> _Chosen:
     kind, args = words[0].lower(), words[1:]
     where = f"slot {slot + 1}: " if request.slots > 1 else ""
     if kind == "pass" and not args:
-        if not _may_pass(request, slot):
+        if not (_only_pass(request, slot) or _may_pass(request, slot)):
             raise InvalidActionError(f"{where}cannot pass now (it must move or switch)")
         return _Chosen("pass", "pass")
     if _only_pass(request, slot):
