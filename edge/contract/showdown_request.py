@@ -73,9 +73,10 @@ class RequestPokemon(msgspec.Struct, frozen=True, rename="camel", dict=True):
     #: Revival Blessing: its slot brings back a fainted Pokémon
     reviving: bool = False
 
-    # Read from the fields above once, when the Struct is made (decoded, converted or built), and
-    # kept beside them: plain attributes, not fields (ClassVar), so the wire never carries them
-    # and a read is no call.
+    # Read from the fields above once, when the Struct is made (decoded, converted, built or
+    # replaced: msgspec calls __post_init__), and kept beside them in the instance's __dict__:
+    # plain attributes, not fields (ClassVar), so the wire never carries them and a read is no
+    # call. copy.copy would drop them (msgspec copies fields only): a frozen request needs none.
     #: its name: the ident without the ``p1: `` prefix (poke-env's ``Pokemon.name``)
     name: ClassVar[str]
     #: the species id of its details (``Rotom-Wash, L85`` is ``rotomwash``)
