@@ -149,6 +149,10 @@ def legal_choices(request: ShowdownRequest) -> list[SlotChoices]:
 # rules of its own kind (a move, a switch, a pass), so checking one order reads only what it needs.
 
 
+def _active(request: ShowdownRequest, slot: int) -> ActiveSlot | None:
+    return request.active[slot] if slot < len(request.active) else None
+
+
 def _forced(request: ShowdownRequest) -> list[bool]:
     """Per slot, whether it must switch (all False in a move request)."""
     return request.force_switch or [False] * request.slots
@@ -188,10 +192,6 @@ def _switches(request: ShowdownRequest, slot: int) -> list[int]:
     if _trapped(request, slot):
         return []
     return [i for i in range(1, len(request.party) + 1) if _may_switch_to(request, i)]
-
-
-def _active(request: ShowdownRequest, slot: int) -> ActiveSlot | None:
-    return request.active[slot] if slot < len(request.active) else None
 
 
 def _chooses_move(request: ShowdownRequest, slot: int) -> bool:
