@@ -21,7 +21,13 @@ from poke_env.battle import AbstractBattle
 from poke_env.data import to_id_str
 from poke_env.player import BattleOrder
 
-from edge.contract.showdown_request import RequestMove, RequestPokemon, ShowdownRequest, request_of
+from edge.contract.showdown_request import (
+    ActiveSlot,
+    RequestMove,
+    RequestPokemon,
+    ShowdownRequest,
+    request_of,
+)
 from edge.errors import InvalidActionError
 
 __all__ = [
@@ -124,39 +130,103 @@ class SlotChoices:
 
 
 def legal_choices(request: ShowdownRequest) -> list[SlotChoices]:
-    """What each active slot may choose now (one entry in singles, two in doubles)."""
-    return [_slot_choices(request, slot) for slot in range(request.slots)]
-
-
-def _slot_choices(request: ShowdownRequest, slot: int) -> SlotChoices:
-    party, slots = request.party, request.slots
-    forced = request.force_switch or [False] * slots
-    here = request.active[slot] if slot < len(request.active) else None
-    mon = party[slot] if slot < len(party) else None
-    down = (mon is not None and mon.fainted) or not request.active
-    only_pass = any(forced) and not forced[slot]
-    trapped = here is not None and here.trapped and not down
-    # Showdown's rule as poke-env reads it: a benched Pokémon that has not fainted, or, while a
-    # Pokémon is being revived (Revival Blessing), a fainted one.
-    reviving = any(p.reviving for p in party)
-    switches: frozenset[int] = frozenset()
-    if not trapped:
-        switches = frozenset(
-            position
-            for position, p in enumerate(party, start=1)
-            if (p.fainted if reviving else not p.active and not p.fainted)
+    """What each active slot may choose now (one entry in singles, two in doubles), by the rules
+    :func:`canonical_order` judges an order's parts with."""
+    return [
+        SlotChoices(
+            switches=frozenset(_switches(request, slot)),
+            moves=tuple(_moves(request, slot)),
+            can_tera=_can_tera(request, slot),
+            trapped=_trapped(request, slot),
+            only_pass=_only_pass(request, slot),
+            may_pass=_may_pass(request, slot),
         )
-    moves: tuple[RequestMove, ...] = ()
-    can_tera = False
-    if not down and not forced[slot] and not (mon is not None and mon.commanding):
-        moves = tuple(request.slot_moves(slot)[:4])
-        can_tera = bool(here is not None and here.can_terastallize)
-    may_pass = False
-    if slots > 1:  # singles has no pass: its one slot always has a move or a switch
-        may_pass = not only_pass and all(forced) and len(switches) == 1
-        if not switches and all(m.disabled for m in moves):
-            may_pass = True  # e.g. a fainted Pokémon with no replacement, Commander
-    return SlotChoices(switches, moves, can_tera, trapped, only_pass, may_pass)
+        for slot in range(request.slots)
+    ]
+
+
+# One slot's rules, read from the request as poke-env reads it: an order's part is judged by the
+# rules of its own kind (a move, a switch, a pass), so checking one order reads only what it needs.
+
+
+def _active(request: ShowdownRequest, slot: int) -> ActiveSlot | None:
+    return request.active[slot] if slot < len(request.active) else None
+
+
+def _forced(request: ShowdownRequest) -> list[bool]:
+    """Per slot, whether it must switch (all False in a move request)."""
+    return request.force_switch or [False] * request.slots
+
+
+def _only_pass(request: ShowdownRequest, slot: int) -> bool:
+    """Another slot must switch and this one passes (doubles)."""
+    forced = _forced(request)
+    return any(forced) and not forced[slot]
+
+
+def _down(request: ShowdownRequest, slot: int) -> bool:
+    """The slot's Pokémon has fainted, or nothing is active."""
+    party = request.party
+    return (slot < len(party) and party[slot].fainted) or not request.active
+
+
+def _trapped(request: ShowdownRequest, slot: int) -> bool:
+    """The slot's Pokémon may not switch out (and it is not down)."""
+    here = _active(request, slot)
+    return here is not None and here.trapped and not _down(request, slot)
+
+
+def _may_switch_to(request: ShowdownRequest, position: int) -> bool:
+    """Whether the Pokémon at party ``position`` (1-based) may come in. Showdown's rule as poke-env
+    reads it: a benched Pokémon that has not fainted, or, while a Pokémon is being revived (Revival
+    Blessing), a fainted one."""
+    party = request.party
+    if not 1 <= position <= len(party):
+        return False
+    mon = party[position - 1]
+    return mon.fainted if any(p.reviving for p in party) else not mon.active and not mon.fainted
+
+
+def _switches(request: ShowdownRequest, slot: int) -> list[int]:
+    """The party positions (1-based) the slot may switch to."""
+    if _trapped(request, slot):
+        return []
+    return [i for i in range(1, len(request.party) + 1) if _may_switch_to(request, i)]
+
+
+def _chooses_move(request: ShowdownRequest, slot: int) -> bool:
+    """The slot may use a move now: its Pokémon is not down, not made to switch, and does not
+    command (Commander)."""
+    party = request.party
+    commanding = slot < len(party) and party[slot].commanding
+    return not (_down(request, slot) or _forced(request)[slot] or commanding)
+
+
+def _moves(request: ShowdownRequest, slot: int) -> list[RequestMove]:
+    """The slot's moves in request order (at most 4, disabled ones included); none when it may not
+    use one now (a team preview or a wait asks for none)."""
+    if request.wait or request.team_preview:
+        return []
+    here = _active(request, slot)
+    return here.moves[:4] if here is not None and _chooses_move(request, slot) else []
+
+
+def _can_tera(request: ShowdownRequest, slot: int) -> bool:
+    """The slot's Pokémon may terastallize with its move."""
+    here = _active(request, slot)
+    return here is not None and bool(here.can_terastallize) and _chooses_move(request, slot)
+
+
+def _may_pass(request: ShowdownRequest, slot: int) -> bool:
+    """A pass is legal besides :func:`_only_pass`'s (doubles: one replacement for two slots, or
+    nothing it can do). Singles has no pass: its one slot always has a move or a switch."""
+    if request.slots == 1:
+        return False
+    switches = _switches(request, slot)
+    if not _only_pass(request, slot) and all(_forced(request)) and len(switches) == 1:
+        return True
+    # e.g. a fainted Pokémon with no replacement, Commander
+    return not switches and all(m.disabled for m in _moves(request, slot))
 
 
 def slot_targets(slots: int, slot: int, move: RequestMove) -> list[int]:
@@ -197,16 +267,12 @@ def canonical_order(request: ShowdownRequest | None, order: BattleOrder | str) -
     if body.lower() == "default":
         return "/choose default"
     parts = [part.strip() for part in body.split(",")]
-    choices = legal_choices(request)
-    if len(parts) != len(choices):
+    if len(parts) != request.slots:
         raise InvalidActionError(
-            f"an order names one choice per active slot ({len(choices)}, comma-separated), "
+            f"an order names one choice per active slot ({request.slots}, comma-separated), "
             f"got {text!r}"
         )
-    chosen = [
-        _part(request, slot, part, legal)
-        for slot, (part, legal) in enumerate(zip(parts, choices, strict=True))
-    ]
+    chosen = [_part(request, slot, part) for slot, part in enumerate(parts)]
     switched = [c.position for c in chosen if c.kind == "switch"]
     if len(set(switched)) != len(switched):
         raise InvalidActionError(f"both slots switch to the same Pokémon in {text!r}")
@@ -233,26 +299,26 @@ class _Chosen:
     tera: bool = False
 
 
-def _part(request: ShowdownRequest, slot: int, part: str, legal: SlotChoices) -> _Chosen:
+def _part(request: ShowdownRequest, slot: int, part: str) -> _Chosen:
     words = part.split(" ")
     kind, args = words[0].lower(), words[1:]
     where = f"slot {slot + 1}: " if request.slots > 1 else ""
     if kind == "pass" and not args:
-        if not (legal.only_pass or legal.may_pass):
+        if not (_only_pass(request, slot) or _may_pass(request, slot)):
             raise InvalidActionError(f"{where}cannot pass now (it must move or switch)")
         return _Chosen("pass", "pass")
-    if legal.only_pass:
+    if _only_pass(request, slot):
         raise InvalidActionError(f"{where}only the other slot chooses now (pass)")
     if kind == "switch" and args:
-        return _switch(request, " ".join(args), legal, where)
+        return _switch(request, slot, " ".join(args), where)
     if kind == "move" and args:
-        return _move(request, slot, args, legal, where)
+        return _move(request, slot, args, where)
     raise InvalidActionError(f"{where}unrecognised choice {part!r}")
 
 
-def _switch(request: ShowdownRequest, arg: str, legal: SlotChoices, where: str) -> _Chosen:
+def _switch(request: ShowdownRequest, slot: int, arg: str, where: str) -> _Chosen:
     party = request.party
-    if legal.trapped:
+    if _trapped(request, slot):
         raise InvalidActionError(f"{where}the active Pokémon is trapped")
     position = -1
     if arg.isdigit() and 1 <= int(arg) <= len(party):
@@ -264,16 +330,14 @@ def _switch(request: ShowdownRequest, arg: str, legal: SlotChoices, where: str) 
                 f"{where}{arg!r} names {len(matches)} Pokémon of the team: switch by party position"
             )
         position = matches[0] if matches else -1
-    if position not in legal.switches:
+    if not _may_switch_to(request, position):
         raise InvalidActionError(f"{where}cannot switch to {arg!r} now")
     # Singles names the Pokémon as poke-env does; doubles by its position.
     text = f"switch {party[position - 1].name}" if request.slots == 1 else f"switch {position}"
     return _Chosen("switch", text, position=position)
 
 
-def _move(
-    request: ShowdownRequest, slot: int, args: list[str], legal: SlotChoices, where: str
-) -> _Chosen:
+def _move(request: ShowdownRequest, slot: int, args: list[str], where: str) -> _Chosen:
     tera, target = False, 0
     while len(args) > 1:  # Showdown reads the target and the gimmick from the end, in any order
         if args[-1].lower() == "terastallize" and not tera:
@@ -284,19 +348,20 @@ def _move(
             break
     named_as = " ".join(args)
     wanted = to_id_str(named_as)
+    moves = _moves(request, slot)
     k = next(
         (
             i
-            for i, move in enumerate(legal.moves)
+            for i, move in enumerate(moves)
             if (wanted.isdigit() and int(wanted) - 1 == i) or to_id_str(move.id) == wanted
         ),
         None,
     )
     if k is None:
-        if not legal.moves:
+        if not moves:
             raise InvalidActionError(f"{where}no move can be chosen now (a switch, or a pass)")
         raise InvalidActionError(f"{where}move {named_as!r} is not one of its moves now")
-    move = legal.moves[k]
+    move = moves[k]
     if move.disabled:
         raise InvalidActionError(f"{where}move {named_as!r} is disabled now")
     targets = slot_targets(request.slots, slot, move)
@@ -305,7 +370,7 @@ def _move(
             f"{where}move {named_as!r} at target {target} is not legal now "
             f"(its targets: {sorted(targets)})"
         )
-    if tera and (not legal.can_tera or move.id in _NO_TERA):
+    if tera and (not _can_tera(request, slot) or move.id in _NO_TERA):
         raise InvalidActionError(f"{where}terastallization is not available now")
     suffix = " terastallize" if tera else ""
     if request.slots > 1:

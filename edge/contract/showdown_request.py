@@ -10,9 +10,10 @@ a poke-env battle's request once per request. The rules that judge an order agai
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
+from msgspec.structs import force_setattr
 from poke_env.battle import AbstractBattle, Pokemon
 from poke_env.data import to_id_str
 
@@ -53,7 +54,7 @@ class ActiveSlot(msgspec.Struct, frozen=True, rename="camel"):
     can_terastallize: str | bool = ""
 
 
-class RequestPokemon(msgspec.Struct, frozen=True, rename="camel"):
+class RequestPokemon(msgspec.Struct, frozen=True, rename="camel", dict=True):
     """A Pokémon of the side's party (``PokemonSwitchRequestData``), in Showdown's order: the
     active ones first, in slot order."""
 
@@ -72,20 +73,21 @@ class RequestPokemon(msgspec.Struct, frozen=True, rename="camel"):
     #: Revival Blessing: its slot brings back a fainted Pokémon
     reviving: bool = False
 
-    @property
-    def name(self) -> str:
-        """Its name: the ident without the ``p1: `` prefix (poke-env's ``Pokemon.name``)."""
-        return self.ident[4:]
+    # Read from the fields above once, when the Struct is made (decoded, converted, built or
+    # replaced: msgspec calls __post_init__), and kept beside them in the instance's __dict__:
+    # plain attributes, not fields (ClassVar), so the wire never carries them and a read is no
+    # call. copy.copy would drop them (msgspec copies fields only): a frozen request needs none.
+    #: its name: the ident without the ``p1: `` prefix (poke-env's ``Pokemon.name``)
+    name: ClassVar[str]
+    #: the species id of its details (``Rotom-Wash, L85`` is ``rotomwash``)
+    species: ClassVar[str]
+    #: whether its condition says it has fainted (``0 fnt``)
+    fainted: ClassVar[bool]
 
-    @property
-    def species(self) -> str:
-        """The species id of its details (``Rotom-Wash, L85`` is ``rotomwash``)."""
-        return to_id_str(self.details.split(",")[0])
-
-    @property
-    def fainted(self) -> bool:
-        """Whether its condition says it has fainted (``0 fnt``)."""
-        return self.condition.endswith("fnt")
+    def __post_init__(self) -> None:
+        force_setattr(self, "name", self.ident[4:])
+        force_setattr(self, "species", to_id_str(self.details.split(",")[0]))
+        force_setattr(self, "fainted", self.condition.endswith("fnt"))
 
 
 class RequestSide(msgspec.Struct, frozen=True):
@@ -96,7 +98,7 @@ class RequestSide(msgspec.Struct, frozen=True):
     pokemon: list[RequestPokemon] = []
 
 
-class ShowdownRequest(msgspec.Struct, frozen=True, rename="camel"):
+class ShowdownRequest(msgspec.Struct, frozen=True, rename="camel", dict=True):
     """One request of Showdown's (``ChoiceRequest``): a move request (``active``), a switch
     request (``force_switch``), a team preview (``team_preview``) or a wait (``wait``)."""
 
@@ -113,15 +115,15 @@ class ShowdownRequest(msgspec.Struct, frozen=True, rename="camel"):
     update: bool = False
     rqid: int | None = None
 
-    @property
-    def party(self) -> list[RequestPokemon]:
-        """The side's Pokémon, in Showdown's (party) order."""
-        return self.side.pokemon
+    # Set once when the Struct is made, as RequestPokemon's name (not fields: ClassVar).
+    #: the side's Pokémon, in Showdown's (party) order
+    party: ClassVar[list[RequestPokemon]]
+    #: how many active slots choose (1 in singles, 2 in doubles)
+    slots: ClassVar[int]
 
-    @property
-    def slots(self) -> int:
-        """How many active slots choose (1 in singles, 2 in doubles)."""
-        return max(len(self.active), len(self.force_switch), 1)
+    def __post_init__(self) -> None:
+        force_setattr(self, "party", self.side.pokemon)
+        force_setattr(self, "slots", max(len(self.active), len(self.force_switch), 1))
 
     def slot_moves(self, slot: int) -> list[RequestMove]:
         """The moves of the active Pokémon in ``slot`` (none at a team preview or a wait)."""

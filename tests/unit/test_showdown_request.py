@@ -7,7 +7,13 @@ import msgspec
 import orjson
 import pytest
 
-from edge.contract.showdown_request import ShowdownRequest, decode_request, request_of
+from edge.contract.showdown_request import (
+    RequestPokemon,
+    RequestSide,
+    ShowdownRequest,
+    decode_request,
+    request_of,
+)
 from tests.fixtures.replay import all_recordings, replay_frames
 
 
@@ -71,3 +77,24 @@ def test_a_malformed_request_names_its_field(text, names):
 def test_text_that_is_not_json_is_refused():
     with pytest.raises(msgspec.DecodeError):
         decode_request("{not json")
+
+
+def test_derived_values_are_set_however_the_request_is_made_and_never_sent():
+    raw = {
+        "side": {
+            "pokemon": [{"ident": "p1: Rotom", "details": "Rotom-Wash, L85", "condition": "0 fnt"}]
+        },
+        "forceSwitch": [True, False],
+    }
+    built = ShowdownRequest(
+        side=RequestSide(pokemon=[RequestPokemon("p1: Rotom", "Rotom-Wash, L85", "0 fnt")]),
+        force_switch=[True, False],
+    )
+    made = [decode_request(orjson.dumps(raw)), msgspec.convert(raw, ShowdownRequest), built]
+    for request in [*made, msgspec.structs.replace(built, rqid=3)]:
+        mon = request.party[0]
+        assert (mon.name, mon.species, mon.fainted) == ("Rotom", "rotomwash", True)
+        assert request.party is request.side.pokemon and request.slots == 2
+    plain = msgspec.to_builtins(built)
+    assert not {"party", "slots"} & set(plain)
+    assert not {"name", "species", "fainted"} & set(plain["side"]["pokemon"][0])
