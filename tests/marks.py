@@ -109,6 +109,8 @@ SERIAL = frozenset(
         "integration/test_bench_freezer.py",
         "integration/test_bench_league.py::test_bench_league_pinned_puts_the_edges_on_their_own_cpus_with_a_thinking_agent",
         "integration/test_bench_league.py::test_bench_league_apart_puts_the_two_edges_on_cpus_of_their_own",
+        # Steps that must overlap on CPUs of their own: another test's edge's calls hold them.
+        "integration/test_sides_at_once.py::test_a_league_plays_the_same_battles_whether_its_sides_are_asked_at_once_or_not",
         # A simulator run in a worker (8 GiB each); an edge's places and its idle-session reaping
         # timed with a few seconds' margin.
         "integration/test_center_fair_play.py::test_a_module_cannot_rebuild_its_opponents_team_from_what_it_is_given",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from center.errors import EdgeCallError, SideError
+from center.errors import EdgeCallError, EdgeFull, SideError
 from center.isolation.edge_client import EdgeClient
 from edge.wire.keys import center_curve_from_config
 
@@ -39,8 +39,9 @@ def when_room(open_session: Callable[[], T], wait: float = 300.0) -> T:
     while True:
         try:
             return open_session()
-        except SideError as exc:
-            if not exc.outcome.waits or time.monotonic() > deadline:
+        except (SideError, EdgeFull) as exc:  # a session opened itself, or through an EdgeSource
+            waits = isinstance(exc, EdgeFull) or exc.outcome.waits
+            if not waits or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
 
