@@ -71,18 +71,17 @@ class BattleContext:
         for j in range(MAX_BENCH):
             pokemon[f"own_bench{j + 1}"] = own[j] if j < len(own) else None
             pokemon[f"opp_bench{j + 1}"] = opp[j] if j < len(opp) else None
+        moves = tuple(move_slots(battle))
+        request_moves = {e.id: e for e in slot_request_moves(battle) if e.id}
         return cls(
             battle=battle,
             teampreview=False,
             pokemon=pokemon,
-            moves=tuple(move_slots(battle)),
-            request_moves={e.id: e for e in slot_request_moves(battle) if e.id},
+            moves=moves,
+            request_moves=request_moves,
             party=tuple(request_party(battle)),
-            user_moves=(tuple(move_slots(battle)), (None,) * MAX_MOVES),
-            user_request_moves=(
-                {e.id: e for e in slot_request_moves(battle) if e.id},
-                {},
-            ),
+            user_moves=(moves, (None,) * MAX_MOVES),
+            user_request_moves=(request_moves, {}),
         )
 
     @classmethod
