@@ -1,6 +1,6 @@
 """Benchmark CPU per battle and per turn by host role, against Showdown's simulator alone.
 
-    python scripts/bench_hosts.py --battles 40 --short 10
+    python scripts/bench_hosts.py
 
 The bare simulator (node: BattleStream and its RandomPlayerAI), the in-process host (sep_eval) and
 the isolated hosts (sep_main with its simulator host, each sep_edge's tree), in two formats of
@@ -510,7 +510,12 @@ def pair_arg(text: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--battles", type=int, default=40, help="battles of a long run")
+    parser.add_argument(
+        "--battles",
+        type=int,
+        default=200,
+        help="battles of a long run (both lengths past the simulator's warm-up: docs/benchmarks.md)",
+    )
     parser.add_argument("--short", type=int, default=None, help="of a short run (default: 1/4)")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (added up)")
     parser.add_argument(
