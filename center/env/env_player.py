@@ -212,11 +212,20 @@ def disconnect_player(player: Player, timeout: float = 5.0) -> None:
         client._listening_coroutine.cancel()
         return
     try:
-        asyncio.run_coroutine_threadsafe(
-            _as_coroutine(client.stop_listening()), client.loop
-        ).result(timeout)
+        asyncio.run_coroutine_threadsafe(_stop_listening(client), client.loop).result(timeout)
     except Exception as exc:  # the server may already be gone
         logger.debug("closing %s: %s", player.username, exc)
+
+
+async def _stop_listening(client: Any) -> None:
+    """Close the websocket, then cancel the message handlers still waiting (a battle left
+    mid-way): left pending, each is logged as "Task was destroyed but it is pending!" when the
+    player is collected."""
+    await client.stop_listening()
+    pending = [task for task in client._active_tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:

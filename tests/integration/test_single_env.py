@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 
@@ -130,6 +131,8 @@ def test_the_docs_single_agent_example_runs_as_written(showdown, monkeypatch, ca
 def test_closing_an_env_that_built_its_player_opponent_disconnects_it_cleanly(caplog):
     # The env's own server (no server= given) stops at close: the RandomPlayer it built must be
     # gone first, or its websocket is reset and poke-env logs "no close frame received or sent".
+    gc.collect()  # what earlier tests left is logged as it is collected: not this test's
+    caplog.clear()
     server = ShowdownServer().start()
     try:
         env = SinglizedEnv("gen9randombattle", server=server, opponent=RandomPlayer)
