@@ -223,9 +223,17 @@ async def _stop_listening(client: Any) -> None:
     player is collected."""
     await client.stop_listening()
     pending = [task for task in client._active_tasks if not task.done()]
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*pending, return_exceptions=True)
+    if not pending:
+        return
+    # poke-env logs a cancelled handler as CRITICAL ("CancelledError intercepted"): a closed
+    # player's, it says nothing.
+    disabled, client.logger.disabled = client.logger.disabled, True
+    try:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    finally:
+        client.logger.disabled = disabled
 
 
 async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:

@@ -95,7 +95,11 @@ def test_a_poke_env_player_class_is_built_on_the_envs_server_and_losses_are_deci
                 break
         assert -1.0 in outcomes, f"the learner never lost in {len(outcomes)} random battles"
     finally:
+        opponent = env.env.opponent
         env.close()
+    # Its message handlers still waiting at close were cancelled, not left pending (each would
+    # be logged "Task was destroyed but it is pending!" when the player is collected).
+    assert [t for t in opponent.ps_client._active_tasks if not t.done()] == []
 
 
 def test_a_player_on_another_server_is_refused_at_once(showdown):
