@@ -91,7 +91,9 @@ def test_won_and_end_reason_read_from_the_learners_side():
     env = SinglizedEnv("gen9randombattle", backend="sim")
     seen: set[bool | None] = set()
     try:
-        for seed in range(12):
+        # The first legal action wins about two battles in three against the random opponent
+        # (whose choices the seed does not fix): 40 battles leave a run without a loss at ~1e-7.
+        for seed in range(40):
             total, info, _ = _play_out(env, seed, _first_legal)
             won = info["won"]
             assert won in (True, False, None)
@@ -106,7 +108,7 @@ def test_won_and_end_reason_read_from_the_learners_side():
                 break
     finally:
         env.close()
-    assert {True, False} <= seen, f"only {seen} in 12 battles"
+    assert {True, False} <= seen, f"only {seen} in 40 battles"
 
 
 def test_a_policy_that_only_chooses_illegal_actions_cannot_stall_an_episode():
