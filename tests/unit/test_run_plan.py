@@ -9,7 +9,7 @@ import click
 import pytest
 
 from center.commands.options import RunOptions
-from center.commands.run import plan
+from center.commands.run_plan import plan
 from center.errors import ConfigError
 from center.showdown.formats import ShowdownFormat
 
