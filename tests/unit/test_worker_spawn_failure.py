@@ -68,20 +68,20 @@ def _no_socketpair(*args: object, **kwargs: object) -> tuple[socket.socket, sock
 def test_a_failed_start_gives_its_memory_claim_back(
     pool: WorkerPool, monkeypatch: pytest.MonkeyPatch
 ):
-    assert pool.admission is not None
+    assert pool.places.admission is not None
     monkeypatch.setattr(worker_pool.socket, "socketpair", _no_socketpair)
     assert pool.acquire("good_random") is None
-    assert pool.admission.claims.held() == {}
+    assert pool.places.admission.claims.held() == {}
     assert not pool.workers
 
 
 def test_a_failed_restore_gives_the_killed_workers_claim_back_to_it(
     pool: WorkerPool, monkeypatch: pytest.MonkeyPatch
 ):
-    assert pool.admission is not None
+    assert pool.places.admission is not None
     killed = pool.acquire("good_random")
-    assert killed is not None and pool.admission.claims.held() == {killed.number: GiB}
+    assert killed is not None and pool.places.admission.claims.held() == {killed.number: GiB}
     monkeypatch.setattr(worker_pool.socket, "socketpair", _no_socketpair)
     assert pool.acquire("good_random", replacing=killed) is None
     # Still the killed worker's, whose exit (reaped later) releases it.
-    assert pool.admission.claims.held() == {killed.number: GiB}
+    assert pool.places.admission.claims.held() == {killed.number: GiB}

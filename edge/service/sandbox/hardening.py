@@ -5,16 +5,17 @@ candidates' modules."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from edge.contract.candidates import Candidate
-from edge.service.sandbox.limits import Hardening, paths_to_expose
+from edge.service.sandbox.limits import PRIVATE_FOLDERS, Hardening, paths_to_expose, paths_under
 from edge.service.sandbox.seccomp import seccomp_problem
 
-__all__ = ["EDGE_PACKAGE", "choose_hardening", "module_place"]
+__all__ = ["EDGE_PACKAGE", "choose_hardening", "kept_paths", "module_place"]
 
 #: The folder of this package: workers read its files (data, lazily imported modules) at run time.
 EDGE_PACKAGE: Final = Path(__file__).resolve().parents[2]
@@ -81,3 +82,26 @@ def module_place(candidate: Candidate) -> Path:
                 resolved = place.resolve(strict=True)
                 return resolved if resolved.is_dir() else resolved.parent
     return candidate.folder
+
+
+def kept_paths(hardening: Hardening, candidate: Candidate) -> list[str]:
+    """What a worker of ``candidate`` must still see under its private folders: the module's
+    folder, its team's, Python's own paths and this package's (an editable install finds it
+    through an import hook, not sys.path), when they lie in /tmp, say."""
+    if not hardening.private_tmp:
+        return []
+    top = candidate.module_id.split(".")[0]
+    needed = [
+        candidate.folder,
+        candidate.folder / top,  # a package right in /tmp is kept by itself
+        module_place(candidate),  # where a link there leads (the checker links the module)
+    ]
+    if candidate.team_path is not None:
+        needed.append(candidate.team_path.parent)
+    return sorted({*_kept_for_all(), *paths_under(PRIVATE_FOLDERS, needed)})
+
+
+@functools.cache
+def _kept_for_all() -> tuple[str, ...]:
+    """This process's own paths under the private folders: the same for its whole life."""
+    return tuple(paths_under(PRIVATE_FOLDERS, [EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]))

@@ -1,5 +1,5 @@
 """The sandbox's router (the edge server's dispatcher): each request to its session's worker as
-bytes, by the message table's ``handled_by``; the restore history; what a worker's reply, end or
+bytes, by the message table's ``handled_by``; the restore history (``session_history``); what a worker's reply, end or
 overrun means to its session (docs/sandbox.md, docs/protocol.md).
 """
 
@@ -9,7 +9,7 @@ import atexit
 import contextlib
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -17,19 +17,25 @@ import numpy as np
 import zmq
 
 from edge.errors import ProtocolError
-from edge.service.channel import Kind, frame, pack_parts, unpack_parts
+from edge.service.channel import Kind, frame, pack_parts
 from edge.service.endpoints.forwarder import EndpointForwarder, close_fds
-from edge.service.sandbox.limits import describe_exit
 from edge.service.server.socket_server import EdgeSocketServer
+from edge.service.supervision import session_history
 from edge.service.supervision.candidates_watch import RELOAD_HINT
 from edge.service.supervision.host_locks import HostClaims
 from edge.service.supervision.scheduling import CallScheduler
+from edge.service.supervision.worker_ends import (
+    end_cause,
+    kill,
+    memory_cause,
+    oom_killed,
+    user_call_of,
+)
 from edge.service.supervision.worker_handle import Job, WorkerHandle
-from edge.service.supervision.worker_io import PollSet, WorkerChannels, reply_violation
+from edge.service.supervision.worker_io import PollSet, WorkerChannels, read_reply
 from edge.service.supervision.worker_pool import WorkerEvents, WorkerPool
 from edge.wire.envelopes import Envelope
 from edge.wire.messages import (
-    USER_CALLS,
     CloseSessionReply,
     ErrorBody,
     ErrorCode,
@@ -45,12 +51,6 @@ from edge.wire.msgpack_values import EVALUE_LIMIT
 __all__ = ["SessionRouter"]
 
 logger = logging.getLogger(__name__)
-
-RESTORE_TIMEOUT: Final = 30.0
-"""Seconds a fresh worker may take to rebuild a session (Agent, Policy, replica)."""
-
-MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
-"""Requests of a session kept to restore it after a timeout; past this it cannot be restored."""
 
 DEFAULT_CALL_TIMEOUT: Final = 60.0
 """Seconds a call may run when its request carries no timeout."""
@@ -166,7 +166,7 @@ class SessionRouter:
             worker.job.what,
             worker.number,
         )
-        self._pool.kill(worker)
+        kill(worker)
         self.worker_gone(worker, "the session was closed by its center", ErrorCode.UNKNOWN_SESSION)
         self._reply_closed(job)
 
@@ -223,8 +223,7 @@ class SessionRouter:
                 self._fail(job, ErrorCode.BUSY, "EdgeBusy", self._pool.why_full)
                 return
             self._bind(worker, session)
-        worker.history.clear()
-        worker.history_bytes = 0
+        session_history.clear(worker)
         self._submit(worker, job)
 
     def _submit(self, worker: WorkerHandle, job: Job) -> None:
@@ -233,10 +232,7 @@ class SessionRouter:
             waiting = f"session {job.envelope.session!r} already has too many requests waiting"
             self._fail(job, ErrorCode.BUSY, "EdgeBusy", waiting)
             return
-        if spec_for(job.envelope.type).replayed_on_restore:
-            worker.history_bytes += sum(map(len, job.frames))
-            if worker.history_bytes <= MAX_HISTORY_BYTES:
-                worker.history.append(pack_parts(job.frames))
+        session_history.record(worker, job)
         worker.last_used = time.monotonic()
         if job.routing_id is not None:
             worker.routing_id = job.routing_id
@@ -292,8 +288,7 @@ class SessionRouter:
         if session is not None and self._sessions.get(session) is worker:
             del self._sessions[session]
         worker.session = None
-        worker.history.clear()
-        worker.history_bytes = 0
+        session_history.clear(worker)
         for job in worker.queue:
             self._fail(job, ErrorCode.UNKNOWN_SESSION, "UnknownSession", "the session was closed")
         worker.queue.clear()
@@ -326,7 +321,7 @@ class SessionRouter:
             self._next_job(worker)
         elif kind is Kind.FAILED and (worker.state == "starting" or (job and job.envelope is None)):
             cause = payload.decode("utf-8", "replace")[:2000]
-            self._pool.kill(worker)
+            kill(worker)
             self.worker_gone(worker, cause)
         else:
             self._violation(worker, f"sent a {kind.name} frame out of turn")
@@ -344,21 +339,11 @@ class SessionRouter:
         assert job.envelope is not None
         server = self.server
         codec, size = server.codec, server.max_message_size
-        code = ""
-        try:  # the envelope, and an error's body for its code; an ok body is forwarded unread
-            frames = unpack_parts(payload)
-            reply = codec.envelope(frames[0], size) if frames else None
-            if reply is None or len(frames) < 2:
-                raise ProtocolError("a reply without its frames")
-            if reply.status == "error":
-                code = codec.reply_body(reply, frames[1], size).code
-        except (ProtocolError, ValueError) as exc:
-            self._violation(worker, f"sent an unreadable reply ({exc})")
+        read = read_reply(codec, size, job.envelope, payload)
+        if isinstance(read, str):
+            self._violation(worker, read)
             return
-        violation = reply_violation(job.envelope, reply, code, len(frames))
-        if violation is not None:
-            self._violation(worker, violation)
-            return
+        frames, reply, code = read
         if self._memory_exceeded(worker):
             return
         usage = self._scheduler.end_call(worker)
@@ -384,17 +369,17 @@ class SessionRouter:
     def _memory_exceeded(self, worker: WorkerHandle) -> bool:
         """Whether the kernel killed a process of the worker for the memory limit over all its
         processes; if so the worker is ended with that cause."""
-        if not self._pool.oom_killed(worker):
+        if not oom_killed(worker):
             return False
-        self._pool.kill(worker)
-        self.worker_gone(worker, self._pool.memory_cause())
+        kill(worker)
+        self.worker_gone(worker, memory_cause(self._pool.limits))
         return True
 
     def _violation(self, worker: WorkerHandle, what: str) -> None:
         """A worker broke the supervisor's protocol: it is hostile or broken; it ends."""
         cause = f"the worker {what}: it was killed"
         logger.warning("worker %d of %s %s", worker.number, worker.model_id, cause)
-        self._pool.kill(worker)
+        kill(worker)
         self.worker_gone(worker, cause)
 
     # -- the server's poll loop --------------------------------------------------------------------
@@ -462,8 +447,6 @@ class SessionRouter:
                 )
                 self._end_session(worker, keep=False)
 
-    # -- serving starts, ends ----------------------------------------------------------------------
-
     # -- workers' ends and overruns -----------------------------------------------------------
 
     def _on_eof(self, worker: WorkerHandle) -> None:
@@ -485,23 +468,7 @@ class SessionRouter:
         """A worker ended by itself: its session ends with the cause."""
         if worker.gone:
             return
-        code = ErrorCode.WORKER_DIED
-        if self._pool.oom_killed(worker):
-            cause = self._pool.memory_cause()
-        elif self._pool.host_oom_killed(worker):
-            # Not the worker's doing: the center is told the edge lost the session (a void).
-            code = ErrorCode.UNKNOWN_SESSION
-            cause = "killed by the kernel's OOM killer: the host ran out of memory, not the worker"
-        elif worker.status is not None:
-            cause = describe_exit(worker.status, self._pool.limits)
-        elif worker.orphaned:  # infrastructure, not user code: the center voids the battle
-            code = ErrorCode.UNKNOWN_SESSION
-            cause = "killed: the edge's zygote died (not the worker's doing)"
-        elif worker.forker is not None and worker.forker.alive():
-            # Its forker reports every exit at once: this worker is alive, its channel shut.
-            cause = "the worker closed its channel to the edge without exiting: it was killed"
-        else:
-            cause = "the worker ended (no exit status: the process that forked it died?)"
+        cause, code = end_cause(worker, self._pool.limits)
         logger.warning(
             "worker %d of %s (pid %s, session %s) ended: %s",
             worker.number,
@@ -510,7 +477,7 @@ class SessionRouter:
             worker.session,
             cause,
         )
-        self._pool.kill(worker)  # what it started goes with it
+        kill(worker)  # what it started goes with it
         self.worker_gone(worker, cause, code)
 
     def worker_gone(
@@ -556,7 +523,7 @@ class SessionRouter:
         )
         call = user_call_of(worker.pid)  # read before the kill: the user call that overran
         worker.job = None
-        self._pool.kill(worker)
+        kill(worker)
         session = worker.session
         overran = f"{call} ({what})" if call else what
         cause = f"{overran} did not return within {job.timeout:.3g} s: its worker was killed"
@@ -571,12 +538,11 @@ class SessionRouter:
             # The center is done with the session: it ends here, it is not restored.
             self.worker_gone(worker, cause)
             return
-        if session is None or worker.history_bytes > MAX_HISTORY_BYTES:
+        if session is None or not session_history.restorable(worker):
             self.worker_gone(worker, cause + " (the session was too long to restore)")
             return
         # Take the session, its history and its waiting calls off the killed worker...
-        history, queue, tainted = worker.history, worker.queue, worker.tainted
-        worker.history, worker.queue, worker.history_bytes = [], deque(), 0
+        kept = session_history.detach(worker)
         del self._sessions[session]
         worker.session = None
         self.worker_gone(worker, cause)
@@ -585,20 +551,11 @@ class SessionRouter:
         if replacement is None:
             cause += " (no worker free to restore the session)"
             self._remember_dead(session, cause)
-            for waiting in queue:
+            for waiting in kept.queue:
                 self._fail(waiting, ErrorCode.WORKER_DIED, "WorkerDied", cause)
             return
         self._bind(replacement, session)
-        replacement.history = history
-        replacement.history_bytes = sum(len(raw) for raw in history)
-        replacement.queue = queue
-        replacement.tainted = tainted
-        restore = Job(None, None, None, RESTORE_TIMEOUT)
-        data = bytearray()
-        for raw in history:
-            data += frame(Kind.HISTORY, raw)
-        data += frame(Kind.RESTORE)
-        self._scheduler.start(replacement, restore, bytes(data))
+        self._scheduler.start(replacement, *session_history.restore_on(replacement, kept))
 
     # -- serving ------------------------------------------------------------------------------
 
@@ -628,17 +585,3 @@ class SessionRouter:
         self._scheduler.release_claims()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
-
-
-def user_call_of(pid: int | None) -> str:
-    """The user call a worker is running, as it names its main thread (``/proc/PID/comm``, set
-    by :func:`edge.service.worker.process.name_call`): one of ``USER_CALLS``, else "". The name is the
-    worker's word, and only ever names one of its own calls."""
-    if pid is None:
-        return ""
-    try:
-        with open(f"/proc/{pid}/comm", "rb") as comm:
-            name = comm.read(64).strip().decode("ascii", "replace")
-    except OSError:
-        return ""
-    return name if name in USER_CALLS else ""

@@ -146,7 +146,7 @@ class SandboxedEdge:
             pinned = self._pool.cgroups.on("cpuset")
             cpus = with_core_siblings(self._router.scheduler.cpus) if pinned else []
             self._server.announce_cpus(cpus)
-            if (admission := self._pool.admission) is not None:
+            if (admission := self._pool.places.admission) is not None:
                 self._server.announce_memory(
                     admission.limit, admission.budget.budget, admission.claims.identity()
                 )
@@ -196,7 +196,11 @@ class SandboxedEdge:
             *(f"worker limit, {line}" for line in pool.limits.lines()),
             *(f"worker sandbox, {line}" for line in pool.hardening.lines()),
             *(f"worker sandbox, {line}" for line in pool.cgroups.lines()),
-            *(pool.admission.lines() if pool.admission is not None else [_NO_ADMISSION]),
+            *(
+                pool.places.admission.lines()
+                if pool.places.admission is not None
+                else [_NO_ADMISSION]
+            ),
             f"CPUs for decisions: {cpu_list(scheduler.cpus)} ({shared}), at most one deciding "
             f"worker per CPU, {pinned}",
             f"workers: {workers}; at most {pool.max_workers}; their HOME and TMPDIR in {pool.home_base}",

@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,26 @@ class TemplatePool:
         return False
 
     # -- timers, ends -----------------------------------------------------------------------------
+
+    def worker_reports(self, template: ModelTemplate) -> list[dict[str, Any]] | None:
+        """The template's reports of its workers (``spawned``, ``failed``, ``exit``), its own acted
+        on (``ready`` logged; ``broken``, or its process gone, ends it: then None)."""
+        events = template.events()
+        if events is None:
+            self.end(template, template.cause or "its process ended")
+            return None
+        for event in events:
+            if event["op"] == "ready":
+                logger.info(
+                    "the template of %s imported it in %.2f s%s",
+                    template.model_id,
+                    time.monotonic() - template.started,
+                    f" (and failed: {template.load_error})" if template.load_error else "",
+                )
+            elif event["op"] == "broken":
+                self.end(template, event["error"])
+                return None
+        return [e for e in events if e["op"] not in ("ready", "broken")]
 
     def next_wake(self) -> float:
         loading = [t.deadline for t in self.by_model.values() if t.state == "loading"]

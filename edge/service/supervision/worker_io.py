@@ -1,5 +1,5 @@
 """The supervisor's side of its workers' channels: polling them, writing and reading frames, and
-what a worker's reply may say.
+what a worker's reply may say (:func:`read_reply`).
 
 The supervisor's one I/O thread polls every worker's Unix socket next to the center's socket.
 Writes are buffered and flushed as the socket takes them; reads are bounded per poll (other
@@ -13,20 +13,21 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 import zmq
 
-from edge.service.channel import Kind
+from edge.errors import ProtocolError
+from edge.service.channel import Kind, unpack_parts
 from edge.service.supervision.worker_handle import WorkerHandle
-from edge.wire.envelopes import Envelope
+from edge.wire.envelopes import Codec, Envelope
 from edge.wire.messages import error_code_spec
 
 # Plain ints: zmq's flags are enums, whose operators cost microseconds at every poll.
 _POLLIN: Final = int(zmq.POLLIN)
 _POLLIN_OUT: Final = int(zmq.POLLIN | zmq.POLLOUT)
 
-__all__ = ["PollSet", "WorkerChannels", "reply_violation"]
+__all__ = ["PollSet", "WorkerChannels", "WorkerReply", "read_reply"]
 
 _MAX_ENDPOINT_FDS: Final = 16
 """File descriptors a starting worker may pass at once (its model endpoints' sockets)."""
@@ -130,13 +131,31 @@ class WorkerChannels:
                 self._on_frame(worker, kind, payload)
 
 
-def reply_violation(request: Envelope, reply: Envelope, code: str, frames: int) -> str | None:
-    """What a worker's ``reply`` to ``request`` (of ``frames`` frames, an error's ``code``)
-    claims that it may not (None: nothing)."""
+class WorkerReply(NamedTuple):
+    """A worker's reply, read: its frames (envelope, body), its envelope, an error's code."""
+
+    frames: list[bytes]
+    envelope: Envelope
+    code: str
+
+
+def read_reply(codec: Codec, size: int, request: Envelope, payload: bytes) -> WorkerReply | str:
+    """A worker's reply to ``request``, its envelope and an error's body read (an ok body is
+    forwarded unread); or what the reply does wrong (a violation)."""
+    code = ""
+    try:
+        frames = unpack_parts(payload)
+        reply = codec.envelope(frames[0], size) if frames else None
+        if reply is None or len(frames) < 2:
+            raise ProtocolError("a reply without its frames")
+        if reply.status == "error":
+            code = codec.reply_body(reply, frames[1], size).code
+    except (ProtocolError, ValueError) as exc:
+        return f"sent an unreadable reply ({exc})"
     if reply.parent != request.id or reply.session != request.session:
         return "answered a request it was not given"
     if reply.status == "error" and error_code_spec(code).supervisor_only:
         return f"claimed the error code {code!r}"
-    if frames != 2:
-        return f"sent a reply of {frames} frames (the usage frame is the supervisor's)"
-    return None
+    if len(frames) != 2:
+        return f"sent a reply of {len(frames)} frames (the usage frame is the supervisor's)"
+    return WorkerReply(frames, reply, code)

@@ -14,9 +14,7 @@ import itertools
 import logging
 import os
 import shutil
-import signal
 import socket
-import sys
 import tempfile
 import time
 from collections import deque
@@ -33,20 +31,13 @@ from edge.service.forking.template_handle import ModelTemplate
 from edge.service.forking.zygote import Zygote, ZygoteError
 from edge.service.sandbox.cgroups import (
     CgroupSupport,
-    WorkerGroup,
     hold_v1_freezer,
     probe_cgroups,
     remove_edge_groups,
     remove_stale_groups,
 )
-from edge.service.sandbox.hardening import EDGE_PACKAGE, choose_hardening, module_place
-from edge.service.sandbox.limits import (
-    PRIVATE_FOLDERS,
-    Limits,
-    format_size,
-    paths_under,
-)
-from edge.service.supervision.host_locks import HostClaims
+from edge.service.sandbox.hardening import choose_hardening, kept_paths
+from edge.service.sandbox.limits import Limits
 from edge.service.supervision.memory_admission import MemoryAdmission, MemoryBudget
 from edge.service.supervision.processes import (
     cpu_seconds,
@@ -54,8 +45,10 @@ from edge.service.supervision.processes import (
     remove_stale_work_folders,
 )
 from edge.service.supervision.template_pool import TemplatePool, adopt, templates_off
+from edge.service.supervision.worker_ends import host_oom_killed, kill
 from edge.service.supervision.worker_handle import WorkerHandle
 from edge.service.supervision.worker_io import PollSet
+from edge.service.supervision.worker_places import NoMemoryRoom, WorkerPlaces
 from edge.service.worker.spec import WorkerSpec
 from edge.wire.messages import DEFAULT_LOAD_LIMIT, ErrorCode
 
@@ -89,10 +82,6 @@ class WorkerEvents(Protocol):
 
     def worker_exited(self, worker: WorkerHandle) -> None:
         """Its forker reported the exit of a worker not yet gone (``worker.status`` is set)."""
-
-
-class NoMemoryRoom(Exception):
-    """No worker may start now: the host's memory budget is taken (it waits; it is not an error)."""
 
 
 class WorkerPool:
@@ -137,21 +126,18 @@ class WorkerPool:
         # exec'd: never a fork of this process
         self._zygote: Zygote | None = Zygote(warm_learnsets=warm_learnsets)
         prefer_as_oom_victim(self._zygote.process.pid)  # its workers inherit it
-        self.admission: MemoryAdmission | None = None
-        """Host-wide memory admission (``memory_budget`` given and a memory limit set)."""
         self.why_full = ""
         """Why :meth:`acquire` last gave no worker."""
-        self._kept_for_all: list[str] | None = None
         self.home_base = Path(tempfile.mkdtemp(prefix=f"sep-edge-{side}-{os.getpid()}-"))
         self.cgroups = CgroupSupport()
-        self._uid_claims: HostClaims | None = None
+        self.places = WorkerPlaces(
+            self.cgroups, limits, host_uids=False, admission=None, templates=None
+        )  # (none held yet: what close() gives back if the start fails)
         self.workers: dict[int, WorkerHandle] = {}  # by number, until its slot is free again
         self.by_fd: dict[int, WorkerHandle] = {}  # workers whose channel is open
         self._by_pid: dict[int, WorkerHandle] = {}
         self._idle: dict[str, list[WorkerHandle]] = {}
         self._spawning: dict[int, WorkerHandle] = {}  # by spawn token
-        self._slots_in_use: set[int] = set()
-        self._groups_to_remove: list[WorkerGroup] = []
         self._numbers = itertools.count(1)
         self._zygote_registered: int | None = None
         self._templates_registered: set[int] = set()
@@ -167,8 +153,6 @@ class WorkerPool:
                 logger.info("removed the control group of an edge that is gone: %s", stale)
             self.cgroups = probe_cgroups(f"{side}-{os.getpid()}")
             hold_v1_freezer(self.cgroups)
-            if self.hardening.user:
-                self._uid_claims = HostClaims("uid")
             self.templates = TemplatePool(
                 side,
                 hardening=self.hardening,
@@ -180,8 +164,16 @@ class WorkerPool:
                 instance=instance,
                 load_limit=load_limit,
             )
+            admission = None
             if memory_budget is not None and limits.memory:
-                self.admission = MemoryAdmission(limits.memory, memory_budget)
+                admission = MemoryAdmission(limits.memory, memory_budget)
+            self.places = WorkerPlaces(
+                self.cgroups,
+                limits,
+                host_uids=self.hardening.user,
+                admission=admission,
+                templates=self.templates,
+            )
         except BaseException:
             self.close()
             raise
@@ -245,40 +237,21 @@ class WorkerPool:
         self, model_id: str, candidate: Candidate, replacing: WorkerHandle | None = None
     ) -> WorkerHandle:
         zygote = self._live_zygote()
-        number = next(self._numbers)
-        inherited = (
-            replacing is not None
-            and self.admission is not None
-            and self.admission.hand_over(replacing.number, number)
-        )
-        if self.admission is not None and not inherited and not self.admission.admit(number):
-            raise NoMemoryRoom(self.admission.why_refused())
+        keep_paths = kept_paths(self.hardening, candidate)
+        place = self.places.admit(next(self._numbers), replacing)
+        number = place.number
         template: ModelTemplate | None = None
-        slot: int | None = None
-        group: WorkerGroup | None = None
         ours: socket.socket | None = None
         theirs: socket.socket | None = None
-        keep_paths = self._keep_paths(candidate)
-        try:  # whatever fails from here gives back what was taken: claim, user id, group, sockets
+        try:  # whatever fails from here gives back its place: claim, user id, group, sockets
             if self.templates is not None and self.templates.on:
                 try:
                     template = self.templates.template_for(candidate, zygote, keep_paths)
                 finally:
                     self._templates_ended()  # (one whose module's files changed)
-            if template is not None:
-                slot = template.claim_uid()  # a user id of the model's block
-            elif self._uid_claims is not None:  # a user id no worker of any edge of the host has
-                slot = self._uid_claims.claim_lowest()
-            else:
-                slot = next(i for i in itertools.count() if i not in self._slots_in_use)
-            if self.cgroups.any:
-                group = WorkerGroup(self.cgroups, f"w{number}")
-                try:
-                    group.create(memory=self.limits.memory, processes=self.limits.processes)
-                except OSError as exc:
-                    logger.warning("no control groups for worker %d: %s", number, exc)
-                    group.remove()
-                    group = None
+            self.places.settle(place, template)
+            slot, group = place.slot, place.group
+            assert slot is not None
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             ours.setblocking(False)
             home = self.home_base / (f"t{template.serial}-w{slot}" if template else f"w{slot}")
@@ -318,20 +291,8 @@ class WorkerPool:
             for end in (ours, theirs):
                 if end is not None:
                     end.close()
-            if slot is not None and template is not None:
-                template.release_uid(slot)
-            elif slot is not None and self._uid_claims is not None:
-                self._uid_claims.release(slot)
-            if inherited:  # back to the killed worker, whose exit (reaped later) frees it
-                assert self.admission is not None and replacing is not None
-                self.admission.hand_over(number, replacing.number)
-            elif self.admission is not None:
-                self.admission.release(number)
-            if group is not None:
-                group.remove()
+            self.places.give_back(place)
             raise
-        if template is None:
-            self._slots_in_use.add(slot)
         self.workers[number] = worker
         self.by_fd[worker.fd] = worker
         self._spawning[number] = worker
@@ -342,26 +303,6 @@ class WorkerPool:
         if self.endpoint_paths is None:
             return {}
         return self.endpoint_paths(candidate.endpoints)
-
-    def _keep_paths(self, candidate: Candidate) -> list[str]:
-        """What a worker of ``model_id`` must still see under its private folders: the module's
-        folder, its team's, Python's own paths and this package's (an editable install finds it
-        through an import hook, not sys.path), when they lie in /tmp, say."""
-        if not self.hardening.private_tmp:
-            return []
-        if self._kept_for_all is None:  # this process's paths: the same for its whole life
-            self._kept_for_all = paths_under(
-                PRIVATE_FOLDERS, [EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]
-            )
-        top = candidate.module_id.split(".")[0]
-        needed = [
-            candidate.folder,
-            candidate.folder / top,  # a package right in /tmp is kept by itself
-            module_place(candidate),  # where a link there leads (the checker links the module)
-        ]
-        if candidate.team_path is not None:
-            needed.append(candidate.team_path.parent)
-        return sorted({*self._kept_for_all, *paths_under(PRIVATE_FOLDERS, needed)})
 
     def put_back(self, worker: WorkerHandle, *, keep: bool) -> None:
         """The session of ``worker`` is over: reuse the worker for its model, or retire it."""
@@ -391,7 +332,7 @@ class WorkerPool:
         idle = self._idle.get(worker.model_id)
         if idle and worker in idle:
             idle.remove(worker)
-        self.kill(worker)
+        kill(worker)
         self._gone(worker, reason)
 
     def _gone(self, worker: WorkerHandle, cause: str) -> None:
@@ -410,46 +351,7 @@ class WorkerPool:
     def release_slot(self, worker: WorkerHandle) -> None:
         """The worker's processes are all gone: its slot (user id, folder) may serve again."""
         self.workers.pop(worker.number, None)
-        if isinstance(worker.forker, ModelTemplate):
-            assert self.templates is not None
-            self.templates.release_worker(worker.forker, worker.slot)
-        else:
-            self._slots_in_use.discard(worker.slot)
-            if self._uid_claims is not None:
-                self._uid_claims.release(worker.slot)
-        if self.admission is not None:
-            self.admission.release(worker.number)
-        shutil.rmtree(worker.home, ignore_errors=True)
-        if worker.group is not None and not worker.group.remove():
-            self._groups_to_remove.append(worker.group)  # tried again at housekeeping
-
-    @staticmethod
-    def kill(worker: WorkerHandle) -> None:
-        """SIGKILL the worker's process group and control group (nothing it started survives,
-        frozen or not)."""
-        if worker.pid is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(worker.pid, signal.SIGKILL)
-            if isinstance(worker.forker, ModelTemplate):
-                worker.forker.expect_exit(worker.pid)  # thawed until it reports the exit
-        if worker.group is not None:
-            worker.group.kill()
-
-    @staticmethod
-    def oom_killed(worker: WorkerHandle) -> bool:
-        """Whether the worker ran out of its own memory limit over all its processes (its
-        group's own events: never a kill the host's shortage did)."""
-        return worker.group is not None and worker.group.hit_own_limit()
-
-    @staticmethod
-    def host_oom_killed(worker: WorkerHandle) -> bool:
-        """Whether an OOM killer not of the worker's own limit killed a process of it: the host
-        (or a group around the edge) ran out of memory, which is no fault of the worker's."""
-        return _host_oom_killed(worker.group)
-
-    def memory_cause(self) -> str:
-        """Why a worker that :meth:`oom_killed` ended."""
-        return f"killed: memory limit {format_size(self.limits.memory)} (all its processes)"
+        self.places.release(worker)
 
     def unavailable(self, model_id: str) -> str | None:
         """Why the model's sessions cannot be served now (its model template was given up on)."""
@@ -472,10 +374,11 @@ class WorkerPool:
 
     def housekeeping(self, now: float) -> None:
         """Remove control groups that were busy before; retire workers idle too long."""
-        self._groups_to_remove = [g for g in self._groups_to_remove if not g.remove()]
+        self.places.housekeeping()
         self._templates_ended()
         # Another edge's worker waits for the host's memory: idle workers give their room back.
-        squeezed = self.admission is not None and self.admission.others_waiting()
+        admission = self.places.admission
+        squeezed = admission is not None and admission.others_waiting()
         for worker in [w for ws in self._idle.values() for w in ws]:
             if squeezed:
                 self.retire(worker, "evicted: another edge waits for the host's memory")
@@ -488,11 +391,11 @@ class WorkerPool:
         """Kill every worker's process group, the model templates and the zygote; remove the
         workers' folders."""
         for worker in list(self.workers.values()):
-            self.kill(worker)
+            kill(worker)
             with contextlib.suppress(OSError):
                 worker.sock.close()
         for worker in list(self._spawning.values()):
-            self.kill(worker)
+            kill(worker)
         if self.templates is not None:
             self.templates.close()
         if self._zygote is not None:
@@ -500,10 +403,7 @@ class WorkerPool:
             self._zygote = None
         shutil.rmtree(self.home_base, ignore_errors=True)
         remove_edge_groups(self.cgroups)
-        if self._uid_claims is not None:
-            self._uid_claims.release_all()
-        if self.admission is not None:
-            self.admission.close()
+        self.places.close()
 
     def worker_pids(self) -> list[int]:
         """The pids of the running workers (their process groups)."""
@@ -577,18 +477,18 @@ class WorkerPool:
             if worker.gone:
                 self.release_slot(worker)
             elif isinstance(forker, ModelTemplate) and (
-                forker.lost_by_edge or _host_oom_killed(forker.group)
+                forker.lost_by_edge or host_oom_killed(forker.group)
             ):
                 # The zygote died, or the host ran out of memory: the model's battles
                 # are lost by the edge (the center voids them), no fault of the model's.
-                self.kill(worker)
+                kill(worker)
                 self.events.worker_gone(
                     worker,
                     f"killed with its model's template ({forker.cause}): not the worker's doing",
                     ErrorCode.UNKNOWN_SESSION,
                 )
             elif isinstance(forker, ModelTemplate):  # ended by the supervisor, saying why
-                self.kill(worker)
+                kill(worker)
                 self._gone(worker, f"killed: {_forker_name(forker)} ended")
             elif worker.eof_at is not None:
                 self.events.worker_died(worker)
@@ -597,8 +497,11 @@ class WorkerPool:
     def read_forker_reports(self) -> None:
         """Read the reports of the model templates and the zygote: workers started, failed to
         start, exited."""
-        for template in self.templates.templates() if self.templates else []:
-            self._on_model_template(template)
+        for template in self.templates.templates() if self.templates is not None else []:
+            reports = self.templates.worker_reports(template) if self.templates else None
+            if reports is not None:  # (None: it ended, and its workers with it)
+                self._on_events(reports)
+                template.settle()  # once its reports are acted on
         self._templates_ended()
         if self._zygote is None:
             return
@@ -618,28 +521,7 @@ class WorkerPool:
         """Let go of the model templates ended since the last call: their workers are gone too."""
         for template in self.templates.drain_ended() if self.templates is not None else []:
             self._forker_gone(template)
-            if template.group is not None and not template.group.remove():
-                self._groups_to_remove.append(template.group)  # tried again at housekeeping
-
-    def _on_model_template(self, template: ModelTemplate) -> None:
-        assert self.templates is not None
-        events = template.events()
-        if events is None:
-            self.templates.end(template, template.cause or "its process ended")
-            return
-        for event in events:
-            if event["op"] == "ready":
-                logger.info(
-                    "the template of %s imported it in %.2f s%s",
-                    template.model_id,
-                    time.monotonic() - template.started,
-                    f" (and failed: {template.load_error})" if template.load_error else "",
-                )
-            elif event["op"] == "broken":
-                self.templates.end(template, event["error"])
-                return
-        self._on_events([e for e in events if e["op"] not in ("ready", "broken")])
-        template.settle()
+            self.places.remove_group(template.group)
 
     def _on_events(self, events: list[dict[str, object]]) -> None:
         for event in events:
@@ -653,7 +535,7 @@ class WorkerPool:
                 spawned.pid = int(event["pid"])  # type: ignore[call-overload]
                 self._by_pid[spawned.pid] = spawned  # its exit frees its slot
                 if spawned.gone:  # given up on before it started
-                    self.kill(spawned)
+                    kill(spawned)
                 elif spawned.held:
                     self._adopt(spawned)
             elif op == "failed":
@@ -669,7 +551,7 @@ class WorkerPool:
         template's until then), then checked once it says it is ready."""
         problem = adopt(worker)
         if problem is not None:
-            self.kill(worker)
+            kill(worker)
             self._gone(worker, problem)
             return
         self.check_forked(worker)
@@ -686,7 +568,7 @@ class WorkerPool:
         assert self.templates is not None
         problem = self.templates.check(worker, self.workers.values())
         if problem is not None:
-            self.kill(worker)
+            kill(worker)
             self._gone(worker, problem)
             self.templates.end(template, problem)
             self._templates_ended()
@@ -709,8 +591,3 @@ def _forker_name(forker: Zygote | ModelTemplate) -> str:
         cause = f" ({forker.cause})" if forker.cause else ""
         return f"the model template of {forker.model_id}{cause}"
     return "the edge's zygote"
-
-
-def _host_oom_killed(group: WorkerGroup | None) -> bool:
-    """Whether an OOM killer not of the group's own limit killed a process in it."""
-    return group is not None and bool(group.oom_kills()) and not group.hit_own_limit()
