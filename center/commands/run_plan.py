@@ -1,6 +1,6 @@
-"""A run's plan: what a ``sep_main`` / ``sep_eval`` command will play, decided from its options
-alone (sides, format, series, LOG_DIR, backend), every user mistake found here a one-line
-ConfigError before any process starts."""
+"""A run's plan: what a ``sep_main`` / ``sep_eval`` command will play (sides, format, series,
+LOG_DIR, backend), decided from its options and, on a rerun, LOG_DIR's run.json; every user mistake
+found here is a one-line ConfigError before any process starts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The hardening a sandboxed edge's workers get: what the host permits (probed by the zygote), as
 the options ask, and a user id of their own only where they can still read Python and the
-candidates' modules."""
+candidates' modules; and the paths a worker keeps under its private folders (:func:`kept_paths`)."""
 
 from __future__ import annotations
 
@@ -103,5 +103,6 @@ def kept_paths(hardening: Hardening, candidate: Candidate) -> list[str]:
 
 @functools.cache
 def _kept_for_all() -> tuple[str, ...]:
-    """This process's own paths under the private folders: the same for its whole life."""
+    """This process's own paths under the private folders, read once (the supervisor's sys.path
+    and this package do not move while it serves)."""
     return tuple(paths_under(PRIVATE_FOLDERS, [EDGE_PACKAGE, *(Path(p) for p in sys.path if p)]))

@@ -1,6 +1,6 @@
 """The sandbox's router (the edge server's dispatcher): each request to its session's worker as
-bytes, by the message table's ``handled_by``; the restore history (``session_history``); what a worker's reply, end or
-overrun means to its session (docs/sandbox.md, docs/protocol.md).
+bytes, by the message table's ``handled_by``; the restore history (kept by ``session_history``);
+what a worker's reply, end or overrun means to its session (docs/sandbox.md, docs/protocol.md).
 """
 
 from __future__ import annotations

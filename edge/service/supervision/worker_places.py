@@ -1,7 +1,7 @@
 """The places the edge gives its workers: each a memory claim (host-wide admission), a slot (a user
 id no worker of any edge of the host has, one of its model template's block, or, without user
 ids, a number of this edge's) and control groups of its own; all given back once its processes are
-gone, or at once when its start fails."""
+gone, or at once when its start fails (the edge's own groups, around them, are the pool's)."""
 
 from __future__ import annotations
 
@@ -83,14 +83,13 @@ class WorkerPlaces:
             place.slot = next(i for i in itertools.count() if i not in self._slots_in_use)
             self._slots_in_use.add(place.slot)
         if self.cgroups.any:
-            group = WorkerGroup(self.cgroups, f"w{place.number}")
+            place.group = WorkerGroup(self.cgroups, f"w{place.number}")
             try:
-                group.create(memory=self.limits.memory, processes=self.limits.processes)
+                place.group.create(memory=self.limits.memory, processes=self.limits.processes)
             except OSError as exc:
                 logger.warning("no control groups for worker %d: %s", place.number, exc)
-                group.remove()
-            else:
-                place.group = group
+                place.group.remove()
+                place.group = None
 
     def give_back(self, place: Place) -> None:
         """The worker of ``place`` did not start: all it held is free again."""

@@ -497,11 +497,12 @@ class WorkerPool:
     def read_forker_reports(self) -> None:
         """Read the reports of the model templates and the zygote: workers started, failed to
         start, exited."""
-        for template in self.templates.templates() if self.templates is not None else []:
-            reports = self.templates.worker_reports(template) if self.templates else None
-            if reports is not None:  # (None: it ended, and its workers with it)
-                self._on_events(reports)
-                template.settle()  # once its reports are acted on
+        if self.templates is not None:
+            for template in self.templates.templates():
+                reports = self.templates.worker_reports(template)
+                if reports is not None:  # (None: it ended, and its workers with it)
+                    self._on_events(reports)
+                    template.settle()  # once its reports are acted on
         self._templates_ended()
         if self._zygote is None:
             return
